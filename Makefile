@@ -1,0 +1,36 @@
+# Two set-up commands for a fresh machine: `make demo` and `make test`.
+# Both create .venv with plain `python3 -m venv` and pip when it is missing.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint typecheck unit schemas fixtures bench bench-quick soak clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	@PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
+
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check ledger verifiers tests benchmarks scripts
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict ledger verifiers
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+schemas: $(STAMP)
+	$(BIN)/python -m ledger.schemas
+
+fixtures: $(STAMP)
+	$(BIN)/python -m verifiers.calibration --write-fixtures fixtures/calibration
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,348 @@
+"""``ledger audit``: re-check everything from the file alone.
+
+The audit reads one consistent snapshot and streams it (memory does not grow with the ledger;
+referenced addresses go to a TEMP table, not to a Python set). What it checks is listed, rule by
+rule with its violation code, in LEDGER.md "What the audit checks"; the codes are the constants
+below. Rules about the meaning of entries (commitment order, replay) are observers fed each
+well-formed entry in seq order; see ``ledger.rules``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable, Iterable
+from typing import Final, Protocol
+
+import msgspec
+
+from verifiers.canonical import CanonicalFormError, blake3_address, canonical_bytes
+
+from . import merkle
+from .entries import (
+    ADDRESS_RE,
+    FORMAT,
+    GENESIS_KIND,
+    GENESIS_PREV,
+    KINDS,
+    TIME_RE,
+    Entry,
+    EntryBody,
+    decode_body,
+)
+from .store import Ledger
+
+MAX_REPORTED: Final = 1000
+
+# Violation codes of the chain, objects and tree (rules add their own).
+SEQ_GAP: Final = "seq-gap"
+PREV_MISMATCH: Final = "prev-mismatch"
+ENTRY_HASH_MISMATCH: Final = "entry-hash-mismatch"
+BODY_NOT_CANONICAL: Final = "body-not-canonical"
+BODY_MALFORMED: Final = "body-malformed"
+BODY_ROW_MISMATCH: Final = "body-row-mismatch"
+BAD_FORMAT: Final = "unknown-entry-format"
+UNKNOWN_KIND: Final = "unknown-kind"
+GENESIS_INVALID: Final = "genesis-invalid"
+TIME_INVALID: Final = "time-invalid"
+TIME_REGRESSED: Final = "time-regressed"
+REFS_INVALID: Final = "refs-invalid"
+OBJECT_MISSING: Final = "object-missing"
+OBJECT_DIGEST_MISMATCH: Final = "object-digest-mismatch"
+OBJECT_UNREFERENCED: Final = "object-unreferenced"
+TREE_MISMATCH: Final = "tree-mismatch"
+EMPTY_LEDGER: Final = "ledger-empty"
+
+
+class Violation(msgspec.Struct, frozen=True):
+    seq: int | None
+    kind: str | None
+    code: str
+    message: str
+
+
+class AuditReport(msgspec.Struct):
+    entries: int
+    objects: int
+    violations: list[Violation]
+    violation_count: int
+    tree_size: int
+    root_hash: bytes
+    checks: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.violation_count == 0
+
+    @property
+    def first_bad_seq(self) -> int | None:
+        seqs = [v.seq for v in self.violations if v.seq is not None]
+        return min(seqs) if seqs else None
+
+
+class EntryObserver(Protocol):
+    """A rule fed every well-formed entry in seq order; it reports through ``report``."""
+
+    name: str
+
+    def observe(self, entry: Entry, report: Callable[[Violation], None]) -> None: ...
+
+    def finish(self, report: Callable[[Violation], None]) -> None: ...
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.kept: list[Violation] = []
+        self.count = 0
+
+    def __call__(self, violation: Violation) -> None:
+        self.count += 1
+        if len(self.kept) < MAX_REPORTED:
+            self.kept.append(violation)
+
+
+def audit(
+    ledger: Ledger,
+    *,
+    observers: Iterable[EntryObserver] = (),
+    progress: Callable[[int], None] | None = None,
+) -> AuditReport:
+    """Audit the chain, the bodies, the objects and the tree, feeding ``observers`` on the way."""
+    observers = list(observers)
+    report = _Collector()
+    with ledger.snapshot() as conn:
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_refs (digest TEXT, seq INTEGER)")
+        conn.execute("DELETE FROM temp.audit_refs")
+        tree_rows = conn.execute(
+            "SELECT last_leaf, level, hash FROM tree ORDER BY last_leaf, level"
+        )
+        pending_tree = next(tree_rows, None)
+        compact: list[tuple[int, bytes]] = []  # (level, hash) of the right edge, recomputed
+        expected_seq = 0
+        prev_hash = GENESIS_PREV
+        prev_time: str | None = None
+        ref_buffer: list[tuple[str, int]] = []
+        count = 0
+        for seq, row_prev, row_hash, row_kind, body in ledger.raw_entries():
+            count += 1
+            body = bytes(body)
+            if seq != expected_seq:
+                report(
+                    Violation(
+                        expected_seq,
+                        None,
+                        SEQ_GAP,
+                        f"expected seq {expected_seq}, found {seq}: entries are missing",
+                    )
+                )
+            if row_prev != prev_hash:
+                report(
+                    Violation(
+                        seq,
+                        row_kind,
+                        PREV_MISMATCH,
+                        "prev_hash does not equal the hash of the entry before it",
+                    )
+                )
+            computed = blake3_address(body)
+            if computed != row_hash:
+                report(
+                    Violation(
+                        seq,
+                        row_kind,
+                        ENTRY_HASH_MISMATCH,
+                        "entry_hash does not equal BLAKE3 of the stored body",
+                    )
+                )
+            entry = _check_body(seq, row_prev, row_hash, row_kind, body, prev_time, report)
+            # Tree: recompute this leaf and every subtree it completes; compare with storage.
+            node = merkle.leaf_hash(body)
+            computed_nodes = [node]
+            level = 0
+            while compact and compact[-1][0] == level:
+                _, left = compact.pop()
+                node = merkle.node_hash(left, node)
+                level += 1
+                computed_nodes.append(node)
+            compact.append((level, node))
+            stored: list[bytes] = []
+            while pending_tree is not None and pending_tree[0] <= seq:
+                if pending_tree[0] == seq:
+                    stored.append(bytes(pending_tree[2]))
+                else:
+                    report(
+                        Violation(
+                            pending_tree[0],
+                            None,
+                            TREE_MISMATCH,
+                            "tree node stored for a leaf with no entry",
+                        )
+                    )
+                pending_tree = next(tree_rows, None)
+            if stored != computed_nodes:
+                report(
+                    Violation(
+                        seq,
+                        row_kind,
+                        TREE_MISMATCH,
+                        "stored Merkle nodes differ from those recomputed from the body",
+                    )
+                )
+            if entry is not None:
+                prev_time = entry.body.time
+                for ref in entry.body.refs:
+                    ref_buffer.append((ref, seq))
+                for observer in observers:
+                    observer.observe(entry, report)
+            if len(ref_buffer) >= 10_000:
+                conn.executemany("INSERT INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
+                ref_buffer.clear()
+            prev_hash = row_hash
+            expected_seq = seq + 1
+            if progress is not None and count % 10_000 == 0:
+                progress(count)
+        while pending_tree is not None:
+            report(
+                Violation(
+                    pending_tree[0],
+                    None,
+                    TREE_MISMATCH,
+                    "tree node stored for a leaf with no entry",
+                )
+            )
+            pending_tree = next(tree_rows, None)
+        if ref_buffer:
+            conn.executemany("INSERT INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
+        if count == 0:
+            report(Violation(None, None, EMPTY_LEDGER, "the ledger has no genesis entry"))
+        objects = _check_objects(conn, report)
+        for observer in observers:
+            observer.finish(report)
+        conn.execute("DROP TABLE temp.audit_refs")
+    root = merkle.EMPTY_ROOT
+    if compact:
+        root = compact[-1][1]
+        for _, left in reversed(compact[:-1]):
+            root = merkle.node_hash(left, root)
+    kept = sorted(report.kept, key=lambda v: (v.seq is None, v.seq or 0))
+    return AuditReport(
+        entries=count,
+        objects=objects,
+        violations=kept,
+        violation_count=report.count,
+        tree_size=count,
+        root_hash=root,
+        checks=["chain", "bodies", "objects", "tree", *(o.name for o in observers)],
+    )
+
+
+def _check_body(
+    seq: int,
+    row_prev: str,
+    row_hash: str,
+    row_kind: str,
+    body: bytes,
+    prev_time: str | None,
+    report: Callable[[Violation], None],
+) -> Entry | None:
+    """Check one body; return the decoded entry when it is well-formed enough to reason about."""
+    try:
+        value = msgspec.json.decode(body)
+        canonical = canonical_bytes(value) == body
+    except (msgspec.DecodeError, CanonicalFormError):
+        canonical = False
+    if not canonical:
+        report(Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON"))
+    try:
+        decoded: EntryBody = decode_body(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        report(Violation(seq, row_kind, BODY_MALFORMED, f"body is not an entry: {exc}"))
+        return None
+    ok = True
+    if decoded.seq != seq or decoded.prev != row_prev or decoded.kind != row_kind:
+        report(
+            Violation(
+                seq,
+                row_kind,
+                BODY_ROW_MISMATCH,
+                "the body's seq, prev or kind differs from its row",
+            )
+        )
+        ok = False
+    if decoded.format != FORMAT:
+        report(Violation(seq, row_kind, BAD_FORMAT, f"entry format {decoded.format} is unknown"))
+        ok = False
+    if decoded.kind not in KINDS:
+        report(Violation(seq, row_kind, UNKNOWN_KIND, f"kind {decoded.kind!r} is unknown"))
+        ok = False
+    if (seq == 0) != (decoded.kind == GENESIS_KIND) or (
+        seq == 0 and not isinstance(decoded.payload.get("origin"), str)
+    ):
+        report(
+            Violation(
+                seq,
+                row_kind,
+                GENESIS_INVALID,
+                "entry 0, and only entry 0, must be ledger.created with an origin",
+            )
+        )
+        ok = False
+    if not TIME_RE.match(decoded.time):
+        report(Violation(seq, row_kind, TIME_INVALID, f"time {decoded.time!r} is malformed"))
+        ok = False
+    elif prev_time is not None and decoded.time < prev_time:
+        report(
+            Violation(
+                seq,
+                row_kind,
+                TIME_REGRESSED,
+                f"time {decoded.time} is earlier than the entry before ({prev_time})",
+            )
+        )
+    refs = decoded.refs
+    if refs != sorted(set(refs)) or not all(ADDRESS_RE.match(r) for r in refs):
+        report(
+            Violation(seq, row_kind, REFS_INVALID, "refs must be sorted, distinct blake3 addresses")
+        )
+        ok = False
+    if not ok:
+        return None
+    return Entry(seq=seq, entry_hash=row_hash, body_bytes=body, body=decoded)
+
+
+def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]) -> int:
+    missing = conn.execute(
+        "SELECT r.seq, r.digest FROM temp.audit_refs r"
+        " WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.digest = r.digest) ORDER BY r.seq"
+    )
+    for seq, digest in missing:
+        report(Violation(seq, None, OBJECT_MISSING, f"referenced object {digest} is not stored"))
+    count = 0
+    for digest, sha256, size, body in conn.execute(
+        "SELECT digest, sha256, size, body FROM objects"
+    ):
+        count += 1
+        body = bytes(body)
+        if (
+            blake3_address(body) != digest
+            or "sha256:" + hashlib.sha256(body).hexdigest() != sha256
+            or size != len(body)
+        ):
+            first = conn.execute(
+                "SELECT MIN(seq) FROM temp.audit_refs WHERE digest = ?", (digest,)
+            ).fetchone()[0]
+            report(
+                Violation(
+                    first,
+                    None,
+                    OBJECT_DIGEST_MISMATCH,
+                    f"object {digest}: its bytes, sha256 or size do not match",
+                )
+            )
+    for (digest,) in conn.execute(
+        "SELECT digest FROM objects WHERE digest NOT IN (SELECT digest FROM temp.audit_refs)"
+    ):
+        report(
+            Violation(None, None, OBJECT_UNREFERENCED, f"object {digest} is referenced by no entry")
+        )
+    return count

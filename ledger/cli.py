@@ -1,0 +1,300 @@
+"""The ``ledger`` command line. The only module that imports typer.
+
+Every command is a thin wrapper over a public function of the ``ledger`` package: it parses
+arguments, calls the library, and renders the result as text or (``--json``) one JSON document on
+stdout. Errors are caught once, in ``main``: one line ``ledger: <code>: <message>`` on stderr (or
+``{"error": {"code", "message"}}`` on stdout with ``--json``) and the error's exit code.
+Exit codes: 0 ok / support / intact; 1 reject / violations found; 2 refused, nothing written.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from . import __version__
+from .errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
+
+app = typer.Typer(
+    name="ledger",
+    help=(
+        "A content-addressed, hash-chained evidence ledger for judging agent-produced patches.\n\n"
+        "Freeze a cohort before any outcome exists, verify result bundles only against plans the "
+        "ledger already committed, and let anyone audit the file."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+class _State:
+    db: Path = Path("ledger.db")
+
+
+STATE = _State()
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"ledger {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    db: Annotated[
+        Path,
+        typer.Option(
+            "--db",
+            envvar="LEDGER_DB",
+            help="The ledger file (default: $LEDGER_DB, else ./ledger.db).",
+            show_default=False,
+        ),
+    ] = Path("ledger.db"),
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Show version."),
+    ] = False,
+) -> None:
+    STATE.db = db
+
+
+def _emit_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
+
+
+def _say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _note(text: str) -> None:
+    """Human progress and notes go to stderr, so stdout stays clean for results."""
+    sys.stderr.write(text + "\n")
+
+
+# -- init / log / show -------------------------------------------------------------------------
+
+
+@app.command()
+def init(
+    origin: Annotated[
+        str | None,
+        typer.Option(help="Checkpoint origin naming this ledger (default: derived, random)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Create an empty ledger with its genesis entry (idempotent)."""
+    from .api import init_ledger
+
+    result = init_ledger(STATE.db, origin=origin)
+    if as_json:
+        _emit_json({"db": str(STATE.db), "created": result.created, "origin": result.origin})
+    elif result.created:
+        _say(f"created ledger {STATE.db} (origin {result.origin})")
+    else:
+        _say(f"ledger {STATE.db} already exists (origin {result.origin}); nothing changed")
+    return EXIT_OK
+
+
+@app.command()
+def log(
+    kind: Annotated[
+        list[str] | None, typer.Option("--kind", help="Only entries of this kind (repeatable).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """List the entries in seq order."""
+    from .store import Ledger
+
+    with Ledger.open(STATE.db) as ledger:
+        entries = ledger.entries(kinds=tuple(kind or ()))
+        if as_json:
+            items = [
+                {"seq": e.seq, "kind": e.kind, "entry_hash": e.entry_hash, "body": _body(e)}
+                for e in entries
+            ]
+            _emit_json({"entries": items})
+            return EXIT_OK
+        for e in entries:
+            _say(f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}")
+    return EXIT_OK
+
+
+def _body(entry: Any) -> Any:
+    return json.loads(entry.body_bytes)
+
+
+def _summary(entry: Any) -> str:
+    payload = entry.payload
+    for key in ("summary", "cohort", "origin"):
+        if isinstance(payload.get(key), str):
+            return f"{key}={payload[key]}"
+    return ""
+
+
+@app.command()
+def show(
+    ref: Annotated[str, typer.Argument(help="A seq number, an entry hash or an object address.")],
+    as_json: JsonOpt = False,
+) -> int:
+    """Show one entry (by seq or entry hash) or one stored object (by its blake3 address)."""
+    from .store import Ledger
+
+    with Ledger.open(STATE.db) as ledger:
+        if ref.isdigit():
+            entry = ledger.entry(int(ref))
+        elif ref.startswith("blake3:"):
+            entry = ledger.entry_by_hash(ref)
+            if entry is None:
+                obj = ledger.get_object(ref)
+                if obj is not None:
+                    return _show_object(obj, as_json)
+        else:
+            raise UsageError(
+                "bad-ref", f"{ref!r} is neither a seq number nor a blake3:<hex> hash or address"
+            )
+        if entry is None:
+            raise UsageError("not-found", f"no entry or object {ref} in {STATE.db}")
+        if as_json:
+            _emit_json(
+                {
+                    "seq": entry.seq,
+                    "kind": entry.kind,
+                    "entry_hash": entry.entry_hash,
+                    "body": _body(entry),
+                }
+            )
+        else:
+            _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
+            _say(json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2))
+    return EXIT_OK
+
+
+def _show_object(obj: Any, as_json: bool) -> int:
+    text: str | None
+    try:
+        text = obj.body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if as_json:
+        doc: dict[str, Any] = {
+            "digest": obj.digest,
+            "sha256": obj.sha256,
+            "media_type": obj.media_type,
+            "size": obj.size,
+        }
+        if obj.media_type == "application/json" and text is not None:
+            doc["document"] = json.loads(text)
+        else:
+            doc["body_base64"] = base64.b64encode(obj.body).decode("ascii")
+        _emit_json(doc)
+    else:
+        _note(f"object {obj.digest}  {obj.sha256}  {obj.media_type}  {obj.size} bytes")
+        sys.stdout.write(text if text is not None else base64.b64encode(obj.body).decode() + "\n")
+    return EXIT_OK
+
+
+# -- audit ---------------------------------------------------------------------------------------
+
+
+@app.command()
+def audit(as_json: JsonOpt = False) -> int:
+    """Re-check every hash, link, body, object and tree node; exit 1 on any violation."""
+    from .audit import audit as run_audit
+    from .store import Ledger
+
+    with Ledger.open(STATE.db) as ledger:
+
+        def progress(n: int) -> None:
+            if not as_json and n % 100_000 == 0:
+                _note(f"audited {n} entries")
+
+        report = run_audit(ledger, progress=progress)
+    if as_json:
+        _emit_json(
+            {
+                "ok": report.ok,
+                "entries": report.entries,
+                "objects": report.objects,
+                "tree_size": report.tree_size,
+                "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
+                "checks": report.checks,
+                "violation_count": report.violation_count,
+                "first_bad_seq": report.first_bad_seq,
+                "violations": [
+                    {"seq": v.seq, "kind": v.kind, "code": v.code, "message": v.message}
+                    for v in report.violations
+                ],
+            }
+        )
+    else:
+        for v in report.violations:
+            where = "-" if v.seq is None else str(v.seq)
+            _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
+        if report.ok:
+            _say(
+                f"intact: {report.entries} entries, {report.objects} objects, "
+                f"checked {', '.join(report.checks)}"
+            )
+        else:
+            _say(
+                f"VIOLATIONS: {report.violation_count} (first bad seq: {report.first_bad_seq}) "
+                f"in {report.entries} entries"
+            )
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+# -- entry point ---------------------------------------------------------------------------------
+
+
+def _fail(code: str, message: str, exit_code: int, as_json: bool) -> NoReturn:
+    if as_json:
+        _emit_json({"error": {"code": code, "message": message}})
+    else:
+        sys.stderr.write(f"ledger: {code}: {message}\n")
+    raise SystemExit(exit_code)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point: run one command, render any error once, exit with its code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="ledger", standalone_mode=False)
+    except LedgerError as exc:
+        _fail(exc.code, exc.message, exc.exit_code, as_json)
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
+    except typer.TyperException as exc:
+        # typer's (vendored click) usage errors: bad option, missing argument, no arguments.
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            sys.stdout.write(ctx.get_help() + "\n")
+            raise SystemExit(EXIT_OK) from None
+        formatter = getattr(exc, "format_message", None)
+        message = formatter() if callable(formatter) else str(exc)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        _fail("usage-error", str(message).replace("\n", " ") + hint, EXIT_REFUSED, as_json)
+    except KeyboardInterrupt:
+        _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
+    except BrokenPipeError:
+        raise SystemExit(EXIT_OK) from None
+    raise SystemExit(result if isinstance(result, int) else EXIT_OK)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,135 @@
+"""The ledger's entry format: body, hash, genesis, and the clock.
+
+Rules (normative text in LEDGER.md, "Entries"):
+
+1. An entry body is the canonical JSON (see ``verifiers.canonical``) of an object with exactly the
+   fields ``format`` (1), ``seq`` (0, 1, 2, ...), ``prev`` (the previous entry's hash),
+   ``kind``, ``time`` (UTC, ``YYYY-MM-DDTHH:MM:SSZ``), ``refs`` (the sorted, distinct object
+   addresses the entry references) and ``payload`` (an object whose shape depends on ``kind``).
+2. ``entry_hash = "blake3:" + hex(BLAKE3(body))``.
+3. Genesis: entry 0 has ``prev = GENESIS_PREV`` (``blake3:`` and 64 zeros) and kind
+   ``ledger.created``; its payload names the ledger's ``origin`` (the checkpoint origin line).
+4. Times never go backwards: an entry's time is the later of the clock's reading and the previous
+   entry's time. The clock is an input (``LEDGER_TIME`` fixes it), never read twice per write.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import msgspec
+
+from verifiers.canonical import CanonicalFormError, blake3_address, canonical_bytes
+
+from .errors import UsageError
+
+FORMAT: Final = 1
+GENESIS_PREV: Final = "blake3:" + "0" * 64
+GENESIS_KIND: Final = "ledger.created"
+MAX_ENTRY_BYTES: Final = 4 * 1024 * 1024
+
+# Every kind the ledger writes; the audit refuses any other.
+KINDS: Final = frozenset(
+    {
+        GENESIS_KIND,
+        "calibration.recorded",
+        "cohort.frozen",
+        "cohort.burned",
+        "bundle.observed",
+        "verification.recorded",
+    }
+)
+
+ADDRESS_RE: Final = re.compile(r"^blake3:[0-9a-f]{64}\Z")
+TIME_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
+ORIGIN_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,254}\Z")
+
+
+class EntryBody(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The decoded body of one entry (field order here is irrelevant: bodies sort keys)."""
+
+    format: int
+    seq: int
+    prev: str
+    kind: str
+    time: str
+    refs: list[str]
+    payload: dict[str, Any]
+
+
+_BODY_DECODER: Final = msgspec.json.Decoder(EntryBody)
+
+
+class Entry(msgspec.Struct, frozen=True):
+    """One stored entry: its row and its decoded body."""
+
+    seq: int
+    entry_hash: str
+    body_bytes: bytes
+    body: EntryBody
+
+    @property
+    def kind(self) -> str:
+        return self.body.kind
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return self.body.payload
+
+
+def encode_body(
+    *, seq: int, prev: str, kind: str, time: str, refs: Iterable[str], payload: Mapping[str, Any]
+) -> bytes:
+    """Canonical bytes of an entry body. Raises UsageError for a payload with no canonical form."""
+    body = {
+        "format": FORMAT,
+        "seq": seq,
+        "prev": prev,
+        "kind": kind,
+        "time": time,
+        "refs": sorted(set(refs)),
+        "payload": dict(payload),
+    }
+    try:
+        return canonical_bytes(body)
+    except CanonicalFormError as exc:
+        raise UsageError("entry-not-canonical", f"entry payload {exc}") from None
+
+
+def decode_body(data: bytes) -> EntryBody:
+    """Decode an entry body (raises msgspec.DecodeError / ValidationError when malformed)."""
+    return _BODY_DECODER.decode(data)
+
+
+def entry_hash(body: bytes) -> str:
+    return blake3_address(body)
+
+
+Clock = Callable[[], str]
+
+
+def format_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def system_clock() -> str:
+    """The wall clock, unless ``LEDGER_TIME`` fixes it (for reproducible runs and tests)."""
+    fixed = os.environ.get("LEDGER_TIME")
+    if fixed:
+        if not TIME_RE.match(fixed):
+            raise UsageError(
+                "bad-time", f"LEDGER_TIME={fixed!r} is not of the form 2026-01-31T12:00:00Z"
+            )
+        return fixed
+    return format_time(datetime.now(UTC))
+
+
+def later_time(clock_time: str, head_time: str | None) -> str:
+    """Times never go backwards: the same-width ISO strings compare in time order."""
+    if head_time is not None and head_time > clock_time:
+        return head_time
+    return clock_time

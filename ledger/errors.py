@@ -1,0 +1,39 @@
+"""One root error for everything the ledger refuses.
+
+Every refusal carries a stable ``code`` (kebab-case, listed in LEDGER.md "Error codes"), a one-line
+human ``message`` that says what was wrong and how to mend it, and the process ``exit_code``.
+The library raises; only ``ledger.cli`` catches (once) and renders. The library never prints.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1  # a reject, or violations found
+EXIT_REFUSED: Final = 2  # refused; nothing was written
+
+
+class LedgerError(Exception):
+    """Root of every error the ledger raises on purpose."""
+
+    def __init__(self, code: str, message: str, *, exit_code: int = EXIT_REFUSED) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class UsageError(LedgerError):
+    """Bad arguments or an unusable input path given by the operator."""
+
+
+class StoreError(LedgerError):
+    """The ledger file is missing, unreadable, not a ledger, or of another format version."""
+
+
+class CommitError(LedgerError):
+    """A commitment rule refused the operation (freeze, verify, burn, calibrate)."""

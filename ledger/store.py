@@ -1,0 +1,498 @@
+"""The SQLite store: content-addressed objects, hash-chained entries, stored Merkle nodes.
+
+Rules (normative text in LEDGER.md, "The SQLite file"):
+
+1. ``PRAGMA application_id`` is ``APPLICATION_ID`` and ``PRAGMA user_version`` the format version;
+   a file with another id is not a ledger; a newer version is refused, never guessed at.
+2. Every connection uses WAL, ``synchronous=FULL``, ``foreign_keys`` and ``recursive_triggers``
+   on, and a bounded busy timeout. Every write runs inside ``BEGIN IMMEDIATE``, so the head is read
+   and extended under one lock and concurrent writers can never fork the chain.
+3. ``objects`` are written once: the address is computed here from the bytes, never taken from a
+   caller; writing an address that exists is a no-op (and a trigger refuses any second insert).
+4. ``entries`` and ``tree`` are append-only: triggers refuse UPDATE and DELETE, and an entry whose
+   ``seq`` is not head+1 or whose ``prev_hash`` is not the head's hash (which also defeats
+   ``INSERT OR REPLACE``). Triggers are a guard rail against accidents; the chain, the tree and
+   external checkpoints are the protection against an attacker who owns the file.
+5. The Merkle node of every perfect subtree is stored when its last leaf is appended, keyed by
+   that leaf's index and the level, so appends cost O(1) amortised and any root or proof needs
+   O(log n) reads.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from verifiers.canonical import blake3_address, sha256_hex_digest
+
+from . import merkle
+from .entries import (
+    FORMAT,
+    GENESIS_KIND,
+    GENESIS_PREV,
+    ORIGIN_RE,
+    Clock,
+    Entry,
+    decode_body,
+    encode_body,
+    entry_hash,
+    later_time,
+    system_clock,
+)
+from .errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
+
+APPLICATION_ID: Final = 0x4C444752  # "LDGR"
+BUSY_TIMEOUT_MS: Final = 30_000
+MAX_OBJECT_BYTES: Final = 256 * 1024 * 1024
+
+SCHEMA: Final = f"""
+CREATE TABLE objects (
+    digest     TEXT PRIMARY KEY,      -- blake3:<hex> of body
+    sha256     TEXT NOT NULL,         -- sha256:<hex> of body
+    media_type TEXT NOT NULL,
+    size       INTEGER NOT NULL,
+    body       BLOB NOT NULL
+);
+CREATE TABLE entries (
+    seq        INTEGER PRIMARY KEY,
+    prev_hash  TEXT NOT NULL,
+    entry_hash TEXT NOT NULL UNIQUE,
+    kind       TEXT NOT NULL,
+    body       BLOB NOT NULL
+);
+CREATE INDEX entries_kind ON entries (kind, seq);
+CREATE TABLE tree (
+    last_leaf INTEGER NOT NULL,       -- index of the last leaf the subtree covers
+    level     INTEGER NOT NULL,       -- the subtree covers 2**level leaves
+    hash      BLOB NOT NULL,
+    PRIMARY KEY (last_leaf, level)
+) WITHOUT ROWID;
+
+CREATE TRIGGER objects_write_once BEFORE INSERT ON objects
+WHEN EXISTS (SELECT 1 FROM objects WHERE digest = NEW.digest)
+BEGIN SELECT RAISE(ABORT, 'ledger: objects are written once'); END;
+CREATE TRIGGER objects_no_update BEFORE UPDATE ON objects
+BEGIN SELECT RAISE(ABORT, 'ledger: objects are immutable'); END;
+CREATE TRIGGER objects_no_delete BEFORE DELETE ON objects
+BEGIN SELECT RAISE(ABORT, 'ledger: objects are immutable'); END;
+
+CREATE TRIGGER entries_append_only BEFORE INSERT ON entries
+WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq) + 1, 0) FROM entries)
+  OR NEW.prev_hash IS NOT COALESCE(
+       (SELECT entry_hash FROM entries ORDER BY seq DESC LIMIT 1), '{GENESIS_PREV}')
+BEGIN SELECT RAISE(ABORT, 'ledger: entries are append-only (seq = head+1, prev = head hash)'); END;
+CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries
+BEGIN SELECT RAISE(ABORT, 'ledger: entries are immutable'); END;
+CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries
+BEGIN SELECT RAISE(ABORT, 'ledger: entries are immutable'); END;
+
+CREATE TRIGGER tree_write_once BEFORE INSERT ON tree
+WHEN EXISTS (SELECT 1 FROM tree WHERE last_leaf = NEW.last_leaf AND level = NEW.level)
+  OR NEW.last_leaf > (SELECT COALESCE(MAX(seq), -1) FROM entries)
+BEGIN SELECT RAISE(ABORT, 'ledger: tree nodes are written once, after their leaf'); END;
+CREATE TRIGGER tree_no_update BEFORE UPDATE ON tree
+BEGIN SELECT RAISE(ABORT, 'ledger: tree nodes are immutable'); END;
+CREATE TRIGGER tree_no_delete BEFORE DELETE ON tree
+BEGIN SELECT RAISE(ABORT, 'ledger: tree nodes are immutable'); END;
+"""
+
+EXPECTED_TABLES: Final = ("entries", "objects", "tree")
+
+
+class StoredObject:
+    """An object row. ``body`` is the exact stored bytes."""
+
+    __slots__ = ("body", "digest", "media_type", "sha256", "size")
+
+    def __init__(self, digest: str, sha256: str, media_type: str, size: int, body: bytes) -> None:
+        self.digest = digest
+        self.sha256 = sha256
+        self.media_type = media_type
+        self.size = size
+        self.body = body
+
+
+def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
+    return Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decode_body(body))
+
+
+class Ledger:
+    """An open ledger file. One per command; not shared between threads."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, *, clock: Clock) -> None:
+        self.path = path
+        self._conn = conn
+        self._clock = clock
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, clock: Clock = system_clock) -> Ledger:
+        """Open an existing ledger; StoreError (exit 2) when it is missing or not a ledger."""
+        p = Path(path)
+        _check_ledger_path(p, must_exist=True)
+        conn = _connect(p)
+        try:
+            _check_is_ledger(conn, p)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(p, conn, clock=clock)
+
+    @classmethod
+    def create(
+        cls, path: str | os.PathLike[str], *, origin: str, clock: Clock = system_clock
+    ) -> tuple[Ledger, bool]:
+        """Create a ledger with its genesis entry, or open it when it already is one.
+
+        Returns (ledger, created). Creating is idempotent and safe against a concurrent ``init``.
+        """
+        if not ORIGIN_RE.match(origin):
+            raise UsageError(
+                "bad-origin",
+                f"origin {origin!r} must be 1-255 characters of letters, digits and ._/:-",
+            )
+        p = Path(path)
+        _check_ledger_path(p, must_exist=False)
+        conn = _connect(p)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+                tables = _table_names(conn)
+                if app_id == 0 and not tables:
+                    conn.execute("COMMIT")
+                    # journal_mode cannot change inside a transaction; the file is still empty
+                    # here, and the BEGIN IMMEDIATE below re-checks that under the write lock.
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("BEGIN IMMEDIATE")
+                    if conn.execute("PRAGMA application_id").fetchone()[0] != 0 or _table_names(
+                        conn
+                    ):
+                        conn.execute("ROLLBACK")
+                        _check_is_ledger(conn, p)
+                        return cls(p, conn, clock=clock), False
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    conn.execute(f"PRAGMA user_version = {FORMAT}")
+                    for statement in _split_sql(SCHEMA):
+                        conn.execute(statement)
+                    ledger = cls(p, conn, clock=clock)
+                    ledger._append_in_txn(GENESIS_KIND, {"origin": origin}, (), None)
+                    conn.execute("COMMIT")
+                    return ledger, True
+                conn.execute("ROLLBACK")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            _check_is_ledger(conn, p)
+            return cls(p, conn, clock=clock), False
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise _db_error(p, exc) from None
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: everything read inside sees one consistent state of the file."""
+        self._conn.execute("BEGIN")
+        try:
+            yield self._conn
+        finally:
+            self._conn.execute("ROLLBACK")
+
+    def size(self) -> int:
+        row = self._conn.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM entries").fetchone()
+        return int(row[0])
+
+    def origin(self) -> str:
+        genesis = self.entry(0)
+        if genesis is None:
+            raise StoreError("not-a-ledger", f"{self.path} has no genesis entry")
+        return str(genesis.payload.get("origin", ""))
+
+    def head(self) -> Entry | None:
+        row = self._conn.execute(
+            "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else _row_entry(row[0], row[1], row[2])
+
+    def entry(self, seq: int) -> Entry | None:
+        row = self._conn.execute(
+            "SELECT seq, entry_hash, body FROM entries WHERE seq = ?", (seq,)
+        ).fetchone()
+        return None if row is None else _row_entry(row[0], row[1], row[2])
+
+    def entry_by_hash(self, hash_: str) -> Entry | None:
+        row = self._conn.execute(
+            "SELECT seq, entry_hash, body FROM entries WHERE entry_hash = ?", (hash_,)
+        ).fetchone()
+        return None if row is None else _row_entry(row[0], row[1], row[2])
+
+    def entries(self, *, kinds: Sequence[str] = (), start: int = 0) -> Iterator[Entry]:
+        """Entries in seq order (optionally of the given kinds), streamed."""
+        if kinds:
+            marks = ",".join("?" * len(kinds))
+            cursor = self._conn.execute(
+                f"SELECT seq, entry_hash, body FROM entries WHERE kind IN ({marks}) AND seq >= ?"
+                " ORDER BY seq",
+                (*kinds, start),
+            )
+        else:
+            cursor = self._conn.execute(
+                "SELECT seq, entry_hash, body FROM entries WHERE seq >= ? ORDER BY seq", (start,)
+            )
+        for seq, hash_, body in cursor:
+            yield _row_entry(seq, hash_, body)
+
+    def raw_entries(self, start: int = 0) -> Iterator[tuple[int, str, str, str, bytes]]:
+        """Rows as stored (seq, prev_hash, entry_hash, kind, body), unchecked: for the audit."""
+        yield from self._conn.execute(
+            "SELECT seq, prev_hash, entry_hash, kind, body FROM entries WHERE seq >= ?"
+            " ORDER BY seq",
+            (start,),
+        )
+
+    def get_object(self, digest: str) -> StoredObject | None:
+        row = self._conn.execute(
+            "SELECT digest, sha256, media_type, size, body FROM objects WHERE digest = ?",
+            (digest,),
+        ).fetchone()
+        return None if row is None else StoredObject(row[0], row[1], row[2], row[3], bytes(row[4]))
+
+    def has_object(self, digest: str) -> bool:
+        row = self._conn.execute("SELECT 1 FROM objects WHERE digest = ?", (digest,)).fetchone()
+        return row is not None
+
+    def tree_nodes(self, keys: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Stored perfect-subtree hashes by (level, index); KeyError when one is missing."""
+        found: dict[tuple[int, int], bytes] = {}
+        wanted = {(((index + 1) << level) - 1, level): (level, index) for level, index in keys}
+        items = list(wanted)
+        for start in range(0, len(items), 400):
+            chunk = items[start : start + 400]
+            clause = " OR ".join("(last_leaf = ? AND level = ?)" for _ in chunk)
+            params = [value for key in chunk for value in key]
+            for last, level, hash_ in self._conn.execute(
+                f"SELECT last_leaf, level, hash FROM tree WHERE {clause}", params
+            ):
+                found[wanted[(last, level)]] = bytes(hash_)
+        return [found[key] for key in keys]
+
+    # -- writing -----------------------------------------------------------------------------
+
+    @contextmanager
+    def writer(self) -> Iterator[Writer]:
+        """One write transaction (``BEGIN IMMEDIATE``): all of it is stored, or none of it."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise _db_error(self.path, exc) from None
+        writer = Writer(self)
+        try:
+            yield writer
+            self._conn.execute("COMMIT")
+        except BaseException as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise _db_error(self.path, exc) from None
+            raise
+
+    def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
+        """Append one entry in its own transaction."""
+        with self.writer() as w:
+            return w.append(kind, payload, refs)
+
+    def _append_in_txn(
+        self,
+        kind: str,
+        payload: Mapping[str, Any],
+        refs: Iterable[str],
+        head: tuple[int, str, str] | None,
+    ) -> tuple[Entry, tuple[int, str, str]]:
+        """Append inside an open transaction; ``head`` is (seq, hash, time) or None for empty."""
+        seq = 0 if head is None else head[0] + 1
+        prev = GENESIS_PREV if head is None else head[1]
+        time = later_time(self._clock(), None if head is None else head[2])
+        refs = tuple(refs)
+        body = encode_body(seq=seq, prev=prev, kind=kind, time=time, refs=refs, payload=payload)
+        hash_ = entry_hash(body)
+        self._conn.execute(
+            "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body) VALUES (?, ?, ?, ?, ?)",
+            (seq, prev, hash_, kind, body),
+        )
+        self._append_leaf(seq, body)
+        return _row_entry(seq, hash_, body), (seq, hash_, time)
+
+    def _append_leaf(self, index: int, body: bytes) -> None:
+        # Appending leaf n completes one perfect subtree per trailing 1-bit of n; each needs
+        # its left sibling, which was stored when it completed. All share last_leaf = n.
+        needs = []
+        level = 0
+        while (index >> level) & 1:
+            needs.append((level, (index >> level) - 1))
+            level += 1
+        siblings = self.tree_nodes(needs) if needs else []
+        node = merkle.leaf_hash(body)
+        rows = [(index, 0, node)]
+        for (sibling_level, _), sibling in zip(needs, siblings, strict=True):
+            node = merkle.node_hash(sibling, node)
+            rows.append((index, sibling_level + 1, node))
+        self._conn.executemany("INSERT INTO tree (last_leaf, level, hash) VALUES (?, ?, ?)", rows)
+
+    def _head_state(self) -> tuple[int, str, str] | None:
+        row = self._conn.execute(
+            "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        return (row[0], row[1], decode_body(row[2]).time)
+
+
+class Writer:
+    """Writes inside one ``BEGIN IMMEDIATE`` transaction. Obtain from ``Ledger.writer()``."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        self._conn = ledger._conn
+        self._head = ledger._head_state()
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    def put_object(self, data: bytes, media_type: str) -> str:
+        """Store bytes once; return their address. The address is computed here."""
+        if len(data) > MAX_OBJECT_BYTES:
+            raise UsageError("object-too-large", f"object of {len(data)} bytes exceeds the limit")
+        digest = blake3_address(data)
+        self._conn.execute(
+            "INSERT INTO objects (digest, sha256, media_type, size, body)"
+            " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM objects WHERE digest = ?)",
+            (digest, sha256_hex_digest(data), media_type, len(data), data, digest),
+        )
+        return digest
+
+    def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
+        refs = tuple(refs)
+        for ref in refs:
+            if not self._ledger.has_object(ref):
+                raise UsageError("object-missing", f"entry references {ref}, which is not stored")
+        entry, self._head = self._ledger._append_in_txn(kind, payload, refs, self._head)
+        return entry
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split the schema into statements (triggers contain ';' inside BEGIN ... END)."""
+    statements: list[str] = []
+    current: list[str] = []
+    for line in script.strip().splitlines():
+        current.append(line)
+        joined = "\n".join(current).strip()
+        if joined.endswith(";") and sqlite3.complete_statement(joined):
+            statements.append(joined)
+            current = []
+    return statements
+
+
+def _table_names(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _check_ledger_path(path: Path, *, must_exist: bool) -> None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if must_exist:
+            raise StoreError(
+                "ledger-not-found",
+                f"no ledger at {path}; create one with `ledger init` or pass --db",
+            ) from None
+        if not path.parent.is_dir():
+            raise StoreError(
+                "ledger-folder-missing", f"cannot create {path}: folder {path.parent} is missing"
+            ) from None
+        return
+    except OSError as exc:
+        raise StoreError("ledger-unreadable", f"cannot read {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError("ledger-is-a-directory", f"{path} is a directory, not a ledger file")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError("not-a-ledger", f"{path} is not a regular file")
+    if not os.access(path, os.R_OK):
+        raise StoreError("ledger-unreadable", f"cannot read {path}: permission denied")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(
+            str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA recursive_triggers = ON")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        raise _db_error(path, exc) from None
+    return conn
+
+
+def _check_is_ledger(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = _table_names(conn)
+    except sqlite3.DatabaseError as exc:
+        raise _db_error(path, exc) from None
+    if app_id != APPLICATION_ID or not set(EXPECTED_TABLES) <= tables:
+        raise StoreError(
+            "not-a-ledger", f"{path} is not a ledger file (create one with `ledger init`)"
+        )
+    if version > FORMAT:
+        raise StoreError(
+            "ledger-format-newer",
+            f"{path} has format version {version}; this ledger {FORMAT}: upgrade `ledger`",
+        )
+    if version < FORMAT:
+        raise StoreError("ledger-format-unknown", f"{path} has unknown format version {version}")
+    # Only now, knowing the file is ours, may the persistent journal mode be touched.
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+
+
+def _db_error(path: Path, exc: sqlite3.DatabaseError) -> LedgerError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return StoreError(
+            "ledger-busy",
+            f"{path} stayed locked by another writer for {BUSY_TIMEOUT_MS // 1000} s; try again",
+        )
+    if "not a database" in text or "malformed" in text or "file is encrypted" in text:
+        return StoreError("not-a-ledger", f"{path} is not a ledger file ({text})")
+    if "unable to open" in text or "readonly" in text or "permission" in text.lower():
+        return StoreError("ledger-unreadable", f"cannot use {path}: {text}")
+    if "ledger:" in text:
+        return StoreError("ledger-trigger-refused", f"{path}: {text}")
+    return StoreError("ledger-io-error", f"{path}: {text}", exit_code=EXIT_REFUSED)

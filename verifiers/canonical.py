@@ -1,0 +1,138 @@
+"""Canonical JSON form and the two digests the ledger uses.
+
+Rules (normative text in LEDGER.md, "Canonical form and digests"):
+
+1. The canonical bytes of a JSON value are exactly
+   ``json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")``.
+   That is the reference project's form, so its ``sha256:`` digests can be recomputed here.
+2. The ledger produces those bytes with msgspec (fast) and therefore accepts only values for which
+   msgspec's output is provably identical to ``json.dumps``. Everything else is refused, never
+   silently changed:
+   - object keys must be ``str``; values ``dict``, ``list``, ``str``, ``int``, ``float``, ``bool``
+     or ``None`` (tuples, sets and bytes are not JSON);
+   - integers must lie in the signed 64-bit range;
+   - floats must be finite and have a ``repr`` without an exponent (``1e16`` and ``1e-05`` are
+     written differently by the two encoders);
+   - strings (keys included) must be encodable as UTF-8 (no lone surrogates).
+3. ``sha256:<hex>`` of the canonical bytes is the reference digest used by every cross-document
+   binding (``work_unit_digest``, ``plan_digest``, ...). ``blake3:<hex>`` of an object's stored
+   bytes is its address in the ledger.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any, Final
+
+import blake3
+import msgspec
+
+INT_MIN: Final = -(2**63)
+INT_MAX: Final = 2**63 - 1
+MAX_DEPTH: Final = 256  # guards the recursive walk; documents have far tighter limits
+
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+
+
+class CanonicalFormError(ValueError):
+    """A value has no canonical form the ledger accepts. ``path`` names where (JSON pointer)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path or '/'}: {message}")
+        self.path = path or "/"
+        self.message = message
+
+
+def _check(value: object, path: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise CanonicalFormError(path, f"nested deeper than {MAX_DEPTH}")
+    # bool is a subclass of int: test it first so True is never treated as 1.
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        _check_str(value, path)
+        return
+    if isinstance(value, int):
+        if not INT_MIN <= value <= INT_MAX:
+            raise CanonicalFormError(path, "integer outside the signed 64-bit range")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CanonicalFormError(path, "NaN and infinities are not JSON")
+        if "e" in repr(value):
+            raise CanonicalFormError(
+                path, f"float {value!r} needs an exponent; write it as an integer or a string"
+            )
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CanonicalFormError(path, f"object key {key!r} is not a string")
+            _check_str(key, path)
+            _check(item, f"{path}/{_escape(key)}", depth + 1)
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check(item, f"{path}/{index}", depth + 1)
+        return
+    raise CanonicalFormError(path, f"{type(value).__name__} is not a JSON value")
+
+
+def _check_str(value: str, path: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CanonicalFormError(path, "string holds a lone surrogate") from None
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def canonical_bytes(value: object) -> bytes:
+    """The canonical JSON bytes of ``value``; raises CanonicalFormError when it has none."""
+    _check(value, "", 0)
+    return _ENCODER.encode(value)
+
+
+def to_builtins(value: object) -> Any:
+    """Plain JSON-shaped Python data for a msgspec Struct (or anything msgspec can encode)."""
+    return msgspec.to_builtins(value)
+
+
+def sha256_hex_digest(data: bytes) -> str:
+    """``sha256:<64 lowercase hex>`` of exactly these bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def canonical_digest(value: object) -> str:
+    """The reference canonical digest: ``sha256:`` of the canonical bytes of ``value``."""
+    return sha256_hex_digest(canonical_bytes(value))
+
+
+def blake3_address(data: bytes) -> str:
+    """``blake3:<64 lowercase hex>``: the ledger address of exactly these bytes."""
+    return "blake3:" + blake3.blake3(data).hexdigest()
+
+
+def is_canonical(data: bytes) -> bool:
+    """True when ``data`` parses as JSON and is already in canonical form."""
+    try:
+        value = msgspec.json.decode(data)
+        return canonical_bytes(value) == data
+    except (msgspec.DecodeError, CanonicalFormError):
+        return False
+
+
+__all__ = [
+    "INT_MAX",
+    "INT_MIN",
+    "CanonicalFormError",
+    "blake3_address",
+    "canonical_bytes",
+    "canonical_digest",
+    "is_canonical",
+    "sha256_hex_digest",
+    "to_builtins",
+]
