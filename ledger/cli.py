@@ -205,13 +205,253 @@ def _show_object(obj: Any, as_json: bool) -> int:
     return EXIT_OK
 
 
+# -- freeze / verify / burn / calibrate -------------------------------------------------------
+
+
+@app.command()
+def freeze(
+    cohort_dir: Annotated[Path, typer.Argument(help="Folder holding cohort.json.")],
+    root: Annotated[
+        Path,
+        typer.Option(help="Folder the paths inside cohort.json are relative to (default: .)."),
+    ] = Path("."),
+    hidden_plans: Annotated[
+        Path | None,
+        typer.Option(help="Folder of hidden EvaluatorPlans, matched to tasks by plan_digest."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Freeze a cohort (its tasks, WorkUnits and plans) before any outcome exists.
+
+    Everything is checked before anything is written; then one transaction stores every document
+    and appends cohort.frozen. Re-freezing the identical cohort is a no-op; the same id with
+    another definition is refused (cohort-already-frozen). A cohort.json whose stage is already
+    burned is recorded frozen and then burned, with the reason from its extensions.
+    """
+    from .commit import freeze as run_freeze
+    from .store import Ledger
+
+    with Ledger.open(STATE.db) as ledger:
+        result = run_freeze(ledger, cohort_dir, root=root, hidden_plans=hidden_plans)
+    if as_json:
+        _emit_json(msgspec_builtins(result))
+    else:
+        _say(result.message)
+        _say(f"definition digest {result.definition_digest}")
+    return EXIT_OK
+
+
+def msgspec_builtins(value: Any) -> Any:
+    import msgspec
+
+    return msgspec.to_builtins(value)
+
+
+@app.command()
+def verify(
+    bundle: Annotated[Path, typer.Argument(help="Result bundle folder (result-manifest.json...).")],
+    cohort: Annotated[
+        str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option(help="Task id, when the manifest cannot name its WorkUnit.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Judge a result bundle by the plan the ledger committed for it; record bundle and result.
+
+    Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written).
+    """
+    from .commit import verify as run_verify
+    from .store import Ledger
+
+    with Ledger.open(STATE.db) as ledger:
+        result = run_verify(ledger, bundle, cohort=cohort, task=task)
+    doc = result.verification_result
+    if as_json:
+        _emit_json(
+            {
+                "outcome": result.outcome,
+                "cohort": result.cohort,
+                "task": result.task,
+                "bundle_entry": result.bundle_entry,
+                "result_entry": result.result_entry,
+                "adapter": result.adapter,
+                "adapter_version": result.adapter_version,
+                "runner_version": result.runner_version,
+                "verification_result": doc,
+            }
+        )
+        return result.exit_code
+    _say(
+        f"{result.outcome.upper()}: {result.cohort} / {result.task}"
+        f" ({result.adapter} {result.adapter_version}; entries {result.bundle_entry},"
+        f" {result.result_entry})"
+    )
+    for check in doc.get("checks", []):
+        if check.get("status") != "passed":
+            _say(f"  check {check.get('id')}: {check.get('status')}: {check.get('summary')}")
+    for item in doc.get("findings", []):
+        where = (
+            f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
+            if (item.get("path"))
+            else ""
+        )
+        _say(
+            f"  finding {item.get('severity')}/{item.get('category')}: {item.get('summary')}{where}"
+        )
+    return result.exit_code
+
+
+@app.command()
+def burn(
+    cohort: Annotated[str, typer.Argument(help="Id of the frozen cohort to burn.")],
+    reason: Annotated[str, typer.Option(help="Why its outcomes are excluded (required).")],
+    observed_task: Annotated[
+        list[str] | None,
+        typer.Option("--observed-task", help="A task whose solution was seen (repeatable)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Append a burn notice: the cohort accepts no more verification, its digest stays, and the
+    observed tasks' WorkUnits can never again be frozen as held_out."""
+    from .commit import burn as run_burn
+    from .store import Ledger
+
+    with Ledger.open(STATE.db) as ledger:
+        result = run_burn(ledger, cohort, reason=reason, observed_tasks=observed_task or ())
+    if as_json:
+        _emit_json(msgspec_builtins(result))
+    else:
+        _say(f"cohort {result.cohort} burned at seq {result.burned_entry}")
+        for task_id in result.observed_tasks:
+            _say(f"  observed (exposed forever): {task_id}")
+    return EXIT_OK
+
+
+@app.command()
+def calibrate(as_json: JsonOpt = False) -> int:
+    """Run the built-in calibration matrix for every verifier version and record it.
+
+    Freezing a cohort needs a green calibration for each adapter version it uses.
+    Exit 0 when green, 1 when any row failed (the red result is recorded all the same).
+    """
+    from .commit import calibrate as run_calibrate
+    from .store import Ledger
+
+    with Ledger.open(STATE.db) as ledger:
+        result = run_calibrate(ledger)
+    if as_json:
+        _emit_json(msgspec_builtins(result))
+    else:
+        for row in result.report["rows"]:
+            mark = "ok  " if row["ok"] else "FAIL"
+            _say(
+                f"  {mark} {row['family']:<15} plan {row['plan_version']} "
+                f"(adapter {row['adapter_version']}): {row['observed']}"
+            )
+        state = ", ".join(f"{k} {'green' if v else 'RED'}" for k, v in result.adapters.items())
+        _say(f"calibration recorded at seq {result.entry}: {state}")
+    return EXIT_OK if result.green else EXIT_FAILED
+
+
+@app.command("check-patch")
+def check_patch(
+    patch: Annotated[Path, typer.Argument(help="A Git unified diff file.")],
+    as_json: JsonOpt = False,
+) -> int:
+    """Parse one patch strictly and show its files and counts, or why it is refused.
+
+    Exit 0 when valid, 1 when refused, 2 when the file cannot be read. Reads nothing else and
+    needs no ledger.
+    """
+    from verifiers.diff import DEFAULT_MAX_PATCH_BYTES, parse_diff
+
+    data = _read_operator_file(patch, DEFAULT_MAX_PATCH_BYTES + 1)
+    parsed = parse_diff(data, max_bytes=DEFAULT_MAX_PATCH_BYTES)
+    valid = parsed.valid
+    if as_json:
+        _emit_json(
+            {
+                "valid": valid,
+                "files": [
+                    {
+                        "old_path": f.old_path,
+                        "new_path": f.new_path,
+                        "kind": f.kind,
+                        "old_mode": f.old_mode,
+                        "new_mode": f.new_mode,
+                        "added": f.added_count,
+                        "removed": f.removed_count,
+                    }
+                    for f in parsed.files
+                ],
+                "findings": [
+                    {"line": x.line, "code": x.code, "category": x.category, "message": x.message}
+                    for x in parsed.findings
+                ],
+            }
+        )
+        return EXIT_OK if valid else EXIT_FAILED
+    if valid:
+        for f in parsed.files:
+            modes = f"{f.old_mode or '-'}->{f.new_mode or '-'}"
+            _say(
+                f"{f.kind:<9} {f.old_path or '/dev/null'} -> {f.new_path or '/dev/null'}"
+                f"  {modes}  +{f.added_count} -{f.removed_count}"
+            )
+        _say(f"valid: {len(parsed.files)} files")
+        return EXIT_OK
+    for x in parsed.findings:
+        where = f"line {x.line}" if x.line is not None else "patch"
+        _say(f"{where}: {x.category}/{x.code}: {x.message}")
+    _say(f"refused: {len(parsed.findings)} findings")
+    return EXIT_FAILED
+
+
+def _read_operator_file(path: Path, limit: int) -> bytes:
+    """Read a file named on the command line: regular, bounded; exit 2 otherwise."""
+    import os
+    import stat as stat_
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise UsageError("file-not-found", f"{path} does not exist") from None
+    except OSError as exc:
+        raise UsageError("file-unreadable", f"cannot read {path}: {exc.strerror}") from None
+    try:
+        if not stat_.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError("not-a-file", f"{path} is not a regular file")
+        chunks = []
+        remaining = limit
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UsageError("file-unreadable", f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 # -- audit ---------------------------------------------------------------------------------------
 
 
 @app.command()
-def audit(as_json: JsonOpt = False) -> int:
-    """Re-check every hash, link, body, object and tree node; exit 1 on any violation."""
+def audit(
+    no_replay: Annotated[
+        bool, typer.Option("--no-replay", help="Skip re-running every verification.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> int:
+    """Re-check every hash, link, body, object, tree node and commitment rule, and replay every
+    verification from the stored bytes; exit 1 on any violation."""
     from .audit import audit as run_audit
+    from .rules import CommitmentRules
     from .store import Ledger
 
     with Ledger.open(STATE.db) as ledger:
@@ -220,7 +460,8 @@ def audit(as_json: JsonOpt = False) -> int:
             if not as_json and n % 100_000 == 0:
                 _note(f"audited {n} entries")
 
-        report = run_audit(ledger, progress=progress)
+        rules = CommitmentRules(ledger, replay=not no_replay)
+        report = run_audit(ledger, observers=[rules], progress=progress)
     if as_json:
         _emit_json(
             {

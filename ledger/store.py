@@ -28,7 +28,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from verifiers.canonical import blake3_address, sha256_hex_digest
+import msgspec
+
+from verifiers.canonical import INT_MAX, INT_MIN, blake3_address, sha256_hex_digest
 
 from . import merkle
 from .entries import (
@@ -118,7 +120,19 @@ class StoredObject:
 
 
 def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
-    return Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decode_body(body))
+    # A row the ledger did not write (tampered file) must fail closed, never as a traceback.
+    if not isinstance(body, bytes):
+        raise StoreError(
+            "entry-malformed",
+            f"entry {seq} body is stored as {type(body).__name__}, not bytes; run `ledger audit`",
+        )
+    try:
+        decoded = decode_body(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise StoreError(
+            "entry-malformed", f"entry {seq} is not a well-formed entry ({exc}); run `ledger audit`"
+        ) from None
+    return Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
 
 
 class Ledger:
@@ -165,14 +179,18 @@ class Ledger:
             try:
                 app_id = conn.execute("PRAGMA application_id").fetchone()[0]
                 tables = _table_names(conn)
-                if app_id == 0 and not tables:
+                # Only a file with nothing in it becomes a ledger: another application's empty
+                # database (user_version set, or only views) is refused, never taken over.
+                if app_id == 0 and not tables and _is_blank(conn):
                     conn.execute("COMMIT")
                     # journal_mode cannot change inside a transaction; the file is still empty
                     # here, and the BEGIN IMMEDIATE below re-checks that under the write lock.
                     conn.execute("PRAGMA journal_mode = WAL")
                     conn.execute("BEGIN IMMEDIATE")
-                    if conn.execute("PRAGMA application_id").fetchone()[0] != 0 or _table_names(
-                        conn
+                    if (
+                        conn.execute("PRAGMA application_id").fetchone()[0] != 0
+                        or _table_names(conn)
+                        or not _is_blank(conn)
                     ):
                         conn.execute("ROLLBACK")
                         _check_is_ledger(conn, p)
@@ -236,6 +254,8 @@ class Ledger:
         return None if row is None else _row_entry(row[0], row[1], row[2])
 
     def entry(self, seq: int) -> Entry | None:
+        if not INT_MIN <= seq <= INT_MAX:  # SQLite integers are 64-bit; no such entry
+            return None
         row = self._conn.execute(
             "SELECT seq, entry_hash, body FROM entries WHERE seq = ?", (seq,)
         ).fetchone()
@@ -328,11 +348,13 @@ class Ledger:
         payload: Mapping[str, Any],
         refs: Iterable[str],
         head: tuple[int, str, str] | None,
+        time: str | None = None,
     ) -> tuple[Entry, tuple[int, str, str]]:
         """Append inside an open transaction; ``head`` is (seq, hash, time) or None for empty."""
         seq = 0 if head is None else head[0] + 1
         prev = GENESIS_PREV if head is None else head[1]
-        time = later_time(self._clock(), None if head is None else head[2])
+        if time is None:
+            time = later_time(self._clock(), None if head is None else head[2])
         refs = tuple(refs)
         body = encode_body(seq=seq, prev=prev, kind=kind, time=time, refs=refs, payload=payload)
         hash_ = entry_hash(body)
@@ -365,7 +387,7 @@ class Ledger:
         ).fetchone()
         if row is None:
             return None
-        return (row[0], row[1], decode_body(row[2]).time)
+        return (row[0], row[1], _row_entry(row[0], row[1], row[2]).body.time)
 
 
 class Writer:
@@ -375,6 +397,8 @@ class Writer:
         self._ledger = ledger
         self._conn = ledger._conn
         self._head = ledger._head_state()
+        # The clock is read once per transaction: every entry of one write shares its time.
+        self.time = later_time(ledger._clock(), None if self._head is None else self._head[2])
 
     @property
     def ledger(self) -> Ledger:
@@ -397,7 +421,7 @@ class Writer:
         for ref in refs:
             if not self._ledger.has_object(ref):
                 raise UsageError("object-missing", f"entry references {ref}, which is not stored")
-        entry, self._head = self._ledger._append_in_txn(kind, payload, refs, self._head)
+        entry, self._head = self._ledger._append_in_txn(kind, payload, refs, self._head, self.time)
         return entry
 
 
@@ -415,6 +439,12 @@ def _split_sql(script: str) -> list[str]:
             statements.append(joined)
             current = []
     return statements
+
+
+def _is_blank(conn: sqlite3.Connection) -> bool:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    schema = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+    return bool(version == 0 and schema == 0)
 
 
 def _table_names(conn: sqlite3.Connection) -> set[str]:

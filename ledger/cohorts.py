@@ -1,0 +1,265 @@
+"""Loading a cohort from disk: cohort.json, its WorkUnits and plans, checked before any write.
+
+Rules (LEDGER.md "Freezing a cohort"):
+
+1. ``DIR/cohort.json`` is read through no symlink; the WorkUnit and public plan paths inside it are
+   relative to ROOT (the repository root, as in the reference project), never absolute, never
+   through ``..`` or a symlink at any component; every file is size-bounded before it is read.
+2. Hidden plans come from a separate folder, matched to tasks by their reference digest.
+3. Everything is checked before anything is written: the document's schema; its
+   ``definition_digest`` (when present) against the projection; each WorkUnit's digest, id and
+   version; each plan's digest, id, visibility, backend, binding (``verifiers.runner``) and
+   adapter; the task count and required families once the stage is frozen or burned.
+   This module only reads files and checks documents against each other; rules that depend on the
+   ledger's state (already frozen, exposure, calibration) live in ``ledger.commit``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from verifiers.bundle import BundleRootError, FileObservation, _open_root, _read_at
+from verifiers.canonical import canonical_bytes
+from verifiers.contracts import (
+    LIMITS,
+    Decoded,
+    EvaluatorPlan,
+    WorkUnit,
+    decode_evaluator_plan,
+    decode_work_unit,
+)
+from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
+
+from .contracts import BenchmarkCohort, CohortTask, decode_cohort, definition_digest
+from .errors import CommitError, UsageError
+
+COHORT_FILE: Final = "cohort.json"
+MAX_HIDDEN_PLAN_FILES: Final = 10_000
+
+_BACKEND_OF_VERSION: Final = {
+    "0.1": "exact_json",
+    "0.2": "unified_diff",
+    "0.3": "unified_diff",
+    "0.4": "unified_diff",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedDocument:
+    """A decoded document with its canonical bytes (what the ledger stores) and digest."""
+
+    canonical: bytes
+    digest: str  # reference sha256 digest of the canonical bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedTask:
+    task: CohortTask
+    work_unit: WorkUnit
+    work_unit_doc: LoadedDocument
+    plan: EvaluatorPlan
+    plan_doc: LoadedDocument
+    adapter: str
+    adapter_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedCohort:
+    cohort: BenchmarkCohort
+    document: LoadedDocument
+    definition_digest: str
+    tasks: tuple[LoadedTask, ...]
+
+
+def _refuse_decode(what: str, decoded: Decoded[Any]) -> CommitError:
+    first = decoded.errors[0]
+    more = f" (and {len(decoded.errors) - 1} more)" if len(decoded.errors) > 1 else ""
+    return CommitError("document-invalid", f"{what}: {first.path or '/'}: {first.message}{more}")
+
+
+def _document(decoded: Decoded[Any]) -> LoadedDocument:
+    from verifiers.canonical import sha256_hex_digest
+
+    data = canonical_bytes(decoded.raw)
+    return LoadedDocument(canonical=data, digest=sha256_hex_digest(data))
+
+
+def read_relative(root: Path, relpath: str, limit: int, *, what: str) -> bytes:
+    """Read ``root/relpath`` through no symlink, bounded; CommitError with a clear reason."""
+    try:
+        root_fd = _open_root(root)
+    except BundleRootError as exc:
+        raise UsageError("folder-unusable", exc.message.replace("bundle ", "")) from None
+    try:
+        observation: FileObservation = _read_at(root_fd, relpath, limit)
+    finally:
+        os.close(root_fd)
+    if observation.status == "ok" and observation.data is not None:
+        return observation.data
+    reasons = {
+        "missing": "does not exist",
+        "symlink": "passes through a symlink (refused)",
+        "not-regular": "is not a regular file",
+        "oversize": f"is larger than the limit of {limit} bytes",
+        "invalid-path": "is not a safe relative path (absolute, '..', empty or control chars)",
+        "unreadable": "cannot be read",
+    }
+    reason = reasons.get(observation.status, observation.status)
+    raise CommitError("cohort-file-refused", f"{what} {relpath!r} under {root} {reason}")
+
+
+def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = None) -> LoadedCohort:
+    """Read and cross-check a cohort folder. Raises CommitError/UsageError; writes nothing."""
+    cohort_bytes = read_relative(
+        cohort_dir, COHORT_FILE, LIMITS["benchmark-cohort"].max_bytes, what="cohort file"
+    )
+    decoded = decode_cohort(cohort_bytes)
+    if decoded.value is None:
+        raise _refuse_decode(f"{cohort_dir}/{COHORT_FILE}", decoded)
+    cohort = decoded.value
+    digest = definition_digest(cohort)
+    declared = cohort.definition_digest
+    if isinstance(declared, str) and declared != digest:
+        raise CommitError(
+            "definition-digest-mismatch",
+            f"cohort {cohort.id}: definition_digest {declared} does not match the definition"
+            f" ({digest}); a changed definition needs a new cohort id",
+        )
+    if cohort.stage in ("frozen", "burned"):
+        if len(cohort.tasks) < cohort.minimum_final_tasks:
+            raise CommitError(
+                "cohort-too-small",
+                f"cohort {cohort.id} is {cohort.stage} with {len(cohort.tasks)} tasks;"
+                f" minimum_final_tasks is {cohort.minimum_final_tasks}",
+            )
+        families = {task.family for task in cohort.tasks}
+        missing = sorted(set(cohort.required_families) - families)
+        if missing:
+            raise CommitError(
+                "cohort-families-missing",
+                f"cohort {cohort.id} is {cohort.stage} but has no task of family"
+                f" {', '.join(missing)}",
+            )
+    hidden = _load_hidden_plans(hidden_plans) if hidden_plans is not None else {}
+    tasks = tuple(_load_task(task, root=root, hidden=hidden) for task in cohort.tasks)
+    return LoadedCohort(
+        cohort=cohort, document=_document(decoded), definition_digest=digest, tasks=tasks
+    )
+
+
+def _load_hidden_plans(folder: Path) -> Mapping[str, tuple[EvaluatorPlan, LoadedDocument]]:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise UsageError(
+            "folder-unusable", f"hidden plans folder {folder} cannot be read: {exc.strerror}"
+        ) from None
+    names = [name for name in names if name.endswith(".json")]
+    if len(names) > MAX_HIDDEN_PLAN_FILES:
+        raise CommitError(
+            "too-many-files", f"{folder} holds more than {MAX_HIDDEN_PLAN_FILES} plan files"
+        )
+    plans: dict[str, tuple[EvaluatorPlan, LoadedDocument]] = {}
+    for name in names:
+        data = read_relative(folder, name, LIMITS["evaluator-plan"].max_bytes, what="hidden plan")
+        decoded = decode_evaluator_plan(data)
+        if decoded.value is None:
+            raise _refuse_decode(f"{folder}/{name}", decoded)
+        doc = _document(decoded)
+        plans[doc.digest] = (decoded.value, doc)
+    return plans
+
+
+def _load_task(
+    task: CohortTask,
+    *,
+    root: Path,
+    hidden: Mapping[str, tuple[EvaluatorPlan, LoadedDocument]],
+) -> LoadedTask:
+    where = f"task {task.id}"
+    wu_bytes = read_relative(
+        root, task.work_unit.path, LIMITS["work-unit"].max_bytes, what=f"{where}: WorkUnit"
+    )
+    wu_decoded = decode_work_unit(wu_bytes)
+    if wu_decoded.value is None:
+        raise _refuse_decode(f"{where}: WorkUnit {task.work_unit.path}", wu_decoded)
+    work_unit = wu_decoded.value
+    wu_doc = _document(wu_decoded)
+    if wu_doc.digest != task.work_unit.digest:
+        raise CommitError(
+            "work-unit-digest-mismatch",
+            f"{where}: WorkUnit {task.work_unit.path} has digest {wu_doc.digest},"
+            f" the cohort says {task.work_unit.digest}",
+        )
+    if (work_unit.id, work_unit.version) != (task.work_unit.id, task.work_unit.version):
+        raise CommitError(
+            "work-unit-mismatch",
+            f"{where}: WorkUnit is {work_unit.id} v{work_unit.version}, the cohort says"
+            f" {task.work_unit.id} v{task.work_unit.version}",
+        )
+    evaluator = task.evaluator
+    if evaluator.visibility == "public":
+        if not isinstance(evaluator.plan_path, str):
+            raise CommitError("plan-missing", f"{where}: a public plan needs plan_path")
+        plan_bytes = read_relative(
+            root, evaluator.plan_path, LIMITS["evaluator-plan"].max_bytes, what=f"{where}: plan"
+        )
+        plan_decoded = decode_evaluator_plan(plan_bytes)
+        if plan_decoded.value is None:
+            raise _refuse_decode(f"{where}: plan {evaluator.plan_path}", plan_decoded)
+        plan, plan_doc = plan_decoded.value, _document(plan_decoded)
+    else:
+        found = hidden.get(evaluator.plan_digest)
+        if found is None:
+            raise CommitError(
+                "hidden-plan-missing",
+                f"{where}: hidden plan {evaluator.plan_digest} not found; pass the folder"
+                " holding it with --hidden-plans",
+            )
+        plan, plan_doc = found
+    if plan_doc.digest != evaluator.plan_digest:
+        raise CommitError(
+            "plan-digest-mismatch",
+            f"{where}: plan has digest {plan_doc.digest}, the cohort says {evaluator.plan_digest}",
+        )
+    if plan.id != evaluator.plan_id:
+        raise CommitError(
+            "plan-id-mismatch",
+            f"{where}: plan id is {plan.id}, the cohort says {evaluator.plan_id}",
+        )
+    if plan.visibility != evaluator.visibility:
+        raise CommitError(
+            "plan-visibility-mismatch",
+            f"{where}: plan visibility is {plan.visibility}, the cohort says"
+            f" {evaluator.visibility}",
+        )
+    version = plan.schema_version
+    expected_backend = _BACKEND_OF_VERSION.get(version)
+    if expected_backend is None or version not in ADAPTERS:
+        raise CommitError(
+            "unsupported-plan-version", f"{where}: plan version {version} has no adapter"
+        )
+    if evaluator.backend != expected_backend:
+        raise CommitError(
+            "plan-backend-mismatch",
+            f"{where}: cohort backend {evaluator.backend!r}, plan {version} needs"
+            f" {expected_backend!r}",
+        )
+    try:
+        check_binding(plan, work_unit, wu_doc.digest)
+    except PlanBindingError as exc:
+        raise CommitError(exc.code, f"{where}: {exc.message}") from None
+    adapter, adapter_version = ADAPTERS[version]
+    return LoadedTask(
+        task=task,
+        work_unit=work_unit,
+        work_unit_doc=wu_doc,
+        plan=plan,
+        plan_doc=plan_doc,
+        adapter=adapter,
+        adapter_version=adapter_version,
+    )

@@ -1,0 +1,136 @@
+"""The payload of each entry kind, as strict Structs (LEDGER.md section 4).
+
+Digests named ``digest`` are reference ``sha256:`` digests of the object's bytes; ``object`` is
+the blake3 address under which those bytes are stored (and listed in the entry's ``refs``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+import msgspec
+from msgspec import Meta
+
+Address = Annotated[str, Meta(pattern=r"^blake3:[0-9a-f]{64}$")]
+Digest = Annotated[str, Meta(pattern=r"^sha256:[0-9a-f]{64}$")]
+Seq = Annotated[int, Meta(ge=0)]
+Outcome = Literal["support", "reject", "escalate", "insufficient_evidence"]
+
+
+class _Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class LedgerCreated(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    origin: str
+
+
+class StoredDocument(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    object: Address
+    digest: Digest
+
+
+class FrozenWorkUnit(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    id: str
+    version: Annotated[int, Meta(ge=1)]
+    digest: Digest
+    object: Address
+
+
+class FrozenPlan(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    id: str
+    schema_version: str
+    visibility: Literal["public", "hidden"]
+    digest: Digest
+    object: Address
+
+
+class FrozenTask(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    task: str
+    split: Literal["pilot", "train", "development", "held_out"]
+    work_unit: FrozenWorkUnit
+    plan: FrozenPlan
+    adapter: str
+    adapter_version: str
+
+
+class CohortFrozen(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    cohort: str
+    definition_digest: Digest
+    stage: str
+    document: StoredDocument
+    tasks: list[FrozenTask]
+
+
+class CohortBurned(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    cohort: str
+    frozen_entry: Seq
+    definition_digest: Digest
+    reason: str
+    observed_tasks: list[str]
+    observed_work_units: list[Digest]
+    notice: StoredDocument
+
+
+class Observation(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    role: Literal["manifest", "file"]
+    locator: str
+    status: str
+    size: int | None
+    sha256: Digest | None
+    object: Address | None
+
+
+class BundleObserved(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    cohort: str
+    cohort_entry: Seq
+    task: str
+    observations: list[Observation]
+
+
+class ResultWorkUnit(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    digest: Digest
+    object: Address
+
+
+class ResultPlan(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    id: str
+    digest: Digest
+    object: Address
+    schema_version: str
+
+
+class VerificationRecorded(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    cohort: str
+    cohort_entry: Seq
+    task: str
+    bundle_entry: Seq
+    work_unit: ResultWorkUnit
+    plan: ResultPlan
+    adapter: str
+    adapter_version: str
+    runner_version: str
+    outcome: Outcome
+    result: StoredDocument
+
+
+class CalibrationRecorded(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    green: bool
+    adapters: dict[str, bool]
+    rows: Annotated[int, Meta(ge=0)]
+    report: StoredDocument
+
+
+PAYLOADS: Final[dict[str, type[_Payload]]] = {
+    "ledger.created": LedgerCreated,
+    "cohort.frozen": CohortFrozen,
+    "cohort.burned": CohortBurned,
+    "bundle.observed": BundleObserved,
+    "verification.recorded": VerificationRecorded,
+    "calibration.recorded": CalibrationRecorded,
+}
+
+
+def decode_payload(kind: str, payload: dict[str, Any]) -> _Payload:
+    """Validate a payload against its kind (raises msgspec.ValidationError or KeyError)."""
+    return msgspec.convert(payload, PAYLOADS[kind])

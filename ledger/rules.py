@@ -1,0 +1,543 @@
+"""The audit's commitment rules and replay, from entries and objects alone.
+
+``CommitmentRules`` is an audit observer (``ledger.audit.EntryObserver``): fed every well-formed
+entry in seq order, it re-checks rules 1-8 of LEDGER.md section 5 and, unless ``replay`` is off,
+recomputes every VerificationResult and calibration report from the stored bytes and compares them
+byte for byte. Its memory grows with the number of cohorts and tasks, not with entries.
+Each violation code is listed in LEDGER.md section 6 ("Commitment rules").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+
+from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
+from verifiers.canonical import sha256_hex_digest
+from verifiers.contracts import decode_evaluator_plan, decode_work_unit
+from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
+
+from .audit import Violation
+from .commit import CommittedCohort, CommittedTask, LedgerState, calibration_report_bytes
+from .contracts import decode_cohort, definition_digest
+from .entries import Entry
+from .payloads import (
+    BundleObserved,
+    CalibrationRecorded,
+    CohortBurned,
+    CohortFrozen,
+    VerificationRecorded,
+    decode_payload,
+)
+from .store import Ledger
+
+PAYLOAD_INVALID: Final = "payload-invalid"
+COHORT_REFROZEN: Final = "cohort-refrozen"
+COHORT_DOCUMENT_MISMATCH: Final = "cohort-document-mismatch"
+OBJECT_DIGEST_WRONG: Final = "object-sha256-mismatch"
+ADAPTER_PAIRING_INVALID: Final = "adapter-pairing-invalid"
+PLAN_BINDING_INVALID: Final = "plan-binding-invalid"
+CALIBRATION_MISSING: Final = "calibration-missing"
+WORKUNIT_EXPOSED: Final = "workunit-exposed"
+BURN_WITHOUT_FREEZE: Final = "burn-without-freeze"
+COHORT_REBURNED: Final = "cohort-reburned"
+BURN_MISMATCH: Final = "burn-mismatch"
+BUNDLE_NOT_COMMITTED: Final = "bundle-not-committed"
+VERIFICATION_AFTER_BURN: Final = "verification-after-burn"
+BUNDLE_WITHOUT_RESULT: Final = "bundle-without-result"
+RESULT_WITHOUT_BUNDLE: Final = "result-without-bundle"
+PLAN_NOT_COMMITTED: Final = "plan-not-committed"
+OUTCOME_MISMATCH: Final = "outcome-mismatch"
+REPLAY_MISMATCH: Final = "replay-mismatch"
+REPLAY_FAILED: Final = "replay-failed"
+CALIBRATION_REPLAY_MISMATCH: Final = "calibration-replay-mismatch"
+
+Report = Callable[[Violation], None]
+
+
+class CommitmentRules:
+    """Audit observer for the commitment rules (and replay)."""
+
+    def __init__(self, ledger: Ledger, *, replay: bool = True) -> None:
+        self.name = "commitment rules" + (" and replay" if replay else "")
+        self._ledger = ledger
+        self._replay = replay
+        self._state = LedgerState()
+        self._pending_bundle: tuple[Entry, BundleObserved] | None = None
+        self._calibration_bytes: bytes | None = None
+        self.replayed = 0
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _object(self, address: str) -> bytes | None:
+        obj = self._ledger.get_object(address)
+        return None if obj is None else obj.body
+
+    def _document(
+        self, entry: Entry, address: str, digest: str, what: str, report: Report
+    ) -> bytes | None:
+        """The stored bytes at ``address``, which must hash to the reference ``digest``."""
+        data = self._object(address)
+        if data is None:
+            return None  # the chain audit reports object-missing
+        if sha256_hex_digest(data) != digest:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    OBJECT_DIGEST_WRONG,
+                    f"{what} {address} does not have digest {digest}",
+                )
+            )
+            return None
+        return data
+
+    # -- observer protocol ----------------------------------------------------------------------
+
+    def observe(self, entry: Entry, report: Report) -> None:
+        if entry.kind == "ledger.created":
+            return
+        try:
+            payload = decode_payload(entry.kind, entry.payload)
+        except (msgspec.ValidationError, KeyError) as exc:
+            report(Violation(entry.seq, entry.kind, PAYLOAD_INVALID, f"payload: {exc}"))
+            self._close_pending(entry, report)
+            return
+        if self._pending_bundle is not None and not isinstance(payload, VerificationRecorded):
+            self._close_pending(entry, report)
+        if isinstance(payload, CohortFrozen):
+            self._frozen(entry, payload, report)
+        elif isinstance(payload, CohortBurned):
+            self._burned(entry, payload, report)
+        elif isinstance(payload, BundleObserved):
+            self._bundle(entry, payload, report)
+        elif isinstance(payload, VerificationRecorded):
+            self._result(entry, payload, report)
+        elif isinstance(payload, CalibrationRecorded):
+            self._calibration(entry, payload, report)
+
+    def finish(self, report: Report) -> None:
+        if self._pending_bundle is not None:
+            bundle_entry, _ = self._pending_bundle
+            report(
+                Violation(
+                    bundle_entry.seq,
+                    bundle_entry.kind,
+                    BUNDLE_WITHOUT_RESULT,
+                    "bundle.observed is not followed by its verification.recorded",
+                )
+            )
+            self._pending_bundle = None
+
+    def _close_pending(self, entry: Entry, report: Report) -> None:
+        if self._pending_bundle is not None:
+            bundle_entry, _ = self._pending_bundle
+            report(
+                Violation(
+                    bundle_entry.seq,
+                    bundle_entry.kind,
+                    BUNDLE_WITHOUT_RESULT,
+                    f"bundle.observed is followed by {entry.kind}, not its result",
+                )
+            )
+            self._pending_bundle = None
+
+    # -- per kind -------------------------------------------------------------------------------
+
+    def _frozen(self, entry: Entry, payload: CohortFrozen, report: Report) -> None:
+        state = self._state
+        if payload.cohort in state.cohorts:
+            first = state.cohorts[payload.cohort].frozen_entry
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    COHORT_REFROZEN,
+                    f"cohort {payload.cohort} was already frozen at seq {first}",
+                )
+            )
+            return
+        doc_bytes = self._document(
+            entry, payload.document.object, payload.document.digest, "cohort document", report
+        )
+        if doc_bytes is not None:
+            self._check_cohort_document(entry, payload, doc_bytes, report)
+        used_versions: set[str] = set()
+        for task in payload.tasks:
+            expected = ADAPTERS.get(task.plan.schema_version)
+            if expected != (task.adapter, task.adapter_version):
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        ADAPTER_PAIRING_INVALID,
+                        f"task {task.task}: plan {task.plan.schema_version} paired with"
+                        f" {task.adapter} {task.adapter_version}",
+                    )
+                )
+            used_versions.add(task.adapter_version)
+            wu_bytes = self._document(
+                entry, task.work_unit.object, task.work_unit.digest, "WorkUnit", report
+            )
+            plan_bytes = self._document(entry, task.plan.object, task.plan.digest, "plan", report)
+            if wu_bytes is not None and plan_bytes is not None:
+                self._check_binding(
+                    entry, task.task, wu_bytes, plan_bytes, task.work_unit.digest, report
+                )
+            if task.split == "held_out" and task.work_unit.digest in state.exposed:
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        WORKUNIT_EXPOSED,
+                        f"task {task.task} is held_out but its WorkUnit was exposed at"
+                        f" seq {state.exposed[task.work_unit.digest]}",
+                    )
+                )
+        for version in sorted(used_versions):
+            green = state.calibration.get(version)
+            if green is None or not green[0]:
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        CALIBRATION_MISSING,
+                        f"adapter {version} had no green calibration before this freeze",
+                    )
+                )
+        state.apply(entry)
+
+    def _check_cohort_document(
+        self, entry: Entry, payload: CohortFrozen, data: bytes, report: Report
+    ) -> None:
+        decoded = decode_cohort(data)
+        if decoded.value is None:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    COHORT_DOCUMENT_MISMATCH,
+                    "the stored cohort document does not decode",
+                )
+            )
+            return
+        cohort = decoded.value
+        committed = {
+            (t.task, t.split, t.work_unit.digest, t.plan.digest, t.plan.id) for t in payload.tasks
+        }
+        declared = {
+            (t.id, t.split, t.work_unit.digest, t.evaluator.plan_digest, t.evaluator.plan_id)
+            for t in cohort.tasks
+        }
+        if (
+            cohort.id != payload.cohort
+            or definition_digest(cohort) != payload.definition_digest
+            or committed != declared
+            or len(payload.tasks) != len(cohort.tasks)
+        ):
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    COHORT_DOCUMENT_MISMATCH,
+                    "the entry's cohort, definition digest or tasks differ from the"
+                    " stored cohort document",
+                )
+            )
+
+    def _check_binding(
+        self,
+        entry: Entry,
+        task: str,
+        wu_bytes: bytes,
+        plan_bytes: bytes,
+        wu_digest: str,
+        report: Report,
+    ) -> None:
+        plan = decode_evaluator_plan(plan_bytes)
+        work_unit = decode_work_unit(wu_bytes)
+        if plan.value is None or work_unit.value is None:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    PLAN_BINDING_INVALID,
+                    f"task {task}: stored plan or WorkUnit does not decode",
+                )
+            )
+            return
+        try:
+            check_binding(plan.value, work_unit.value, wu_digest)
+        except PlanBindingError as exc:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    PLAN_BINDING_INVALID,
+                    f"task {task}: {exc.code}: {exc.message}",
+                )
+            )
+
+    def _burned(self, entry: Entry, payload: CohortBurned, report: Report) -> None:
+        committed = self._state.cohorts.get(payload.cohort)
+        if committed is None:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    BURN_WITHOUT_FREEZE,
+                    f"cohort {payload.cohort} is burned before it was frozen",
+                )
+            )
+            return
+        if committed.burned_entry is not None:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    COHORT_REBURNED,
+                    f"cohort {payload.cohort} was already burned at seq {committed.burned_entry}",
+                )
+            )
+            return
+        observed = {
+            committed.tasks[t].work_unit_digest
+            for t in payload.observed_tasks
+            if t in committed.tasks
+        }
+        if (
+            payload.frozen_entry != committed.frozen_entry
+            or payload.definition_digest != committed.definition_digest
+            or any(t not in committed.tasks for t in payload.observed_tasks)
+            or observed != set(payload.observed_work_units)
+        ):
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    BURN_MISMATCH,
+                    "the burn's frozen entry, digest or observed tasks do not match"
+                    " the frozen cohort",
+                )
+            )
+        self._document(entry, payload.notice.object, payload.notice.digest, "burn notice", report)
+        self._state.apply(entry)
+
+    def _committed_task(
+        self, cohort: str, task: str
+    ) -> tuple[CommittedCohort, CommittedTask] | None:
+        committed = self._state.cohorts.get(cohort)
+        if committed is None or task not in committed.tasks:
+            return None
+        return committed, committed.tasks[task]
+
+    def _bundle(self, entry: Entry, payload: BundleObserved, report: Report) -> None:
+        found = self._committed_task(payload.cohort, payload.task)
+        if found is None or found[0].frozen_entry != payload.cohort_entry:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    BUNDLE_NOT_COMMITTED,
+                    f"no earlier cohort.frozen entry commits {payload.cohort}/"
+                    f"{payload.task} at seq {payload.cohort_entry}",
+                )
+            )
+        elif found[0].burned_entry is not None:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    VERIFICATION_AFTER_BURN,
+                    f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
+                )
+            )
+        self._pending_bundle = (entry, payload)
+
+    def _result(self, entry: Entry, payload: VerificationRecorded, report: Report) -> None:
+        pending = self._pending_bundle
+        self._pending_bundle = None
+        if (
+            pending is None
+            or pending[0].seq != payload.bundle_entry
+            or pending[1].cohort != payload.cohort
+            or pending[1].task != payload.task
+            or pending[1].cohort_entry != payload.cohort_entry
+        ):
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    RESULT_WITHOUT_BUNDLE,
+                    "verification.recorded does not follow its own bundle.observed",
+                )
+            )
+            self._state.apply(entry)
+            return
+        if ADAPTERS.get(payload.plan.schema_version) != (payload.adapter, payload.adapter_version):
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    ADAPTER_PAIRING_INVALID,
+                    f"plan {payload.plan.schema_version} judged by {payload.adapter}"
+                    f" {payload.adapter_version}",
+                )
+            )
+        found = self._committed_task(payload.cohort, payload.task)
+        if found is not None:
+            task = found[1]
+            if (
+                task.plan_digest,
+                task.plan_object,
+                task.work_unit_digest,
+                task.work_unit_object,
+                task.plan_version,
+            ) != (
+                payload.plan.digest,
+                payload.plan.object,
+                payload.work_unit.digest,
+                payload.work_unit.object,
+                payload.plan.schema_version,
+            ):
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        PLAN_NOT_COMMITTED,
+                        "the plan or WorkUnit used is not the one the cohort committed",
+                    )
+                )
+        result_bytes = self._document(
+            entry, payload.result.object, payload.result.digest, "VerificationResult", report
+        )
+        if result_bytes is not None:
+            self._check_outcome(entry, payload, result_bytes, report)
+            if self._replay:
+                self._replay_result(entry, payload, pending[1], result_bytes, report)
+        self._state.apply(entry)
+
+    def _check_outcome(
+        self, entry: Entry, payload: VerificationRecorded, result_bytes: bytes, report: Report
+    ) -> None:
+        from verifiers.contracts import RECOMMENDATION_OUTCOMES
+
+        try:
+            value: Any = msgspec.json.decode(result_bytes)
+            recommendation = value["decision_support"]["recommendation"]
+        except (msgspec.DecodeError, KeyError, TypeError):
+            recommendation = None
+        if RECOMMENDATION_OUTCOMES.get(recommendation) != payload.outcome:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    OUTCOME_MISMATCH,
+                    f"outcome {payload.outcome} does not match the stored result's"
+                    f" recommendation {recommendation}",
+                )
+            )
+
+    def _replay_result(
+        self,
+        entry: Entry,
+        payload: VerificationRecorded,
+        bundle: BundleObserved,
+        result_bytes: bytes,
+        report: Report,
+    ) -> None:
+        blobs: dict[str, bytes] = {}
+        observations: list[dict[str, Any]] = []
+        for item in bundle.observations:
+            observations.append(
+                {
+                    "role": item.role,
+                    "locator": item.locator,
+                    "status": item.status,
+                    "size": item.size,
+                    "sha256": item.sha256,
+                }
+            )
+            if item.object is not None and item.sha256 is not None:
+                data = self._object(item.object)
+                if data is not None:
+                    blobs[item.sha256] = data
+        plan_bytes = self._object(payload.plan.object)
+        wu_bytes = self._object(payload.work_unit.object)
+        if plan_bytes is None or wu_bytes is None:
+            return  # reported as object-missing by the chain audit
+        plan = decode_evaluator_plan(plan_bytes).value
+        work_unit = decode_work_unit(wu_bytes).value
+        if plan is None or work_unit is None:
+            report(
+                Violation(
+                    entry.seq, entry.kind, REPLAY_FAILED, "stored plan or WorkUnit does not decode"
+                )
+            )
+            return
+        try:
+            snapshot = snapshot_from_parts(observations, blobs)
+            outcome = run(
+                plan, work_unit, snapshot, started_at=entry.body.time, finished_at=entry.body.time
+            )
+        except (SnapshotReplayError, PlanBindingError) as exc:
+            report(Violation(entry.seq, entry.kind, REPLAY_FAILED, f"replay: {exc}"))
+            return
+        self.replayed += 1
+        if outcome.result_bytes != result_bytes:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    REPLAY_MISMATCH,
+                    "the stored VerificationResult differs from its replay",
+                )
+            )
+        elif (outcome.outcome, outcome.runner_version) != (payload.outcome, payload.runner_version):
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    REPLAY_MISMATCH,
+                    "the recorded outcome or runner version differs from the replay",
+                )
+            )
+
+    def _calibration(self, entry: Entry, payload: CalibrationRecorded, report: Report) -> None:
+        data = self._document(
+            entry, payload.report.object, payload.report.digest, "calibration report", report
+        )
+        if data is not None:
+            try:
+                stored: Any = msgspec.json.decode(data)
+                consistent = (
+                    stored["green"] == payload.green
+                    and stored["green_by_adapter"] == payload.adapters
+                    and len(stored["rows"]) == payload.rows
+                )
+            except (msgspec.DecodeError, KeyError, TypeError):
+                consistent = False
+            if not consistent:
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        CALIBRATION_REPLAY_MISMATCH,
+                        "the entry does not match its stored calibration report",
+                    )
+                )
+            elif self._replay:
+                if self._calibration_bytes is None:
+                    self._calibration_bytes = calibration_report_bytes()[0]
+                if self._calibration_bytes != data:
+                    report(
+                        Violation(
+                            entry.seq,
+                            entry.kind,
+                            CALIBRATION_REPLAY_MISMATCH,
+                            "re-running the calibration matrix gives another report",
+                        )
+                    )
+        self._state.apply(entry)
