@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Final, Protocol
 
 import msgspec
@@ -19,6 +19,7 @@ import msgspec
 from verifiers.canonical import CanonicalFormError, blake3_address, canonical_bytes
 
 from . import merkle
+from .checkpoint import Checkpoint
 from .entries import (
     ADDRESS_RE,
     FORMAT,
@@ -52,6 +53,8 @@ OBJECT_DIGEST_MISMATCH: Final = "object-digest-mismatch"
 OBJECT_UNREFERENCED: Final = "object-unreferenced"
 TREE_MISMATCH: Final = "tree-mismatch"
 EMPTY_LEDGER: Final = "ledger-empty"
+CHECKPOINT_TRUNCATED: Final = "checkpoint-truncated"
+CHECKPOINT_MISMATCH: Final = "checkpoint-mismatch"
 
 
 class Violation(msgspec.Struct, frozen=True):
@@ -106,10 +109,18 @@ def audit(
     *,
     observers: Iterable[EntryObserver] = (),
     progress: Callable[[int], None] | None = None,
+    checkpoints: Sequence[Checkpoint] = (),
+    withheld: Collection[str] = (),
 ) -> AuditReport:
-    """Audit the chain, the bodies, the objects and the tree, feeding ``observers`` on the way."""
+    """Audit the chain, the bodies, the objects and the tree, feeding ``observers`` on the way.
+
+    Each checkpoint's root is compared with the root recomputed from the bodies at its size.
+    ``withheld`` names objects known to exist whose bytes are absent (a public export).
+    """
     observers = list(observers)
     report = _Collector()
+    wanted_sizes = {cp.size for cp in checkpoints}
+    roots_at: dict[int, bytes] = {}
     with ledger.snapshot() as conn:
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_refs (digest TEXT, seq INTEGER)")
         conn.execute("DELETE FROM temp.audit_refs")
@@ -117,7 +128,7 @@ def audit(
             "SELECT last_leaf, level, hash FROM tree ORDER BY last_leaf, level"
         )
         pending_tree = next(tree_rows, None)
-        compact: list[tuple[int, bytes]] = []  # (level, hash) of the right edge, recomputed
+        compact = merkle.CompactRange()  # the right edge, recomputed from the bodies
         expected_seq = 0
         prev_hash = GENESIS_PREV
         prev_time: str | None = None
@@ -156,15 +167,7 @@ def audit(
                 )
             entry = _check_body(seq, row_prev, row_hash, row_kind, body, prev_time, report)
             # Tree: recompute this leaf and every subtree it completes; compare with storage.
-            node = merkle.leaf_hash(body)
-            computed_nodes = [node]
-            level = 0
-            while compact and compact[-1][0] == level:
-                _, left = compact.pop()
-                node = merkle.node_hash(left, node)
-                level += 1
-                computed_nodes.append(node)
-            compact.append((level, node))
+            computed_nodes = [node for _, _, node in compact.append(merkle.leaf_hash(body))]
             stored: list[bytes] = []
             while pending_tree is not None and pending_tree[0] <= seq:
                 if pending_tree[0] == seq:
@@ -179,6 +182,8 @@ def audit(
                         )
                     )
                 pending_tree = next(tree_rows, None)
+            if compact.size in wanted_sizes:
+                roots_at[compact.size] = compact.root()
             if stored != computed_nodes:
                 report(
                     Violation(
@@ -215,15 +220,18 @@ def audit(
             conn.executemany("INSERT INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
         if count == 0:
             report(Violation(None, None, EMPTY_LEDGER, "the ledger has no genesis entry"))
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_withheld (digest TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM temp.audit_withheld")
+        conn.executemany(
+            "INSERT OR IGNORE INTO temp.audit_withheld VALUES (?)", [(d,) for d in withheld]
+        )
         objects = _check_objects(conn, report)
         for observer in observers:
             observer.finish(report)
         conn.execute("DROP TABLE temp.audit_refs")
-    root = merkle.EMPTY_ROOT
-    if compact:
-        root = compact[-1][1]
-        for _, left in reversed(compact[:-1]):
-            root = merkle.node_hash(left, root)
+        conn.execute("DROP TABLE temp.audit_withheld")
+    root = compact.root()
+    _check_checkpoints(checkpoints, roots_at, count, report)
     kept = sorted(report.kept, key=lambda v: (v.seq is None, v.seq or 0))
     return AuditReport(
         entries=count,
@@ -232,8 +240,49 @@ def audit(
         violation_count=report.count,
         tree_size=count,
         root_hash=root,
-        checks=["chain", "bodies", "objects", "tree", *(o.name for o in observers)],
+        checks=[
+            "chain",
+            "bodies",
+            "objects",
+            "tree",
+            *(o.name for o in observers),
+            *(["checkpoints"] if checkpoints else []),
+        ],
     )
+
+
+def _check_checkpoints(
+    checkpoints: Sequence[Checkpoint],
+    roots_at: dict[int, bytes],
+    count: int,
+    report: Callable[[Violation], None],
+) -> None:
+    """Each checkpoint must be a prefix of this ledger. A root alone cannot say which entry
+    differs: the violation names the first seq after the largest checkpoint that still matches
+    (so several kept checkpoints localize a rewrite as finely as they were taken)."""
+    matching = [cp.size for cp in checkpoints if roots_at.get(cp.size) == cp.root]
+    for cp in sorted(checkpoints, key=lambda c: c.size):
+        if cp.size > count:
+            report(
+                Violation(
+                    count,
+                    None,
+                    CHECKPOINT_TRUNCATED,
+                    f"the checkpoint covers {cp.size} entries but the ledger holds {count}:"
+                    f" entries from seq {count} on are missing",
+                )
+            )
+        elif roots_at.get(cp.size) != cp.root:
+            low = max((size for size in matching if size < cp.size), default=0)
+            report(
+                Violation(
+                    low,
+                    None,
+                    CHECKPOINT_MISMATCH,
+                    f"entries {low}..{cp.size - 1} differ from the checkpoint of size {cp.size}"
+                    " (the ledger was rewritten after the checkpoint was taken)",
+                )
+            )
 
 
 def _check_body(
@@ -313,7 +362,9 @@ def _check_body(
 def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]) -> int:
     missing = conn.execute(
         "SELECT r.seq, r.digest FROM temp.audit_refs r"
-        " WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.digest = r.digest) ORDER BY r.seq"
+        " WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.digest = r.digest)"
+        " AND NOT EXISTS (SELECT 1 FROM temp.audit_withheld w WHERE w.digest = r.digest)"
+        " ORDER BY r.seq"
     )
     for seq, digest in missing:
         report(Violation(seq, None, OBJECT_MISSING, f"referenced object {digest} is not stored"))

@@ -446,28 +446,66 @@ def audit(
     no_replay: Annotated[
         bool, typer.Option("--no-replay", help="Skip re-running every verification.")
     ] = False,
+    checkpoint: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--checkpoint",
+            help="A checkpoint kept outside the ledger; the ledger must extend it (repeatable).",
+        ),
+    ] = None,
+    key: Annotated[
+        Path | None,
+        typer.Option(help="Verifier key file: every --checkpoint must carry its valid signature."),
+    ] = None,
+    from_export: Annotated[
+        Path | None,
+        typer.Option("--from-export", help="Audit an export (JSON Lines) instead of --db."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
-    """Re-check every hash, link, body, object, tree node and commitment rule, and replay every
-    verification from the stored bytes; exit 1 on any violation."""
+    """Re-check every hash, link, body, object, tree node and commitment rule, replay every
+    verification from the stored bytes, and check the ledger extends each given checkpoint.
+
+    Exit 0 when intact, 1 on any violation (each listed with seq, kind and code), 2 when refused.
+    Without an outside checkpoint a full rewrite of the file cannot be detected: keep one.
+    """
     from .audit import audit as run_audit
     from .rules import CommitmentRules
     from .store import Ledger
+    from .transparency import check_origin, open_export
 
-    with Ledger.open(STATE.db) as ledger:
+    checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
+    withheld: dict[str, tuple[str, int]] = {}
+    ledger: Ledger
+    if from_export is not None:
+        exported = open_export(from_export)
+        withheld, ledger = exported.withheld, exported
+    else:
+        ledger = Ledger.open(STATE.db)
+    with ledger:
+        for cp in checkpoints:
+            check_origin(ledger, cp)
 
         def progress(n: int) -> None:
             if not as_json and n % 100_000 == 0:
                 _note(f"audited {n} entries")
 
         rules = CommitmentRules(ledger, replay=not no_replay)
-        report = run_audit(ledger, observers=[rules], progress=progress)
+        report = run_audit(
+            ledger,
+            observers=[rules],
+            progress=progress,
+            checkpoints=checkpoints,
+            withheld=withheld,
+        )
     if as_json:
         _emit_json(
             {
                 "ok": report.ok,
                 "entries": report.entries,
                 "objects": report.objects,
+                "withheld_objects": len(withheld),
+                "replayed": rules.replayed,
                 "tree_size": report.tree_size,
                 "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
                 "checks": report.checks,
@@ -484,9 +522,10 @@ def audit(
             where = "-" if v.seq is None else str(v.seq)
             _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
         if report.ok:
+            extra = f", replayed {rules.replayed} verifications" if rules.replayed else ""
             _say(
-                f"intact: {report.entries} entries, {report.objects} objects, "
-                f"checked {', '.join(report.checks)}"
+                f"intact: {report.entries} entries, {report.objects} objects{extra};"
+                f" checked {', '.join(report.checks)}"
             )
         else:
             _say(
@@ -494,6 +533,207 @@ def audit(
                 f"in {report.entries} entries"
             )
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _read_text_file(path: Path, limit: int, what: str) -> str:
+    data = _read_operator_file(path, limit + 1)
+    if len(data) > limit:
+        raise UsageError("file-too-large", f"{what} {path} is larger than {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("file-not-utf8", f"{what} {path} is not UTF-8 text") from None
+
+
+def _load_checkpoint(path: Path, key: Path | None) -> Any:
+    from .checkpoint import checkpoint_of_note, open_checkpoint
+
+    note = _read_text_file(path, 256 * 1024, "checkpoint")
+    if key is None:
+        return checkpoint_of_note(note)
+    verifier = _read_text_file(key, 64 * 1024, "key").strip()
+    return open_checkpoint(note, [verifier])[0]
+
+
+# -- transparency: keys, checkpoints, proofs, export --------------------------------------------
+
+
+@app.command()
+def keygen(
+    out: Annotated[Path, typer.Option(help="Write PREFIX.key (secret, mode 0600) and PREFIX.pub.")],
+    name: Annotated[
+        str | None, typer.Option(help="Key name (default: this ledger's origin).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Create an Ed25519 key pair for signing checkpoints (C2SP signed-note key format)."""
+    import os
+
+    from .checkpoint import generate_key
+    from .store import Ledger
+
+    if name is None:
+        with Ledger.open(STATE.db) as ledger:
+            name = ledger.origin()
+    secret_path = out.with_name(out.name + ".key")
+    public_path = out.with_name(out.name + ".pub")
+    for target in (secret_path, public_path):
+        if target.exists() or target.is_symlink():
+            raise UsageError("file-exists", f"{target} exists; choose another --out")
+    signer, verifier = generate_key(name)
+    try:
+        fd = os.open(secret_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(signer + "\n")
+        public_path.write_text(verifier + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError("file-unwritable", f"cannot write the key: {exc.strerror}") from None
+    if as_json:
+        _emit_json(
+            {
+                "name": name,
+                "secret_key_file": str(secret_path),
+                "public_key_file": str(public_path),
+                "verifier_key": verifier,
+            }
+        )
+    else:
+        _say(f"wrote {secret_path} (keep it secret) and {public_path}")
+        _say(f"verifier key: {verifier}")
+    return EXIT_OK
+
+
+@app.command()
+def checkpoint(
+    sign: Annotated[
+        Path | None, typer.Option(help="Signer key file (from `ledger keygen`): sign the note.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Also write the note to this file.")] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Print the current checkpoint (C2SP tlog-checkpoint note: origin, size, base64 root).
+
+    Keep it somewhere the ledger's owner cannot rewrite; `ledger audit --checkpoint FILE` later
+    proves the ledger only grew since.
+    """
+    from .store import Ledger
+    from .transparency import checkpoint_note
+
+    signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
+    with Ledger.open(STATE.db) as ledger:
+        cp, note = checkpoint_note(ledger, signer)
+    if out is not None:
+        try:
+            out.write_text(note, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
+    if as_json:
+        _emit_json(
+            {
+                "origin": cp.origin,
+                "tree_size": cp.size,
+                "root_hash": base64.b64encode(cp.root).decode("ascii"),
+                "note": note,
+            }
+        )
+    else:
+        sys.stdout.write(note)
+    return EXIT_OK
+
+
+@app.command()
+def prove(
+    seq: Annotated[int | None, typer.Argument(help="Entry seq to prove included.")] = None,
+    consistency: Annotated[
+        Path | None,
+        typer.Option("--consistency", help="Old checkpoint file: prove the ledger extends it."),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", help="Prove inclusion against this (older) checkpoint."),
+    ] = None,
+    tlog: Annotated[
+        bool, typer.Option("--tlog", help="Print a C2SP tlog-proof (inclusion only).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> int:
+    """Inclusion proof of one entry, or consistency proof from an old checkpoint (RFC 9162)."""
+    from .checkpoint import format_checkpoint, format_tlog_proof
+    from .store import Ledger
+    from .transparency import check_origin, prove_consistency, prove_inclusion
+
+    if (seq is None) == (consistency is None):
+        raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
+    with Ledger.open(STATE.db) as ledger:
+        if consistency is not None:
+            old = _load_checkpoint(consistency, None)
+            proof = prove_consistency(ledger, old)
+            if as_json:
+                _emit_json(proof.to_json())
+            else:
+                _say(f"consistent: {proof.old_size} -> {proof.new_size} entries")
+                for item in proof.to_json()["proof"]:
+                    _say(item)
+            return EXIT_OK
+        size = None
+        if checkpoint is not None:
+            old = _load_checkpoint(checkpoint, None)
+            check_origin(ledger, old)
+            prove_consistency(ledger, old)  # refuses a checkpoint this ledger does not extend
+            size = old.size
+        inclusion = prove_inclusion(ledger, seq if seq is not None else 0, size=size)
+        note = format_checkpoint(_checkpoint_of(ledger, inclusion.tree_size))
+    if tlog:
+        sys.stdout.write(format_tlog_proof(inclusion.index, inclusion.proof, note))
+    elif as_json:
+        _emit_json(inclusion.to_json())
+    else:
+        doc = inclusion.to_json()
+        _say(f"entry {doc['index']} is included in the tree of size {doc['tree_size']}")
+        _say(f"root {doc['root_hash']}  leaf hash {doc['leaf_hash']}")
+        for item in doc["proof"]:
+            _say(item)
+    return EXIT_OK
+
+
+def _checkpoint_of(ledger: Any, size: int) -> Any:
+    from .transparency import checkpoint as make_checkpoint
+
+    return make_checkpoint(ledger, size)
+
+
+@app.command()
+def export(
+    out: Annotated[Path | None, typer.Option(help="Write to this file (default: stdout).")] = None,
+    public: Annotated[
+        bool, typer.Option("--public", help="Withhold hidden plans' bodies (keep their digests).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> int:
+    """Write the ledger as JSON Lines (header, entries, objects): enough for
+    `ledger audit --from-export FILE` without the SQLite file."""
+    from .store import Ledger
+    from .transparency import export as run_export
+
+    with Ledger.open(STATE.db) as ledger:
+        if out is None:
+            if as_json:
+                raise UsageError("usage-error", "--json needs --out (the export itself is stdout)")
+            run_export(ledger, sys.stdout, public=public)
+            return EXIT_OK
+        try:
+            with out.open("w", encoding="utf-8") as handle:
+                counts = run_export(ledger, handle, public=public)
+        except OSError as exc:
+            raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
+    if as_json:
+        _emit_json({"out": str(out), "public": public, **counts})
+    else:
+        _say(
+            f"exported {counts['entries']} entries and {counts['objects']} objects to {out}"
+            + (f" ({counts['withheld']} hidden plans withheld)" if counts["withheld"] else "")
+        )
+    return EXIT_OK
 
 
 # -- entry point ---------------------------------------------------------------------------------

@@ -490,7 +490,8 @@ def select_task(
     if len(matches) > 1:
         names = ", ".join(sorted(f"{m.cohort}/{m.task}" for m in matches))
         raise CommitError(
-            "cohort-ambiguous", f"several frozen tasks match ({names}); choose one with --cohort or --task"
+            "cohort-ambiguous",
+            f"several frozen tasks match ({names}); choose one with --cohort or --task",
         )
     chosen = matches[0]
     burned = state.cohorts[chosen.cohort].burned_entry

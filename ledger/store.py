@@ -366,20 +366,15 @@ class Ledger:
         return _row_entry(seq, hash_, body), (seq, hash_, time)
 
     def _append_leaf(self, index: int, body: bytes) -> None:
-        # Appending leaf n completes one perfect subtree per trailing 1-bit of n; each needs
-        # its left sibling, which was stored when it completed. All share last_leaf = n.
-        needs = []
-        level = 0
-        while (index >> level) & 1:
-            needs.append((level, (index >> level) - 1))
-            level += 1
+        # Appending leaf n completes one perfect subtree per trailing 1-bit of n; every node
+        # created shares last_leaf = n. Only the needed left siblings are read.
+        needs = merkle.append_needs(index)
         siblings = self.tree_nodes(needs) if needs else []
-        node = merkle.leaf_hash(body)
-        rows = [(index, 0, node)]
-        for (sibling_level, _), sibling in zip(needs, siblings, strict=True):
-            node = merkle.node_hash(sibling, node)
-            rows.append((index, sibling_level + 1, node))
-        self._conn.executemany("INSERT INTO tree (last_leaf, level, hash) VALUES (?, ?, ?)", rows)
+        created = merkle.append_nodes(index, merkle.leaf_hash(body), siblings)
+        self._conn.executemany(
+            "INSERT INTO tree (last_leaf, level, hash) VALUES (?, ?, ?)",
+            [(index, level, node) for level, _, node in created],
+        )
 
     def _head_state(self) -> tuple[int, str, str] | None:
         row = self._conn.execute(

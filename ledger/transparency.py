@@ -1,0 +1,346 @@
+"""Checkpoints, proofs and exports over the stored Merkle tree (LEDGER.md section 7).
+
+Rules:
+
+1. Leaf ``i`` of the tree is the exact body of entry ``seq = i``; the tree of size ``n`` covers
+   entries ``0 .. n-1``. Roots and proofs are read from the stored perfect-subtree nodes with
+   O(log n) reads; the audit separately proves those nodes equal what the bodies give.
+2. A checkpoint names the ledger by the origin recorded in its genesis entry. A checkpoint of
+   another origin is refused (``checkpoint-origin-mismatch``), never compared.
+3. ``prove --consistency`` refuses (``checkpoint-fork``) when the old checkpoint's root is not the
+   ledger's own root at that size: no proof can exist, and the mismatch is the evidence.
+4. An export is JSON Lines: one header, then every entry in seq order, then every object, each
+   byte string in standard base64. ``--public`` withholds the bodies of hidden plans (their
+   addresses, digests and sizes stay), so a cohort can be published without leaking them.
+   ``open_export`` loads an export into a private in-memory ledger so the same audit runs on it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Final
+
+import msgspec
+
+from . import merkle
+from .checkpoint import Checkpoint, format_checkpoint, sign_checkpoint
+from .entries import Entry
+from .errors import LedgerError, StoreError, UsageError
+from .store import SCHEMA, Ledger, _split_sql
+
+EXPORT_FORMAT: Final = "evidence-ledger-export/1"
+MAX_EXPORT_LINE: Final = 512 * 1024 * 1024
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+class LedgerNodes:
+    """The stored tree as a ``merkle.NodeSource``."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    def get_nodes(self, keys: Sequence[tuple[int, int]]) -> Sequence[bytes]:
+        return self._ledger.tree_nodes(keys)
+
+
+def _size_or_current(ledger: Ledger, size: int | None) -> int:
+    current = ledger.size()
+    if size is None:
+        return current
+    if not 1 <= size <= current:
+        raise UsageError("proof-range-invalid", f"tree size {size} is not in 1..{current}")
+    return size
+
+
+def checkpoint(ledger: Ledger, size: int | None = None) -> Checkpoint:
+    """The checkpoint of the first ``size`` entries (default: all)."""
+    n = _size_or_current(ledger, size)
+    return Checkpoint(origin=ledger.origin(), size=n, root=merkle.root(n, LedgerNodes(ledger)))
+
+
+def checkpoint_note(ledger: Ledger, signer_key: str | None = None) -> tuple[Checkpoint, str]:
+    cp = checkpoint(ledger)
+    note = format_checkpoint(cp) if signer_key is None else sign_checkpoint(cp, signer_key)
+    return cp, note
+
+
+@dataclass(frozen=True, slots=True)
+class InclusionProof:
+    index: int
+    tree_size: int
+    root: bytes
+    leaf: bytes
+    leaf_hash: bytes
+    proof: list[bytes]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "tree_size": self.tree_size,
+            "root_hash": b64(self.root),
+            "leaf": b64(self.leaf),
+            "leaf_hash": b64(self.leaf_hash),
+            "proof": [b64(h) for h in self.proof],
+        }
+
+
+def prove_inclusion(ledger: Ledger, seq: int, *, size: int | None = None) -> InclusionProof:
+    n = _size_or_current(ledger, size)
+    if not 0 <= seq < n:
+        raise UsageError("proof-range-invalid", f"seq {seq} is not in the tree of size {n}")
+    entry = ledger.entry(seq)
+    if entry is None:
+        raise StoreError("ledger-corrupt", f"entry {seq} is missing; run `ledger audit`")
+    src = LedgerNodes(ledger)
+    return InclusionProof(
+        index=seq,
+        tree_size=n,
+        root=merkle.root(n, src),
+        leaf=entry.body_bytes,
+        leaf_hash=merkle.leaf_hash(entry.body_bytes),
+        proof=merkle.inclusion_proof(seq, n, src),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsistencyProof:
+    old_size: int
+    new_size: int
+    old_root: bytes
+    new_root: bytes
+    proof: list[bytes]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "old_size": self.old_size,
+            "new_size": self.new_size,
+            "old_root": b64(self.old_root),
+            "new_root": b64(self.new_root),
+            "proof": [b64(h) for h in self.proof],
+        }
+
+
+def check_origin(ledger: Ledger, old: Checkpoint) -> None:
+    origin = ledger.origin()
+    if old.origin != origin:
+        raise UsageError(
+            "checkpoint-origin-mismatch",
+            f"the checkpoint is for {old.origin!r}, this ledger is {origin!r}",
+        )
+
+
+def prove_consistency(ledger: Ledger, old: Checkpoint) -> ConsistencyProof:
+    check_origin(ledger, old)
+    n = ledger.size()
+    if old.size > n:
+        raise LedgerError(
+            "checkpoint-truncated",
+            f"the checkpoint covers {old.size} entries but the ledger holds {n}: it was truncated",
+            exit_code=1,
+        )
+    src = LedgerNodes(ledger)
+    own = merkle.root(old.size, src) if old.size else merkle.EMPTY_ROOT
+    if own != old.root:
+        raise LedgerError(
+            "checkpoint-fork",
+            f"the ledger's root at size {old.size} differs from the checkpoint's: the first"
+            f" {old.size} entries were rewritten (run `ledger audit --checkpoint`)",
+            exit_code=1,
+        )
+    return ConsistencyProof(
+        old_size=old.size,
+        new_size=n,
+        old_root=old.root,
+        new_root=merkle.root(n, src),
+        proof=merkle.consistency_proof(old.size, n, src) if old.size else [],
+    )
+
+
+# -- export ----------------------------------------------------------------------------------------
+
+
+def _hidden_plan_objects(ledger: Ledger) -> set[str]:
+    hidden: set[str] = set()
+    for entry in ledger.entries(kinds=("cohort.frozen",)):
+        for task in entry.payload.get("tasks", []):
+            plan = task.get("plan", {})
+            if plan.get("visibility") == "hidden" and isinstance(plan.get("object"), str):
+                hidden.add(plan["object"])
+    return hidden
+
+
+def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, int]:
+    """Write the export to ``out`` from one consistent snapshot; return counts."""
+    counts = {"entries": 0, "objects": 0, "withheld": 0}
+    with ledger.snapshot() as conn:
+        withheld = _hidden_plan_objects(ledger) if public else set()
+        cp = checkpoint(ledger)
+        header = {
+            "type": "header",
+            "format": EXPORT_FORMAT,
+            "origin": cp.origin,
+            "tree_size": cp.size,
+            "root_hash": b64(cp.root),
+            "public": public,
+        }
+        out.write(json.dumps(header, sort_keys=True) + "\n")
+        for seq, prev, hash_, kind, body in ledger.raw_entries():
+            row = {
+                "type": "entry",
+                "seq": seq,
+                "prev_hash": prev,
+                "entry_hash": hash_,
+                "kind": kind,
+                "body": b64(bytes(body)),
+            }
+            out.write(json.dumps(row, sort_keys=True) + "\n")
+            counts["entries"] += 1
+        for digest, sha256, media_type, size, body in conn.execute(
+            "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest"
+        ):
+            item: dict[str, Any] = {
+                "type": "object",
+                "digest": digest,
+                "sha256": sha256,
+                "media_type": media_type,
+                "size": size,
+            }
+            if digest in withheld:
+                item["withheld"] = True
+                counts["withheld"] += 1
+            else:
+                item["body"] = b64(bytes(body))
+            out.write(json.dumps(item, sort_keys=True) + "\n")
+            counts["objects"] += 1
+    return counts
+
+
+class ExportLedger(Ledger):
+    """An in-memory ledger rebuilt from an export; ``withheld`` objects are known but absent."""
+
+    withheld: dict[str, tuple[str, int]]
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        handle = path.open("r", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError("export-unreadable", f"cannot read {path}: {exc.strerror}") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if len(line) > MAX_EXPORT_LINE:
+                raise UsageError("export-malformed", f"{path}:{number}: line too long")
+            try:
+                value = json.loads(line)
+            except ValueError:
+                raise UsageError("export-malformed", f"{path}:{number}: not JSON") from None
+            if not isinstance(value, dict):
+                raise UsageError("export-malformed", f"{path}:{number}: not a JSON object")
+            yield number, value
+
+
+def _unb64(value: Any, where: str) -> bytes:
+    if not isinstance(value, str):
+        raise UsageError("export-malformed", f"{where}: expected base64 text")
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError:
+        raise UsageError("export-malformed", f"{where}: invalid base64") from None
+
+
+def open_export(path: Path) -> ExportLedger:
+    """Load an export into a private in-memory ledger (no triggers: a tampered export must load
+    so the audit can say what is wrong with it). Tree nodes are recomputed from the bodies."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    for statement in _split_sql(SCHEMA):
+        if not statement.startswith("CREATE TRIGGER"):
+            conn.execute(statement)
+    ledger = ExportLedger(path, conn, clock=lambda: "1970-01-01T00:00:00Z")
+    ledger.withheld = {}
+    compact = merkle.CompactRange(0, [])
+    header_seen = False
+    try:
+        conn.execute("BEGIN")
+        for number, row in _lines(path):
+            where = f"{path}:{number}"
+            kind = row.get("type")
+            if kind == "header":
+                if row.get("format") != EXPORT_FORMAT or header_seen:
+                    raise UsageError("export-malformed", f"{where}: not a {EXPORT_FORMAT} header")
+                header_seen = True
+            elif not header_seen:
+                raise UsageError(
+                    "export-malformed", f"{where}: the export must start with a header"
+                )
+            elif kind == "entry":
+                seq = row.get("seq")
+                body = _unb64(row.get("body"), where)
+                if not isinstance(seq, int) or isinstance(seq, bool):
+                    raise UsageError("export-malformed", f"{where}: seq must be an integer")
+                try:
+                    conn.execute(
+                        "INSERT INTO entries VALUES (?, ?, ?, ?, ?)",
+                        (
+                            seq,
+                            str(row.get("prev_hash")),
+                            str(row.get("entry_hash")),
+                            str(row.get("kind")),
+                            body,
+                        ),
+                    )
+                except sqlite3.IntegrityError:
+                    raise UsageError(
+                        "export-malformed", f"{where}: duplicate seq or hash"
+                    ) from None
+                index = compact.size
+                for level, node_index, hash_ in compact.append(merkle.leaf_hash(body)):
+                    conn.execute(
+                        "INSERT INTO tree VALUES (?, ?, ?)",
+                        (((node_index + 1) << level) - 1 if level else index, level, hash_),
+                    )
+            elif kind == "object":
+                digest, sha256, size = row.get("digest"), row.get("sha256"), row.get("size")
+                if not isinstance(digest, str) or not isinstance(sha256, str):
+                    raise UsageError("export-malformed", f"{where}: object without digest")
+                if row.get("withheld") is True:
+                    ledger.withheld[digest] = (sha256, size if isinstance(size, int) else -1)
+                    continue
+                try:
+                    conn.execute(
+                        "INSERT INTO objects VALUES (?, ?, ?, ?, ?)",
+                        (
+                            digest,
+                            sha256,
+                            str(row.get("media_type")),
+                            size,
+                            _unb64(row.get("body"), where),
+                        ),
+                    )
+                except sqlite3.IntegrityError:
+                    raise UsageError("export-malformed", f"{where}: duplicate object") from None
+            else:
+                raise UsageError("export-malformed", f"{where}: unknown line type {kind!r}")
+        if not header_seen:
+            raise UsageError("export-malformed", f"{path}: empty export")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.close()
+        raise
+    return ledger
+
+
+def entry_json(entry: Entry) -> dict[str, Any]:
+    return {
+        "seq": entry.seq,
+        "kind": entry.kind,
+        "entry_hash": entry.entry_hash,
+        "body": msgspec.json.decode(entry.body_bytes),
+    }

@@ -1,0 +1,419 @@
+"""Pre-outcome commitment: each test is named after the attack it stops (LEDGER.md section 5)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from commit_helpers import make_bundle, make_cohort, write_json
+from ledger import commit
+from ledger.audit import audit
+from ledger.rules import CommitmentRules
+from ledger.store import Ledger
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(cwd: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LEDGER_DB": str(db), "LEDGER_TIME": "2026-11-01T12:00:00Z"}
+    return subprocess.run(
+        [sys.executable, "-m", "ledger.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A calibrated ledger and a root folder holding cohort files and bundles."""
+    db = tmp_path / "ledger.db"
+    assert run_cli(tmp_path, db, "init", "--origin", "test/ledger").returncode == 0
+    assert run_cli(tmp_path, db, "calibrate").returncode == 0
+    yield tmp_path, db
+
+
+def entries(db: Path) -> list[dict[str, Any]]:
+    with Ledger.open(db) as ledger:
+        return [{"seq": e.seq, "kind": e.kind, "payload": e.payload} for e in ledger.entries()]
+
+
+def audit_json(cwd: Path, db: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    proc = run_cli(cwd, db, "audit", "--json", *extra)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def codes(report: dict[str, Any]) -> set[str]:
+    return {v["code"] for v in report["violations"]}
+
+
+# -- operator-side refusals: nothing is written ----------------------------------------------------
+
+
+def test_verify_has_no_way_to_take_a_plan_file() -> None:
+    params = set(inspect.signature(commit.verify).parameters)
+    assert params == {"ledger", "bundle_dir", "cohort", "task"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ledger.cli", "verify", "--help"],
+        capture_output=True, text=True, check=True,
+    )
+    assert "--plan" not in proc.stdout and "plan file" not in proc.stdout.lower()
+
+
+def test_bundle_for_unknown_workunit_is_refused_and_nothing_written(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    bundle = make_bundle(root, "good")
+    before = entries(db)
+    proc = run_cli(root, db, "verify", str(bundle), "--json")
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["error"]["code"] == "no-committed-plan"
+    assert entries(db) == before
+
+
+def test_freeze_without_green_calibration_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    run_cli(tmp_path, db, "init", "--origin", "test/ledger")
+    cohort = make_cohort(tmp_path)
+    proc = run_cli(tmp_path, db, "freeze", str(cohort))
+    assert proc.returncode == 2
+    assert "calibration-missing" in proc.stderr
+    assert [e["kind"] for e in entries(db)] == ["ledger.created"]
+
+
+def test_editing_plan_after_freeze_cannot_change_what_verify_uses(
+    workspace: tuple[Path, Path],
+) -> None:
+    root, db = workspace
+    cohort = make_cohort(root, plan_keys=("v0.2-whole-line",) * 5)
+    assert run_cli(root, db, "freeze", str(cohort)).returncode == 0
+    # The attacker rewrites the plan file on disk to demand something the good patch lacks.
+    plan_file = root / "plans" / "v0.2-whole-line.json"
+    plan = json.loads(plan_file.read_text())
+    plan["backend"]["required_added_text"] = ["something else entirely"]
+    write_json(plan_file, plan)
+    bundle = make_bundle(root, "good")
+    proc = run_cli(root, db, "verify", str(bundle), "--task", "test/cohort-a/task-000", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["outcome"] == "support"
+    committed = entries(db)[2]["payload"]["tasks"][0]["plan"]["digest"]
+    assert result["verification_result"]["provenance"]["verifier_config_digest"] == committed
+    # Re-freezing the edited folder under the same id is refused (the plan no longer matches).
+    refreeze = run_cli(root, db, "freeze", str(cohort))
+    assert refreeze.returncode == 2 and "plan-digest-mismatch" in refreeze.stderr
+
+
+def test_refreezing_same_id_with_changed_split_is_refused(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    cohort = make_cohort(root)
+    assert run_cli(root, db, "freeze", str(cohort)).returncode == 0
+    make_cohort(root, split="held_out")  # same id, same folder, another definition
+    before = entries(db)
+    proc = run_cli(root, db, "freeze", str(cohort), "--json")
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["error"]["code"] == "cohort-already-frozen"
+    assert entries(db) == before
+
+
+def test_refreezing_identical_cohort_is_a_noop(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    cohort = make_cohort(root)
+    assert run_cli(root, db, "freeze", str(cohort)).returncode == 0
+    before = entries(db)
+    proc = run_cli(root, db, "freeze", str(cohort), "--json")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["created"] is False
+    assert entries(db) == before
+
+
+def test_verify_after_burn_is_refused(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    cohort = make_cohort(root)
+    run_cli(root, db, "freeze", str(cohort))
+    burn = run_cli(root, db, "burn", "test/cohort-a", "--reason", "plans leaked")
+    assert burn.returncode == 0, burn.stderr
+    before = entries(db)
+    proc = run_cli(
+        root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000"
+    )
+    assert proc.returncode == 2 and "cohort-burned" in proc.stderr
+    assert entries(db) == before
+    again = run_cli(root, db, "burn", "test/cohort-a", "--reason", "twice")
+    assert again.returncode == 2 and "cohort-already-burned" in again.stderr
+
+
+def test_freezing_exposed_workunit_as_held_out_is_refused(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    cohort = make_cohort(root)
+    run_cli(root, db, "freeze", str(cohort))
+    verified = run_cli(
+        root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000"
+    )
+    assert verified.returncode == 0
+    outcome_seq = entries(db)[-1]["seq"]
+    successor = make_cohort(root, "test/cohort-b", split="held_out")
+    proc = run_cli(root, db, "freeze", str(successor))
+    assert proc.returncode == 2
+    assert "workunit-exposed" in proc.stderr and f"entry {outcome_seq}" in proc.stderr
+
+
+def test_burn_observed_task_exposes_its_workunit(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    run_cli(root, db, "freeze", str(make_cohort(root)))
+    proc = run_cli(
+        root, db, "burn", "test/cohort-a", "--reason", "solved in public",
+        "--observed-task", "test/cohort-a/task-000",
+    )
+    assert proc.returncode == 0
+    refused = run_cli(root, db, "freeze", str(make_cohort(root, "test/cohort-c", split="held_out")))
+    assert refused.returncode == 2 and "workunit-exposed" in refused.stderr
+    allowed = run_cli(root, db, "freeze", str(make_cohort(root, "test/cohort-d", split="train")))
+    assert allowed.returncode == 0, allowed.stderr
+
+
+def test_burn_of_unknown_task_is_refused(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    run_cli(root, db, "freeze", str(make_cohort(root)))
+    proc = run_cli(root, db, "burn", "test/cohort-a", "--reason", "x", "--observed-task", "nope/x")
+    assert proc.returncode == 2 and "unknown-task" in proc.stderr
+
+
+def test_ambiguous_task_needs_a_choice(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    run_cli(root, db, "freeze", str(make_cohort(root)))
+    proc = run_cli(root, db, "verify", str(make_bundle(root, "good")))
+    assert proc.returncode == 2 and "cohort-ambiguous" in proc.stderr
+
+
+def test_verify_output_and_exit_codes(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    run_cli(root, db, "freeze", str(make_cohort(root)))
+    good = run_cli(
+        root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000",
+        "--json",
+    )
+    assert good.returncode == 0
+    doc = json.loads(good.stdout)
+    assert doc["outcome"] == "support" and doc["cohort"] == "test/cohort-a"
+    assert doc["result_entry"] == doc["bundle_entry"] + 1
+    assert doc["verification_result"]["status"] == "passed"
+    decoy = run_cli(
+        root, db, "verify", str(make_bundle(root, "decoy")), "--task", "test/cohort-a/task-004"
+    )
+    assert decoy.returncode == 1
+    assert decoy.stdout.startswith("REJECT") and "unsafe_call(" in decoy.stdout
+
+
+# -- the audit re-checks the rules from entries alone (ledgers written as an attacker would) ------
+
+
+def _frozen_ledger(root: Path, db: Path) -> None:
+    run_cli(root, db, "freeze", str(make_cohort(root)))
+    run_cli(root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000")
+
+
+def _append_raw(db: Path, kind: str, payload: dict[str, Any], refs: list[str] = ()) -> int:  # type: ignore[assignment]
+    with Ledger.open(db) as ledger:
+        return ledger.append(kind, payload, refs).seq
+
+
+def test_audit_detects_forged_verification_result(workspace: tuple[Path, Path]) -> None:
+    """An attacker appends a bundle and a result claiming support the replay does not give."""
+    root, db = workspace
+    _frozen_ledger(root, db)
+    rows = entries(db)
+    bundle, result = rows[-2]["payload"], rows[-1]["payload"]
+    with Ledger.open(db) as ledger:
+        real = ledger.get_object(result["result"]["object"])
+        assert real is not None
+        forged = json.loads(real.body)
+        forged["findings"] = []
+        forged["checks"][0]["summary"] = "forged"
+        from verifiers.canonical import canonical_bytes, sha256_hex_digest
+
+        data = canonical_bytes(forged)
+        with ledger.writer() as w:
+            refs = [o["object"] for o in bundle["observations"] if o["object"]]
+            b = w.append("bundle.observed", bundle, refs)
+            address = w.put_object(data, "application/json")
+            payload = {**result, "bundle_entry": b.seq,
+                       "result": {"object": address, "digest": sha256_hex_digest(data)}}
+            r = w.append("verification.recorded", payload,
+                         [address, result["plan"]["object"], result["work_unit"]["object"]])
+    code, report = audit_json(root, db)
+    assert code == 1
+    assert report["first_bad_seq"] == r.seq
+    assert "replay-mismatch" in codes(report)
+    code, report = audit_json(root, db, "--no-replay")
+    assert code == 0, report
+
+
+def test_audit_detects_result_without_bundle(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    _frozen_ledger(root, db)
+    result = entries(db)[-1]["payload"]
+    seq = _append_raw(db, "verification.recorded", result,
+                      [result["result"]["object"], result["plan"]["object"],
+                       result["work_unit"]["object"]])
+    code, report = audit_json(root, db, "--no-replay")
+    assert code == 1 and report["first_bad_seq"] == seq
+    assert "result-without-bundle" in codes(report)
+
+
+def test_audit_detects_bundle_for_uncommitted_task(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    _frozen_ledger(root, db)
+    bundle = dict(entries(db)[-2]["payload"])
+    bundle["task"] = "test/cohort-a/not-a-task"
+    refs = [o["object"] for o in bundle["observations"] if o["object"]]
+    seq = _append_raw(db, "bundle.observed", bundle, refs)
+    code, report = audit_json(root, db, "--no-replay")
+    assert code == 1 and report["first_bad_seq"] == seq
+    assert {"bundle-not-committed", "bundle-without-result"} <= codes(report)
+
+
+def test_audit_detects_verification_after_burn(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    _frozen_ledger(root, db)
+    rows = entries(db)
+    bundle, result = rows[-2]["payload"], rows[-1]["payload"]
+    assert run_cli(root, db, "burn", "test/cohort-a", "--reason", "leak").returncode == 0
+    with Ledger.open(db) as ledger, ledger.writer() as w:
+        refs = [o["object"] for o in bundle["observations"] if o["object"]]
+        b = w.append("bundle.observed", bundle, refs)
+        w.append("verification.recorded", {**result, "bundle_entry": b.seq},
+                 [result["result"]["object"], result["plan"]["object"],
+                  result["work_unit"]["object"]])
+    code, report = audit_json(root, db, "--no-replay")
+    assert code == 1 and report["first_bad_seq"] == b.seq
+    assert "verification-after-burn" in codes(report)
+
+
+def test_audit_detects_adapter_pairing_outside_the_table(workspace: tuple[Path, Path]) -> None:
+    """A v0.2 plan judged by the substring adapter would reinterpret a frozen meaning."""
+    root, db = workspace
+    _frozen_ledger(root, db)
+    rows = entries(db)
+    bundle, result = rows[-2]["payload"], rows[-1]["payload"]
+    with Ledger.open(db) as ledger, ledger.writer() as w:
+        refs = [o["object"] for o in bundle["observations"] if o["object"]]
+        b = w.append("bundle.observed", bundle, refs)
+        r = w.append("verification.recorded",
+                     {**result, "bundle_entry": b.seq, "adapter_version": "0.2.0"},
+                     [result["result"]["object"], result["plan"]["object"],
+                      result["work_unit"]["object"]])
+    code, report = audit_json(root, db, "--no-replay")
+    assert code == 1 and report["first_bad_seq"] == r.seq
+    assert "adapter-pairing-invalid" in codes(report)
+
+
+def test_audit_detects_freeze_before_calibration(tmp_path: Path) -> None:
+    """A cohort.frozen entry written directly, with no calibration before it."""
+    db = tmp_path / "src.db"
+    run_cli(tmp_path, db, "init", "--origin", "test/src")
+    run_cli(tmp_path, db, "calibrate")
+    run_cli(tmp_path, db, "freeze", str(make_cohort(tmp_path)))
+    frozen = entries(db)[2]["payload"]
+    with Ledger.open(db) as src:
+        blobs = {a: src.get_object(a) for a in _addresses(frozen)}
+    target = tmp_path / "attack.db"
+    run_cli(tmp_path, target, "init", "--origin", "test/attack")
+    with Ledger.open(target) as ledger, ledger.writer() as w:
+        for obj in blobs.values():
+            assert obj is not None
+            w.put_object(obj.body, obj.media_type)
+        entry = w.append("cohort.frozen", frozen, list(blobs))
+    code, report = audit_json(tmp_path, target)
+    assert code == 1 and report["first_bad_seq"] == entry.seq
+    assert "calibration-missing" in codes(report)
+
+
+def _addresses(payload: dict[str, Any]) -> list[str]:
+    found = [payload["document"]["object"]]
+    for task in payload["tasks"]:
+        found += [task["work_unit"]["object"], task["plan"]["object"]]
+    return sorted(set(found))
+
+
+def test_audit_detects_exposed_workunit_frozen_as_held_out(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    _frozen_ledger(root, db)
+    make_cohort(root, "test/cohort-e", split="held_out")
+    loaded = commit.load_cohort(root / "test-cohort-e", root=root)
+    with Ledger.open(db) as ledger, ledger.writer() as w:
+        entry = commit._append_frozen(w, loaded)  # bypass the freeze-time refusal
+    code, report = audit_json(root, db, "--no-replay")
+    assert code == 1 and report["first_bad_seq"] == entry.seq
+    assert "workunit-exposed" in codes(report)
+
+
+def test_audit_detects_second_freeze_of_same_cohort(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    run_cli(root, db, "freeze", str(make_cohort(root)))
+    loaded = commit.load_cohort(root / "test-cohort-a", root=root)
+    with Ledger.open(db) as ledger, ledger.writer() as w:
+        entry = commit._append_frozen(w, loaded)
+    code, report = audit_json(root, db)
+    assert code == 1 and report["first_bad_seq"] == entry.seq
+    assert "cohort-refrozen" in codes(report)
+
+
+def test_audit_passes_and_replays_an_honest_ledger(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    _frozen_ledger(root, db)
+    run_cli(root, db, "verify", str(make_bundle(root, "decoy")), "--task", "test/cohort-a/task-004")
+    with Ledger.open(db) as ledger:
+        rules = CommitmentRules(ledger, replay=True)
+        report = audit(ledger, observers=[rules])
+    assert report.ok, report.violations
+    assert rules.replayed == 2
+
+
+# -- atomicity -----------------------------------------------------------------------------------
+
+
+def test_verify_killed_between_bundle_and_result_leaves_neither(
+    workspace: tuple[Path, Path],
+) -> None:
+    root, db = workspace
+    run_cli(root, db, "freeze", str(make_cohort(root)))
+    bundle = make_bundle(root, "good")
+    before = entries(db)
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from ledger import store
+        original = store.Writer.append
+        def slow_append(self, kind, payload, refs=()):
+            entry = original(self, kind, payload, refs)
+            if kind == "bundle.observed":
+                print("bundle-appended", flush=True)
+                time.sleep(60)
+            return entry
+        store.Writer.append = slow_append
+        from ledger.cli import main
+        main(["--db", {str(db)!r}, "verify", {str(bundle)!r}, "--task", "test/cohort-a/task-000"])
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=root, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "bundle-appended"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    assert entries(db) == before
+    code, report = audit_json(root, db)
+    assert code == 0, report
