@@ -1,0 +1,269 @@
+"""Shared building blocks of the document contracts: constrained types, the base Struct, the
+decoder every contract uses, error paths, size/depth limits and the reference digest.
+
+Rules every contract follows (normative text in LEDGER.md, "Document contracts"):
+
+- Unknown fields are errors, except inside ``extensions`` (any JSON object; keys are free-form,
+  the reference only recommends reverse-DNS prefixes such as ``org.idkmesh.phase_b2``).
+- Optional fields default to ``msgspec.UNSET``: an absent field stays absent when the value is
+  encoded again, so a decoded document re-encodes to exactly the canonical bytes it came from.
+- A field the reference types as JSON ``number`` accepts ``int`` or ``float`` and keeps which one
+  it was (``0`` stays ``0``, ``0.0`` stays ``0.0``); ``bool`` is never accepted for a number.
+- Decoding is strict (``msgspec.convert(..., strict=True)``) and total: it returns errors, it
+  never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, Final, Generic, NamedTuple, TypeVar
+
+import msgspec
+from msgspec import Meta
+
+from verifiers.canonical import CanonicalFormError, canonical_bytes, canonical_digest
+from verifiers.jsonread import FieldError, read_json
+
+T = TypeVar("T")
+
+# ``$(?!\n)``: Python's ``$`` also matches before a final newline; the look-ahead closes that gap
+# and still means plain end-of-string to an ECMA-262 JSON Schema validator.
+ID_PATTERN: Final = r"^[a-z0-9][a-z0-9._/-]{2,127}$(?!\n)"
+DIGEST_PATTERN: Final = r"^sha256:[0-9a-f]{64}$(?!\n)"
+# Repository-relative path: not absolute, no ``..`` component, one line.
+REPO_PATH_PATTERN: Final = r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$)).+$(?!\n)"
+
+Id = Annotated[str, Meta(pattern=ID_PATTERN)]
+Digest = Annotated[str, Meta(pattern=DIGEST_PATTERN)]
+RepoPath = Annotated[str, Meta(min_length=1, pattern=REPO_PATH_PATTERN)]
+NonEmptyStr = Annotated[str, Meta(min_length=1)]
+DateTime = Annotated[str, Meta(extra_json_schema={"format": "date-time"})]
+Uri = Annotated[str, Meta(min_length=1, extra_json_schema={"format": "uri"})]
+PositiveInt = Annotated[int, Meta(ge=1)]
+NonNegativeInt = Annotated[int, Meta(ge=0)]
+NonNegativeNumber = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
+Probability = Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)]
+UniqueStrs = Annotated[list[str], Meta(extra_json_schema={"uniqueItems": True})]
+UniqueNonEmptyStrs = Annotated[list[NonEmptyStr], Meta(extra_json_schema={"uniqueItems": True})]
+Extensions = dict[str, Any]
+# ``metrics`` maps names to numbers or null (reference: ``["number", "integer", "null"]``).
+Metrics = dict[str, int | float | None]
+
+
+class ContractLimits(NamedTuple):
+    """Input bounds checked before a document is parsed."""
+
+    max_bytes: int
+    max_depth: int
+
+
+KIB: Final = 1024
+MIB: Final = 1024 * KIB
+
+# One table for every contract; LEDGER.md "Document contracts" repeats it.
+LIMITS: Final[Mapping[str, ContractLimits]] = MappingProxyType(
+    {
+        "work-unit": ContractLimits(256 * KIB, 32),
+        "result-manifest": ContractLimits(256 * KIB, 32),
+        "evaluator-plan": ContractLimits(256 * KIB, 32),
+        "verification-result": ContractLimits(1 * MIB, 32),
+        "benchmark-cohort": ContractLimits(4 * MIB, 32),
+        "burn-notice": ContractLimits(64 * KIB, 32),
+    }
+)
+
+
+class ContractStruct(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Base of every contract Struct.
+
+    ``unique_fields`` names list fields whose items must be distinct (JSON Schema
+    ``uniqueItems``); ``check_rules`` holds cross-field rules (JSON Schema ``if``/``then``, repeated
+    in ``json_schema_extra`` for the generated schema files). Both run
+    on decode and on direct construction. A ValueError message may start with ``@<pointer> ``
+    (relative to this object) so the decoder can name the exact field.
+    """
+
+    unique_fields: ClassVar[tuple[str, ...]] = ()
+    # Merged into this Struct's generated JSON Schema: the ``check_rules`` rules as JSON Schema.
+    json_schema_extra: ClassVar[dict[str, Any]] = {}
+
+    def __post_init__(self) -> None:
+        for name in self.unique_fields:
+            items = getattr(self, name)
+            if isinstance(items, list):
+                _require_unique(name, items)
+        self.check_rules()
+
+    def check_rules(self) -> None:
+        """Cross-field rules; overridden where the reference schema has ``if``/``then``."""
+
+
+def _require_unique(name: str, items: list[Any]) -> None:
+    seen: set[Any] = set()
+    for index, item in enumerate(items):
+        if item in seen:
+            raise ValueError(f"@/{name}/{index} duplicate item {item!r}; items must be unique")
+        seen.add(item)
+
+
+def refuse(pointer: str, message: str) -> ValueError:
+    """A ValueError for ``ContractStruct.check_rules`` naming a field relative to the object."""
+    return ValueError(f"@{pointer} {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded(Generic[T]):
+    """The outcome of decoding one document: a typed value, or the reasons it was refused.
+
+    ``raw`` is the plain JSON value whenever the bytes parsed as strict JSON (even when the
+    contract then refused them), else None.
+    """
+
+    value: T | None
+    errors: tuple[FieldError, ...]
+    raw: Any
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None and not self.errors
+
+
+_LOCATION_RE: Final = re.compile(r"^(?P<message>.*?) - at `(?P<location>\$[^`]*)`$", re.DOTALL)
+_LOCATION_TOKEN_RE: Final = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[\.\.\.\]")
+_NAMED_FIELD_RE: Final = re.compile(
+    r"^Object (?:missing required|contains unknown) field `(?P<name>.*)`$", re.DOTALL
+)
+_SORTED: Final = msgspec.json.Encoder(order="sorted")
+
+
+def escape_pointer(token: str) -> str:
+    """Escape one JSON pointer reference token (RFC 6901)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def validation_error_to_field_error(message: str) -> FieldError:
+    """Turn msgspec's ``"Expected `int`, got `str` - at `$.budget.tokens`"`` into
+    ``FieldError("/budget/tokens", "Expected `int`, got `str`")``."""
+    path = ""
+    match = _LOCATION_RE.match(message)
+    if match is not None:
+        message = match.group("message")
+        for token in _LOCATION_TOKEN_RE.finditer(match.group("location")[1:]):
+            name, index = token.group(1), token.group(2)
+            if name is not None:
+                path += "/" + escape_pointer(name)
+            elif index is not None:
+                path += "/" + index
+            # ``[...]`` marks a value inside a dict; msgspec does not say which key.
+    named = _NAMED_FIELD_RE.match(message)
+    if named is not None:
+        path += "/" + escape_pointer(named.group("name"))
+    elif message.startswith("@"):
+        pointer, _, rest = message[1:].partition(" ")
+        path += pointer
+        message = rest
+    return FieldError(path, message)
+
+
+def decode_document(data: bytes, type_: Any, contract: str) -> Decoded[Any]:
+    """Bounded, strict decode of ``data`` as ``type_`` under ``LIMITS[contract]``; total."""
+    try:
+        return _decode(data, type_, LIMITS[contract])
+    except Exception as exc:  # fail closed: a decoder of untrusted bytes must never raise
+        return Decoded(
+            None, (FieldError("", f"internal decoder error: {type(exc).__name__}"),), None
+        )
+
+
+def _decode(data: bytes, type_: Any, limits: ContractLimits) -> Decoded[Any]:
+    read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    if read.errors:
+        return Decoded(None, read.errors, None)
+    raw = read.value
+    if not isinstance(raw, dict):
+        return Decoded(None, (FieldError("", f"expected a JSON object, got {_kind(raw)}"),), raw)
+    if "schema_version" not in raw:
+        # A single tagged Struct would accept a missing tag; every contract requires it.
+        return Decoded(None, (FieldError("/schema_version", "missing required field"),), raw)
+    try:
+        canonical = canonical_bytes(raw)
+    except CanonicalFormError as exc:
+        return Decoded(None, (FieldError("" if exc.path == "/" else exc.path, exc.message),), raw)
+    try:
+        value = msgspec.convert(raw, type_, strict=True)
+    except msgspec.ValidationError as exc:
+        return Decoded(None, (validation_error_to_field_error(str(exc)),), raw)
+    if _SORTED.encode(value) != canonical:
+        # Cannot happen for the Structs here; guards against a future lossy field type.
+        return Decoded(None, (FieldError("", "document does not round-trip losslessly"),), raw)
+    return Decoded(value, (), raw)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number"
+
+
+def revalidate(value: msgspec.Struct) -> tuple[FieldError, ...]:
+    """Check a directly constructed Struct (constructors do not check types, patterns or
+    bounds): the errors its plain JSON form would get on decode, or ``()``."""
+    try:
+        msgspec.convert(msgspec.to_builtins(value), type(value), strict=True)
+    except msgspec.ValidationError as exc:
+        return (validation_error_to_field_error(str(exc)),)
+    return ()
+
+
+def document_json(doc: msgspec.Struct | Mapping[str, Any]) -> Any:
+    """The plain JSON value of a Struct (absent optional fields stay absent) or mapping."""
+    if isinstance(doc, msgspec.Struct):
+        return msgspec.to_builtins(doc)
+    return dict(doc)
+
+
+def document_digest(doc: msgspec.Struct | Mapping[str, Any]) -> str:
+    """The reference canonical digest (``sha256:`` of canonical JSON) of a document."""
+    return canonical_digest(document_json(doc))
+
+
+__all__ = [
+    "DIGEST_PATTERN",
+    "ID_PATTERN",
+    "LIMITS",
+    "REPO_PATH_PATTERN",
+    "ContractLimits",
+    "ContractStruct",
+    "DateTime",
+    "Decoded",
+    "Digest",
+    "Extensions",
+    "FieldError",
+    "Id",
+    "Metrics",
+    "NonEmptyStr",
+    "NonNegativeInt",
+    "NonNegativeNumber",
+    "PositiveInt",
+    "Probability",
+    "RepoPath",
+    "UniqueNonEmptyStrs",
+    "UniqueStrs",
+    "Uri",
+    "decode_document",
+    "document_digest",
+    "document_json",
+    "escape_pointer",
+    "refuse",
+    "revalidate",
+    "validation_error_to_field_error",
+]
