@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from verifiers.bundle import BundleRootError, FileObservation, _open_root, _read_at
+from verifiers.bundle import BundleRootError, read_file_under
 from verifiers.canonical import canonical_bytes
 from verifiers.contracts import (
     LIMITS,
@@ -91,13 +91,9 @@ def _document(decoded: Decoded[Any]) -> LoadedDocument:
 def read_relative(root: Path, relpath: str, limit: int, *, what: str) -> bytes:
     """Read ``root/relpath`` through no symlink, bounded; CommitError with a clear reason."""
     try:
-        root_fd = _open_root(root)
+        observation = read_file_under(root, relpath, limit)
     except BundleRootError as exc:
         raise UsageError("folder-unusable", exc.message.replace("bundle ", "")) from None
-    try:
-        observation: FileObservation = _read_at(root_fd, relpath, limit)
-    finally:
-        os.close(root_fd)
     if observation.status == "ok" and observation.data is not None:
         return observation.data
     reasons = {

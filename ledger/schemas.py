@@ -22,6 +22,8 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from ledger.contracts import BenchmarkCohort, BurnNotice
+from ledger.entries import EntryBody
+from ledger.payloads import PAYLOADS
 from verifiers.contracts import (
     ContractStruct,
     EvaluatorPlanV01,
@@ -123,6 +125,24 @@ CONTRACTS: Final[tuple[ContractSchema, ...]] = (
         "BurnNotice v0.1",
         "Why a frozen cohort's outcomes are excluded forever, and which tasks were observed.",
     ),
+    ContractSchema(
+        "entry-body",
+        "1",
+        EntryBody,
+        "Ledger entry body, format 1",
+        "The canonical JSON hashed into the chain (entry_hash = BLAKE3) and the Merkle tree "
+        "(leaf = SHA-256(0x00 || body)); see LEDGER.md section 3.",
+    ),
+    *(
+        ContractSchema(
+            "entry-payload-" + kind.replace(".", "-"),
+            "1",
+            struct,
+            f"Payload of a {kind} entry, format 1",
+            f"The payload object of every {kind} entry; see LEDGER.md section 4.",
+        )
+        for kind, struct in sorted(PAYLOADS.items())
+    ),
 )
 
 
@@ -161,7 +181,7 @@ def generate(entry: ContractSchema) -> dict[str, Any]:
         _apply_extras(name, schema, types)
     root = components.pop(entry.struct.__name__)
     required = root.setdefault("required", [])
-    if "schema_version" not in required:
+    if "schema_version" in root.get("properties", {}) and "schema_version" not in required:
         # A constructor default (VerificationResult) must not make the field optional on read.
         required.insert(0, "schema_version")
     root.get("properties", {}).get("schema_version", {}).pop("default", None)

@@ -70,7 +70,7 @@ LIMITS: Final[Mapping[str, ContractLimits]] = MappingProxyType(
         "result-manifest": ContractLimits(256 * KIB, 32),
         "evaluator-plan": ContractLimits(256 * KIB, 32),
         "verification-result": ContractLimits(1 * MIB, 32),
-        "benchmark-cohort": ContractLimits(4 * MIB, 32),
+        "benchmark-cohort": ContractLimits(32 * MIB, 32),
         "burn-notice": ContractLimits(64 * KIB, 32),
     }
 )

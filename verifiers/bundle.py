@@ -1,0 +1,425 @@
+"""Bounded, symlink-refusing reader for result bundles, and the snapshot it produces.
+
+A result bundle is a folder holding ``result-manifest.json`` plus the files its locators name.
+The reader never trusts the manifest: it only borrows the locators from it (leniently, so a
+garbage manifest still yields a snapshot) and observes every named file itself:
+
+- locators are relative POSIX paths without ``..``, ``.``, empty components, backslashes, NUL or
+  other control characters; anything else is ``invalid-path`` and never touches the filesystem;
+- the path is walked one component at a time through directory file descriptors opened with
+  ``O_NOFOLLOW | O_DIRECTORY``: a symlink at any component is ``symlink``; nothing is resolved;
+- the final file is ``lstat``-ed, its size compared with the limit *before* reading, then opened
+  with ``O_NOFOLLOW | O_NONBLOCK`` (a FIFO can never block), ``fstat``-ed (regular file, same
+  device and inode as the ``lstat``) and read once, at most ``limit + 1`` bytes;
+- a locator named twice is read once; later occurrences are ``duplicate``.
+
+The bytes stored in the snapshot are exactly the bytes that were hashed. A snapshot can be
+rebuilt from its stored observations and blobs (``snapshot_from_parts``) so that a replay never
+needs the filesystem.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from verifiers.jsonread import read_json
+
+MANIFEST_NAME: Final = "result-manifest.json"
+DEFAULT_MAX_MANIFEST_BYTES: Final = 1 << 20
+MAX_LOCATORS: Final = 256  # a manifest naming more files than this is not read further
+MAX_LOCATOR_CHARS: Final = 1024
+MAX_COMPONENTS: Final = 64
+MAX_LOCATOR_SCAN_DEPTH: Final = 32  # the manifest contract's own depth limit
+
+FileStatus = Literal[
+    "ok",
+    "missing",
+    "symlink",
+    "not-regular",
+    "oversize",
+    "invalid-path",
+    "unreadable",
+    "duplicate",
+]
+FILE_STATUSES: Final[frozenset[str]] = frozenset(
+    (
+        "ok",
+        "missing",
+        "symlink",
+        "not-regular",
+        "oversize",
+        "invalid-path",
+        "unreadable",
+        "duplicate",
+    )
+)
+
+
+class BundleRootError(Exception):
+    """Operator-side problem with the bundle folder itself (nothing is recorded)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class SnapshotReplayError(ValueError):
+    """Stored observations and blobs do not describe a consistent snapshot."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class FileObservation:
+    """What the reader saw at one locator. ``data`` is present only when ``status == "ok"``."""
+
+    locator: str
+    status: FileStatus
+    size: int | None
+    data: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class BundleSnapshot:
+    """Everything a verifier may look at: the manifest bytes and each named file, as observed."""
+
+    manifest: bytes | None
+    manifest_observation: FileObservation
+    files: tuple[FileObservation, ...]
+
+    def lookup(self, locator: str) -> FileObservation | None:
+        """The first observation for ``locator`` (the one that was actually read), if any."""
+        for item in self.files:
+            if item.locator == locator:
+                return item
+        return None
+
+
+# --------------------------------------------------------------------------- locators
+
+
+def locator_is_safe(locator: str) -> bool:
+    """True when ``locator`` is a plain relative POSIX path the reader may walk."""
+    if not locator or len(locator) > MAX_LOCATOR_CHARS:
+        return False
+    if locator.startswith("/") or "\\" in locator:
+        return False
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in locator):
+        return False
+    parts = locator.split("/")
+    if len(parts) > MAX_COMPONENTS:
+        return False
+    return all(part not in ("", ".", "..") for part in parts)
+
+
+def manifest_locators(manifest: bytes | None) -> list[str]:
+    """Locators named by ``produced_artifacts[].locator`` then ``logs[].locator``, in order.
+
+    Lenient on purpose: whatever is not a JSON object with lists of objects holding string
+    locators contributes nothing. Duplicates are kept (the reader marks them).
+    """
+    if manifest is None:
+        return []
+    read = read_json(manifest, max_bytes=len(manifest), max_depth=MAX_LOCATOR_SCAN_DEPTH)
+    value: Any = read.value
+    if not read.ok or not isinstance(value, dict):
+        return []
+    found: list[str] = []
+    for key in ("produced_artifacts", "logs"):
+        items = value.get(key)
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            if isinstance(item, dict):
+                locator = item.get("locator")
+                if isinstance(locator, str):
+                    found.append(locator)
+    return found[:MAX_LOCATORS]
+
+
+# --------------------------------------------------------------------------- reading
+
+
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _obs(locator: str, status: FileStatus, size: int | None = None) -> FileObservation:
+    return FileObservation(locator=locator, status=status, size=size, data=None)
+
+
+def _status_for_oserror(exc: OSError) -> FileStatus:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return "missing"
+    if exc.errno == errno.ELOOP:
+        return "symlink"
+    return "unreadable"
+
+
+def _read_at(root_fd: int, locator: str, limit: int) -> FileObservation:
+    """Walk ``locator`` below ``root_fd`` without following any symlink and read it, bounded."""
+    if not locator_is_safe(locator):
+        return _obs(locator, "invalid-path")
+    parts = locator.split("/")
+    dir_fd = os.dup(root_fd)
+    try:
+        for part in parts[:-1]:
+            try:
+                st = os.lstat(part, dir_fd=dir_fd)
+            except OSError as exc:
+                return _obs(locator, _status_for_oserror(exc))
+            if stat.S_ISLNK(st.st_mode):
+                return _obs(locator, "symlink")
+            if not stat.S_ISDIR(st.st_mode):
+                return _obs(locator, "not-regular")
+            try:
+                next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            except OSError as exc:
+                return _obs(locator, _status_for_oserror(exc))
+            os.close(dir_fd)
+            dir_fd = next_fd
+        return _read_final(dir_fd, parts[-1], locator, limit)
+    finally:
+        os.close(dir_fd)
+
+
+def _read_final(dir_fd: int, name: str, locator: str, limit: int) -> FileObservation:
+    try:
+        st = os.lstat(name, dir_fd=dir_fd)
+    except OSError as exc:
+        return _obs(locator, _status_for_oserror(exc))
+    if stat.S_ISLNK(st.st_mode):
+        return _obs(locator, "symlink")
+    if not stat.S_ISREG(st.st_mode):
+        return _obs(locator, "not-regular")
+    if st.st_size > limit:
+        # Refused before a single byte is read.
+        return _obs(locator, "oversize", st.st_size)
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        return _obs(locator, _status_for_oserror(exc))
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode):
+            return _obs(locator, "not-regular")
+        if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+            # Swapped between lstat and open: refuse rather than guess which one we read.
+            return _obs(locator, "unreadable")
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+    except OSError:
+        return _obs(locator, "unreadable")
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return _obs(locator, "oversize", len(data))
+    return FileObservation(locator=locator, status="ok", size=len(data), data=data)
+
+
+def _open_root(root: Path) -> int:
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError:
+        raise BundleRootError("bundle-not-found", f"bundle folder {root} does not exist") from None
+    except OSError as exc:
+        raise BundleRootError(
+            "bundle-unreadable", f"bundle folder {root} cannot be read: {exc.strerror}"
+        ) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise BundleRootError(
+            "bundle-root-symlink",
+            f"bundle folder {root} is a symlink; pass the real folder",
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise BundleRootError("bundle-not-directory", f"bundle path {root} is not a folder")
+    try:
+        return os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        raise BundleRootError(
+            "bundle-unreadable", f"bundle folder {root} cannot be opened: {exc.strerror}"
+        ) from None
+
+
+def read_bundle(
+    root: Path,
+    *,
+    max_manifest_bytes: int = DEFAULT_MAX_MANIFEST_BYTES,
+    limit_for: Callable[[str], int],
+) -> BundleSnapshot:
+    """Observe the bundle at ``root``. Raises only BundleRootError (operator-side problems).
+
+    ``limit_for(locator)`` gives the largest number of bytes the reader may read for that file;
+    a larger file is recorded as ``oversize`` without being read.
+    """
+    root_fd = _open_root(root)
+    try:
+        manifest_obs = _read_at(root_fd, MANIFEST_NAME, max(0, max_manifest_bytes))
+        manifest = manifest_obs.data
+        files: list[FileObservation] = []
+        seen: set[str] = set()
+        for locator in manifest_locators(manifest):
+            if locator in seen:
+                files.append(_obs(locator, "duplicate"))
+                continue
+            seen.add(locator)
+            files.append(_read_at(root_fd, locator, max(0, int(limit_for(locator)))))
+    finally:
+        os.close(root_fd)
+    return BundleSnapshot(manifest=manifest, manifest_observation=manifest_obs, files=tuple(files))
+
+
+def read_file_under(root: Path, locator: str, limit: int) -> FileObservation:
+    """Read one file below ``root`` by the reader's rules: a safe relative path, no symlink at any
+    component (the root included), a regular file, at most ``limit`` bytes. Raises only
+    BundleRootError (the root itself is unusable); every other problem is the returned status."""
+    root_fd = _open_root(root)
+    try:
+        return _read_at(root_fd, locator, max(0, limit))
+    finally:
+        os.close(root_fd)
+
+
+# --------------------------------------------------------------------------- storing / replay
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _describe(item: FileObservation, role: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": role, "locator": item.locator, "status": item.status}
+    entry["size"] = item.size
+    entry["sha256"] = _sha256(item.data) if item.data is not None else None
+    return entry
+
+
+def snapshot_observations(snapshot: BundleSnapshot) -> list[dict[str, Any]]:
+    """Canonical-JSON-ready description: the manifest first (role "manifest"), then each file.
+
+    Each entry: ``{role, locator, status, size, sha256}``; ``sha256`` is the digest of the stored
+    bytes when ``status == "ok"``, else null. The bytes themselves are stored as objects.
+    """
+    out = [_describe(snapshot.manifest_observation, "manifest")]
+    out.extend(_describe(item, "file") for item in snapshot.files)
+    return out
+
+
+def snapshot_blobs(snapshot: BundleSnapshot) -> dict[str, bytes]:
+    """``sha256`` digest -> bytes for every ok file (manifest included)."""
+    blobs: dict[str, bytes] = {}
+    for item in (snapshot.manifest_observation, *snapshot.files):
+        if item.data is not None:
+            blobs[_sha256(item.data)] = item.data
+    return blobs
+
+
+def _rebuild(entry: Mapping[str, Any], blobs: Mapping[str, bytes]) -> FileObservation:
+    locator = entry.get("locator")
+    status = entry.get("status")
+    size = entry.get("size")
+    digest = entry.get("sha256")
+    if not isinstance(locator, str) or status not in FILE_STATUSES:
+        raise SnapshotReplayError("snapshot-malformed", "observation lacks locator or status")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+        raise SnapshotReplayError("snapshot-malformed", f"bad size for {locator!r}")
+    if status != "ok":
+        if digest is not None:
+            raise SnapshotReplayError("snapshot-malformed", f"{locator!r}: digest without bytes")
+        return FileObservation(locator=locator, status=status, size=size, data=None)
+    if not isinstance(digest, str) or digest not in blobs:
+        raise SnapshotReplayError("snapshot-blob-missing", f"no stored bytes for {locator!r}")
+    data = blobs[digest]
+    if _sha256(data) != digest or size != len(data):
+        raise SnapshotReplayError("snapshot-blob-mismatch", f"stored bytes differ for {locator!r}")
+    return FileObservation(locator=locator, status="ok", size=len(data), data=data)
+
+
+def snapshot_from_parts(
+    observations: Sequence[Mapping[str, Any]], blobs: Mapping[str, bytes]
+) -> BundleSnapshot:
+    """Rebuild a snapshot from ``snapshot_observations`` output and the stored bytes.
+
+    ``blobs`` maps each ``sha256:`` digest to its bytes. Raises SnapshotReplayError when the
+    pieces do not fit together (a missing blob, a digest or size that does not match).
+    """
+    if not observations or observations[0].get("role") != "manifest":
+        raise SnapshotReplayError("snapshot-malformed", "first observation must be the manifest")
+    manifest_obs = _rebuild(observations[0], blobs)
+    files = []
+    for entry in observations[1:]:
+        if entry.get("role") != "file":
+            raise SnapshotReplayError("snapshot-malformed", "only one manifest observation")
+        files.append(_rebuild(entry, blobs))
+    return BundleSnapshot(
+        manifest=manifest_obs.data, manifest_observation=manifest_obs, files=tuple(files)
+    )
+
+
+def snapshot_from_bytes(
+    manifest: bytes | None, files: Mapping[str, bytes] | Sequence[tuple[str, bytes]]
+) -> BundleSnapshot:
+    """An in-memory snapshot as if every named file were a regular file with these bytes.
+
+    Locators come from the manifest exactly as ``read_bundle`` would take them; a locator with no
+    entry in ``files`` is ``missing``; an unsafe locator is ``invalid-path``. No limit is applied
+    here (the verifier applies the plan's limits to what it is given).
+    """
+    table = dict(files)
+    manifest_obs = (
+        FileObservation(MANIFEST_NAME, "ok", len(manifest), manifest)
+        if manifest is not None
+        else FileObservation(MANIFEST_NAME, "missing", None, None)
+    )
+    out: list[FileObservation] = []
+    seen: set[str] = set()
+    for locator in manifest_locators(manifest):
+        if locator in seen:
+            out.append(_obs(locator, "duplicate"))
+            continue
+        seen.add(locator)
+        if not locator_is_safe(locator):
+            out.append(_obs(locator, "invalid-path"))
+        elif locator in table:
+            data = table[locator]
+            out.append(FileObservation(locator, "ok", len(data), data))
+        else:
+            out.append(_obs(locator, "missing"))
+    return BundleSnapshot(manifest=manifest, manifest_observation=manifest_obs, files=tuple(out))
+
+
+__all__ = [
+    "DEFAULT_MAX_MANIFEST_BYTES",
+    "MANIFEST_NAME",
+    "BundleRootError",
+    "BundleSnapshot",
+    "FileObservation",
+    "FileStatus",
+    "SnapshotReplayError",
+    "locator_is_safe",
+    "manifest_locators",
+    "read_bundle",
+    "read_file_under",
+    "snapshot_blobs",
+    "snapshot_from_bytes",
+    "snapshot_from_parts",
+    "snapshot_observations",
+]

@@ -1,0 +1,824 @@
+"""Strict, total parser of Git unified diffs (bytes in, typed value out).
+
+The parser never executes, applies or trusts a patch. It accepts a deliberately small subset of
+what ``git apply`` accepts (see LEDGER.md, "Strict diff structure"; normative text in
+``.fragments/diff.md``) and reports every defect as a :class:`DiffFinding` instead of raising.
+
+Design notes (why, briefly):
+
+- The size bound is checked before anything else looks at the content, then the line count,
+  then UTF-8. Lines end at ``\\n`` only (``str.split("\\n")``, never ``splitlines``), so ``\\r``,
+  form feeds and U+2028 stay inside a line.
+- One pass over the lines; hunk bodies are consumed with first-character dispatch only.
+- Path safety findings have category ``scope``; limits ``policy``; everything else
+  ``correctness``.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import islice
+from typing import Final, Literal
+
+import msgspec
+
+__all__ = [
+    "DEFAULT_MAX_PATCH_BYTES",
+    "MAX_FILES",
+    "MAX_FINDINGS",
+    "MAX_HUNKS",
+    "MAX_PATCH_LINES",
+    "DiffFinding",
+    "DiffLine",
+    "FileDiff",
+    "Hunk",
+    "ParsedDiff",
+    "parse_diff",
+]
+
+DEFAULT_MAX_PATCH_BYTES: Final = 8 * 1024 * 1024
+"""Default size bound (8 MiB). Checked before the content is read."""
+MAX_PATCH_LINES: Final = 1_000_000
+"""Hard cap on ``\\n``-terminated lines, counted on the raw bytes before decoding."""
+MAX_FILES: Final = 10_000
+"""Hard cap on ``diff --git`` sections."""
+MAX_HUNKS: Final = 100_000
+"""Hard cap on hunks over the whole patch."""
+MAX_FINDINGS: Final = 1_000
+"""At most this many findings are kept (then one ``too-many-findings``)."""
+
+Kind = Literal["added", "deleted", "modified", "renamed", "copied"]
+
+CORRECTNESS: Final = "correctness"
+SCOPE: Final = "scope"
+POLICY: Final = "policy"
+
+
+class DiffFinding(msgspec.Struct, frozen=True, gc=False):
+    """One defect. ``line`` is the 1-based patch line, ``None`` for whole-patch findings."""
+
+    line: int | None
+    code: str
+    message: str
+    category: str
+
+
+class DiffLine(msgspec.Struct, frozen=True, gc=False):
+    """An added (new-file line number) or removed (old-file line number) line."""
+
+    patch_line: int
+    number: int
+    text: str
+
+
+class Hunk(msgspec.Struct, frozen=True, gc=False):
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    header_line: int
+    added: tuple[DiffLine, ...]
+    removed: tuple[DiffLine, ...]
+
+
+class FileDiff(msgspec.Struct, frozen=True, gc=False):
+    old_path: str | None
+    new_path: str | None
+    kind: Kind
+    old_mode: str | None
+    new_mode: str | None
+    hunks: tuple[Hunk, ...]
+    header_line: int
+    added_count: int
+    removed_count: int
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every distinct path this section names (old first), for scope checks."""
+        if self.old_path is None:
+            return () if self.new_path is None else (self.new_path,)
+        if self.new_path is None or self.new_path == self.old_path:
+            return (self.old_path,)
+        return (self.old_path, self.new_path)
+
+
+class ParsedDiff(msgspec.Struct, frozen=True, gc=False):
+    files: tuple[FileDiff, ...]
+    findings: tuple[DiffFinding, ...]
+
+    @property
+    def valid(self) -> bool:
+        return not self.findings and len(self.files) > 0
+
+
+# --------------------------------------------------------------------------------------------
+# Lexical pieces
+
+_DIFF_GIT: Final = "diff --git "
+_NO_NEWLINE: Final = "\\ No newline at end of file"
+_DEV_NULL: Final = "/dev/null"
+_ALLOWED_MODES: Final = frozenset({"100644", "100755"})
+_EMPTY_BLOBS: Final = (
+    "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+    "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
+)
+
+_NUM = r"(0|[1-9][0-9]{0,9})"
+# Only the fixed part is matched; what follows " @@" must be empty or start with a space (checked
+# by hand: a trailing ".*" would make the regex walk the section text).
+_HUNK_RE: Final = re.compile(rf"@@ -{_NUM}(?:,{_NUM})? \+{_NUM}(?:,{_NUM})? @@")
+_INDEX_RE: Final = re.compile(r"index ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})(?: ([0-9]{1,7}))?\Z")
+_MODE_RE: Final = re.compile(r"[0-9]{1,7}\Z")
+_SIMILARITY_RE: Final = re.compile(r"(0|[1-9][0-9]{0,2})%\Z")
+_QUOTED_RE: Final = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
+_ESCAPES_OK_RE: Final = re.compile(rb'(?:[^"\\]|\\(?:[abfnrtv"\\]|[0-3][0-7]{2}))*\Z', re.S)
+_ESCAPE_RE: Final = re.compile(rb"\\([abfnrtv\"\\]|[0-3][0-7]{2})")
+_ESCAPE_MAP: Final = {
+    b"a": b"\a",
+    b"b": b"\b",
+    b"f": b"\f",
+    b"n": b"\n",
+    b"r": b"\r",
+    b"t": b"\t",
+    b"v": b"\v",
+    b'"': b'"',
+    b"\\": b"\\",
+}
+_CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Characters HFS+ ignores when comparing names, so ".g\u200cit" is ".git" there (as git's
+# verify_path does). Stripped only for the .git comparison.
+_HFS_IGNORABLE_RE: Final = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+
+_EXTENDED_HEADERS: Final = (
+    "old mode ",
+    "new mode ",
+    "deleted file mode ",
+    "new file mode ",
+    "similarity index ",
+    "dissimilarity index ",
+    "rename from ",
+    "rename to ",
+    "copy from ",
+    "copy to ",
+    "index ",
+)
+
+
+class _NameError(Exception):
+    """Internal only: a malformed (quoted) name. Never escapes parse_diff."""
+
+
+def _unquote(body: str) -> str:
+    """Decode the inside of a C-style quoted git name (escapes, 3-digit octal, then UTF-8)."""
+    raw = body.encode("utf-8")
+    if _ESCAPES_OK_RE.match(raw) is None:
+        raise _NameError("invalid escape sequence in quoted path")
+    decoded = _ESCAPE_RE.sub(
+        lambda m: _ESCAPE_MAP[m.group(1)] if len(m.group(1)) == 1 else bytes((int(m.group(1), 8),)),
+        raw,
+    )
+    try:
+        return decoded.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _NameError("quoted path does not decode to UTF-8") from None
+
+
+def _name(text: str) -> str:
+    """A whole name field: quoted (must span the whole field) or taken verbatim."""
+    if text.startswith('"'):
+        m = _QUOTED_RE.match(text)
+        if m is None or m.end() != len(text):
+            raise _NameError("unterminated or trailing text after quoted path")
+        return _unquote(m.group(1))
+    return text
+
+
+def _git_header_candidates(rest: str) -> list[tuple[str, str]]:
+    """Possible (a-name, b-name) pairs of a ``diff --git`` line, prefixes still on."""
+    if rest.startswith('"'):
+        m = _QUOTED_RE.match(rest)
+        if m is None or rest[m.end() : m.end() + 1] != " ":
+            raise _NameError("malformed quoted name")
+        return [(_unquote(m.group(1)), _name(rest[m.end() + 1 :]))]
+    quote = rest.find(' "')
+    if quote != -1 and rest.endswith('"'):
+        # git never leaves '"' unquoted, so the first ' "' starts a quoted b-name.
+        return [(rest[:quote], _name(rest[quote + 1 :]))]
+    out: list[tuple[str, str]] = []
+    pos = rest.find(" b/")
+    while pos != -1:
+        out.append((rest[:pos], rest[pos + 1 :]))
+        pos = rest.find(" b/", pos + 1)
+    return out
+
+
+def _path_problems(path: str) -> list[tuple[str, str]]:
+    """Scope findings (code, message) for one repository-relative path."""
+    problems: list[tuple[str, str]] = []
+    if path == "":
+        return [("empty-path", "a path is empty")]
+    if "\x00" in path:
+        problems.append(("nul-in-path", "a path contains a NUL character"))
+    if _CONTROL_RE.search(path.replace("\x00", "")) is not None:
+        problems.append(("control-character-in-path", "a path contains a control character"))
+    if "\\" in path:
+        problems.append(("backslash-in-path", "a path contains a backslash"))
+    if path.startswith("/"):
+        problems.append(("absolute-path", "a path is absolute"))
+    elif path.endswith("/"):
+        problems.append(("trailing-slash-path", "a path ends with '/'"))
+    parts = path.split("/")
+    if path.startswith("/"):
+        parts = parts[1:]
+    if path.endswith("/"):
+        parts = parts[:-1]
+    if "" in parts:
+        problems.append(("empty-path-component", "a path has an empty component ('//')"))
+    if "." in parts or ".." in parts:
+        problems.append(("path-traversal", "a path has a '.' or '..' component"))
+    for part in parts:
+        folded = _HFS_IGNORABLE_RE.sub("", part).rstrip(". ").lower()
+        if folded in (".git", "git~1"):
+            problems.append(("dotgit-path", "a path has a '.git' component"))
+            break
+    return problems
+
+
+def _blank_hash(h: str) -> bool:
+    return h.strip("0") == ""
+
+
+def _empty_blob(h: str) -> bool:
+    return any(blob.startswith(h) for blob in _EMPTY_BLOBS)
+
+
+# --------------------------------------------------------------------------------------------
+# Parser
+
+
+class _Abort(Exception):
+    """Internal only: a cap was reached; parsing stops. Never escapes parse_diff."""
+
+
+class _Parser:
+    __slots__ = ("files", "findings", "hunk_total", "lines", "n", "seen_new")
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.n = len(lines)
+        self.findings: list[DiffFinding] = []
+        self.files: list[FileDiff] = []
+        self.hunk_total = 0
+        self.seen_new: dict[str, int] = {}
+
+    def add(self, line: int | None, code: str, message: str, category: str = CORRECTNESS) -> None:
+        if len(self.findings) >= MAX_FINDINGS:
+            self.findings.append(
+                DiffFinding(None, "too-many-findings", "more findings than the cap", POLICY)
+            )
+            raise _Abort
+        self.findings.append(DiffFinding(line, code, message, category))
+
+    def skip_section(self, i: int) -> int:
+        lines, n = self.lines, self.n
+        while i < n and not lines[i].startswith(_DIFF_GIT):
+            i += 1
+        return i
+
+    def run(self) -> None:
+        lines, n = self.lines, self.n
+        i = 0
+        while i < n:
+            line = lines[i]
+            if line.startswith(_DIFF_GIT):
+                if len(self.files) >= MAX_FILES:
+                    self.add(i + 1, "too-many-files", f"more than {MAX_FILES} files", POLICY)
+                    raise _Abort
+                i = self.section(i)
+            elif line == "":
+                i += 1
+            else:
+                where = "before the first" if not self.files else "between"
+                self.add(
+                    i + 1, "unexpected-text", f"text {where} file sections is not part of a diff"
+                )
+                i = self.skip_section(i + 1)
+
+    # A section: header, extended headers, ---/+++, hunks. Returns the index after it.
+    def section(self, start: int) -> int:
+        lines, n = self.lines, self.n
+        hline = start + 1
+        try:
+            candidates = _git_header_candidates(lines[start][len(_DIFF_GIT) :])
+        except _NameError as exc:
+            self.add(hline, "malformed-quoted-path", f"diff --git line: {exc}")
+            return self.skip_section(start + 1)
+        candidates = [
+            (a[2:], b[2:]) for a, b in candidates if a.startswith("a/") and b.startswith("b/")
+        ]
+        if not candidates:
+            self.add(hline, "malformed-diff-git-header", "diff --git line lacks a/ and b/ names")
+            return self.skip_section(start + 1)
+
+        # Extended headers.
+        hdr: dict[str, tuple[str, int]] = {}
+        i = start + 1
+        while i < n:
+            line = lines[i]
+            key = next((k for k in _EXTENDED_HEADERS if line.startswith(k)), None)
+            if key is None:
+                break
+            if key in hdr:
+                self.add(i + 1, "duplicate-extended-header", f"'{key.strip()}' appears twice")
+                return self.skip_section(i + 1)
+            hdr[key] = (line[len(key) :], i + 1)
+            i += 1
+        if i < n and (lines[i].startswith("GIT binary patch") or lines[i].startswith("Binary ")):
+            self.add(i + 1, "binary-patch", "binary patches are not accepted")
+            return self.skip_section(i + 1)
+        if i < n and not (
+            lines[i].startswith("--- ")
+            or lines[i].startswith("@@")
+            or lines[i].startswith(_DIFF_GIT)
+            or lines[i] == ""
+        ):
+            self.add(i + 1, "unknown-extended-header", "line is not an allowed extended header")
+            return self.skip_section(i + 1)
+
+        ok = self.check_headers(hdr, hline)
+        if not ok:
+            return self.skip_section(i)
+
+        # Modes.
+        old_mode: str | None = None
+        new_mode: str | None = None
+        modes_ok = True
+        for key in ("old mode ", "new mode ", "new file mode ", "deleted file mode "):
+            if key in hdr:
+                modes_ok &= self.check_mode(hdr[key][0], hdr[key][1])
+        index_old = index_new = None
+        if "index " in hdr:
+            value, ln = hdr["index "]
+            m = _INDEX_RE.match("index " + value)
+            if m is None:
+                self.add(ln, "malformed-extended-header", "malformed index line")
+                return self.skip_section(i)
+            index_old, index_new = m.group(1), m.group(2)
+            if m.group(3) is not None:
+                if any(k in hdr for k in ("old mode ", "new mode ", "new file mode ")) or (
+                    "deleted file mode " in hdr
+                ):
+                    self.add(ln, "inconsistent-headers", "index line mode with a mode header")
+                    return self.skip_section(i)
+                modes_ok &= self.check_mode(m.group(3), ln)
+                old_mode = new_mode = m.group(3)
+        if not modes_ok:
+            return self.skip_section(i)
+
+        kind: Kind = "modified"
+        if "new file mode " in hdr:
+            kind = "added"
+            new_mode = hdr["new file mode "][0]
+        elif "deleted file mode " in hdr:
+            kind = "deleted"
+            old_mode = hdr["deleted file mode "][0]
+        elif "rename from " in hdr:
+            kind = "renamed"
+        elif "copy from " in hdr:
+            kind = "copied"
+        if "old mode " in hdr:
+            old_mode, new_mode = hdr["old mode "][0], hdr["new mode "][0]
+
+        # Known names from rename/copy headers.
+        known_old: str | None = None
+        known_new: str | None = None
+        try:
+            if kind in ("renamed", "copied"):
+                verb = "rename" if kind == "renamed" else "copy"
+                known_old = _name(hdr[f"{verb} from "][0])
+                known_new = _name(hdr[f"{verb} to "][0])
+        except _NameError as exc:
+            self.add(hline, "malformed-quoted-path", f"rename/copy header: {exc}")
+            return self.skip_section(i)
+
+        # --- / +++ lines.
+        minus_name: str | None = None
+        plus_name: str | None = None
+        has_file_headers = False
+        if i < n and lines[i].startswith("--- "):
+            if i + 1 >= n or not lines[i + 1].startswith("+++ "):
+                self.add(i + 2, "malformed-file-header", "'---' line is not followed by '+++'")
+                return self.skip_section(i + 1)
+            has_file_headers = True
+            sides: list[str | None] = []
+            for j, prefix in ((i, "a/"), (i + 1, "b/")):
+                try:
+                    side = self.file_header_name(lines[j][4:], prefix)
+                except _NameError as exc:
+                    self.add(j + 1, "malformed-file-header", f"'---'/'+++' line: {exc}")
+                    return self.skip_section(j + 1)
+                sides.append(side)
+            minus_name, plus_name = sides
+            if (minus_name is None) != (kind == "added") or (plus_name is None) != (
+                kind == "deleted"
+            ):
+                self.add(
+                    i + 1,
+                    "inconsistent-headers",
+                    "/dev/null sides do not match the new/deleted file mode headers",
+                )
+                return self.skip_section(i + 2)
+            if minus_name is not None:
+                known_old = known_old if known_old is not None else minus_name
+                if minus_name != known_old:
+                    self.add(i + 1, "path-mismatch", "'---' path disagrees with rename/copy from")
+                    return self.skip_section(i + 2)
+            if plus_name is not None:
+                known_new = known_new if known_new is not None else plus_name
+                if plus_name != known_new:
+                    self.add(i + 2, "path-mismatch", "'+++' path disagrees with rename/copy to")
+                    return self.skip_section(i + 2)
+            i += 2
+
+        # Resolve the diff --git names against what is known.
+        matches = [
+            (a, b)
+            for a, b in candidates
+            if (known_old is None or a == known_old)
+            and (known_new is None or b == known_new)
+            and (kind in ("renamed", "copied") or a == b)
+        ]
+        if len(matches) != 1:
+            if len(candidates) > 1:
+                self.add(
+                    hline,
+                    "ambiguous-diff-git-header",
+                    "the names of a diff --git line with spaces cannot be resolved",
+                )
+            else:
+                self.add(hline, "path-mismatch", "file headers disagree with the diff --git line")
+            return self.skip_section(i)
+        a_name, b_name = matches[0]
+        if kind in ("renamed", "copied") and a_name == b_name:
+            self.add(hline, "inconsistent-headers", "rename/copy onto the same path")
+            return self.skip_section(i)
+
+        old_path = None if kind == "added" else a_name
+        new_path = None if kind == "deleted" else b_name
+        for path in {p for p in (old_path, new_path) if p is not None}:
+            for code, message in _path_problems(path):
+                self.add(hline, code, message, SCOPE)
+
+        # Hunks.
+        hunks: list[Hunk] = []
+        i, broken = self.hunks(i, kind, hunks)
+        if broken:
+            return self.skip_section(i)
+        if not has_file_headers:
+            if hunks:
+                self.add(hunks[0].header_line, "missing-file-headers", "hunk without ---/+++")
+                return self.skip_section(i)
+            if not self.header_only_ok(hdr, kind, old_mode, new_mode, index_old, index_new):
+                self.add(hline, "missing-hunks", "section has no hunks and is not header-only")
+                return self.skip_section(i)
+        elif not hunks:
+            self.add(hline, "missing-hunks", "section has ---/+++ lines but no hunk")
+            return self.skip_section(i)
+
+        if i < n and lines[i] != "" and not lines[i].startswith(_DIFF_GIT):
+            if lines[i][:1] in (" ", "+", "-", "\\"):
+                self.add(i + 1, "hunk-lines-after-count", "hunk-like line after counts ran out")
+            else:
+                self.add(i + 1, "unexpected-text", "text after a section is not part of a diff")
+            return self.skip_section(i + 1)
+
+        self.record_paths(kind, old_path, new_path, hline)
+        added = sum(len(h.added) for h in hunks)
+        removed = sum(len(h.removed) for h in hunks)
+        self.files.append(
+            FileDiff(
+                old_path, new_path, kind, old_mode, new_mode, tuple(hunks), hline, added, removed
+            )
+        )
+        return i
+
+    def file_header_name(self, text: str, prefix: str) -> str | None:
+        if text.startswith('"'):
+            name = _name(text)
+        else:
+            # git appends one tab when a name has a space; unquoted names hold no tab otherwise.
+            tab = text.find("\t")
+            if tab != -1:
+                if tab != len(text) - 1:
+                    raise _NameError("text after the name (timestamps are not accepted)")
+                text = text[:tab]
+            if text == _DEV_NULL:
+                return None
+            name = text
+        if not name.startswith(prefix):
+            raise _NameError(f"name does not start with {prefix!r}")
+        return name[2:]
+
+    def check_headers(self, hdr: dict[str, tuple[str, int]], hline: int) -> bool:
+        def has(k: str) -> bool:
+            return k in hdr
+
+        problem = None
+        if has("new file mode ") and has("deleted file mode "):
+            problem = "a file cannot be both new and deleted"
+        elif (has("new file mode ") or has("deleted file mode ")) and (
+            has("old mode ")
+            or has("new mode ")
+            or has("rename from ")
+            or has("rename to ")
+            or has("copy from ")
+            or has("copy to ")
+            or has("similarity index ")
+            or has("dissimilarity index ")
+        ):
+            problem = "new/deleted file with mode change, rename, copy or similarity headers"
+        elif has("old mode ") != has("new mode "):
+            problem = "'old mode' and 'new mode' must appear together"
+        elif has("old mode ") and hdr["old mode "][0] == hdr["new mode "][0]:
+            problem = "'old mode' equals 'new mode'"
+        elif has("rename from ") != has("rename to ") or has("copy from ") != has("copy to "):
+            problem = "rename/copy 'from' and 'to' must appear together"
+        elif has("rename from ") and has("copy from "):
+            problem = "a section cannot be both a rename and a copy"
+        elif has("similarity index ") != (has("rename from ") or has("copy from ")):
+            problem = "'similarity index' goes with exactly the rename and copy headers"
+        elif has("dissimilarity index ") and (has("rename from ") or has("copy from ")):
+            problem = "'dissimilarity index' with rename or copy"
+        if problem is not None:
+            self.add(hline, "inconsistent-headers", problem)
+            return False
+        for key in ("similarity index ", "dissimilarity index "):
+            if has(key):
+                value, ln = hdr[key]
+                m = _SIMILARITY_RE.match(value)
+                if m is None or int(m.group(1)) > 100:
+                    self.add(ln, "malformed-extended-header", f"malformed '{key.strip()}'")
+                    return False
+        return True
+
+    def check_mode(self, mode: str, ln: int) -> bool:
+        if mode in _ALLOWED_MODES:
+            return True
+        if mode == "120000":
+            self.add(ln, "symlink-mode", "symbolic links (mode 120000) are not accepted", SCOPE)
+        elif mode == "160000":
+            self.add(ln, "gitlink-mode", "submodules (mode 160000) are not accepted", SCOPE)
+        elif _MODE_RE.match(mode) is None:
+            self.add(ln, "malformed-extended-header", "malformed file mode")
+        else:
+            self.add(ln, "invalid-mode", f"file mode {mode} is not 100644 or 100755")
+        return False
+
+    def header_only_ok(
+        self,
+        hdr: dict[str, tuple[str, int]],
+        kind: Kind,
+        old_mode: str | None,
+        new_mode: str | None,
+        index_old: str | None,
+        index_new: str | None,
+    ) -> bool:
+        if kind in ("renamed", "copied"):
+            return hdr["similarity index "][0] == "100%" and "index " not in hdr
+        if kind == "added":
+            return index_old is None or (
+                _blank_hash(index_old) and index_new is not None and _empty_blob(index_new)
+            )
+        if kind == "deleted":
+            return index_new is None or (
+                _blank_hash(index_new) and index_old is not None and _empty_blob(index_old)
+            )
+        return "old mode " in hdr and "index " not in hdr and "dissimilarity index " not in hdr
+
+    def record_paths(
+        self, kind: Kind, old_path: str | None, new_path: str | None, hline: int
+    ) -> None:
+        # Each path is written (created, changed, removed) by at most one section.
+        written = []
+        if new_path is not None:
+            written.append(new_path)
+        if kind in ("deleted", "renamed") and old_path is not None:
+            written.append(old_path)
+        for path in written:
+            first = self.seen_new.get(path)
+            if first is not None:
+                self.add(
+                    hline, "duplicate-path", f"path also changed by the section at line {first}"
+                )
+            else:
+                self.seen_new[path] = hline
+
+    def hunks(self, i: int, kind: Kind, out: list[Hunk]) -> tuple[int, bool]:
+        """Parse consecutive hunks. Returns (next index, broken)."""
+        lines, n = self.lines, self.n
+        delta = 0
+        prev_old_begin = prev_old_end = 0
+        eof_seen = False
+        while i < n and lines[i].startswith("@@"):
+            header = lines[i]
+            hl = i + 1
+            m = _HUNK_RE.match(header)
+            if m is None or header[m.end() : m.end() + 1] not in ("", " "):
+                self.add(hl, "malformed-hunk-header", "malformed hunk header")
+                return i + 1, True
+            self.hunk_total += 1
+            if self.hunk_total > MAX_HUNKS:
+                self.add(hl, "too-many-hunks", f"more than {MAX_HUNKS} hunks", POLICY)
+                raise _Abort
+            if eof_seen:
+                self.add(hl, "misplaced-no-newline-marker", "hunk after an end-of-file marker")
+                return i + 1, True
+            g1, g2, g3, g4 = m.groups()
+            old_start = int(g1)
+            old_count = 1 if g2 is None else int(g2)
+            new_start = int(g3)
+            new_count = 1 if g4 is None else int(g4)
+            old_begin = old_start if old_count else old_start + 1
+            new_begin = new_start if new_count else new_start + 1
+
+            i += 1
+            body = i
+            # Fast path: one tight loop, no per-line bounds or side checks. ``left`` counts the
+            # body lines still owed (a context line pays both sides). Any deviation (a marker,
+            # a stray line, a count that does not balance) re-reads the body on the careful
+            # path below, which also locates the defect.
+            added: list[DiffLine] = []
+            removed: list[DiffLine] = []
+            add_line, remove_line = added.append, removed.append
+            ctx = r = a = 0
+            left = old_count + new_count
+            if left > 0:
+                for line in islice(lines, body, None):
+                    c = line[:1]
+                    if c == " ":
+                        ctx += 1
+                        left -= 2
+                    elif c == "-":
+                        remove_line(DiffLine(body + ctx + r + a + 1, old_begin + ctx + r, line[1:]))
+                        r += 1
+                        left -= 1
+                    elif c == "+":
+                        add_line(DiffLine(body + ctx + r + a + 1, new_begin + ctx + a, line[1:]))
+                        a += 1
+                        left -= 1
+                    else:
+                        break
+                    if left <= 0:
+                        break
+            i = body + ctx + r + a
+            old_left = new_left = 0
+            prev = lines[i - 1][:1] if i > body else ""
+            if left or ctx + r != old_count or ctx + a != new_count:
+                # Careful path.
+                i = body
+                added.clear()
+                removed.clear()
+                old_left, new_left = old_count, new_count
+                old_ln, new_ln = old_begin, new_begin
+                old_end = new_end = False
+                prev = ""
+                while old_left or new_left:
+                    if i >= n:
+                        self.add(hl, "hunk-count-mismatch", "patch ends before the hunk's counts")
+                        return i, True
+                    line = lines[i]
+                    c = line[:1]
+                    if c == " ":
+                        if not old_left or not new_left or old_end or new_end:
+                            break
+                        old_left -= 1
+                        new_left -= 1
+                        old_ln += 1
+                        new_ln += 1
+                    elif c == "-":
+                        if not old_left or old_end:
+                            break
+                        removed.append(DiffLine(i + 1, old_ln, line[1:]))
+                        old_left -= 1
+                        old_ln += 1
+                    elif c == "+":
+                        if not new_left or new_end:
+                            break
+                        added.append(DiffLine(i + 1, new_ln, line[1:]))
+                        new_left -= 1
+                        new_ln += 1
+                    elif c == "\\":
+                        if not self.marker(i, prev):
+                            return i + 1, True
+                        old_end = old_end or prev in (" ", "-")
+                        new_end = new_end or prev in (" ", "+")
+                        eof_seen = True
+                    else:
+                        break
+                    prev = c
+                    i += 1
+            if old_left or new_left:
+                self.add(
+                    i + 1,
+                    "hunk-count-mismatch",
+                    f"hunk at line {hl} has fewer lines than its header counts, or this line "
+                    "exceeds one side's count",
+                )
+                return i + 1, True
+            if i < n and lines[i][:1] == "\\":
+                if not self.marker(i, prev):
+                    return i + 1, True
+                eof_seen = True
+                i += 1
+
+            if not added and not removed:
+                self.add(hl, "context-only-hunk", "hunk changes nothing (context lines only)")
+                return i, True
+            if (old_count and not old_start) or (new_count and not new_start):
+                self.add(hl, "invalid-hunk-range", "a non-empty range cannot start at line 0")
+                return i, True
+            if kind == "added":
+                if removed:
+                    self.add(hl, "new-file-with-removed-lines", "a new file has removed lines")
+                    return i, True
+                if out or old_start or old_count or new_start != 1:
+                    self.add(hl, "invalid-hunk-range", "a new file needs one hunk '-0,0 +1,N'")
+                    return i, True
+            elif kind == "deleted":
+                if added:
+                    self.add(hl, "deleted-file-with-added-lines", "a deleted file has added lines")
+                    return i, True
+                if out or new_start or new_count or old_start != 1:
+                    self.add(hl, "invalid-hunk-range", "a deleted file needs one hunk '-1,N +0,0'")
+                    return i, True
+            if out and (old_begin < prev_old_end or old_begin <= prev_old_begin):
+                self.add(hl, "hunks-out-of-order", "hunk overlaps or precedes the previous one")
+                return i, True
+            if new_begin != old_begin + delta:
+                self.add(
+                    hl,
+                    "hunk-offset-mismatch",
+                    "new start disagrees with old start plus the earlier hunks' line delta",
+                )
+                return i, True
+            delta += new_count - old_count
+            prev_old_begin, prev_old_end = old_begin, old_begin + old_count
+            out.append(
+                Hunk(old_start, old_count, new_start, new_count, hl, tuple(added), tuple(removed))
+            )
+        return i, False
+
+    def marker(self, i: int, prev: str) -> bool:
+        if self.lines[i] != _NO_NEWLINE:
+            self.add(i + 1, "malformed-no-newline-marker", "only '\\ No newline at end of file'")
+            return False
+        if prev not in (" ", "-", "+"):
+            self.add(i + 1, "misplaced-no-newline-marker", "marker does not follow a body line")
+            return False
+        return True
+
+
+def parse_diff(data: bytes, *, max_bytes: int = DEFAULT_MAX_PATCH_BYTES) -> ParsedDiff:
+    """Parse ``data`` as a strict Git unified diff. Never raises; defects become findings."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        return _only(None, "not-bytes", "the patch must be bytes", CORRECTNESS)
+    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 0:
+        return _only(None, "invalid-limit", "max_bytes must be a non-negative int", POLICY)
+    # Bound first: nothing below runs on an oversized input.
+    size = data.nbytes if isinstance(data, memoryview) else len(data)
+    if size > max_bytes:
+        return _only(None, "patch-too-large", f"patch is {size} bytes, over {max_bytes}", POLICY)
+    raw = bytes(data)
+    if raw.count(b"\n") > MAX_PATCH_LINES:
+        return _only(None, "too-many-lines", f"more than {MAX_PATCH_LINES} lines", POLICY)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return _only(line, "invalid-utf8", "the patch is not valid UTF-8", CORRECTNESS)
+    if text.strip("\n") == "":
+        return _only(None, "empty-patch", "the patch has no file sections", CORRECTNESS)
+    lines = text.split("\n")
+    tail = lines.pop()
+    if tail != "":
+        lines.append(tail)  # parsed like the others, but reported as missing its newline
+    parser = _Parser(lines)
+    try:
+        if tail != "":
+            parser.add(
+                parser.n, "missing-final-newline", "the last line does not end with a newline"
+            )
+        parser.run()
+    except _Abort:
+        return ParsedDiff((), tuple(parser.findings))
+    except Exception:  # pragma: no cover - fail closed on any parser bug
+        return _only(None, "internal-error", "the parser failed on this input", CORRECTNESS)
+    if not parser.files and not parser.findings:
+        parser.findings.append(
+            DiffFinding(None, "empty-patch", "the patch has no file sections", CORRECTNESS)
+        )
+    return ParsedDiff(tuple(parser.files), tuple(parser.findings))
+
+
+def _only(line: int | None, code: str, message: str, category: str) -> ParsedDiff:
+    return ParsedDiff((), (DiffFinding(line, code, message, category),))

@@ -1,0 +1,269 @@
+"""Maps a plan version to exactly one verifier adapter and runs it on a bundle snapshot.
+
+| plan | adapter                      | version | backend name (result extension) | runner version |
+|------|------------------------------|---------|---------------------------------|----------------|
+| 0.1  | deterministic-json-verifier  | 0.1     | ``json_exact``                  | 0.2            |
+| 0.2  | deterministic-patch-verifier | 0.1.1   | ``unified_diff``                | 0.2            |
+| 0.3  | deterministic-patch-verifier | 0.2.0   | ``unified_diff_substring``      | 0.2            |
+| 0.4  | deterministic-patch-verifier | 0.3.0   | ``unified_diff_transform``      | 0.4            |
+
+``check_binding`` is the operator-side gate (a plan that does not bind to the WorkUnit is refused
+with ``PlanBindingError``; nothing is recorded). Everything the candidate controls is judged by
+``run`` and becomes a recorded result. ``run`` is pure: the times are arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+
+from verifiers.bundle import BundleSnapshot, read_bundle
+from verifiers.contracts import (
+    LIMITS,
+    RECOMMENDATION_OUTCOMES,
+    EvaluatorPlan,
+    VerificationResult,
+    WorkUnit,
+    plan_digest,
+    work_unit_digest,
+)
+from verifiers.contracts.common import document_json
+from verifiers.json_exact import JSON_VALIDATOR_IDS, build_json_result
+from verifiers.patch import PATCH_VALIDATOR_IDS, build_patch_result, finish_result_bytes
+from verifiers.semantics import ADAPTERS_BY_PLAN_VERSION
+
+ADAPTERS: Final[Mapping[str, tuple[str, str]]] = {
+    "0.1": ("deterministic-json-verifier", "0.1"),
+    "0.2": ("deterministic-patch-verifier", "0.1.1"),
+    "0.3": ("deterministic-patch-verifier", "0.2.0"),
+    "0.4": ("deterministic-patch-verifier", "0.3.0"),
+}
+# The reference runner reports "0.4" for v0.4 results and keeps its earlier marker, "0.2",
+# for v0.1-v0.3 results (seed 000; the last canonical runner before v0.4 said "0.2").
+RUNNER_VERSIONS: Final[Mapping[str, str]] = {"0.1": "0.2", "0.2": "0.2", "0.3": "0.2", "0.4": "0.4"}
+BACKEND_NAMES: Final[Mapping[str, str]] = {
+    "0.1": "json_exact",
+    "0.2": "unified_diff",
+    "0.3": "unified_diff_substring",
+    "0.4": "unified_diff_transform",
+}
+VALIDATOR_IDS: Final[Mapping[str, frozenset[str]]] = {
+    "0.1": frozenset(JSON_VALIDATOR_IDS),
+    "0.2": frozenset(PATCH_VALIDATOR_IDS),
+    "0.3": frozenset(PATCH_VALIDATOR_IDS),
+    "0.4": frozenset(PATCH_VALIDATOR_IDS),
+}
+VERIFIER_ID: Final = "idkmesh-local-verifier"
+
+Outcome = Literal["support", "reject", "escalate", "insufficient_evidence"]
+
+
+class PlanBindingError(Exception):
+    """A plan that cannot judge this WorkUnit (operator-side; nothing is recorded)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    result: VerificationResult
+    result_bytes: bytes  # canonical JSON of ``result``
+    outcome: Outcome
+    adapter: str
+    adapter_version: str
+    runner_version: str
+
+
+def _plan_version(plan_d: Mapping[str, Any]) -> str:
+    version = plan_d.get("schema_version")
+    if not isinstance(version, str) or version not in ADAPTERS:
+        raise PlanBindingError(
+            "unsupported-plan-version",
+            f"EvaluatorPlan schema_version {version!r} has no verifier adapter "
+            f"(supported: {', '.join(sorted(ADAPTERS))})",
+        )
+    return version
+
+
+def check_binding(
+    plan: EvaluatorPlan | Mapping[str, Any],
+    work_unit: WorkUnit | Mapping[str, Any],
+    work_unit_digest: str,
+) -> None:
+    """Refuse a plan that does not bind exactly to this WorkUnit and to one adapter version."""
+    plan_d: dict[str, Any] = document_json(plan)
+    wu_d: dict[str, Any] = document_json(work_unit)
+    version = _plan_version(plan_d)
+    adapter, adapter_version = ADAPTERS[version]
+    verifier = plan_d.get("verifier") or {}
+    if (verifier.get("adapter"), verifier.get("adapter_version")) != (adapter, adapter_version):
+        raise PlanBindingError(
+            "adapter-version-mismatch",
+            f"EvaluatorPlan {version} must name {adapter} {adapter_version}, not "
+            f"{verifier.get('adapter')} {verifier.get('adapter_version')}",
+        )
+    if verifier.get("id") != VERIFIER_ID or verifier.get("type") != "system":
+        raise PlanBindingError(
+            "adapter-version-mismatch",
+            f"EvaluatorPlan verifier must be {VERIFIER_ID} (system), not {verifier.get('id')!r}",
+        )
+    if version != "0.1" and (plan_d.get("backend") or {}).get("type") != "unified_diff":
+        raise PlanBindingError("unsupported-backend", "patch plans must select unified_diff")
+    if plan_d.get("execution_mode") != "metadata_only" or not all(
+        (plan_d.get("policy") or {}).get(key) is True
+        for key in (
+            "require_plan_outside_candidate_root",
+            "require_output_outside_candidate_root",
+            "require_verifier_distinct_from_worker",
+        )
+    ):
+        raise PlanBindingError(
+            "plan-policy-invalid", "plan must be metadata_only with every policy flag true"
+        )
+    binding = plan_d.get("binding") or {}
+    problems: list[str] = []
+    if binding.get("work_unit_id") != wu_d.get("id"):
+        problems.append("bound to a different WorkUnit id")
+    if binding.get("work_unit_version") != wu_d.get("version"):
+        problems.append("bound to a different WorkUnit version")
+    if binding.get("work_unit_digest") != work_unit_digest:
+        problems.append("WorkUnit digest binding does not match the canonical WorkUnit")
+    wu_revision = (wu_d.get("provenance") or {}).get("source_revision")
+    if wu_revision is not None and wu_revision != binding.get("source_revision"):
+        problems.append("source revision differs from WorkUnit provenance")
+    if problems:
+        raise PlanBindingError(
+            "plan-binding-mismatch", f"EvaluatorPlan {plan_d.get('id')}: " + "; ".join(problems)
+        )
+    plan_ids = set(plan_d.get("required_validator_ids") or [])
+    validators = wu_d.get("validators") or []
+    required = {
+        item.get("id") for item in validators if isinstance(item, dict) and item.get("required")
+    }
+    if plan_ids != required:
+        raise PlanBindingError(
+            "validator-set-mismatch",
+            "plan required_validator_ids must equal the WorkUnit's required validators; "
+            f"missing={sorted(str(x) for x in required - plan_ids)}, "
+            f"extra={sorted(str(x) for x in plan_ids - required)}",
+        )
+    if plan_ids != VALIDATOR_IDS[version]:
+        raise PlanBindingError(
+            "validator-set-mismatch",
+            f"the {adapter} {adapter_version} backend implements exactly "
+            f"{sorted(VALIDATOR_IDS[version])}, not {sorted(str(x) for x in plan_ids)}",
+        )
+
+
+def read_limit(plan: EvaluatorPlan | Mapping[str, Any]) -> int:
+    """The per-file read bound for a bundle judged by ``plan`` (the largest plan limit; the
+    verifier applies the exact per-role limits to what was read)."""
+    plan_d: dict[str, Any] = document_json(plan)
+    if plan_d.get("schema_version") == "0.1":
+        return int(plan_d.get("max_candidate_bytes", 0))
+    backend = plan_d.get("backend") or {}
+    return max(int(backend.get("max_candidate_bytes", 0)), int(backend.get("max_log_bytes", 0)))
+
+
+def read_bundle_for_plan(root: Path, plan: EvaluatorPlan | Mapping[str, Any]) -> BundleSnapshot:
+    """``read_bundle`` with the manifest limit of the contract and the plan's file limit."""
+    limit = read_limit(plan)
+    limit_for: Callable[[str], int] = lambda _locator: limit  # noqa: E731
+    return read_bundle(
+        root, max_manifest_bytes=LIMITS["result-manifest"].max_bytes, limit_for=limit_for
+    )
+
+
+# Digests of recently judged WorkUnits and plans, keyed by object identity. Each entry keeps a
+# strong reference to its object, so an id cannot be reused while it is cached; frozen Structs
+# cannot change, so a cached digest stays right. Only a speed-up: results are unaffected.
+_DIGEST_CACHE: dict[int, tuple[object, str]] = {}
+_DIGEST_CACHE_SIZE: Final = 64
+
+
+def _cached_digest(doc: object, compute: Callable[[Any], str]) -> str:
+    if not isinstance(doc, msgspec.Struct):
+        return compute(doc)
+    hit = _DIGEST_CACHE.get(id(doc))
+    if hit is not None and hit[0] is doc:
+        return hit[1]
+    digest = compute(doc)
+    if len(_DIGEST_CACHE) >= _DIGEST_CACHE_SIZE:
+        _DIGEST_CACHE.clear()
+    _DIGEST_CACHE[id(doc)] = (doc, digest)
+    return digest
+
+
+def run(
+    plan: EvaluatorPlan | Mapping[str, Any],
+    work_unit: WorkUnit | Mapping[str, Any],
+    snapshot: BundleSnapshot,
+    *,
+    started_at: str,
+    finished_at: str,
+) -> RunOutcome:
+    """Check the binding (PlanBindingError), then judge the snapshot. Deterministic."""
+    wu_digest = _cached_digest(work_unit, work_unit_digest)
+    check_binding(plan, work_unit, wu_digest)
+    plan_d: dict[str, Any] = document_json(plan)
+    version = _plan_version(plan_d)
+    adapter, adapter_version = ADAPTERS[version]
+    digest = _cached_digest(plan, plan_digest)
+    if version == "0.1":
+        result = build_json_result(
+            plan,
+            work_unit,
+            snapshot,
+            started_at=started_at,
+            finished_at=finished_at,
+            digests=(wu_digest, digest),
+        )
+    else:
+        result = build_patch_result(
+            plan,
+            work_unit,
+            snapshot,
+            started_at=started_at,
+            finished_at=finished_at,
+            semantics=ADAPTERS_BY_PLAN_VERSION[version],
+            digests=(wu_digest, digest),
+        )
+    result["provenance"]["verifier_config_digest"] = digest
+    extensions = result.setdefault("extensions", {})
+    extensions["org.idkmesh.evaluator_plan.id"] = plan_d.get("id")
+    extensions["org.idkmesh.evaluator_plan.digest"] = digest
+    extensions["org.idkmesh.evaluator_plan.visibility"] = plan_d.get("visibility")
+    extensions["org.idkmesh.evaluator_plan.execution_mode"] = plan_d.get("execution_mode")
+    extensions["org.idkmesh.evaluator_plan.backend"] = BACKEND_NAMES[version]
+    extensions["org.idkmesh.evaluator_plan.runner_version"] = RUNNER_VERSIONS[version]
+    typed, result_bytes = finish_result_bytes(result)
+    recommendation = result["decision_support"]["recommendation"]
+    outcome: Outcome = RECOMMENDATION_OUTCOMES[recommendation]  # type: ignore[assignment]
+    return RunOutcome(
+        result=typed,
+        result_bytes=result_bytes,
+        outcome=outcome,
+        adapter=adapter,
+        adapter_version=adapter_version,
+        runner_version=RUNNER_VERSIONS[version],
+    )
+
+
+__all__ = [
+    "ADAPTERS",
+    "BACKEND_NAMES",
+    "RUNNER_VERSIONS",
+    "PlanBindingError",
+    "RunOutcome",
+    "check_binding",
+    "read_bundle_for_plan",
+    "read_limit",
+    "run",
+]
