@@ -17,7 +17,6 @@ Design notes (why, briefly):
 from __future__ import annotations
 
 import re
-from itertools import islice
 from typing import Final, Literal
 
 import msgspec
@@ -653,7 +652,7 @@ class _Parser:
             ctx = r = a = 0
             left = old_count + new_count
             if left > 0:
-                for line in islice(lines, body, None):
+                for line in lines[body : body + left]:
                     c = line[:1]
                     if c == " ":
                         ctx += 1

@@ -1,0 +1,542 @@
+"""Differential tests: the strict parser against `git apply --numstat/--summary` on real git output.
+
+Every patch here is produced by git inside the test. For patches git writes, the parser must agree
+with git on files, names, kinds, modes and counts. For patches git refuses, the parser must refuse
+too (stricter than git is allowed and documented; looser would be a bug).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from verifiers.diff import FileDiff, ParsedDiff, parse_diff
+
+
+class Git:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.repo = tmp / "repo"
+        self.empty = tmp / "empty"  # git apply runs here: no repository, no config
+        self.repo.mkdir()
+        self.empty.mkdir()
+        self.env = {"PATH": os.environ["PATH"], "HOME": str(tmp), "GIT_CONFIG_NOSYSTEM": "1"}
+        self("init", "-q")
+        self("config", "user.email", "t@example.invalid")
+        self("config", "user.name", "t")
+        self("config", "core.autocrlf", "false")
+
+    def __call__(self, *args: str, data: bytes | None = None) -> bytes:
+        out = subprocess.run(
+            ["git", *args], cwd=self.repo, env=self.env, input=data, capture_output=True, check=True
+        )
+        return out.stdout
+
+    def write(self, name: str, content: bytes, mode: int = 0o644) -> None:
+        path = self.repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        path.chmod(mode)
+
+    def commit(self) -> None:
+        self("add", "-A")
+        self("commit", "-q", "--allow-empty", "-m", "c")
+
+    def staged_diff(self, *flags: str) -> bytes:
+        self("add", "-A")
+        return self("diff", "--cached", *flags)
+
+    def apply(self, patch: bytes, *flags: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            ["git", "apply", *flags],
+            cwd=self.empty,
+            env=self.env,
+            input=patch,
+            capture_output=True,
+            check=False,
+        )
+
+
+@pytest.fixture
+def git(tmp_path: Path) -> Git:
+    return Git(tmp_path)
+
+
+def _numstat(git: Git, patch: bytes, *flags: str) -> list[tuple[str, str, str]]:
+    out = git.apply(patch, "--numstat", "-z", *flags)
+    assert out.returncode == 0, out.stderr
+    fields = out.stdout.split(b"\0")
+    assert fields[-1] == b""
+    rows = []
+    for field in fields[:-1]:
+        added, removed, name = field.split(b"\t", 2)
+        rows.append((added.decode(), removed.decode(), name.decode("utf-8")))
+    return rows
+
+
+def _summary_kinds(git: Git, patch: bytes) -> list[tuple[str, ...]]:
+    out = git.apply(patch, "--summary")
+    assert out.returncode == 0, out.stderr
+    kinds: list[tuple[str, ...]] = []
+    for line in out.stdout.decode("utf-8").splitlines():
+        words = line.split()
+        if words[0] in ("create", "delete"):
+            kinds.append((words[0], words[2]))
+        elif words[0] in ("rename", "copy"):
+            kinds.append((words[0],))
+        elif words[:2] == ["mode", "change"]:
+            kinds.append(("mode", words[2], words[4]))
+    return sorted(kinds)
+
+
+def _parser_kinds(files: tuple[FileDiff, ...]) -> list[tuple[str, ...]]:
+    kinds: list[tuple[str, ...]] = []
+    for f in files:
+        if f.kind == "added":
+            assert f.new_mode is not None
+            kinds.append(("create", f.new_mode))
+        elif f.kind == "deleted":
+            assert f.old_mode is not None
+            kinds.append(("delete", f.old_mode))
+        elif f.kind == "renamed":
+            kinds.append(("rename",))
+        elif f.kind == "copied":
+            kinds.append(("copy",))
+        if f.kind not in ("added", "deleted") and f.old_mode != f.new_mode:
+            assert f.old_mode is not None and f.new_mode is not None
+            kinds.append(("mode", f.old_mode, f.new_mode))
+    return sorted(kinds)
+
+
+def assert_agrees_with_git(git: Git, patch: bytes) -> ParsedDiff:
+    parsed = parse_diff(patch)
+    assert parsed.files, (parsed.findings, patch.decode("utf-8", "replace"))
+    # Tabs are control characters: git quotes such names, the parser decodes them and then
+    # refuses them as a scope finding (documented, stricter than git). Nothing else may differ.
+    has_tab = any("\t" in p for f in parsed.files for p in f.paths)
+    codes = {(f.code, f.category) for f in parsed.findings}
+    expected = {("control-character-in-path", "scope")} if has_tab else set()
+    assert codes == expected, (parsed.findings, patch.decode("utf-8", "replace"))
+    forward = _numstat(git, patch)
+    backward = list(reversed(_numstat(git, patch, "-R")))
+    ours_forward = [
+        (str(f.added_count), str(f.removed_count), f.new_path or f.old_path) for f in parsed.files
+    ]
+    ours_backward = [
+        (str(f.removed_count), str(f.added_count), f.old_path or f.new_path) for f in parsed.files
+    ]
+    assert ours_forward == forward
+    assert ours_backward == backward
+    assert _parser_kinds(parsed.files) == _summary_kinds(git, patch)
+    for f in parsed.files:
+        assert f.added_count == sum(len(h.added) for h in f.hunks)
+        assert f.removed_count == sum(len(h.removed) for h in f.hunks)
+    return parsed
+
+
+# --------------------------------------------------------------------------------------------
+# Named scenarios: (setup before commit, change after commit, git diff flags)
+
+Setup = Callable[[Git], None]
+
+NAMES = [
+    "plain.txt",
+    "with space.txt",
+    "dir with space/in side.md",
+    "tab\there.txt",
+    'quote"mark.txt',
+    "caf\u00e9.txt",
+    "\u65e5\u672c/\u8a9e.txt",
+    "trailing space .txt",
+    "a b/ b/c.txt",
+    "b/ a/x.txt",
+]
+
+
+def _lines(n: int, tag: str = "line") -> bytes:
+    return b"".join(f"{tag} {k}\n".encode() for k in range(1, n + 1))
+
+
+def _base(git: Git) -> None:
+    for name in NAMES:
+        git.write(name, _lines(30, name.replace("\t", "T")))
+    git.write("script.sh", b"#!/bin/sh\necho hi\n", 0o755)
+    git.write("empty.txt", b"")
+    git.write("noeol.txt", b"one\ntwo")
+
+
+def _modify(name: str) -> Setup:
+    def change(git: Git) -> None:
+        content = (git.repo / name).read_bytes().split(b"\n")
+        content[3] = b"changed"
+        content.insert(20, b"inserted")
+        del content[10]
+        git.write(name, b"\n".join(content))
+
+    return change
+
+
+def _delete(name: str) -> Setup:
+    def change(git: Git) -> None:
+        (git.repo / name).unlink()
+
+    return change
+
+
+def _add(name: str, content: bytes, mode: int = 0o644) -> Setup:
+    def change(git: Git) -> None:
+        git.write(name, content, mode)
+
+    return change
+
+
+def _rename(old: str, new: str, edit: bool) -> Setup:
+    def change(git: Git) -> None:
+        content = (git.repo / old).read_bytes()
+        (git.repo / old).unlink()
+        git.write(new, content + (b"appended\n" if edit else b""))
+
+    return change
+
+
+def _copy(old: str, new: str, edit: bool) -> Setup:
+    def change(git: Git) -> None:
+        content = (git.repo / old).read_bytes()
+        git.write(new, content + (b"appended\n" if edit else b""))
+
+    return change
+
+
+def _chmod(name: str, mode: int) -> Setup:
+    def change(git: Git) -> None:
+        (git.repo / name).chmod(mode)
+
+    return change
+
+
+def _many(*changes: Setup) -> Setup:
+    def change(git: Git) -> None:
+        for c in changes:
+            c(git)
+
+    return change
+
+
+MCC = ("-M", "-C", "--find-copies-harder")
+
+SCENARIOS: dict[str, tuple[Setup, tuple[str, ...]]] = {
+    "modify-plain": (_modify("plain.txt"), ()),
+    "modify-name-with-space": (_modify("with space.txt"), ()),
+    "modify-dir-with-space": (_modify("dir with space/in side.md"), ()),
+    "modify-tab-name-quoted": (_modify("tab\there.txt"), ()),
+    "modify-quote-name-quoted": (_modify('quote"mark.txt'), ()),
+    "modify-non-ascii-quoted": (_modify("caf\u00e9.txt"), ()),
+    "modify-cjk-path": (_modify("\u65e5\u672c/\u8a9e.txt"), ()),
+    "modify-trailing-space-name": (_modify("trailing space .txt"), ()),
+    "modify-name-with-b-slash-inside": (_modify("a b/ b/c.txt"), ()),
+    "modify-name-starting-b-slash": (_modify("b/ a/x.txt"), ()),
+    "modify-unified-0": (_modify("plain.txt"), ("-U0",)),
+    "modify-unified-10": (_modify("plain.txt"), ("-U10",)),
+    "modify-add-final-newline": (_add("noeol.txt", b"one\ntwo\n"), ()),
+    "modify-remove-final-newline": (_add("plain.txt", _lines(30, "plain.txt").rstrip()), ()),
+    "modify-noeol-both-sides": (_add("noeol.txt", b"one\nTWO"), ()),
+    "modify-crlf-content": (_add("plain.txt", b"a\r\nb\r\n\x0cc\xe2\x80\xa8d\n"), ()),
+    "modify-empty-to-content": (_add("empty.txt", b"now\n"), ()),
+    "modify-content-to-empty": (_add("noeol.txt", b""), ()),
+    "delete-file": (_delete("plain.txt"), ()),
+    "delete-non-ascii": (_delete("caf\u00e9.txt"), ()),
+    "delete-empty-file": (_delete("empty.txt"), ()),
+    "delete-noeol-file": (_delete("noeol.txt"), ()),
+    "add-file": (_add("new.txt", b"hello\nworld\n"), ()),
+    "add-file-deep": (_add("x/y/z/new file.txt", b"hello\n"), ()),
+    "add-empty-file": (_add("new-empty.txt", b""), ()),
+    "add-empty-file-with-space": (_add("new empty.txt", b""), ()),
+    "add-executable": (_add("run.sh", b"#!/bin/sh\n", 0o755), ()),
+    "add-empty-executable": (_add("run2.sh", b"", 0o755), ()),
+    "add-no-final-newline": (_add("n.txt", b"x"), ()),
+    "add-quoted-tab-name": (_add("new\ttab.txt", b"t\n"), ()),
+    "rename-pure": (_rename("plain.txt", "renamed.txt", False), MCC),
+    "rename-pure-with-spaces": (_rename("with space.txt", "still space.txt", False), MCC),
+    "rename-with-edit": (_rename("plain.txt", "renamed.txt", True), MCC),
+    "rename-to-quoted-name": (_rename("plain.txt", "re\tnamed.txt", True), MCC),
+    "rename-from-quoted-name": (_rename("tab\there.txt", "untabbed.txt", False), MCC),
+    "rename-empty-file": (_rename("empty.txt", "empty2.txt", False), MCC),
+    "rename-into-dir": (_rename("plain.txt", "sub dir/plain.txt", False), MCC),
+    "rename-and-chmod": (
+        _many(_rename("plain.txt", "exe.txt", False), _chmod("exe.txt", 0o755)),
+        MCC,
+    ),
+    "copy-pure": (_copy("plain.txt", "copy.txt", False), MCC),
+    "copy-with-edit": (_copy("plain.txt", "copy.txt", True), MCC),
+    "copy-and-modify-source": (_many(_copy("plain.txt", "c.txt", True), _modify("plain.txt")), MCC),
+    "chmod-plus-x": (_chmod("plain.txt", 0o755), ()),
+    "chmod-minus-x": (_chmod("script.sh", 0o644), ()),
+    "chmod-and-edit": (_many(_chmod("plain.txt", 0o755), _modify("plain.txt")), ()),
+    "everything": (
+        _many(
+            _modify("with space.txt"),
+            _delete("caf\u00e9.txt"),
+            _add("brand new.txt", b"n\n"),
+            _rename("tab\there.txt", "tab gone.txt", True),
+            _chmod("script.sh", 0o644),
+            _add("e.txt", b""),
+        ),
+        MCC,
+    ),
+    "everything-no-rename-detection": (
+        _many(_rename("plain.txt", "renamed.txt", False), _modify("with space.txt")),
+        ("--no-renames",),
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_parser_agrees_with_git_apply(git: Git, scenario: str) -> None:
+    change, flags = SCENARIOS[scenario]
+    _base(git)
+    git.commit()
+    change(git)
+    parsed = assert_agrees_with_git(git, git.staged_diff(*flags))
+    assert parsed.files
+
+
+def test_quotepath_off_keeps_raw_utf8_names(git: Git) -> None:
+    git.write("\u00fc ber.txt", b"a\n")
+    git.commit()
+    git("config", "core.quotepath", "false")
+    git.write("\u00fc ber.txt", b"b\n")
+    patch = git.staged_diff()
+    assert "\u00fc ber.txt".encode() in patch.splitlines()[0]
+    parsed = assert_agrees_with_git(git, patch)
+    assert parsed.files[0].new_path == "\u00fc ber.txt"
+
+
+def test_renamed_paths_match_rename_headers(git: Git) -> None:
+    _base(git)
+    git.commit()
+    _rename("tab\there.txt", "re named.txt", True)(git)
+    parsed = assert_agrees_with_git(git, git.staged_diff(*MCC))
+    (f,) = parsed.files
+    assert (f.kind, f.old_path, f.new_path) == ("renamed", "tab\there.txt", "re named.txt")
+
+
+# --------------------------------------------------------------------------------------------
+# Broken patches: git refuses, so the parser must refuse.
+
+
+def _good_patch(git: Git) -> bytes:
+    _base(git)
+    git.commit()
+    _many(
+        _modify("plain.txt"),
+        _add("brand new.txt", b"n\nm\n"),
+        _delete("noeol.txt"),
+        _rename("with space.txt", "moved.txt", True),
+    )(git)
+    return git.staged_diff(*MCC)
+
+
+def _replace(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
+    def mutate(patch: bytes) -> bytes:
+        assert old in patch, old
+        return patch.replace(old, new, 1)
+
+    return mutate
+
+
+BROKEN: dict[str, Callable[[bytes], bytes]] = {
+    "drop-plus-header": _replace(b"+++ b/plain.txt\n", b""),
+    "drop-minus-header": _replace(b"--- a/plain.txt\n", b""),
+    "hunk-header-garbage": _replace(b"@@ -1,", b"@@ -x,"),
+    "rename-to-wrong": _replace(b"rename to moved.txt", b"rename to elsewhere.txt"),
+    "hunk-count-too-big": _replace(b"@@ -0,0 +1,2 @@", b"@@ -0,0 +1,3 @@"),
+    "no-diff-git-at-all": lambda p: b"hello\nworld\n",
+    "new-file-dev-null-swapped": _replace(b"--- /dev/null", b"--- a/brand new.txt"),
+    "garbage-line-inside-hunk": _replace(b"+n\n", b"+n\ngarbage\n"),
+    "deleted-file-keeps-plus-name": _replace(b"+++ /dev/null", b"+++ b/noeol.txt"),
+}
+
+# Patches git accepts but the parser refuses on purpose (documented in .fragments/diff.md).
+STRICTER_THAN_GIT: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+    "truncated-before-plus-header": (
+        lambda p: p[: p.index(b"+++ /dev/null")],
+        "malformed-file-header",
+    ),
+    "minus-header-names-other-file": (
+        _replace(b"--- a/plain.txt", b"--- a/other.txt"),
+        "path-mismatch",
+    ),
+    "plus-header-names-other-file": (
+        _replace(b"+++ b/plain.txt", b"+++ b/other.txt"),
+        "path-mismatch",
+    ),
+    "unterminated-quoted-name": (
+        _replace(b"--- a/plain.txt", b'--- "a/plain.txt'),
+        "malformed-file-header",
+    ),
+    "absolute-path-in-diff-git": (
+        _replace(b"diff --git a/plain.txt b/plain.txt", b"diff --git /plain.txt /plain.txt"),
+        "malformed-diff-git-header",
+    ),
+    "timestamp-after-name": (
+        _replace(b"--- a/plain.txt", b"--- a/plain.txt\t2024-01-01"),
+        "malformed-file-header",
+    ),
+    "blank-context-line": (_replace(b" plain.txt 18\n", b"\n"), "hunk-count-mismatch"),
+    "localized-no-newline-marker": (
+        _replace(b"\\ No newline at end of file", b"\\ Kein Zeilenumbruch am Dateiende."),
+        "malformed-no-newline-marker",
+    ),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(BROKEN))
+def test_parser_refuses_what_git_refuses(git: Git, mutation: str) -> None:
+    patch = BROKEN[mutation](_good_patch(git))
+    assert git.apply(patch, "--numstat").returncode != 0, "mutation must be one git refuses"
+    assert not parse_diff(patch).valid
+
+
+@pytest.mark.parametrize("mutation", sorted(STRICTER_THAN_GIT))
+def test_parser_is_stricter_than_git_where_documented(git: Git, mutation: str) -> None:
+    mutate, code = STRICTER_THAN_GIT[mutation]
+    patch = mutate(_good_patch(git))
+    assert git.apply(patch, "--numstat").returncode == 0, "git accepts this one"
+    parsed = parse_diff(patch)
+    assert not parsed.valid
+    assert code in {f.code for f in parsed.findings}
+
+
+def test_random_mutations_git_refuses_are_refused(git: Git) -> None:
+    """Seeded byte/line mutations of a real patch: never looser than git."""
+    good = _good_patch(git)
+    assert_agrees_with_git(git, good)
+    rng = random.Random(20240229)
+    lines = good.split(b"\n")
+    refused_by_git = 0
+    for _ in range(150):
+        mutated = list(lines)
+        op = rng.randrange(4)
+        k = rng.randrange(len(mutated) - 1)
+        if op == 0:
+            del mutated[k]
+        elif op == 1:
+            mutated.insert(k, mutated[rng.randrange(len(mutated))])
+        elif op == 2:
+            line = bytearray(mutated[k] or b" ")
+            line[rng.randrange(len(line))] = rng.choice(b' +-@\\ab/\t"0123')
+            mutated[k] = bytes(line)
+        else:
+            mutated[k], mutated[k + 1] = mutated[k + 1], mutated[k]
+        patch = b"\n".join(mutated)
+        parsed = parse_diff(patch)
+        if git.apply(patch, "--numstat").returncode != 0:
+            refused_by_git += 1
+            assert not parsed.valid, patch.decode("utf-8", "replace")
+        elif parsed.valid:
+            assert_agrees_with_git(git, patch)
+    assert refused_by_git > 20
+
+
+# --------------------------------------------------------------------------------------------
+# Seeded random repositories
+
+
+POOL = [
+    "a.txt",
+    "b c.txt",
+    "d/e f.txt",
+    "g\th.txt",
+    'i"j.txt',
+    "k\u00e9.txt",
+    "l/m/n.txt",
+    "o  p.txt",
+    "q r/s t/u v.txt",
+    "w\u2603.md",
+    "x-y_z.py",
+]
+
+
+def _random_content(rng: random.Random) -> bytes:
+    n = rng.choice([0, 1, 2, 5, 20, 60])
+    body = b"".join(
+        rng.choice([b"alpha", b"beta", b"", b"  gamma\r", b"delta \xc3\xa9", b"eps\x0cilon"])
+        + b" %d\n" % rng.randrange(8)
+        for _ in range(n)
+    )
+    if body and rng.random() < 0.2:
+        body = body[:-1]
+    return body
+
+
+def _random_edit(git: Git, rng: random.Random, present: set[str]) -> None:
+    absent = [
+        p
+        for p in POOL
+        if p not in present
+        and not any(q.startswith(p + "/") or p.startswith(q + "/") for q in present)
+    ]
+    op = rng.choice(["modify", "modify", "modify", "add", "delete", "rename", "copy", "chmod"])
+    if op in ("add", "rename", "copy") and not absent:
+        op = "modify"
+    if op != "add" and not present:
+        op = "add"
+    if op == "add":
+        name = rng.choice(absent)
+        git.write(name, _random_content(rng), rng.choice([0o644, 0o755]))
+        present.add(name)
+        return
+    name = rng.choice(sorted(present))
+    path = git.repo / name
+    if op == "modify":
+        lines = path.read_bytes().split(b"\n")
+        for _ in range(rng.randrange(1, 4)):
+            k = rng.randrange(len(lines) + 1)
+            action = rng.randrange(3)
+            if action == 0 or not lines:
+                lines.insert(k, b"new %d" % rng.randrange(100))
+            elif action == 1:
+                del lines[min(k, len(lines) - 1)]
+            else:
+                lines[min(k, len(lines) - 1)] = b"changed %d" % rng.randrange(100)
+        path.write_bytes(b"\n".join(lines))
+    elif op == "delete":
+        path.unlink()
+        present.discard(name)
+    elif op in ("rename", "copy"):
+        target = rng.choice(absent)
+        content = path.read_bytes()
+        if rng.random() < 0.5:
+            content += b"tail\n"
+        if op == "rename":
+            path.unlink()
+            present.discard(name)
+        git.write(target, content)
+        present.add(target)
+    else:
+        path.chmod(0o755 if not os.access(path, os.X_OK) else 0o644)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_repositories_agree_with_git(git: Git, seed: int) -> None:
+    rng = random.Random(seed)
+    present: set[str] = set()
+    for _ in range(4):
+        _random_edit(git, rng, present)
+    git.commit()
+    edits = 0
+    for _round in range(3):
+        for _ in range(rng.randrange(3, 9)):
+            _random_edit(git, rng, present)
+            edits += 1
+        flags = rng.choice([(), MCC, ("-M",), ("-U0",), ("-U1", "-M"), ("--no-renames",)])
+        patch = git.staged_diff(*flags)
+        if patch:
+            assert_agrees_with_git(git, patch)
+        git.commit()
+    assert edits >= 9

@@ -1,0 +1,419 @@
+"""Hostile patches: each case names the attack it stops, and the finding code/category expected."""
+
+from __future__ import annotations
+
+import pytest
+
+from verifiers.diff import MAX_FILES, parse_diff
+
+
+def section(a: str = "a/f.txt", b: str = "b/f.txt", *, body: str | None = None) -> str:
+    minus = "--- " + a
+    plus = "+++ " + b
+    if body is None:
+        body = "@@ -1,2 +1,2 @@\n x\n-y\n+z\n"
+    return f"diff --git {a} {b}\nindex 1111111..2222222 100644\n{minus}\n{plus}\n{body}"
+
+
+def new_file(name: str, body: str = "@@ -0,0 +1 @@\n+x\n", mode: str = "100644") -> str:
+    return (
+        f"diff --git a/{name} b/{name}\nnew file mode {mode}\nindex 0000000..1111111\n"
+        f"--- /dev/null\n+++ b/{name}\n{body}"
+    )
+
+
+GOOD = section()
+
+CASES: dict[str, tuple[bytes, str, str]] = {
+    # ---- path safety (scope)
+    "dotdot-in-b-path": (
+        section("a/../etc/passwd", "b/../etc/passwd").encode(),
+        "path-traversal",
+        "scope",
+    ),
+    "dotdot-in-middle": (section("a/x/../../y", "b/x/../../y").encode(), "path-traversal", "scope"),
+    "single-dot-component": (section("a/./f", "b/./f").encode(), "path-traversal", "scope"),
+    "quoted-escape-decodes-to-dotdot": (
+        section('"a/\\056\\056/x"', '"b/\\056\\056/x"').encode(),
+        "path-traversal",
+        "scope",
+    ),
+    "nul-in-quoted-path": (section('"a/x\\000y"', '"b/x\\000y"').encode(), "nul-in-path", "scope"),
+    "newline-escape-in-quoted-path": (
+        section('"a/x\\ny"', '"b/x\\ny"').encode(),
+        "control-character-in-path",
+        "scope",
+    ),
+    "cr-in-path": (section("a/x\ry", "b/x\ry").encode(), "control-character-in-path", "scope"),
+    "escape-char-in-path": (
+        section("a/x\x1b[31m", "b/x\x1b[31m").encode(),
+        "control-character-in-path",
+        "scope",
+    ),
+    "c1-control-in-path": (
+        section("a/x\x85", "b/x\x85").encode(),
+        "control-character-in-path",
+        "scope",
+    ),
+    "absolute-path-in-plusplusplus": (
+        new_file("x")
+        .replace("+++ b/x", "+++ b//etc/x")
+        .replace("a/x b/x", "a//etc/x b//etc/x")
+        .encode(),
+        "absolute-path",
+        "scope",
+    ),
+    "absolute-path-everywhere": (
+        section("a//etc/passwd", "b//etc/passwd").encode(),
+        "absolute-path",
+        "scope",
+    ),
+    "dotgit-component": (
+        section("a/.git/config", "b/.git/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-uppercase-component": (
+        section("a/.GIT/hooks/x", "b/.GIT/hooks/x").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-trailing-dot-ntfs": (
+        section("a/.git./config", "b/.git./config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-8dot3-name": (
+        section("a/GIT~1/config", "b/GIT~1/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-hfs-ignorable": (
+        section("a/.g\u200cit/config", "b/.g\u200cit/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-nested": (section("a/sub/.Git/x", "b/sub/.Git/x").encode(), "dotgit-path", "scope"),
+    "trailing-slash-path": (section("a/dir/", "b/dir/").encode(), "trailing-slash-path", "scope"),
+    "empty-component": (section("a/x//y", "b/x//y").encode(), "empty-path-component", "scope"),
+    "backslash-traversal": (
+        section('"a/..\\\\x"', '"b/..\\\\x"').encode(),
+        "backslash-in-path",
+        "scope",
+    ),
+    "rename-to-dotdot": (
+        b"diff --git a/x b/../x\nsimilarity index 100%\nrename from x\nrename to ../x\n",
+        "path-traversal",
+        "scope",
+    ),
+    "symlink-mode-120000": (new_file("l", mode="120000").encode(), "symlink-mode", "scope"),
+    "symlink-in-index-line": (
+        section().replace("100644", "120000").encode(),
+        "symlink-mode",
+        "scope",
+    ),
+    "symlink-via-mode-change": (
+        b"diff --git a/f b/f\nold mode 100644\nnew mode 120000\n",
+        "symlink-mode",
+        "scope",
+    ),
+    "gitlink-160000": (
+        b"diff --git a/m b/m\nnew file mode 160000\nindex 0000000..1111111\n--- /dev/null\n"
+        b"+++ b/m\n@@ -0,0 +1 @@\n+Subproject commit 1111111111111111111111111111111111111111\n",
+        "gitlink-mode",
+        "scope",
+    ),
+    # ---- structure (correctness)
+    "odd-mode-100664": (new_file("x", mode="100664").encode(), "invalid-mode", "correctness"),
+    "overcounted-hunk": (
+        section(body="@@ -1,3 +1,3 @@\n x\n-y\n+z\n").encode(),
+        "hunk-count-mismatch",
+        "correctness",
+    ),
+    "undercounted-hunk": (
+        section(body="@@ -1,2 +1,1 @@\n x\n-y\n+z\n").encode(),
+        "hunk-lines-after-count",
+        "correctness",
+    ),
+    "hunk-lines-after-count-exhausted": (
+        section(body="@@ -1 +1 @@\n-y\n+z\n+smuggled\n").encode(),
+        "hunk-lines-after-count",
+        "correctness",
+    ),
+    "removed-line-beyond-old-count": (
+        section(body="@@ -1,1 +1,3 @@\n-y\n-w\n+z\n+a\n").encode(),
+        "hunk-count-mismatch",
+        "correctness",
+    ),
+    "context-only-hunk": (
+        section(body="@@ -1,2 +1,2 @@\n x\n y\n").encode(),
+        "context-only-hunk",
+        "correctness",
+    ),
+    "hunk-starts-at-zero": (
+        section(body="@@ -0,1 +0,1 @@\n-y\n+z\n").encode(),
+        "invalid-hunk-range",
+        "correctness",
+    ),
+    "overlapping-hunks": (
+        section(body="@@ -1,2 +1,2 @@\n x\n-y\n+z\n@@ -2,1 +2,1 @@\n-y\n+q\n").encode(),
+        "hunks-out-of-order",
+        "correctness",
+    ),
+    "out-of-order-hunks": (
+        section(body="@@ -10 +10 @@\n-y\n+z\n@@ -2 +2 @@\n-y\n+q\n").encode(),
+        "hunks-out-of-order",
+        "correctness",
+    ),
+    "new-start-lies-about-offset": (
+        section(body="@@ -5 +9 @@\n-y\n+z\n").encode(),
+        "hunk-offset-mismatch",
+        "correctness",
+    ),
+    "malformed-hunk-header": (
+        section(body="@@ -1,x +1 @@\n-y\n+z\n").encode(),
+        "malformed-hunk-header",
+        "correctness",
+    ),
+    "hunk-header-leading-zero": (
+        section(body="@@ -01 +01 @@\n-y\n+z\n").encode(),
+        "malformed-hunk-header",
+        "correctness",
+    ),
+    "new-file-with-removed-lines": (
+        new_file("n", body="@@ -1 +1 @@\n-old\n+new\n").encode(),
+        "new-file-with-removed-lines",
+        "correctness",
+    ),
+    "new-file-not-starting-at-zero": (
+        new_file("n", body="@@ -3,0 +4 @@\n+x\n").encode(),
+        "invalid-hunk-range",
+        "correctness",
+    ),
+    "deleted-file-with-added-lines": (
+        b"diff --git a/d b/d\ndeleted file mode 100644\nindex 1111111..0000000\n--- a/d\n"
+        b"+++ /dev/null\n@@ -1 +1 @@\n-x\n+y\n",
+        "deleted-file-with-added-lines",
+        "correctness",
+    ),
+    "duplicate-section-same-path": ((GOOD + GOOD).encode(), "duplicate-path", "correctness"),
+    "delete-then-modify-same-path": (
+        (
+            "diff --git a/f.txt b/f.txt\ndeleted file mode 100644\nindex 1111111..0000000\n"
+            "--- a/f.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n" + GOOD
+        ).encode(),
+        "duplicate-path",
+        "correctness",
+    ),
+    "header-disagrees-with-diff-git": (
+        section().replace("+++ b/f.txt", "+++ b/other.txt").encode(),
+        "path-mismatch",
+        "correctness",
+    ),
+    "minus-header-disagrees": (
+        section().replace("--- a/f.txt", "--- a/evil.txt").encode(),
+        "path-mismatch",
+        "correctness",
+    ),
+    "rename-to-disagrees": (
+        b"diff --git a/x b/y\nsimilarity index 90%\nrename from x\nrename to z\n"
+        b"index 1111111..2222222 100644\n--- a/x\n+++ b/y\n@@ -1 +1 @@\n-a\n+b\n",
+        "path-mismatch",
+        "correctness",
+    ),
+    "rename-without-similarity-100-and-no-hunks": (
+        b"diff --git a/x b/y\nsimilarity index 50%\nrename from x\nrename to y\n",
+        "missing-hunks",
+        "correctness",
+    ),
+    "modified-section-with-no-hunks": (
+        b"diff --git a/x b/x\nindex 1111111..2222222 100644\n",
+        "missing-hunks",
+        "correctness",
+    ),
+    "header-only-new-file-claims-content": (
+        b"diff --git a/x b/x\nnew file mode 100644\nindex 0000000..1234567\n",
+        "missing-hunks",
+        "correctness",
+    ),
+    "dev-null-without-new-file-mode": (
+        section().replace("--- a/f.txt", "--- /dev/null").encode(),
+        "inconsistent-headers",
+        "correctness",
+    ),
+    "new-and-deleted-at-once": (
+        b"diff --git a/x b/x\nnew file mode 100644\ndeleted file mode 100644\n",
+        "inconsistent-headers",
+        "correctness",
+    ),
+    "duplicate-extended-header": (
+        section().replace("index ", "old mode 100644\nold mode 100755\nindex ").encode(),
+        "duplicate-extended-header",
+        "correctness",
+    ),
+    "unknown-extended-header": (
+        section().replace("index ", "x-evil: 1\nindex ").encode(),
+        "unknown-extended-header",
+        "correctness",
+    ),
+    "unresolvable-spaces-in-diff-git": (
+        b"diff --git a/x b/y b/z\nold mode 100644\nnew mode 100755\n",
+        "ambiguous-diff-git-header",
+        "correctness",
+    ),
+    "git-binary-patch": (
+        b"diff --git a/x.bin b/x.bin\nindex 1111111..2222222 100644\nGIT binary patch\n"
+        b"literal 3\nKcmZ?wbN~PV00IC2\n\nliteral 0\nHcmV?d00001\n\n",
+        "binary-patch",
+        "correctness",
+    ),
+    "binary-files-differ": (
+        b"diff --git a/x.bin b/x.bin\nindex 1111111..2222222 100644\n"
+        b"Binary files a/x.bin and b/x.bin differ\n",
+        "binary-patch",
+        "correctness",
+    ),
+    "text-between-sections": (
+        (GOOD + "hello\n" + section("a/g", "b/g")).encode(),
+        "unexpected-text",
+        "correctness",
+    ),
+    "text-before-first-section": (
+        ("Subject: [PATCH] x\n\n" + GOOD).encode(),
+        "unexpected-text",
+        "correctness",
+    ),
+    "format-patch-mail-header": (
+        ("From 1234 Mon Sep 17 00:00:00 2001\nFrom: a <a@b>\nSubject: x\n---\n" + GOOD).encode(),
+        "unexpected-text",
+        "correctness",
+    ),
+    "combined-diff-cc": (
+        b"diff --cc f\nindex 1,2..3\n--- a/f\n+++ b/f\n@@@ -1,1 -1,1 +1,1 @@@\n- a\n +b\n",
+        "unexpected-text",
+        "correctness",
+    ),
+    "plain-unified-diff-without-diff-git": (
+        b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n",
+        "unexpected-text",
+        "correctness",
+    ),
+    "final-line-without-newline": (GOOD.encode()[:-1], "missing-final-newline", "correctness"),
+    "form-feed-not-a-line-break": (
+        section(body="@@ -1 +1 @@\n-y\n+z\x0c+smuggled\n").encode().replace(b"z\x0c+", b"z\x0c+")
+        + b"+another\n",
+        "hunk-lines-after-count",
+        "correctness",
+    ),
+    "u2028-not-a-line-break": (
+        (section(body="@@ -1 +1,2 @@\n-y\n+z\u2028+w\n")).encode(),
+        "hunk-count-mismatch",
+        "correctness",
+    ),
+    "cr-not-a-line-break": (
+        section(body="@@ -1 +1,2 @@\n-y\n+z\r+w\n").encode(),
+        "hunk-count-mismatch",
+        "correctness",
+    ),
+    "crlf-patch-line-endings": (
+        GOOD.replace("\n", "\r\n").encode(),
+        "malformed-extended-header",
+        "correctness",
+    ),
+    "invalid-utf8": (
+        section().replace("+z", "+\udcff").encode("utf-8", "surrogateescape"),
+        "invalid-utf8",
+        "correctness",
+    ),
+    "overlong-utf8-slash": (
+        section().encode().replace(b"+z", b"+\xc0\xaf"),
+        "invalid-utf8",
+        "correctness",
+    ),
+    "misplaced-no-newline-marker": (
+        section(body="@@ -1,2 +1,2 @@\n\\ No newline at end of file\n x\n-y\n+z\n").encode(),
+        "misplaced-no-newline-marker",
+        "correctness",
+    ),
+    "lines-after-no-newline-marker": (
+        section(body="@@ -1,2 +1,2 @@\n-y\n\\ No newline at end of file\n x\n+z\n").encode(),
+        "hunk-count-mismatch",
+        "correctness",
+    ),
+    "hunk-after-no-newline-marker": (
+        section(
+            body="@@ -1 +1 @@\n-y\n+z\n\\ No newline at end of file\n@@ -5 +5 @@\n-q\n+r\n"
+        ).encode(),
+        "misplaced-no-newline-marker",
+        "correctness",
+    ),
+    "bad-quoted-escape": (
+        section('"a/x\\q"', '"b/x\\q"').encode(),
+        "malformed-quoted-path",
+        "correctness",
+    ),
+    "quoted-octal-not-utf8": (
+        section('"a/x\\377"', '"b/x\\377"').encode(),
+        "malformed-quoted-path",
+        "correctness",
+    ),
+    "missing-prefixes": (
+        section("f.txt", "f.txt").encode(),
+        "malformed-diff-git-header",
+        "correctness",
+    ),
+    "empty-patch": (b"", "empty-patch", "correctness"),
+    "only-blank-lines": (b"\n\n\n", "empty-patch", "correctness"),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(CASES))
+def test_hostile_patch_is_refused(attack: str) -> None:
+    data, code, category = CASES[attack]
+    parsed = parse_diff(data)
+    assert not parsed.valid
+    assert (code, category) in {(f.code, f.category) for f in parsed.findings}, parsed.findings
+
+
+def test_good_baseline_is_valid() -> None:
+    # The hostile cases are built from this section; it must itself be accepted.
+    assert parse_diff(GOOD.encode()).valid
+    assert parse_diff(new_file("x").encode()).valid
+
+
+def test_oversize_checked_before_parse() -> None:
+    # Invalid UTF-8, no newline, garbage: only the size finding appears, so nothing was parsed.
+    huge = b"\xff" * 5000
+    parsed = parse_diff(huge, max_bytes=4096)
+    assert [(f.code, f.category, f.line) for f in parsed.findings] == [
+        ("patch-too-large", "policy", None)
+    ]
+    assert parsed.files == ()
+
+
+def test_oversize_by_one_byte_of_valid_patch() -> None:
+    data = GOOD.encode()
+    assert parse_diff(data, max_bytes=len(data)).valid
+    parsed = parse_diff(data, max_bytes=len(data) - 1)
+    assert [f.code for f in parsed.findings] == ["patch-too-large"]
+
+
+def test_too_many_files_is_capped() -> None:
+    data = "".join(new_file(f"f{k}") for k in range(MAX_FILES + 1)).encode()
+    parsed = parse_diff(data)
+    assert not parsed.valid
+    assert ("too-many-files", "policy") in {(f.code, f.category) for f in parsed.findings}
+    assert parsed.files == ()
+
+
+def test_many_findings_are_capped() -> None:
+    data = ("".join(f"diff --git a/f{k} b/f{k}\nbogus\n" for k in range(3000))).encode()
+    parsed = parse_diff(data)
+    assert len(parsed.findings) == 1001
+    assert parsed.findings[-1].code == "too-many-findings"
+
+
+@pytest.mark.parametrize("value", ["not bytes", None, 12, ["diff"]])
+def test_non_bytes_input_is_a_finding(value: object) -> None:
+    parsed = parse_diff(value)  # type: ignore[arg-type]
+    assert [f.code for f in parsed.findings] == ["not-bytes"]

@@ -1,0 +1,137 @@
+"""Property tests: parse_diff is total, deterministic, and its counts match the body."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from verifiers.diff import ParsedDiff, parse_diff
+
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _file(name: str, old: list[str], new: list[str]) -> bytes:
+    """A one-hunk modification patch whose body is ``old`` removed then ``new`` added."""
+    head = (
+        f"diff --git a/{name} b/{name}\nindex 1111111..2222222 100644\n--- a/{name}\n+++ b/{name}\n"
+    )
+    hunk = f"@@ -1,{len(old) + 1} +1,{len(new) + 1} @@\n ctx\n"
+    body = "".join(f"-{t}\n" for t in old) + "".join(f"+{t}\n" for t in new)
+    return (head + hunk + body).encode()
+
+
+names = st.from_regex(r"[a-z][a-z0-9_]{0,8}(/[a-z0-9_]{1,8}){0,2}\.txt", fullmatch=True)
+texts = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), max_size=20
+)
+bodies = st.lists(texts, max_size=6)
+
+
+@st.composite
+def valid_patches(draw: st.DrawFn) -> tuple[bytes, list[tuple[int, int]]]:
+    chosen = draw(st.lists(names, min_size=1, max_size=4, unique=True))
+    parts: list[bytes] = []
+    counts: list[tuple[int, int]] = []
+    for name in chosen:
+        old = draw(bodies)
+        new = draw(bodies)
+        if not old and not new:
+            new = ["x"]
+        parts.append(_file(name, old, new))
+        counts.append((len(new), len(old)))
+    return b"".join(parts), counts
+
+
+def _assert_total(data: bytes) -> ParsedDiff:
+    first = parse_diff(data)
+    assert "internal-error" not in {f.code for f in first.findings}
+    assert parse_diff(data) == first
+    assert first.valid == (not first.findings and bool(first.files))
+    for f in first.findings:
+        assert f.category in ("correctness", "scope", "policy")
+        assert f.line is None or 1 <= f.line <= data.count(b"\n") + 1
+    return first
+
+
+@SETTINGS
+@given(st.binary(max_size=2000))
+def test_random_bytes_never_raise(data: bytes) -> None:
+    _assert_total(data)
+
+
+@SETTINGS
+@given(valid_patches())
+def test_valid_patch_counts_equal_body_lines(case: tuple[bytes, list[tuple[int, int]]]) -> None:
+    data, counts = case
+    parsed = _assert_total(data)
+    assert parsed.valid, parsed.findings
+    assert [(f.added_count, f.removed_count) for f in parsed.files] == counts
+    plus = minus = 0
+    in_hunk = False
+    for ln in data.split(b"\n"):
+        if ln.startswith(b"diff --git "):
+            in_hunk = False
+        elif ln.startswith(b"@@ "):
+            in_hunk = True
+        elif in_hunk:
+            plus += ln.startswith(b"+")
+            minus += ln.startswith(b"-")
+    assert sum(c[0] for c in counts) == plus
+    assert sum(c[1] for c in counts) == minus
+
+
+@SETTINGS
+@given(valid_patches(), st.data())
+def test_byte_mutations_never_raise(
+    case: tuple[bytes, list[tuple[int, int]]], data: st.DataObject
+) -> None:
+    patch = bytearray(case[0])
+    for _ in range(data.draw(st.integers(1, 4))):
+        op = data.draw(st.sampled_from(["flip", "insert", "delete"]))
+        pos = data.draw(st.integers(0, max(0, len(patch) - 1)))
+        if op == "flip" and patch:
+            patch[pos] ^= 1 << data.draw(st.integers(0, 7))
+        elif op == "insert":
+            patch[pos:pos] = data.draw(st.binary(min_size=1, max_size=4))
+        elif patch:
+            del patch[pos]
+    _assert_total(bytes(patch))
+
+
+@SETTINGS
+@given(valid_patches(), st.data())
+def test_line_mutations_never_raise(
+    case: tuple[bytes, list[tuple[int, int]]], data: st.DataObject
+) -> None:
+    lines = case[0].split(b"\n")
+    for _ in range(data.draw(st.integers(1, 3))):
+        op = data.draw(st.sampled_from(["drop", "dup", "swap", "replace"]))
+        k = data.draw(st.integers(0, len(lines) - 1))
+        j = data.draw(st.integers(0, len(lines) - 1))
+        if op == "drop" and len(lines) > 1:
+            del lines[k]
+        elif op == "dup":
+            lines.insert(k, lines[j])
+        elif op == "swap":
+            lines[k], lines[j] = lines[j], lines[k]
+        else:
+            lines[k] = data.draw(
+                st.sampled_from(
+                    [
+                        b"",
+                        b"@@ -1 +1 @@",
+                        b"\\ No newline at end of file",
+                        b"+x",
+                        b"-y",
+                        b" z",
+                        b"diff --git a/q b/q",
+                        b"--- /dev/null",
+                    ]
+                )
+            )
+    mutated = b"\n".join(lines)
+    parsed = _assert_total(mutated)
+    if parsed.valid:
+        for f in parsed.files:
+            assert f.added_count == sum(len(h.added) for h in f.hunks)
+            assert f.removed_count == sum(len(h.removed) for h in f.hunks)
