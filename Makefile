@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	@PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
+	@$(BIN)/python scripts/demo.py
 
 test: lint typecheck unit
 

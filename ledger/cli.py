@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,7 +153,7 @@ def show(
     from .store import Ledger
 
     with Ledger.open(STATE.db) as ledger:
-        if ref.isdigit():
+        if ref.isascii() and ref.isdigit():
             entry = ledger.entry(int(ref))
         elif ref.startswith("blake3:"):
             entry = ledger.entry_by_hash(ref)
@@ -774,6 +775,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
     except BrokenPipeError:
         raise SystemExit(EXIT_OK) from None
+    except Exception as exc:
+        # A bug, not a refusal: every write is one transaction, so nothing was written.
+        if os.environ.get("LEDGER_DEBUG"):
+            raise
+        _fail(
+            "internal-error",
+            f"{type(exc).__name__}: {exc}; nothing was written (a bug: please report it;"
+            " LEDGER_DEBUG=1 shows the traceback)",
+            EXIT_REFUSED,
+            as_json,
+        )
     raise SystemExit(result if isinstance(result, int) else EXIT_OK)
 
 

@@ -487,6 +487,12 @@ def select_task(
             "no-committed-plan",
             f"no frozen cohort commits a plan for {wanted}; freeze its cohort first",
         )
+    if len(matches) > 1 and task is None:
+        # A WorkUnit reused by a successor: a burned cohort accepts nothing, so it cannot be the
+        # one meant. (Named explicitly, or the only match, it is refused below as burned.)
+        open_matches = [m for m in matches if state.cohorts[m.cohort].burned_entry is None]
+        if open_matches:
+            matches = open_matches
     if len(matches) > 1:
         names = ", ".join(sorted(f"{m.cohort}/{m.task}" for m in matches))
         raise CommitError(
