@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,6 +60,7 @@ def _root(
         typer.Option(
             "--db",
             envvar="LEDGER_DB",
+            readable=False,  # the store says why a ledger cannot be read, with a stable code
             help="The ledger file (default: $LEDGER_DB, else ./ledger.db).",
             show_default=False,
         ),
@@ -153,7 +155,7 @@ def show(
     from .store import Ledger
 
     with Ledger.open(STATE.db) as ledger:
-        if ref.isascii() and ref.isdigit():
+        if re.fullmatch(r"[0-9]{1,64}", ref):
             entry = ledger.entry(int(ref))
         elif ref.startswith("blake3:"):
             entry = ledger.entry_by_hash(ref)
@@ -195,8 +197,14 @@ def _show_object(obj: Any, as_json: bool) -> int:
             "media_type": obj.media_type,
             "size": obj.size,
         }
+        document: Any = None
         if obj.media_type == "application/json" and text is not None:
-            doc["document"] = json.loads(text)
+            try:
+                document = json.loads(text)
+            except ValueError:
+                document = None  # labelled JSON but is not: show the bytes instead
+        if document is not None:
+            doc["document"] = document
         else:
             doc["body_base64"] = base64.b64encode(obj.body).decode("ascii")
         _emit_json(doc)

@@ -292,11 +292,18 @@ class Ledger:
         )
 
     def get_object(self, digest: str) -> StoredObject | None:
+        """The object at ``digest``; None when absent or its body is not stored as bytes.
+
+        The ledger only writes BLOBs; another storage class means the file was edited, which
+        the audit reports (object-digest-mismatch). Readers must not guess at the bytes.
+        """
         row = self._conn.execute(
             "SELECT digest, sha256, media_type, size, body FROM objects WHERE digest = ?",
             (digest,),
         ).fetchone()
-        return None if row is None else StoredObject(row[0], row[1], row[2], row[3], bytes(row[4]))
+        if row is None or not isinstance(row[4], bytes):
+            return None
+        return StoredObject(row[0], row[1], row[2], row[3], row[4])
 
     def has_object(self, digest: str) -> bool:
         row = self._conn.execute("SELECT 1 FROM objects WHERE digest = ?", (digest,)).fetchone()

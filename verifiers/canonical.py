@@ -93,7 +93,11 @@ def _escape(key: str) -> str:
 def canonical_bytes(value: object) -> bytes:
     """The canonical JSON bytes of ``value``; raises CanonicalFormError when it has none."""
     _check(value, "", 0)
-    return _ENCODER.encode(value)
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, msgspec.EncodeError) as exc:
+        # e.g. a str/int subclass msgspec will not encode: refused, never a raw TypeError.
+        raise CanonicalFormError("", f"not a JSON value: {exc}") from None
 
 
 def to_builtins(value: object) -> Any:

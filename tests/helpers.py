@@ -1,0 +1,262 @@
+"""Helpers shared by the foundation tests: build ledgers, run the CLI, play the attacker.
+
+Kept free of pytest fixtures (those live in ``conftest.py``) so subprocesses can import it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.store import Ledger, Writer
+from verifiers.canonical import canonical_bytes, sha256_hex_digest
+
+FIXED_TIME = "2026-01-31T12:00:00Z"
+ORIGIN = "test.example/ledger"
+JSON_MEDIA = "application/json"
+# `ledger audit` as these tests run it: the entries they build are not replayable calibrations.
+AUDIT = ("audit", "--no-replay", "--json")
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_DIR = TESTS_DIR.parent
+
+
+def fixed_clock() -> str:
+    return FIXED_TIME
+
+
+# -- building ledgers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Appended:
+    seq: int
+    entry_hash: str
+    object_digest: str
+
+
+def append_one(w: Writer, tag: str, i: int) -> Appended:
+    """Append one entry that references one fresh object and that every audit rule accepts.
+
+    It is a ``calibration.recorded`` entry whose stored report is unique per (tag, i): the
+    storage layer accepts any kind, but ``ledger audit`` (the CLI) also runs the commitment
+    rules, and these entries satisfy them (use ``--no-replay``: the reports are not the
+    built-in calibration matrix's).
+    """
+    rows = [{"family": f"{tag}-{i}", "ok": True}] * (1 + i % 3)
+    report = {"green": True, "green_by_adapter": {"0.1": True}, "rows": rows, "note": i}
+    data = canonical_bytes(report)
+    digest = w.put_object(data, JSON_MEDIA)
+    payload = {
+        "green": True,
+        "adapters": {"0.1": True},
+        "rows": len(rows),
+        "report": {"object": digest, "digest": sha256_hex_digest(data)},
+    }
+    entry = w.append("calibration.recorded", payload, refs=[digest])
+    return Appended(entry.seq, entry.entry_hash, digest)
+
+
+def append_entries(ledger: Ledger, n: int, *, tag: str = "t", batch: int = 1) -> list[Appended]:
+    """Append ``n`` entries (see ``append_one``), ``batch`` per write transaction."""
+    done: list[Appended] = []
+    for start in range(0, n, batch):
+        with ledger.writer() as w:
+            done.extend(append_one(w, tag, i) for i in range(start, min(n, start + batch)))
+    return done
+
+
+def make_ledger(path: Path, n: int = 0, *, origin: str = ORIGIN) -> list[Appended]:
+    """Create a closed ledger at ``path`` with genesis plus ``n`` entries (fixed clock)."""
+    ledger, created = Ledger.create(path, origin=origin, clock=fixed_clock)
+    with ledger:
+        if not created:
+            raise RuntimeError(f"{path} already existed")
+        return append_entries(ledger, n, batch=50)
+
+
+# -- files as an attacker sees them ----------------------------------------------------------
+
+
+def checkpointed_copy(src: Path, dst: Path) -> Path:
+    """Copy a closed ledger to ``dst`` after folding any WAL into the main file."""
+    with contextlib.closing(sqlite3.connect(src)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for suffix in ("-wal", "-shm"):
+        if Path(f"{src}{suffix}").exists() and Path(f"{src}{suffix}").stat().st_size:
+            raise RuntimeError(f"{src}{suffix} still holds data after the checkpoint")
+    shutil.copyfile(src, dst)
+    return dst
+
+
+@contextlib.contextmanager
+def attacker(path: Path, *, drop_triggers: bool = True) -> Iterator[sqlite3.Connection]:
+    """Plain sqlite3 on the file, autocommit; by default with every trigger dropped."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        if drop_triggers:
+            names = [
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+            ]
+            for name in names:
+                conn.execute(f'DROP TRIGGER "{name}"')
+        yield conn
+    finally:
+        conn.close()
+
+
+def file_state(path: Path) -> tuple[bytes | None, list[str]]:
+    """The bytes of ``path`` and the names of its SQLite side files, for 'never modified'."""
+    data = path.read_bytes() if path.is_file() else None
+    if not path.parent.is_dir():
+        return data, []
+    side = sorted(
+        p.name for p in path.parent.iterdir() if p.name.startswith(path.name) and p != path
+    )
+    return data, side
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def _env_with(overrides: Mapping[str, str | None]) -> dict[str, str]:
+    env = dict(os.environ)
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def run_cli(
+    args: Sequence[str], *, env: Mapping[str, str | None] | None = None, cwd: Path | None = None
+) -> CliResult:
+    """Run ``ledger.cli.main`` in this process (fast), like the console script would.
+
+    An exception that escapes ``main`` is what a user would see as a traceback: it is rendered
+    to stderr with exit code 1, exactly as the interpreter would, so tests can assert its absence.
+    """
+    from ledger.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env = dict(os.environ)
+    new_env = _env_with(env or {})
+    saved_cwd = Path.cwd()
+    code: int
+    try:
+        os.environ.clear()
+        os.environ.update(new_env)
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except BaseException:
+                err.write(traceback.format_exc())
+                code = 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def cli_env(overrides: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """Environment for a CLI subprocess: this checkout importable, the clock fixed."""
+    env = _env_with({"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None, **(overrides or {})})
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_DIR), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def run_cli_subprocess(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str | None] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 60,
+) -> CliResult:
+    """Run ``python -m ledger.cli ARGS`` in a fresh interpreter."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ledger.cli", *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(env),
+        cwd=cwd,
+        timeout=timeout,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def python_child(code: str, **kwargs: Any) -> subprocess.Popen[str]:
+    """Start ``python -c CODE`` with this checkout and these helpers importable."""
+    env = cli_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS_DIR), env["PYTHONPATH"]])
+    return subprocess.Popen([sys.executable, "-c", code], env=env, text=True, **kwargs)
+
+
+# -- children for the concurrency and crash tests ------------------------------------------
+
+
+def child_append(path: str, tag: str, count: int) -> None:
+    """Wait for 'go' on stdin, append ``count`` entries, print 'seq hash digest' per commit."""
+    ledger = Ledger.open(path, clock=fixed_clock)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+    with ledger:
+        for i in range(count):
+            with ledger.writer() as w:
+                done = append_one(w, tag, i)
+            sys.stdout.write(f"{done.seq} {done.entry_hash} {done.object_digest}\n")
+            sys.stdout.flush()
+            # Outside the lock for a moment, so waiting writers get their turn and interleave.
+            time.sleep(0.002)
+
+
+def child_append_forever(path: str, tag: str) -> None:
+    """Append until killed, two entries per transaction; print each seq only after COMMIT."""
+    ledger = Ledger.open(path, clock=fixed_clock)
+    i = 0
+    while True:
+        with ledger.writer() as w:
+            # Two entries (and their objects) per transaction: a kill may land between them.
+            done = [append_one(w, tag, i), append_one(w, tag, i + 1)]
+        sys.stdout.write("".join(f"{d.seq} {d.entry_hash}\n" for d in done))
+        sys.stdout.flush()
+        i += 2
+
+
+def child_create(path: str, origin: str) -> None:
+    """Wait for 'go' on stdin, then ``Ledger.create``; print 'created' or 'opened' and origin."""
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+    ledger, created = Ledger.create(path, origin=origin, clock=fixed_clock)
+    with ledger:
+        sys.stdout.write(f"{'created' if created else 'opened'} {ledger.origin()}\n")
+        sys.stdout.flush()
