@@ -32,5 +32,14 @@ schemas: $(STAMP)
 fixtures: $(STAMP)
 	$(BIN)/python -m verifiers.calibration --write-fixtures fixtures/calibration
 
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+bench-quick: $(STAMP)
+	$(BIN)/python benchmarks/run.py --quick
+
+soak: $(STAMP)
+	LEDGER_SOAK=1 $(BIN)/pytest -q tests/campaigns
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
