@@ -43,7 +43,7 @@ from verifiers.contracts import (
     decode_evaluator_plan,
     decode_work_unit,
 )
-from verifiers.runner import RunOutcome, read_bundle_for_plan, run
+from verifiers.runner import PlanBindingError, RunOutcome, read_bundle_for_plan, run
 
 from .cohorts import LoadedCohort, load_cohort
 from .contracts import BurnNotice
@@ -521,7 +521,11 @@ def verify(
         plan, work_unit = committed_plan(ledger, chosen)
         snapshot = _read_snapshot(bundle_dir, plan, probe)
         time = w.time
-        outcome = run(plan, work_unit, snapshot, started_at=time, finished_at=time)
+        try:
+            outcome = run(plan, work_unit, snapshot, started_at=time, finished_at=time)
+        except PlanBindingError as exc:
+            # Freeze checked the binding; reaching this means the stored plan changed meaning.
+            raise CommitError(exc.code, f"committed plan of {chosen.task}: {exc.message}") from None
         bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
     return VerifyResult(
         outcome=outcome.outcome,
