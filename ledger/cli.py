@@ -10,6 +10,7 @@ Exit codes: 0 ok / support / intact; 1 reject / violations found; 2 refused, not
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -756,11 +757,17 @@ def _fail(code: str, message: str, exit_code: int, as_json: bool) -> NoReturn:
     raise SystemExit(exit_code)
 
 
+@functools.cache
+def _command() -> Any:
+    """The click command tree, built once per process (typer rebuilds it on every call)."""
+    return typer.main.get_command(app)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point: run one command, render any error once, exit with its code."""
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
-    command = typer.main.get_command(app)
+    command = _command()
     try:
         result = command.main(args=args, prog_name="ledger", standalone_mode=False)
     except LedgerError as exc:

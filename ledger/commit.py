@@ -34,7 +34,6 @@ from verifiers.bundle import (
     read_bundle,
     snapshot_observations,
 )
-from verifiers.calibration import run_calibration
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 from verifiers.contracts import (
     LIMITS,
@@ -623,6 +622,8 @@ class CalibrateResult(msgspec.Struct, frozen=True):
 
 def calibration_report_bytes() -> tuple[bytes, dict[str, Any]]:
     """Run the built-in calibration matrix; its canonical report (deterministic)."""
+    from verifiers.calibration import run_calibration  # only calibrate and the audit need it
+
     report = run_calibration().to_json()
     return canonical_bytes(report), report
 

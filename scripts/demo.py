@@ -7,34 +7,43 @@ Exit status: 0 when every outcome is the expected one and the audit is intact.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from ledger.entry import main
 
 REPO = Path(__file__).resolve().parents[1]
 ORIGIN = "demo.evidence-ledger.example/ledger"
 
 
-def run(db: Path, *args: str, show: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run one ledger command from the repository root; echo it and its human output."""
+class Result(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(db: Path, *args: str, show: bool = True) -> Result:
+    """Run one ledger command (in this process, exactly as the console script would) from the
+    repository root; echo it and its output."""
     if show:
         print(f"\n$ ledger {' '.join(args)}", flush=True)
-    proc = subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "--db", str(db), *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LEDGER_DB": str(db)},
-        check=False,
-    )
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["--db", str(db), *args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
     if show:
-        sys.stdout.write(proc.stdout)
-        sys.stdout.write(proc.stderr)
-    return proc
+        sys.stdout.write(out.getvalue())
+        sys.stdout.write(err.getvalue())
+    return Result(code, out.getvalue(), err.getvalue())
 
 
 def verify_all(db: Path, expected: dict[str, str], prefix: str) -> list[dict[str, Any]]:
@@ -59,7 +68,8 @@ def verify_all(db: Path, expected: dict[str, str], prefix: str) -> list[dict[str
     return rows
 
 
-def main() -> int:
+def demo() -> int:
+    os.chdir(REPO)  # cohort paths are relative to the repository root
     expected = json.loads((REPO / "fixtures/demo/expected.json").read_text("utf-8"))
     with tempfile.TemporaryDirectory(prefix="ledger-demo-") as tmp:
         db = Path(tmp) / "demo.db"
@@ -106,4 +116,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(demo())
