@@ -18,7 +18,7 @@ demo: $(STAMP)
 test: lint typecheck unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check ledger verifiers tests benchmarks scripts
+	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict ledger verifiers

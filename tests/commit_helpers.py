@@ -38,7 +38,10 @@ def task_doc(
         "family": family,
         "difficulty": "small",
         "split": split,
-        "source": {"repository": "https://example.invalid/repo", "revision": "calibration-fixture-v1"},
+        "source": {
+            "repository": "https://example.invalid/repo",
+            "revision": "calibration-fixture-v1",
+        },
         "work_unit": {
             "path": wu_path,
             "digest": canonical_digest(PATCH_WORK_UNIT),

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from commit_helpers import make_bundle, make_cohort, write_json
+
 from ledger import commit
 from ledger.audit import audit
 from ledger.rules import CommitmentRules
@@ -67,12 +67,16 @@ def test_verify_has_no_way_to_take_a_plan_file() -> None:
     assert params == {"ledger", "bundle_dir", "cohort", "task"}
     proc = subprocess.run(
         [sys.executable, "-m", "ledger.cli", "verify", "--help"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "--plan" not in proc.stdout and "plan file" not in proc.stdout.lower()
 
 
-def test_bundle_for_unknown_workunit_is_refused_and_nothing_written(workspace: tuple[Path, Path]) -> None:
+def test_bundle_for_unknown_workunit_is_refused_and_nothing_written(
+    workspace: tuple[Path, Path],
+) -> None:
     root, db = workspace
     bundle = make_bundle(root, "good")
     before = entries(db)
@@ -173,8 +177,14 @@ def test_burn_observed_task_exposes_its_workunit(workspace: tuple[Path, Path]) -
     root, db = workspace
     run_cli(root, db, "freeze", str(make_cohort(root)))
     proc = run_cli(
-        root, db, "burn", "test/cohort-a", "--reason", "solved in public",
-        "--observed-task", "test/cohort-a/task-000",
+        root,
+        db,
+        "burn",
+        "test/cohort-a",
+        "--reason",
+        "solved in public",
+        "--observed-task",
+        "test/cohort-a/task-000",
     )
     assert proc.returncode == 0
     refused = run_cli(root, db, "freeze", str(make_cohort(root, "test/cohort-c", split="held_out")))
@@ -201,7 +211,12 @@ def test_verify_output_and_exit_codes(workspace: tuple[Path, Path]) -> None:
     root, db = workspace
     run_cli(root, db, "freeze", str(make_cohort(root)))
     good = run_cli(
-        root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000",
+        root,
+        db,
+        "verify",
+        str(make_bundle(root, "good")),
+        "--task",
+        "test/cohort-a/task-000",
         "--json",
     )
     assert good.returncode == 0
@@ -248,10 +263,16 @@ def test_audit_detects_forged_verification_result(workspace: tuple[Path, Path]) 
             refs = [o["object"] for o in bundle["observations"] if o["object"]]
             b = w.append("bundle.observed", bundle, refs)
             address = w.put_object(data, "application/json")
-            payload = {**result, "bundle_entry": b.seq,
-                       "result": {"object": address, "digest": sha256_hex_digest(data)}}
-            r = w.append("verification.recorded", payload,
-                         [address, result["plan"]["object"], result["work_unit"]["object"]])
+            payload = {
+                **result,
+                "bundle_entry": b.seq,
+                "result": {"object": address, "digest": sha256_hex_digest(data)},
+            }
+            r = w.append(
+                "verification.recorded",
+                payload,
+                [address, result["plan"]["object"], result["work_unit"]["object"]],
+            )
     code, report = audit_json(root, db)
     assert code == 1
     assert report["first_bad_seq"] == r.seq
@@ -264,9 +285,12 @@ def test_audit_detects_result_without_bundle(workspace: tuple[Path, Path]) -> No
     root, db = workspace
     _frozen_ledger(root, db)
     result = entries(db)[-1]["payload"]
-    seq = _append_raw(db, "verification.recorded", result,
-                      [result["result"]["object"], result["plan"]["object"],
-                       result["work_unit"]["object"]])
+    seq = _append_raw(
+        db,
+        "verification.recorded",
+        result,
+        [result["result"]["object"], result["plan"]["object"], result["work_unit"]["object"]],
+    )
     code, report = audit_json(root, db, "--no-replay")
     assert code == 1 and report["first_bad_seq"] == seq
     assert "result-without-bundle" in codes(report)
@@ -293,9 +317,11 @@ def test_audit_detects_verification_after_burn(workspace: tuple[Path, Path]) -> 
     with Ledger.open(db) as ledger, ledger.writer() as w:
         refs = [o["object"] for o in bundle["observations"] if o["object"]]
         b = w.append("bundle.observed", bundle, refs)
-        w.append("verification.recorded", {**result, "bundle_entry": b.seq},
-                 [result["result"]["object"], result["plan"]["object"],
-                  result["work_unit"]["object"]])
+        w.append(
+            "verification.recorded",
+            {**result, "bundle_entry": b.seq},
+            [result["result"]["object"], result["plan"]["object"], result["work_unit"]["object"]],
+        )
     code, report = audit_json(root, db, "--no-replay")
     assert code == 1 and report["first_bad_seq"] == b.seq
     assert "verification-after-burn" in codes(report)
@@ -310,10 +336,11 @@ def test_audit_detects_adapter_pairing_outside_the_table(workspace: tuple[Path, 
     with Ledger.open(db) as ledger, ledger.writer() as w:
         refs = [o["object"] for o in bundle["observations"] if o["object"]]
         b = w.append("bundle.observed", bundle, refs)
-        r = w.append("verification.recorded",
-                     {**result, "bundle_entry": b.seq, "adapter_version": "0.2.0"},
-                     [result["result"]["object"], result["plan"]["object"],
-                      result["work_unit"]["object"]])
+        r = w.append(
+            "verification.recorded",
+            {**result, "bundle_entry": b.seq, "adapter_version": "0.2.0"},
+            [result["result"]["object"], result["plan"]["object"], result["work_unit"]["object"]],
+        )
     code, report = audit_json(root, db, "--no-replay")
     assert code == 1 and report["first_bad_seq"] == r.seq
     assert "adapter-pairing-invalid" in codes(report)
