@@ -16,7 +16,7 @@ from typing import Final, Protocol
 
 import msgspec
 
-from verifiers.canonical import CanonicalFormError, blake3_address, canonical_bytes
+from verifiers.canonical import blake3_address, is_canonical
 
 from . import merkle
 from .checkpoint import Checkpoint
@@ -129,6 +129,12 @@ def audit(
         )
         pending_tree = next(tree_rows, None)
         compact = merkle.CompactRange()  # the right edge, recomputed from the bodies
+        # With checkpoints, also the tree of the *stored* leaf hashes: when its root at a
+        # checkpoint's size is the checkpoint's root, the stored leaves are the checkpointed
+        # ones, and the first body whose leaf differs from its stored leaf is the first rewrite.
+        stored_leaves: merkle.CompactRange | None = merkle.CompactRange() if checkpoints else None
+        stored_roots_at: dict[int, bytes] = {}
+        first_leaf_mismatch: int | None = None
         expected_seq = 0
         prev_hash = GENESIS_PREV
         prev_time: str | None = None
@@ -178,12 +184,16 @@ def audit(
                 )
             entry = _check_body(seq, row_prev, row_hash, row_kind, body, prev_time, report)
             # Tree: recompute this leaf and every subtree it completes; compare with storage.
-            computed_nodes = [node for _, _, node in compact.append(merkle.leaf_hash(body))]
+            leaf = merkle.leaf_hash(body)
+            computed_nodes = [node for _, _, node in compact.append(leaf)]
             stored: list[bytes] = []
+            stored_leaf: bytes | None = None
             while pending_tree is not None and pending_tree[0] <= seq:
                 if pending_tree[0] == seq:
                     node = pending_tree[2]
                     stored.append(node if isinstance(node, bytes) else b"")
+                    if pending_tree[1] == 0:
+                        stored_leaf = stored[-1]
                 else:
                     report(
                         Violation(
@@ -196,6 +206,15 @@ def audit(
                 pending_tree = next(tree_rows, None)
             if compact.size in wanted_sizes:
                 roots_at[compact.size] = compact.root()
+            if stored_leaves is not None:
+                if seq != expected_seq or stored_leaf is None or len(stored_leaf) != 32:
+                    stored_leaves = None  # no longer a tree of leaves 0..seq: stop using it
+                else:
+                    stored_leaves.append(stored_leaf)
+                    if stored_leaves.size in wanted_sizes:
+                        stored_roots_at[stored_leaves.size] = stored_leaves.root()
+            if first_leaf_mismatch is None and stored_leaf != leaf:
+                first_leaf_mismatch = seq
             if stored != computed_nodes:
                 report(
                     Violation(
@@ -243,7 +262,7 @@ def audit(
         conn.execute("DROP TABLE temp.audit_refs")
         conn.execute("DROP TABLE temp.audit_withheld")
     root = compact.root()
-    _check_checkpoints(checkpoints, roots_at, count, report)
+    _check_checkpoints(checkpoints, roots_at, stored_roots_at, first_leaf_mismatch, count, report)
     kept = sorted(report.kept, key=lambda v: (v.seq is None, v.seq or 0))
     return AuditReport(
         entries=count,
@@ -266,6 +285,8 @@ def audit(
 def _check_checkpoints(
     checkpoints: Sequence[Checkpoint],
     roots_at: dict[int, bytes],
+    stored_roots_at: dict[int, bytes],
+    first_leaf_mismatch: int | None,
     count: int,
     report: Callable[[Violation], None],
 ) -> None:
@@ -286,6 +307,13 @@ def _check_checkpoints(
             )
         elif roots_at.get(cp.size) != cp.root:
             low = max((size for size in matching if size < cp.size), default=0)
+            if (
+                stored_roots_at.get(cp.size) == cp.root
+                and first_leaf_mismatch is not None
+                and low <= first_leaf_mismatch < cp.size
+            ):
+                # The stored tree still is the checkpointed one: it pins the first rewrite.
+                low = first_leaf_mismatch
             report(
                 Violation(
                     low,
@@ -307,12 +335,7 @@ def _check_body(
     report: Callable[[Violation], None],
 ) -> Entry | None:
     """Check one body; return the decoded entry when it is well-formed enough to reason about."""
-    try:
-        value = msgspec.json.decode(body)
-        canonical = canonical_bytes(value) == body
-    except (msgspec.DecodeError, CanonicalFormError):
-        canonical = False
-    if not canonical:
+    if not is_canonical(body):
         report(Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON"))
     try:
         decoded: EntryBody = decode_body(body)

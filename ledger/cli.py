@@ -479,17 +479,23 @@ def audit(
     Exit 0 when intact, 1 on any violation (each listed with seq, kind and code), 2 when refused.
     Without an outside checkpoint a full rewrite of the file cannot be detected: keep one.
     """
+    from .audit import Violation
     from .audit import audit as run_audit
     from .rules import CommitmentRules
     from .store import Ledger
-    from .transparency import check_origin, open_export
+    from .transparency import check_origin, hidden_plan_objects, open_export
 
     checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
     withheld: dict[str, tuple[str, int]] = {}
     ledger: Ledger
+    exported = None
     if from_export is not None:
         exported = open_export(from_export)
-        withheld, ledger = exported.withheld, exported
+        ledger = exported
+        # Only hidden plans may be withheld; any other absent object stays object-missing.
+        if exported.withheld:
+            allowed = hidden_plan_objects(exported)
+            withheld = {d: v for d, v in exported.withheld.items() if d in allowed}
     else:
         ledger = Ledger.open(STATE.db)
     with ledger:
@@ -508,6 +514,22 @@ def audit(
             checkpoints=checkpoints,
             withheld=withheld,
         )
+    if exported is not None and (exported.header_size, exported.header_root) != (
+        report.tree_size,
+        report.root_hash,
+    ):
+        size = exported.header_size
+        report.violations.append(
+            Violation(
+                None if size == report.tree_size else min(size, report.tree_size),
+                None,
+                "export-header-mismatch",
+                f"the export's header claims {size} entries and root"
+                f" {base64.b64encode(exported.header_root).decode()}; its entries give"
+                f" {report.tree_size} and {base64.b64encode(report.root_hash).decode()}",
+            )
+        )
+        report.violation_count += 1
     if as_json:
         _emit_json(
             {
@@ -686,13 +708,17 @@ def prove(
                     _say(item)
             return EXIT_OK
         size = None
+        kept_note: str | None = None
         if checkpoint is not None:
             old = _load_checkpoint(checkpoint, None)
             check_origin(ledger, old)
             prove_consistency(ledger, old)  # refuses a checkpoint this ledger does not extend
             size = old.size
+            # The tree at old.size has exactly that root: carry the note verbatim, so its
+            # signatures travel with the proof (a tlog-proof is checked against a key).
+            kept_note = _read_text_file(checkpoint, 256 * 1024, "checkpoint")
         inclusion = prove_inclusion(ledger, seq if seq is not None else 0, size=size)
-        note = format_checkpoint(_checkpoint_of(ledger, inclusion.tree_size))
+        note = kept_note or format_checkpoint(_checkpoint_of(ledger, inclusion.tree_size))
     if tlog:
         sys.stdout.write(format_tlog_proof(inclusion.index, inclusion.proof, note))
     elif as_json:

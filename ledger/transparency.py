@@ -167,12 +167,28 @@ def prove_consistency(ledger: Ledger, old: Checkpoint) -> ConsistencyProof:
 # -- export ----------------------------------------------------------------------------------------
 
 
-def _hidden_plan_objects(ledger: Ledger) -> set[str]:
+def hidden_plan_objects(ledger: Ledger) -> set[str]:
+    """Addresses of the plans that ``cohort.frozen`` entries commit with visibility "hidden".
+
+    Reads the raw rows and skips what does not decode: it also runs on tampered exports,
+    whose bodies the audit reports."""
     hidden: set[str] = set()
-    for entry in ledger.entries(kinds=("cohort.frozen",)):
-        for task in entry.payload.get("tasks", []):
-            plan = task.get("plan", {})
-            if plan.get("visibility") == "hidden" and isinstance(plan.get("object"), str):
+    for _seq, _prev, _hash, kind, body in ledger.raw_entries():
+        if kind != "cohort.frozen" or not isinstance(body, (bytes, str)):
+            continue
+        try:
+            value = json.loads(body)
+        except ValueError:
+            continue
+        payload = value.get("payload") if isinstance(value, dict) else None
+        tasks = payload.get("tasks") if isinstance(payload, dict) else None
+        for task in tasks if isinstance(tasks, list) else []:
+            plan = task.get("plan") if isinstance(task, dict) else None
+            if (
+                isinstance(plan, dict)
+                and plan.get("visibility") == "hidden"
+                and isinstance(plan.get("object"), str)
+            ):
                 hidden.add(plan["object"])
     return hidden
 
@@ -181,7 +197,7 @@ def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, i
     """Write the export to ``out`` from one consistent snapshot; return counts."""
     counts = {"entries": 0, "objects": 0, "withheld": 0}
     with ledger.snapshot() as conn:
-        withheld = _hidden_plan_objects(ledger) if public else set()
+        withheld = hidden_plan_objects(ledger) if public else set()
         cp = checkpoint(ledger)
         header = {
             "type": "header",
@@ -227,6 +243,8 @@ class ExportLedger(Ledger):
     """An in-memory ledger rebuilt from an export; ``withheld`` objects are known but absent."""
 
     withheld: dict[str, tuple[str, int]]
+    header_size: int  # what the header claims; the audit compares it with the entries
+    header_root: bytes
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -275,6 +293,11 @@ def open_export(path: Path) -> ExportLedger:
             if kind == "header":
                 if row.get("format") != EXPORT_FORMAT or header_seen:
                     raise UsageError("export-malformed", f"{where}: not a {EXPORT_FORMAT} header")
+                size = row.get("tree_size")
+                if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                    raise UsageError("export-malformed", f"{where}: tree_size must be an integer")
+                ledger.header_size = size
+                ledger.header_root = _unb64(row.get("root_hash"), where)
                 header_seen = True
             elif not header_seen:
                 raise UsageError(

@@ -256,3 +256,121 @@ def test_property_floats_needing_an_exponent_are_refused(value: float) -> None:
 def test_property_integers_outside_int64_are_refused(value: int) -> None:
     with pytest.raises(CanonicalFormError):
         canonical_bytes([value])
+
+
+# -- the fast paths are the reference, only faster ------------------------------------------------
+# ``is_canonical`` and ``canonical_bytes`` skip the Python walk when they can prove it would pass.
+# These properties compare them with the plain definitions on input built to hit every reason for
+# a refusal (big integers, exponent floats, depth, surrogates, other spellings, broken bytes).
+
+
+def reference_is_canonical(data: bytes) -> bool:
+    import msgspec
+
+    from verifiers.canonical import _check
+
+    try:
+        value = msgspec.json.decode(data)
+        _check(value, "", 0)
+        return msgspec.json.encode(value, order="sorted") == data
+    except (msgspec.DecodeError, CanonicalFormError):
+        return False
+
+
+def reference_canonical_bytes(value: Any) -> bytes | str:
+    import msgspec
+
+    from verifiers.canonical import _check
+
+    try:
+        _check(value, "", 0)
+        return msgspec.json.encode(value, order="sorted")
+    except CanonicalFormError as exc:
+        return f"refused {exc.path} {exc.message}"
+    except (TypeError, msgspec.EncodeError):
+        return "refused not a JSON value"
+
+
+_any_number = (
+    st.integers()
+    | st.integers(min_value=INT_MAX - 3, max_value=INT_MAX + 3)
+    | st.integers(min_value=INT_MIN - 3, max_value=INT_MIN + 3)
+    | st.integers(min_value=2**64 - 3, max_value=2**64 + 3)
+    | st.floats()
+    | st.sampled_from([1e16, 1e-5, 1e-4, 0.00001, 1e22, 1e300, 5e-324, 9999999999999998.0])
+)
+_loose_scalars = st.none() | st.booleans() | _any_number | st.text() | st.sampled_from(["\ud800"])
+_loose_json = st.recursive(
+    _loose_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.dictionaries(st.text() | st.sampled_from(["\udc00"]), inner, max_size=5)
+        | st.tuples(inner)
+    ),
+    max_leaves=30,
+)
+
+
+def _spellings(value: Any) -> list[bytes]:
+    """Byte strings near the canonical one: other spellings and damaged copies."""
+    out: list[bytes] = []
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, TypeError):
+        return out
+    for candidate in (text, json.dumps(value), json.dumps(value, ensure_ascii=True)):
+        try:
+            out.append(candidate.encode("utf-8"))
+        except UnicodeEncodeError:
+            out.append(candidate.encode("utf-8", "surrogatepass"))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(_loose_json, st.integers(min_value=0, max_value=10**6))
+def test_property_fast_is_canonical_equals_reference(value: Any, cut: int) -> None:
+    for data in _spellings(value):
+        assert is_canonical(data) == reference_is_canonical(data), data
+        damaged = data[: cut % (len(data) + 1)] + data[cut % (len(data) + 1) + 1 :]
+        assert is_canonical(damaged) == reference_is_canonical(damaged), damaged
+
+
+@settings(max_examples=400, deadline=None)
+@given(_loose_json)
+def test_property_fast_canonical_bytes_equals_reference(value: Any) -> None:
+    expected = reference_canonical_bytes(value)
+    try:
+        got: bytes | str = canonical_bytes(value)
+    except CanonicalFormError as exc:
+        got = f"refused {exc.path} {exc.message}"
+    if isinstance(expected, str) and expected.startswith("refused not a JSON value"):
+        assert isinstance(got, str) and got.startswith("refused / not a JSON value")
+    else:
+        assert got == expected
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"9223372036854775807",
+        b"9223372036854775808",
+        b"-9223372036854775808",
+        b"-9223372036854775809",
+        b"18446744073709551616",
+        b'{"a":[12345678901234567890]}',
+        b'"1234567890123456789012"',
+        b"0.00001",
+        b"1e16",
+        b"10000000000000000.0",
+        b"1e999",
+        b'"\\ud800"',
+        b'"\\ud83d\\ude00"',
+        b"[" * MAX_DEPTH + b"]" * MAX_DEPTH,
+        b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1),
+        b"[" * (MAX_DEPTH + 1) + b"1" + b"]" * (MAX_DEPTH + 1),
+        b'{"a":1,"a":1}',
+        b"[1.0,-0.0,0.1]",
+    ],
+)
+def test_fast_is_canonical_agrees_on_edge_cases(data: bytes) -> None:
+    assert is_canonical(data) == reference_is_canonical(data)

@@ -90,11 +90,64 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
+def _plain(value: object) -> bool:
+    """True when ``value`` is plain JSON data that ``_check`` accepts, lone surrogates aside.
+
+    The fast walk of ``canonical_bytes``: no JSON-pointer strings, exact-type dispatch. It accepts
+    only what ``_check`` accepts (exact types; anything else returns False and the caller runs
+    ``_check``, which raises the exact error). Lone surrogates are left to the encoder, which
+    refuses them (UnicodeEncodeError), after which ``_check`` again names the place.
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        kind = type(item)
+        if kind is str or item is None or kind is bool:
+            continue
+        if kind is int:
+            if not INT_MIN <= item <= INT_MAX:  # type: ignore[operator]
+                return False
+        elif kind is dict:
+            if depth >= MAX_DEPTH:
+                return False
+            for key, child in item.items():  # type: ignore[attr-defined]
+                if type(key) is not str:
+                    return False
+                if type(child) in _SCALARS:
+                    if type(child) is int and not INT_MIN <= child <= INT_MAX:
+                        return False
+                else:
+                    push((child, depth + 1))
+        elif kind is list:
+            if depth >= MAX_DEPTH:
+                return False
+            for child in item:  # type: ignore[attr-defined]
+                if type(child) in _SCALARS:
+                    if type(child) is int and not INT_MIN <= child <= INT_MAX:
+                        return False
+                else:
+                    push((child, depth + 1))
+        elif kind is float:
+            if not math.isfinite(item) or "e" in repr(item):  # type: ignore[arg-type]
+                return False
+        else:
+            return False
+    return True
+
+
+_SCALARS: Final = frozenset({str, int, bool, type(None)})
+
+
 def canonical_bytes(value: object) -> bytes:
     """The canonical JSON bytes of ``value``; raises CanonicalFormError when it has none."""
-    _check(value, "", 0)
+    if not _plain(value):
+        _check(value, "", 0)
     try:
         return _ENCODER.encode(value)
+    except UnicodeEncodeError:
+        _check(value, "", 0)  # a lone surrogate: raises with its JSON pointer
+        raise  # pragma: no cover - _check always finds what the encoder refused
     except (TypeError, msgspec.EncodeError) as exc:
         # e.g. a str/int subclass msgspec will not encode: refused, never a raw TypeError.
         raise CanonicalFormError("", f"not a JSON value: {exc}") from None
@@ -120,13 +173,61 @@ def blake3_address(data: bytes) -> str:
     return "blake3:" + blake3.blake3(data).hexdigest()
 
 
-def is_canonical(data: bytes) -> bool:
-    """True when ``data`` parses as JSON and is already in canonical form."""
+def _is_canonical_reference(data: bytes) -> bool:
     try:
         value = msgspec.json.decode(data)
         return canonical_bytes(value) == data
     except (msgspec.DecodeError, CanonicalFormError):
         return False
+
+
+class _FloatNeedsCheck(ValueError):
+    pass
+
+
+def _float_hook(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or "e" in repr(value):
+        raise _FloatNeedsCheck(text)
+    return value
+
+
+# Decodes exactly like msgspec.json.decode (float(text) is correctly rounded, as msgspec is), but
+# stops at any float that canonical_bytes would refuse.
+_CHECK_DECODER: Final = msgspec.json.Decoder(float_hook=_float_hook)
+# Every digit becomes "0", everything else a space: a run of 19 digits is then a plain substring
+# search (a regex would retry at every digit of every hex digest).
+_DIGITS_ONLY: Final = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_NINETEEN_DIGITS: Final = b"0" * 19
+
+
+def is_canonical(data: bytes) -> bool:
+    """True when ``data`` parses as JSON and is already in canonical form.
+
+    Same answer as ``canonical_bytes(msgspec.json.decode(data)) == data`` (tests/test_canonical.py
+    checks it on generated input), without the Python walk: when the re-encoding equals ``data``,
+    ``canonical_bytes`` can only refuse the value for a float (caught by the hook), an integer
+    outside 64 bits (at least 19 digits in a row), or depth (at most one level per '[' or '{');
+    JSON keys are strings and msgspec refuses lone surrogates while decoding. Any doubt takes the
+    reference path.
+    """
+    try:
+        value = _CHECK_DECODER.decode(data)
+    except msgspec.ValidationError:
+        return _is_canonical_reference(data)
+    except msgspec.DecodeError:
+        return False
+    try:
+        encoded = _ENCODER.encode(value)
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return _is_canonical_reference(data)
+    if encoded != data:
+        return False
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH or _NINETEEN_DIGITS in data.translate(
+        _DIGITS_ONLY
+    ):
+        return _is_canonical_reference(data)
+    return True
 
 
 __all__ = [

@@ -126,6 +126,8 @@ _NUM = r"(0|[1-9][0-9]{0,9})"
 # Only the fixed part is matched; what follows " @@" must be empty or start with a space (checked
 # by hand: a trailing ".*" would make the regex walk the section text).
 _HUNK_RE: Final = re.compile(rf"@@ -{_NUM}(?:,{_NUM})? \+{_NUM}(?:,{_NUM})? @@")
+_BODY_RUN: Final = re.compile(r"[ +\-]*")
+_CHANGED: Final = re.compile(r"[+\-]")
 _INDEX_RE: Final = re.compile(r"index ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})(?: ([0-9]{1,7}))?\Z")
 _MODE_RE: Final = re.compile(r"[0-9]{1,7}\Z")
 _SIMILARITY_RE: Final = re.compile(r"(0|[1-9][0-9]{0,2})%\Z")
@@ -260,11 +262,14 @@ class _Abort(Exception):
 
 
 class _Parser:
-    __slots__ = ("files", "findings", "hunk_total", "lines", "n", "seen_new")
+    __slots__ = ("files", "findings", "firsts", "hunk_total", "lines", "n", "seen_new")
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.n = len(lines)
+        # The first character of every line ("?" for an empty one), so hunk bodies can be
+        # measured with str.count and a regex instead of a Python step per context line.
+        self.firsts = "".join([line[:1] or "?" for line in lines])
         self.findings: list[DiffFinding] = []
         self.files: list[FileDiff] = []
         self.hunk_total = 0
@@ -648,27 +653,44 @@ class _Parser:
             # path below, which also locates the defect.
             added: list[DiffLine] = []
             removed: list[DiffLine] = []
-            add_line, remove_line = added.append, removed.append
             ctx = r = a = 0
             left = old_count + new_count
             if left > 0:
-                for line in lines[body : body + left]:
-                    c = line[:1]
-                    if c == " ":
-                        ctx += 1
-                        left -= 2
-                    elif c == "-":
-                        remove_line(DiffLine(body + ctx + r + a + 1, old_begin + ctx + r, line[1:]))
-                        r += 1
-                        left -= 1
-                    elif c == "+":
-                        add_line(DiffLine(body + ctx + r + a + 1, new_begin + ctx + a, line[1:]))
-                        a += 1
-                        left -= 1
+                # The body is the shortest run of ' ', '-', '+' lines whose weight (2 for
+                # context, 1 otherwise) reaches ``left``. Each step adds half the missing weight
+                # in lines, so it never passes the shortest run; str.count does the counting.
+                firsts = self.firsts
+                avail = _BODY_RUN.match(firsts, body).end() - body  # type: ignore[union-attr]
+                size = (left + 1) // 2
+                while size <= avail:
+                    weight = size + firsts.count(" ", body, body + size)
+                    if weight >= left:
+                        break
+                    size += (left - weight + 1) // 2
+                if size <= avail:
+                    ctx = firsts.count(" ", body, body + size)
+                    r = firsts.count("-", body, body + size)
+                    a = size - ctx - r
+                    left -= size + ctx
+                    if not left and ctx + r == old_count and ctx + a == new_count:
+                        # Only changed lines cost a Python step. Before line j lie j-body lines,
+                        # ``na`` of them added and ``nr`` removed.
+                        add_line, remove_line = added.append, removed.append
+                        na = nr = 0
+                        old_at, new_at = old_begin - body, new_begin - body
+                        for m_line in _CHANGED.finditer(firsts, body, body + size):
+                            j = m_line.start()
+                            line = lines[j]
+                            if line[0] == "-":
+                                remove_line(DiffLine(j + 1, old_at + j - na, line[1:]))
+                                nr += 1
+                            else:
+                                add_line(DiffLine(j + 1, new_at + j - nr, line[1:]))
+                                na += 1
                     else:
-                        break
-                    if left <= 0:
-                        break
+                        left = left or 1  # not a clean body: the careful path below decides
+                else:
+                    left = 1
             i = body + ctx + r + a
             old_left = new_left = 0
             prev = lines[i - 1][:1] if i > body else ""

@@ -1,0 +1,725 @@
+"""The ledger's performance report: every figure against a baseline measured in the same run.
+
+    python benchmarks/run.py            # full sizes (several minutes)
+    python benchmarks/run.py --quick    # reduced sizes (under a minute)
+
+Prints one table (figure, value, baseline, ratio, target, pass/miss) and ends with
+``bench: N/M targets met``. Exits 0 even when targets are missed (it is a report) and 1 when a
+correctness check fails: every benchmark first checks that its answer is right. What each figure
+and baseline means is in benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import os
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gen
+import msgspec
+import unidiff
+
+from ledger import examples, merkle, transparency
+from ledger.audit import audit
+from ledger.commit import calibrate, freeze
+from ledger.rules import CommitmentRules
+from ledger.store import Ledger
+from verifiers.canonical import blake3_address, canonical_bytes, is_canonical
+from verifiers.contracts import decode_evaluator_plan, decode_work_unit
+from verifiers.diff import parse_diff
+from verifiers.runner import read_bundle_for_plan, run
+
+BIN = Path(sys.executable).parent
+
+
+class CheckFailed(Exception):
+    """A benchmark's answer was wrong: its speed means nothing."""
+
+
+@dataclass
+class Row:
+    figure: str
+    value: str
+    baseline: str
+    ratio: str
+    target: str
+    ok: bool | None  # None: informational
+
+
+@dataclass
+class Sizes:
+    diff_files: int
+    diff_lines: int
+    diff_hunks: tuple[int, int]
+    repeat: int
+    appends: int
+    cohort_tasks: int
+    ledger_sizes: tuple[int, ...]
+    replay_pairs: int
+    proofs: int
+    starts: int
+
+
+FULL = Sizes(700, 600, (14, 52), 5, 1500, 10_000, (10_000, 100_000, 1_000_000), 600, 200, 20)
+QUICK = Sizes(300, 400, (8, 28), 3, 300, 1_000, (10_000, 100_000), 100, 100, 8)
+
+
+def median_time(fn: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        raise CheckFailed(message)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def note(text: str) -> None:
+    print(f"  .. {text}", file=sys.stderr, flush=True)
+
+
+# -- 1. diff parsing -----------------------------------------------------------------------------
+
+
+def bench_diff(work: Path, sz: Sizes) -> tuple[list[Row], bytes]:
+    note("diff: generating a source tree and its git diff")
+    diff = gen.make_git_diff(work, files=sz.diff_files, lines=sz.diff_lines, hunks=sz.diff_hunks)
+    patch_file = work / "big.diff"
+    patch_file.write_bytes(diff)
+    parsed = parse_diff(diff)
+    check(not parsed.findings, f"strict parser refused git's own diff: {parsed.findings[:3]}")
+    numstat = gen.git_numstat(work, patch_file)
+    counts = [(f.added_count, f.removed_count) for f in parsed.files]
+    check(counts == numstat, "parsed per-file counts differ from git apply --numstat")
+    patchset = unidiff.PatchSet(diff.decode("utf-8"))
+    check(
+        [(p.added, p.removed) for p in patchset] == numstat,
+        "unidiff's counts differ from git's (baseline not comparable)",
+    )
+    note(f"diff: {len(diff) / 1e6:.1f} MB, {len(parsed.files)} files; timing")
+    ours = median_time(lambda: parse_diff(diff), sz.repeat)
+    theirs = median_time(lambda: unidiff.PatchSet(diff.decode("utf-8")), sz.repeat)
+    empty = work / "empty-folder"
+    env = gen.git_env(work)
+    git = median_time(
+        lambda: subprocess.run(
+            ["git", "apply", "--numstat", str(patch_file)],
+            cwd=empty,
+            env=env,
+            check=True,
+            capture_output=True,
+        ),
+        sz.repeat * 2,
+    )
+    mb = len(diff) / 1e6
+    return [
+        Row(
+            f"diff parse {mb:.1f} MB vs unidiff",
+            ms(ours),
+            ms(theirs),
+            f"{theirs / ours:.2f}x faster",
+            ">= 5x faster",
+            theirs / ours >= 5,
+        ),
+        Row(
+            "diff parse vs git apply --numstat",
+            ms(ours),
+            ms(git),
+            f"{ours / git:.2f}x git",
+            "<= 8x git",
+            ours / git <= 8,
+        ),
+    ], diff
+
+
+# -- 2. in-process verification ------------------------------------------------------------------
+
+
+def bench_verify(work: Path, sz: Sizes, diff: bytes) -> list[Row]:
+    patch = gen.cut_patch(diff, 1024 * 1024)
+    check(len(patch) > 900_000, "could not cut a ~1 MiB patch from the diff")
+    semantic = gen.semantic_for(patch.decode())
+    spec = gen.task_spec(1, prefix="verify", semantic=semantic)
+    plan_doc = gen.plan_with_limit(spec, 2 * 1024 * 1024)
+    plan = decode_evaluator_plan(canonical_bytes(plan_doc)).value
+    work_unit = decode_work_unit(canonical_bytes(examples.work_unit_doc(spec))).value
+    check(plan is not None and work_unit is not None, "generated plan or WorkUnit is invalid")
+    assert plan is not None and work_unit is not None
+    bundle = gen.write_bundle(work / "verify-bundle", spec, patch)
+    snapshot = read_bundle_for_plan(bundle, plan)
+    t = gen.FIXED_TIME
+
+    def once() -> Any:
+        return run(plan, work_unit, snapshot, started_at=t, finished_at=t)
+
+    outcome = once()
+    check(outcome.outcome == "support", f"1 MiB bundle judged {outcome.outcome}, not support")
+    check(once().result_bytes == outcome.result_bytes, "verification is not deterministic")
+    seconds = median_time(once, sz.repeat)
+    parse_only = median_time(lambda: parse_diff(patch), sz.repeat)
+    rate = len(patch) / seconds / 1e6
+    base = len(patch) / parse_only / 1e6
+    return [
+        Row(
+            "verify 1 MiB patch, plan v0.4",
+            f"{rate:.1f} MB/s",
+            f"{base:.1f} MB/s parse",
+            f"{rate / base:.2f}",
+            ">= 20 MB/s",
+            rate >= 20,
+        )
+    ]
+
+
+# -- 3. durable appends --------------------------------------------------------------------------
+
+_RAW_DDL = """
+CREATE TABLE entries (
+    seq        INTEGER PRIMARY KEY,
+    prev_hash  TEXT NOT NULL,
+    entry_hash TEXT NOT NULL UNIQUE,
+    kind       TEXT NOT NULL,
+    body       BLOB NOT NULL
+);
+CREATE INDEX entries_kind ON entries (kind, seq);
+"""
+
+
+def _append_payload(i: int) -> dict[str, Any]:
+    return {
+        "cohort": "bench/appends",
+        "cohort_entry": 1,
+        "task": f"bench/appends/{i:06d}",
+        "observations": [
+            {
+                "role": "file",
+                "locator": f"file-{j}.txt",
+                "status": "ok",
+                "size": 100 + j,
+                "sha256": "sha256:" + hashlib.sha256(f"{i}/{j}".encode()).hexdigest(),
+                "object": None,
+            }
+            for j in range(3)
+        ],
+    }
+
+
+def bench_appends(work: Path, sz: Sizes) -> list[Row]:
+    path = work / "appends.db"
+    raw_path = work / "appends-raw.db"
+    for p in (path, raw_path):
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(p) + suffix).unlink(missing_ok=True)
+    ledger, _ = Ledger.create(path, origin=gen.ORIGIN, clock=gen.fixed_clock)
+    raw = sqlite3.connect(raw_path, isolation_level=None)
+    raw.execute("PRAGMA journal_mode = WAL")
+    raw.execute("PRAGMA synchronous = FULL")
+    raw.execute("PRAGMA recursive_triggers = ON")
+    raw.execute("PRAGMA foreign_keys = ON")
+    raw.executescript(_RAW_DDL)
+    chunk = 50
+    ours: list[float] = []
+    theirs: list[float] = []
+    done = 0
+    # Interleaved chunks, so both sides see the same disk weather.
+    while done < sz.appends:
+        start = ledger.size()
+        t0 = time.perf_counter()
+        for i in range(done, done + chunk):
+            ledger.append("bundle.observed", _append_payload(i))
+        ours.append(chunk / (time.perf_counter() - t0))
+        rows = [
+            (e.seq, e.body.prev, e.entry_hash, e.kind, e.body_bytes)
+            for e in ledger.entries(start=start)
+        ]
+        t0 = time.perf_counter()
+        for row in rows:
+            raw.execute("BEGIN IMMEDIATE")
+            raw.execute(
+                "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body)"
+                " VALUES (?, ?, ?, ?, ?)",
+                row,
+            )
+            raw.execute("COMMIT")
+        theirs.append(len(rows) / (time.perf_counter() - t0))
+        done += chunk
+    report = audit(ledger)
+    check(report.ok and report.entries == done + 1, "the append ledger does not audit clean")
+    count = raw.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    check(count == done, "raw baseline lost rows")
+    ledger.close()
+    raw.close()
+    rate, base = statistics.median(ours), statistics.median(theirs)
+    return [
+        Row(
+            "durable append (own txn, FULL)",
+            f"{rate:.0f} /s",
+            f"{base:.0f} /s raw sqlite",
+            f"{rate / base:.2f}",
+            ">= 0.60 of raw",
+            rate / base >= 0.6,
+        ),
+        Row(
+            "durable append rate",
+            f"{rate:.0f} /s",
+            f"{base:.0f} /s raw sqlite",
+            f"{rate / base:.2f}",
+            ">= 1500 /s",
+            rate >= 1500,
+        ),
+    ]
+
+
+# -- 4. freeze -----------------------------------------------------------------------------------
+
+
+def bench_freeze(work: Path, sz: Sizes) -> list[Row]:
+    root = work / "freeze-root"
+    if root.exists():
+        shutil.rmtree(root)
+    note(f"freeze: writing a {sz.cohort_tasks}-task cohort")
+    specs = [
+        gen.task_spec(
+            i,
+            prefix="big",
+            semantic={
+                "required_added_substrings": [f"marker {i}"],
+                "required_removed_substrings": ["old marker"],
+            },
+        )
+        for i in range(sz.cohort_tasks)
+    ]
+    folder = gen.write_cohort(root, specs, cohort_id="bench/big", plan_of=examples.plan_doc)
+    documents = 1 + 2 * sz.cohort_tasks
+    files = [folder / "cohort.json", *sorted((root / "wu").iterdir())]
+    files += sorted((root / "plans").iterdir())
+    check(len(files) == documents, "cohort files missing")
+
+    def bare() -> None:
+        # Read, decode, re-encode canonically and digest every document: the least a freeze does.
+        for file in files:
+            value = msgspec.json.decode(file.read_bytes())
+            hashlib.sha256(msgspec.json.encode(value, order="sorted")).hexdigest()
+
+    times = []
+    for attempt in range(3 if sz is FULL else 2):
+        path = work / f"freeze-{attempt}.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        ledger, _ = Ledger.create(path, origin=gen.ORIGIN, clock=gen.fixed_clock)
+        calibrate(ledger)
+        t0 = time.perf_counter()
+        result = freeze(ledger, folder, root=root)
+        times.append(time.perf_counter() - t0)
+        check(
+            result.created and result.tasks == sz.cohort_tasks, "freeze did not record the cohort"
+        )
+        if attempt == 0:
+            report = audit(ledger, observers=[CommitmentRules(ledger, replay=False)])
+            check(report.ok, f"frozen ledger does not audit clean: {report.violations[:2]}")
+            stored = ledger._conn.execute("SELECT COUNT(*) FROM objects").fetchone()[0]
+            check(stored == documents + 1, f"{stored} objects stored, expected {documents + 1}")
+        ledger.close()
+    seconds = statistics.median(times)
+    base = median_time(bare, 2)
+    rate, base_rate = documents / seconds, documents / base
+    return [
+        Row(
+            f"freeze {sz.cohort_tasks} tasks ({documents} docs)",
+            f"{rate:.0f} docs/s",
+            f"{base_rate:.0f} docs/s bare",
+            f"{rate / base_rate:.2f}",
+            ">= 5000 docs/s",
+            rate >= 5000,
+        )
+    ]
+
+
+# -- 5. big ledgers: audit, proofs, scaling ------------------------------------------------------
+
+
+def build_ledgers(work: Path, sz: Sizes) -> dict[int, Path]:
+    """Ledgers of exactly each size: one growing file, copied at each size."""
+    path = work / "grow.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    ledger, bundle = gen.small_setup(work, path)
+    out: dict[int, Path] = {}
+    for size in sz.ledger_sizes:
+        pairs = (size - ledger.size()) // 2
+        note(f"ledger: appending {pairs} bundle/result pairs to reach {size} entries")
+        t0 = time.perf_counter()
+        gen.append_pairs(ledger, bundle, pairs)
+        note(f"ledger: {ledger.size()} entries ({time.perf_counter() - t0:.1f} s)")
+        check(ledger.size() == size, f"generated ledger has {ledger.size()} entries, not {size}")
+        target = work / f"ledger-{size}.db"
+        gen.copy_ledger(path, target)
+        out[size] = target
+    ledger.close()
+    return out
+
+
+def bare_audit_loop(path: Path) -> int:
+    """Read every row and recompute what the audit must: BLAKE3, leaf hash, canonical form."""
+    conn = sqlite3.connect(path)
+    n = 0
+    prev = None
+    for _seq, row_prev, row_hash, _kind, body in conn.execute(
+        "SELECT seq, prev_hash, entry_hash, kind, body FROM entries ORDER BY seq"
+    ):
+        if blake3_address(body) != row_hash or (prev is not None and row_prev != prev):
+            raise CheckFailed("bare loop: chain broken")
+        hashlib.sha256(b"\x00" + body).digest()
+        if not is_canonical(body):
+            raise CheckFailed("bare loop: body not canonical")
+        prev = row_hash
+        n += 1
+    conn.close()
+    return n
+
+
+def cli_audit(path: Path) -> tuple[float, float, str]:
+    """Wall seconds and peak RSS (MB) of ``ledger audit --no-replay`` in a child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(BIN / "ledger"), "--db", str(path), "audit", "--no-replay", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    out = proc.stdout.read() if proc.stdout is not None else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return seconds, usage.ru_maxrss / 1024, out.decode() if proc.returncode == 0 else "FAILED"
+
+
+def inproc_audit(path: Path) -> float:
+    ledger = Ledger.open(path)
+    t0 = time.perf_counter()
+    report = audit(ledger, observers=[CommitmentRules(ledger, replay=False)])
+    seconds = time.perf_counter() - t0
+    check(report.ok, f"audit of {path.name} found {report.violation_count} violations")
+    ledger.close()
+    return seconds
+
+
+def proof_times(path: Path, count: int) -> tuple[float, float, float]:
+    """Median seconds of one inclusion proof, one consistency proof, and the bare node reads."""
+    ledger = Ledger.open(path)
+    n = ledger.size()
+    rng = random.Random(7)
+    root = transparency.checkpoint(ledger).root
+    inc, con, bare = [], [], []
+    conn = sqlite3.connect(path)
+    for _ in range(count):
+        seq = rng.randrange(n)
+        t0 = time.perf_counter()
+        proof = transparency.prove_inclusion(ledger, seq)
+        inc.append(time.perf_counter() - t0)
+        check(proof.root == root, "inclusion proof names another root")
+        check(
+            merkle.verify_inclusion(proof.leaf_hash, seq, n, proof.proof, root),
+            f"inclusion proof of {seq} does not verify",
+        )
+        old = transparency.checkpoint(ledger, rng.randrange(1, n))
+        t0 = time.perf_counter()
+        cproof = transparency.prove_consistency(ledger, old)
+        con.append(time.perf_counter() - t0)
+        check(
+            merkle.verify_consistency(old.size, n, old.root, root, cproof.proof),
+            f"consistency proof {old.size}->{n} does not verify",
+        )
+        # Baseline: fetch exactly the stored nodes the inclusion proof needs, one query each.
+        keys = [k for group in merkle.inclusion_keys(seq, n) for k in group]
+        t0 = time.perf_counter()
+        for level, index in keys:
+            conn.execute(
+                "SELECT hash FROM tree WHERE last_leaf = ? AND level = ?",
+                (((index + 1) << level) - 1, level),
+            ).fetchone()
+        conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
+        bare.append(time.perf_counter() - t0)
+    conn.close()
+    ledger.close()
+    return statistics.median(inc), statistics.median(con), statistics.median(bare)
+
+
+def bench_ledgers(work: Path, sz: Sizes) -> list[Row]:
+    ledgers = build_ledgers(work, sz)
+    big = max(ledgers)
+    rows: list[Row] = []
+    note(f"audit: {big} entries in a child process")
+    seconds, peak_mb, out = cli_audit(ledgers[big])
+    check(out != "FAILED", "ledger audit --no-replay did not pass on the generated ledger")
+    check(msgspec.json.decode(out).get("ok") is True, "audit JSON does not say ok")
+    t0 = time.perf_counter()
+    check(bare_audit_loop(ledgers[big]) == big, "bare loop read the wrong number of rows")
+    bare = time.perf_counter() - t0
+    label = f"{big // 1000}k" if big < 1_000_000 else "1M"
+    rows.append(
+        Row(
+            f"audit --no-replay {label} (CLI)",
+            f"{seconds:.2f} s",
+            f"{bare:.2f} s bare loop",
+            f"{seconds / bare:.2f}",
+            "<= 2x bare",
+            seconds / bare <= 2,
+        )
+    )
+    limit = 8 * big / 1_000_000
+    rows.append(
+        Row(
+            f"audit --no-replay {label} time",
+            f"{seconds:.2f} s",
+            f"{bare:.2f} s bare loop",
+            f"{seconds / bare:.2f}",
+            f"<= {limit:g} s",
+            seconds <= limit,
+        )
+    )
+    rows.append(
+        Row(
+            f"audit --no-replay {label} peak RSS",
+            f"{peak_mb:.0f} MB",
+            "-",
+            "-",
+            "<= 200 MB",
+            peak_mb <= 200,
+        )
+    )
+    # Proofs at the largest size.
+    inc, con, bare_nodes = proof_times(ledgers[big], sz.proofs)
+    rows.append(
+        Row(
+            f"inclusion proof at {label}",
+            ms(inc),
+            f"{ms(bare_nodes)} node reads",
+            f"{inc / bare_nodes:.1f}",
+            "<= 20 ms",
+            inc <= 0.020,
+        )
+    )
+    rows.append(
+        Row(
+            f"consistency proof at {label}",
+            ms(con),
+            f"{ms(bare_nodes)} node reads",
+            f"{con / bare_nodes:.1f}",
+            "<= 20 ms",
+            con <= 0.020,
+        )
+    )
+    # Scaling.
+    per_entry: dict[int, float] = {}
+    proof_at: dict[int, float] = {}
+    for size, path in sorted(ledgers.items()):
+        note(f"scaling: in-process audit of {size} entries")
+        runs = 3 if size <= 10_000 else 1
+        per_entry[size] = statistics.median(inproc_audit(path) for _ in range(runs)) / size
+        proof_at[size] = proof_times(path, sz.proofs)[0]
+    sizes = sorted(per_entry)
+    spread = max(per_entry.values()) / min(per_entry.values())
+    rows.append(
+        Row(
+            "audit us/entry " + "/".join(f"{s // 1000}k" for s in sizes),
+            "/".join(f"{per_entry[s] * 1e6:.1f}" for s in sizes),
+            f"{per_entry[sizes[0]] * 1e6:.1f} us at {sizes[0] // 1000}k",
+            f"{spread:.2f} max/min",
+            "flat (<= 1.30)",
+            spread <= 1.3,
+        )
+    )
+    growth = proof_at[sizes[-1]] / proof_at[sizes[0]]
+    allowed = math.log2(sizes[-1]) / math.log2(sizes[0])
+    rows.append(
+        Row(
+            "inclusion proof ms " + "/".join(f"{s // 1000}k" for s in sizes),
+            "/".join(f"{proof_at[s] * 1000:.2f}" for s in sizes),
+            f"{ms(proof_at[sizes[0]])} at {sizes[0] // 1000}k",
+            f"{growth:.2f} growth",
+            f"<= log ratio {allowed:.2f}",
+            growth <= allowed,
+        )
+    )
+    return rows
+
+
+# -- 6. audit with replay ------------------------------------------------------------------------
+
+
+def bench_replay(work: Path, sz: Sizes) -> list[Row]:
+    path = work / "replay.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    sub = work / "replay"
+    sub.mkdir(exist_ok=True)
+    ledger, bundle = gen.small_setup(sub, path)
+    gen.append_pairs(ledger, bundle, sz.replay_pairs)
+    times = []
+    for _ in range(3):
+        rules = CommitmentRules(ledger, replay=True)
+        t0 = time.perf_counter()
+        report = audit(ledger, observers=[rules])
+        times.append(time.perf_counter() - t0)
+        check(report.ok, f"replay audit found violations: {report.violations[:2]}")
+        check(rules.replayed == sz.replay_pairs, "not every verification was replayed")
+    rate = sz.replay_pairs / statistics.median(times)
+    # Baseline: the same verifications run directly, nothing else.
+    plan_path = next(
+        e.payload["plan"]["object"] for e in ledger.entries(kinds=["verification.recorded"])
+    )
+    wu_path = next(
+        e.payload["work_unit"]["object"] for e in ledger.entries(kinds=["verification.recorded"])
+    )
+    plan_obj, wu_obj = ledger.get_object(plan_path), ledger.get_object(wu_path)
+    assert plan_obj is not None and wu_obj is not None
+    plan = decode_evaluator_plan(plan_obj.body).value
+    work_unit = decode_work_unit(wu_obj.body).value
+    assert plan is not None and work_unit is not None
+    snapshot = read_bundle_for_plan(bundle, plan)
+    t = gen.FIXED_TIME
+    bare = median_time(
+        lambda: [
+            run(plan, work_unit, snapshot, started_at=t, finished_at=t)
+            for _ in range(sz.replay_pairs)
+        ],
+        3,
+    )
+    base = sz.replay_pairs / bare
+    ledger.close()
+    return [
+        Row(
+            "audit with replay, small bundles",
+            f"{rate:.0f} replays/s",
+            f"{base:.0f} /s bare run()",
+            f"{rate / base:.2f}",
+            ">= 200 /s",
+            rate >= 200,
+        )
+    ]
+
+
+# -- 7. CLI start --------------------------------------------------------------------------------
+
+
+def bench_cli(sz: Sizes) -> list[Row]:
+    ledger_cmd = [str(BIN / "ledger"), "--version"]
+    python_cmd = [sys.executable, "-c", "pass"]
+    out = subprocess.run(ledger_cmd, check=True, capture_output=True).stdout.decode()
+    check(out.startswith("ledger "), f"ledger --version printed {out!r}")
+    ours: list[float] = []
+    base: list[float] = []
+    for _ in range(sz.starts):
+        for cmd, into in ((ledger_cmd, ours), (python_cmd, base)):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            into.append(time.perf_counter() - t0)
+    a, b = statistics.median(ours), statistics.median(base)
+    return [
+        Row(
+            "CLI start (ledger --version)",
+            ms(a),
+            f"{ms(b)} python -c pass",
+            f"{a / b:.2f}",
+            "<= 4x python",
+            a / b <= 4,
+        )
+    ]
+
+
+# -- driver --------------------------------------------------------------------------------------
+
+
+def print_table(rows: list[Row]) -> None:
+    header = ("figure", "value", "baseline (same run)", "ratio", "target", "result")
+    cells = [
+        (r.figure, r.value, r.baseline, r.ratio, r.target, "pass" if r.ok else "MISS") for r in rows
+    ]
+    widths = [max(len(str(c[i])) for c in [header, *cells]) for i in range(6)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
+    print(line.format(*header))
+    print(line.format(*("-" * w for w in widths)))
+    for c in cells:
+        print(line.format(*c))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="reduced sizes (under a minute)")
+    parser.add_argument("--only", action="append", default=[], help="run only these sections")
+    parser.add_argument("--keep", type=Path, default=None, help="work folder to keep")
+    args = parser.parse_args(argv)
+    sz = QUICK if args.quick else FULL
+    work = args.keep or Path(tempfile.mkdtemp(prefix="ledger-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.pop("LEDGER_TIME", None)
+    rows: list[Row] = []
+    failures: list[str] = []
+    started = time.perf_counter()
+    sections: list[tuple[str, Callable[[], list[Row]]]] = []
+    diff_box: dict[str, bytes] = {}
+
+    def diff_section() -> list[Row]:
+        out, diff_box["diff"] = bench_diff(work, sz)
+        return out
+
+    sections = [
+        ("diff", diff_section),
+        ("verify", lambda: bench_verify(work, sz, diff_box["diff"])),
+        ("appends", lambda: bench_appends(work, sz)),
+        ("freeze", lambda: bench_freeze(work, sz)),
+        ("replay", lambda: bench_replay(work, sz)),
+        ("cli", lambda: bench_cli(sz)),
+        ("ledgers", lambda: bench_ledgers(work, sz)),
+    ]
+    try:
+        for name, fn in sections:
+            if (
+                args.only
+                and name not in args.only
+                and not (name == "diff" and "verify" in args.only)
+            ):
+                continue
+            note(f"section {name}")
+            try:
+                rows += fn()
+            except CheckFailed as exc:
+                failures.append(f"{name}: {exc}")
+                rows.append(Row(name, "WRONG", "-", "-", "correct answer", False))
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print_table(rows)
+    for failure in failures:
+        print(f"CORRECTNESS FAILURE: {failure}")
+    met = sum(1 for r in rows if r.ok)
+    note(f"total {time.perf_counter() - started:.0f} s ({'quick' if args.quick else 'full'})")
+    print(f"bench: {met}/{len(rows)} targets met")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
