@@ -16,7 +16,7 @@ from typing import Final, Protocol
 
 import msgspec
 
-from verifiers.canonical import blake3_address, is_canonical
+from verifiers.canonical import blake3_address, checking_decoder, decode_checking_canonical
 
 from . import merkle
 from .checkpoint import Checkpoint
@@ -185,7 +185,7 @@ def audit(
             entry = _check_body(seq, row_prev, row_hash, row_kind, body, prev_time, report)
             # Tree: recompute this leaf and every subtree it completes; compare with storage.
             leaf = merkle.leaf_hash(body)
-            computed_nodes = [node for _, _, node in compact.append(leaf)]
+            computed_nodes = compact.push(leaf)
             stored: list[bytes] = []
             stored_leaf: bytes | None = None
             while pending_tree is not None and pending_tree[0] <= seq:
@@ -210,7 +210,7 @@ def audit(
                 if seq != expected_seq or stored_leaf is None or len(stored_leaf) != 32:
                     stored_leaves = None  # no longer a tree of leaves 0..seq: stop using it
                 else:
-                    stored_leaves.append(stored_leaf)
+                    stored_leaves.push(stored_leaf)
                     if stored_leaves.size in wanted_sizes:
                         stored_roots_at[stored_leaves.size] = stored_leaves.root()
             if first_leaf_mismatch is None and stored_leaf != leaf:
@@ -325,6 +325,9 @@ def _check_checkpoints(
             )
 
 
+_BODY_CHECKER: Final = checking_decoder(EntryBody)
+
+
 def _check_body(
     seq: int,
     row_prev: str,
@@ -335,13 +338,16 @@ def _check_body(
     report: Callable[[Violation], None],
 ) -> Entry | None:
     """Check one body; return the decoded entry when it is well-formed enough to reason about."""
-    if not is_canonical(body):
+    decoded: EntryBody | None
+    decoded, canonical = decode_checking_canonical(body, _BODY_CHECKER)
+    if not canonical:
         report(Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON"))
-    try:
-        decoded: EntryBody = decode_body(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        report(Violation(seq, row_kind, BODY_MALFORMED, f"body is not an entry: {exc}"))
-        return None
+    if decoded is None:
+        try:
+            decoded = decode_body(body)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            report(Violation(seq, row_kind, BODY_MALFORMED, f"body is not an entry: {exc}"))
+            return None
     ok = True
     if decoded.seq != seq or decoded.prev != row_prev or decoded.kind != row_kind:
         report(

@@ -152,6 +152,21 @@ class CompactRange:
     def root(self) -> bytes:
         return _fold(self._nodes) if self._nodes else EMPTY_ROOT
 
+    def push(self, leaf: bytes) -> list[bytes]:
+        """``append`` for a hot loop over trusted 32-byte leaf hashes: no argument checks, and only
+        the created hashes (leaf first, then each completed parent, lowest level first)."""
+        nodes = self._nodes
+        created = [leaf]
+        node = leaf
+        n = self._size
+        while n & 1:
+            node = hashlib.sha256(b"\x01" + nodes.pop() + node).digest()
+            created.append(node)
+            n >>= 1
+        nodes.append(node)
+        self._size += 1
+        return created
+
     def append(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
         """Append one leaf hash; return the created nodes, as ``append_nodes`` does."""
         n = self._size

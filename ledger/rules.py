@@ -15,7 +15,6 @@ from typing import Any, Final
 import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
-from verifiers.canonical import sha256_hex_digest
 from verifiers.contracts import decode_evaluator_plan, decode_work_unit
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
 
@@ -57,6 +56,19 @@ CALIBRATION_REPLAY_MISMATCH: Final = "calibration-replay-mismatch"
 Report = Callable[[Violation], None]
 
 
+class _Decision(msgspec.Struct):
+    recommendation: str
+
+
+class _Recommendation(msgspec.Struct):
+    """Only what the outcome check reads; msgspec skips every other field of the result."""
+
+    decision_support: _Decision
+
+
+_RECOMMENDATION: Final = msgspec.json.Decoder(_Recommendation)
+
+
 class CommitmentRules:
     """Audit observer for the commitment rules (and replay)."""
 
@@ -78,11 +90,16 @@ class CommitmentRules:
     def _document(
         self, entry: Entry, address: str, digest: str, what: str, report: Report
     ) -> bytes | None:
-        """The stored bytes at ``address``, which must hash to the reference ``digest``."""
-        data = self._object(address)
-        if data is None:
+        """The stored bytes at ``address``, which must hash to the reference ``digest``.
+
+        Compared with the stored ``sha256`` column: the object pass of the audit proves every
+        column equals the hash of its body, so hashing the body again here would prove nothing.
+        """
+        obj = self._ledger.get_object(address)
+        if obj is None:
             return None  # the chain audit reports object-missing
-        if sha256_hex_digest(data) != digest:
+        data = obj.body
+        if obj.sha256 != digest:
             report(
                 Violation(
                     entry.seq,
@@ -425,11 +442,12 @@ class CommitmentRules:
         from verifiers.contracts import RECOMMENDATION_OUTCOMES
 
         try:
-            value: Any = msgspec.json.decode(result_bytes)
-            recommendation = value["decision_support"]["recommendation"]
-        except (msgspec.DecodeError, KeyError, TypeError):
+            recommendation: str | None = _RECOMMENDATION.decode(
+                result_bytes
+            ).decision_support.recommendation
+        except (msgspec.DecodeError, msgspec.ValidationError):
             recommendation = None
-        if RECOMMENDATION_OUTCOMES.get(recommendation) != payload.outcome:
+        if RECOMMENDATION_OUTCOMES.get(recommendation or "") != payload.outcome:
             report(
                 Violation(
                     entry.seq,

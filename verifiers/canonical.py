@@ -230,6 +230,39 @@ def is_canonical(data: bytes) -> bool:
     return True
 
 
+def checking_decoder(type_: Any) -> msgspec.json.Decoder[Any]:
+    """A decoder for ``type_`` that stops at any float the canonical form refuses; for use with
+    ``decode_checking_canonical``."""
+    return msgspec.json.Decoder(type_, float_hook=_float_hook)
+
+
+def decode_checking_canonical(
+    data: bytes, decoder: msgspec.json.Decoder[Any]
+) -> tuple[Any | None, bool]:
+    """Decode ``data`` with ``decoder`` (from ``checking_decoder``) and say whether it is canonical.
+
+    Returns (value, canonical); value is None when the typed decode fails (then canonical is
+    ``is_canonical(data)``, and the caller decodes again to learn why). One decode instead of
+    two: re-encoding the typed value with sorted fields gives the same bytes as re-encoding the
+    generic value, since the Struct's fields are exactly the object's keys.
+    """
+    try:
+        value = decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None, is_canonical(data)
+    try:
+        encoded = _ENCODER.encode(value)
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return value, _is_canonical_reference(data)
+    if encoded != data:
+        return value, False
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH or _NINETEEN_DIGITS in data.translate(
+        _DIGITS_ONLY
+    ):
+        return value, _is_canonical_reference(data)
+    return value, True
+
+
 __all__ = [
     "INT_MAX",
     "INT_MIN",
@@ -237,6 +270,8 @@ __all__ = [
     "blake3_address",
     "canonical_bytes",
     "canonical_digest",
+    "checking_decoder",
+    "decode_checking_canonical",
     "is_canonical",
     "sha256_hex_digest",
     "to_builtins",
