@@ -10,6 +10,7 @@ well-formed entry in seq order; see ``ledger.rules``.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Final, Protocol
@@ -21,7 +22,6 @@ from verifiers.canonical import blake3_address, checking_decoder, decode_checkin
 from . import merkle
 from .checkpoint import Checkpoint
 from .entries import (
-    ADDRESS_RE,
     FORMAT,
     GENESIS_KIND,
     GENESIS_PREV,
@@ -326,6 +326,9 @@ def _check_checkpoints(
 
 
 _BODY_CHECKER: Final = checking_decoder(EntryBody)
+# All refs in one match (ADDRESS_RE for each, joined by commas; an address has no comma).
+_ADDRESS: Final = r"blake3:[0-9a-f]{64}"
+_REFS_RE: Final = re.compile(rf"{_ADDRESS}(?:,{_ADDRESS})*")
 
 
 def _check_body(
@@ -390,7 +393,14 @@ def _check_body(
             )
         )
     refs = decoded.refs
-    if refs != sorted(set(refs)) or not all(ADDRESS_RE.match(r) for r in refs):
+    joined = ",".join(refs)
+    if refs != sorted(set(refs)) or (
+        refs
+        and (
+            len(joined) != 72 * len(refs) - 1  # exactly len(refs) addresses of 71 characters
+            or not _REFS_RE.fullmatch(joined)
+        )
+    ):
         report(
             Violation(seq, row_kind, REFS_INVALID, "refs must be sorted, distinct blake3 addresses")
         )

@@ -1,0 +1,56 @@
+"""The audit's reading of ``refs``: exactly a sorted list of distinct blake3 addresses."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ledger.audit import audit
+from ledger.entries import encode_body, entry_hash
+from ledger.store import Ledger
+
+A = "blake3:" + "a" * 64
+B = "blake3:" + "b" * 64
+
+
+@pytest.mark.parametrize(
+    "refs",
+    [
+        pytest.param([f"{A},{B}"], id="two-addresses-smuggled-in-one-ref"),
+        pytest.param([B, A], id="unsorted"),
+        pytest.param([A, A], id="duplicated"),
+        pytest.param(["blake3:" + "A" * 64], id="uppercase-hex"),
+        pytest.param([A + "\n"], id="trailing-newline"),
+        pytest.param(["sha256:" + "a" * 64], id="not-a-blake3-address"),
+    ],
+)
+def test_malformed_refs_are_reported(tmp_path: Path, refs: list[str]) -> None:
+    path = tmp_path / "ledger.db"
+    ledger, _ = Ledger.create(path, origin="test/refs", clock=lambda: "2026-01-01T00:00:00Z")
+    head = ledger.head()
+    assert head is not None
+    ledger.close()
+    # Written as an attacker would: a well-linked row whose body lists the refs verbatim.
+    body = encode_body(
+        seq=1,
+        prev=head.entry_hash,
+        kind="calibration.recorded",
+        time="2026-01-01T00:00:00Z",
+        refs=[],
+        payload={},
+    ).replace(
+        b'"refs":[]',
+        ('"refs":[' + ",".join(f'"{r}"' for r in refs) + "]").encode().replace(b"\n", b"\\n"),
+    )
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "INSERT INTO entries VALUES (1, ?, ?, 'calibration.recorded', ?)",
+        (head.entry_hash, entry_hash(body), body),
+    )
+    conn.commit()
+    conn.close()
+    with Ledger.open(path) as reopened:
+        report = audit(reopened)
+    assert "refs-invalid" in {v.code for v in report.violations if v.seq == 1}
