@@ -34,6 +34,8 @@ from .entries import (
 from .store import Ledger
 
 MAX_REPORTED: Final = 1000
+# The only media types the ledger writes (documents, and bundle files as read).
+MEDIA_TYPES: Final = frozenset({"application/json", "application/octet-stream"})
 
 # Violation codes of the chain, objects and tree (rules add their own).
 SEQ_GAP: Final = "seq-gap"
@@ -54,6 +56,7 @@ OBJECT_UNREFERENCED: Final = "object-unreferenced"
 TREE_MISMATCH: Final = "tree-mismatch"
 EMPTY_LEDGER: Final = "ledger-empty"
 CHECKPOINT_TRUNCATED: Final = "checkpoint-truncated"
+DATABASE_CORRUPT: Final = "database-corrupt"
 CHECKPOINT_MISMATCH: Final = "checkpoint-mismatch"
 
 
@@ -124,8 +127,18 @@ def audit(
     with ledger.snapshot() as conn:
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_refs (digest TEXT, seq INTEGER)")
         conn.execute("DELETE FROM temp.audit_refs")
+        # Keys of another storage class cannot be ordered against seqs: reported, not read.
+        for (bad,) in conn.execute(
+            "SELECT last_leaf FROM tree"
+            " WHERE typeof(last_leaf) != 'integer' OR typeof(level) != 'integer'"
+        ):
+            report(
+                Violation(None, None, TREE_MISMATCH, f"tree row with a non-integer key ({bad!r})")
+            )
         tree_rows = conn.execute(
-            "SELECT last_leaf, level, hash FROM tree ORDER BY last_leaf, level"
+            "SELECT last_leaf, level, hash FROM tree"
+            " WHERE typeof(last_leaf) = 'integer' AND typeof(level) = 'integer'"
+            " ORDER BY last_leaf, level"
         )
         pending_tree = next(tree_rows, None)
         compact = merkle.CompactRange()  # the right edge, recomputed from the bodies
@@ -185,15 +198,15 @@ def audit(
             entry = _check_body(seq, row_prev, row_hash, row_kind, body, prev_time, report)
             # Tree: recompute this leaf and every subtree it completes; compare with storage.
             leaf = merkle.leaf_hash(body)
-            computed_nodes = compact.push(leaf)
-            stored: list[bytes] = []
+            computed_nodes = list(enumerate(compact.push(leaf)))  # (level, hash)
+            stored: list[tuple[int, bytes]] = []
             stored_leaf: bytes | None = None
             while pending_tree is not None and pending_tree[0] <= seq:
                 if pending_tree[0] == seq:
                     node = pending_tree[2]
-                    stored.append(node if isinstance(node, bytes) else b"")
+                    stored.append((pending_tree[1], node if isinstance(node, bytes) else b""))
                     if pending_tree[1] == 0:
-                        stored_leaf = stored[-1]
+                        stored_leaf = stored[-1][1]
                 else:
                     report(
                         Violation(
@@ -257,6 +270,18 @@ def audit(
             "INSERT OR IGNORE INTO temp.audit_withheld VALUES (?)", [(d,) for d in withheld]
         )
         objects = _check_objects(conn, report)
+        # SQLite's own structure (pages, indexes): damage the row checks above cannot see, such
+        # as an index that no longer finds a row by its hash, is tamper evidence too.
+        problems = [row[0] for row in conn.execute("PRAGMA main.integrity_check(20)")]
+        if problems != ["ok"]:
+            report(
+                Violation(
+                    None,
+                    None,
+                    DATABASE_CORRUPT,
+                    f"SQLite integrity check: {'; '.join(map(str, problems[:3]))}",
+                )
+            )
         for observer in observers:
             observer.finish(report)
         conn.execute("DROP TABLE temp.audit_refs")
@@ -420,8 +445,8 @@ def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]
     for seq, digest in missing:
         report(Violation(seq, None, OBJECT_MISSING, f"referenced object {digest} is not stored"))
     count = 0
-    for digest, sha256, size, body in conn.execute(
-        "SELECT digest, sha256, size, body FROM objects"
+    for digest, sha256, size, body, media_type in conn.execute(
+        "SELECT digest, sha256, size, body, media_type FROM objects"
     ):
         count += 1
         if (
@@ -429,6 +454,7 @@ def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]
             or blake3_address(body) != digest
             or "sha256:" + hashlib.sha256(body).hexdigest() != sha256
             or size != len(body)
+            or media_type not in MEDIA_TYPES
         ):
             first = conn.execute(
                 "SELECT MIN(seq) FROM temp.audit_refs WHERE digest = ?", (digest,)
@@ -438,7 +464,7 @@ def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]
                     first,
                     None,
                     OBJECT_DIGEST_MISMATCH,
-                    f"object {digest}: its bytes, sha256 or size do not match",
+                    f"object {digest}: its bytes, sha256, size or media type do not match",
                 )
             )
     for (digest,) in conn.execute(

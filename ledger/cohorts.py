@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from verifiers.bundle import BundleRootError, read_file_under
-from verifiers.canonical import canonical_bytes
+from verifiers.canonical import canonical_bytes, sha256_hex_digest
 from verifiers.contracts import (
     LIMITS,
     Decoded,
@@ -82,9 +82,8 @@ def _refuse_decode(what: str, decoded: Decoded[Any]) -> CommitError:
 
 
 def _document(decoded: Decoded[Any]) -> LoadedDocument:
-    from verifiers.canonical import sha256_hex_digest
-
-    data = canonical_bytes(decoded.raw)
+    # The decoder already produced the canonical bytes (equal to ``canonical_bytes(raw)``).
+    data = decoded.canonical if decoded.canonical is not None else canonical_bytes(decoded.raw)
     return LoadedDocument(canonical=data, digest=sha256_hex_digest(data))
 
 
@@ -117,7 +116,8 @@ def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = Non
     if decoded.value is None:
         raise _refuse_decode(f"{cohort_dir}/{COHORT_FILE}", decoded)
     cohort = decoded.value
-    digest = definition_digest(cohort)
+    # The plain JSON (equal to the Struct's, the decoder checked the round trip): no conversion.
+    digest = definition_digest(decoded.raw)
     declared = cohort.definition_digest
     if isinstance(declared, str) and declared != digest:
         raise CommitError(
@@ -208,7 +208,9 @@ def _load_task(
         if plan_decoded.value is None:
             raise _refuse_decode(f"{where}: plan {evaluator.plan_path}", plan_decoded)
         plan, plan_doc = plan_decoded.value, _document(plan_decoded)
+        plan_raw: dict[str, Any] | None = plan_decoded.raw
     else:
+        plan_raw = None
         found = hidden.get(evaluator.plan_digest)
         if found is None:
             raise CommitError(
@@ -246,7 +248,9 @@ def _load_task(
             f" {expected_backend!r}",
         )
     try:
-        check_binding(plan, work_unit, wu_doc.digest)
+        # The plain JSON of each document (same JSON as its Struct: the decoder checked the
+        # round trip) spares check_binding a conversion of each Struct.
+        check_binding(plan_raw if plan_raw is not None else plan, wu_decoded.raw, wu_doc.digest)
     except PlanBindingError as exc:
         raise CommitError(exc.code, f"{where}: {exc.message}") from None
     adapter, adapter_version = ADAPTERS[version]

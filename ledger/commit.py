@@ -42,6 +42,7 @@ from verifiers.contracts import (
     decode_evaluator_plan,
     decode_work_unit,
 )
+from verifiers.jsonread import read_json
 from verifiers.runner import PlanBindingError, RunOutcome, read_bundle_for_plan, run
 
 from .cohorts import LoadedCohort, load_cohort
@@ -433,10 +434,13 @@ def _manifest_claims(snapshot_manifest: bytes | None) -> tuple[str | None, int |
     """The WorkUnit id and version the (untrusted) manifest names, if it can say."""
     if snapshot_manifest is None:
         return None, None
-    try:
-        value = msgspec.json.decode(snapshot_manifest)
-    except msgspec.DecodeError:
+    limits = LIMITS["result-manifest"]
+    # Bounded like every document: a manifest nested 100,000 deep is the candidate's defect,
+    # recorded as a reject, never a crash before anything could be recorded.
+    read = read_json(snapshot_manifest, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    if not read.ok:
         return None, None
+    value = read.value
     if not isinstance(value, dict):
         return None, None
     wu_id = value.get("work_unit_id")

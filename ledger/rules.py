@@ -99,13 +99,13 @@ class CommitmentRules:
         if obj is None:
             return None  # the chain audit reports object-missing
         data = obj.body
-        if obj.sha256 != digest:
+        if obj.sha256 != digest or obj.media_type != "application/json":
             report(
                 Violation(
                     entry.seq,
                     entry.kind,
                     OBJECT_DIGEST_WRONG,
-                    f"{what} {address} does not have digest {digest}",
+                    f"{what} {address} is not the JSON document with digest {digest}",
                 )
             )
             return None

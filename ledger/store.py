@@ -230,12 +230,25 @@ class Ledger:
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: everything read inside sees one consistent state of the file."""
-        self._conn.execute("BEGIN")
+        """A read transaction: everything read inside sees one consistent state of the file.
+
+        A file damaged below SQLite's own checks raises sqlite3.DatabaseError while being read:
+        that becomes a refusal with a stable code, never a traceback.
+        """
+        try:
+            self._conn.execute("BEGIN")
+        except sqlite3.DatabaseError as exc:
+            raise _db_error(self.path, exc) from None
         try:
             yield self._conn
+        except sqlite3.DatabaseError as exc:
+            raise _db_error(self.path, exc) from None
         finally:
-            self._conn.execute("ROLLBACK")
+            if self._conn.in_transaction:
+                try:
+                    self._conn.execute("ROLLBACK")
+                except sqlite3.DatabaseError:
+                    pass  # nothing was written in a read transaction
 
     def size(self) -> int:
         row = self._conn.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM entries").fetchone()
@@ -477,12 +490,28 @@ def _check_ledger_path(path: Path, *, must_exist: bool) -> None:
         raise StoreError("ledger-unreadable", f"cannot read {path}: permission denied")
 
 
+def busy_timeout_ms() -> int:
+    """How long a writer waits for the lock: ``LEDGER_BUSY_TIMEOUT_MS`` (1..600000), else 30 s."""
+    text = os.environ.get("LEDGER_BUSY_TIMEOUT_MS")
+    if text is None:
+        return BUSY_TIMEOUT_MS
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 600_000:
+        raise UsageError(
+            "bad-busy-timeout", f"LEDGER_BUSY_TIMEOUT_MS={text!r} must be 1..600000 milliseconds"
+        )
+    return int(text)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
+    timeout = busy_timeout_ms()
     try:
         conn = sqlite3.connect(
-            str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True
+            str(path), isolation_level=None, timeout=timeout / 1000, check_same_thread=True
         )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # A TEXT column holding invalid UTF-8 (a tampered file) must not crash a reader; the
+        # replacement characters then fail every comparison, so the audit reports the row.
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+        conn.execute(f"PRAGMA busy_timeout = {timeout}")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA recursive_triggers = ON")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -519,9 +548,16 @@ def _db_error(path: Path, exc: sqlite3.DatabaseError) -> LedgerError:
     if "locked" in text or "busy" in text:
         return StoreError(
             "ledger-busy",
-            f"{path} stayed locked by another writer for {BUSY_TIMEOUT_MS // 1000} s; try again",
+            f"{path} stayed locked by another writer for {busy_timeout_ms() / 1000:g} s;"
+            " try again (LEDGER_BUSY_TIMEOUT_MS sets the wait)",
         )
-    if "not a database" in text or "malformed" in text or "file is encrypted" in text:
+    if "malformed" in text:
+        return StoreError(
+            "ledger-corrupt",
+            f"{path} is damaged ({text}); restore it from a copy and audit that against a"
+            " checkpoint kept elsewhere",
+        )
+    if "not a database" in text or "file is encrypted" in text:
         return StoreError("not-a-ledger", f"{path} is not a ledger file ({text})")
     if "unable to open" in text or "readonly" in text or "permission" in text.lower():
         return StoreError("ledger-unreadable", f"cannot use {path}: {text}")

@@ -24,8 +24,8 @@ from typing import Annotated, Any, ClassVar, Final, Generic, NamedTuple, TypeVar
 import msgspec
 from msgspec import Meta
 
-from verifiers.canonical import CanonicalFormError, canonical_bytes, canonical_digest
-from verifiers.jsonread import FieldError, read_json
+from verifiers.canonical import MAX_DEPTH, CanonicalFormError, canonical_bytes, canonical_digest
+from verifiers.jsonread import FieldError, read_json_checked
 
 T = TypeVar("T")
 
@@ -90,7 +90,14 @@ class ContractStruct(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     # Merged into this Struct's generated JSON Schema: the ``check_rules`` rules as JSON Schema.
     json_schema_extra: ClassVar[dict[str, Any]] = {}
 
-    def __post_init__(self) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # msgspec calls ``__post_init__`` for every Struct it decodes or builds; most contract
+        # Structs have nothing to check, so only those that do get one (inherited as usual).
+        if cls.unique_fields or cls.check_rules is not ContractStruct.check_rules:
+            setattr(cls, "__post_init__", ContractStruct._check_post_init)  # noqa: B010
+
+    def _check_post_init(self) -> None:
         for name in self.unique_fields:
             items = getattr(self, name)
             if isinstance(items, list):
@@ -102,6 +109,11 @@ class ContractStruct(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
 
 
 def _require_unique(name: str, items: list[Any]) -> None:
+    try:
+        if len(set(items)) == len(items):
+            return
+    except TypeError:
+        pass  # an unhashable item: the loop below raises exactly what it always did
     seen: set[Any] = set()
     for index, item in enumerate(items):
         if item in seen:
@@ -119,12 +131,14 @@ class Decoded(Generic[T]):
     """The outcome of decoding one document: a typed value, or the reasons it was refused.
 
     ``raw`` is the plain JSON value whenever the bytes parsed as strict JSON (even when the
-    contract then refused them), else None.
+    contract then refused them), else None. ``canonical`` is ``canonical_bytes(raw)`` for an
+    accepted document (computed once while decoding), else None.
     """
 
     value: T | None
     errors: tuple[FieldError, ...]
     raw: Any
+    canonical: bytes | None = None
 
     @property
     def ok(self) -> bool:
@@ -179,7 +193,7 @@ def decode_document(data: bytes, type_: Any, contract: str) -> Decoded[Any]:
 
 
 def _decode(data: bytes, type_: Any, limits: ContractLimits) -> Decoded[Any]:
-    read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    read, known = read_json_checked(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
     if read.errors:
         return Decoded(None, read.errors, None)
     raw = read.value
@@ -189,7 +203,11 @@ def _decode(data: bytes, type_: Any, limits: ContractLimits) -> Decoded[Any]:
         # A single tagged Struct would accept a missing tag; every contract requires it.
         return Decoded(None, (FieldError("/schema_version", "missing required field"),), raw)
     try:
-        canonical = canonical_bytes(raw)
+        # The reader already knows the canonical bytes of most documents (see
+        # ``read_json_checked``): no second walk of the value.
+        canonical = (
+            known if known is not None and limits.max_depth <= MAX_DEPTH else canonical_bytes(raw)
+        )
     except CanonicalFormError as exc:
         return Decoded(None, (FieldError("" if exc.path == "/" else exc.path, exc.message),), raw)
     try:
@@ -199,7 +217,7 @@ def _decode(data: bytes, type_: Any, limits: ContractLimits) -> Decoded[Any]:
     if _SORTED.encode(value) != canonical:
         # Cannot happen for the Structs here; guards against a future lossy field type.
         return Decoded(None, (FieldError("", "document does not round-trip losslessly"),), raw)
-    return Decoded(value, (), raw)
+    return Decoded(value, (), raw, canonical)
 
 
 def _kind(value: Any) -> str:

@@ -1,0 +1,458 @@
+"""Fuzz targets and a seeded, novelty-guided mutation engine (no coverage instrumentation).
+
+Each target takes bytes and returns a plain, comparable summary of what the code under test
+returned. The campaign asserts: no exception escapes (these functions are documented as total,
+or as raising only their documented refusal), and the same input gives the same summary twice.
+
+"Coverage-guided-ish": an input whose summary *signature* (finding codes, error paths, statuses)
+was never seen before joins the pool that later inputs are mutated from, as AFL keeps inputs that
+reach new edges. Run as a script to add new-signature inputs to tests/corpus/<target>/:
+``.venv/bin/python tests/campaigns/fuzz_targets.py --harvest 20000``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(_HERE), str(_HERE.parent)]
+
+import msgspec  # noqa: E402
+
+from ledger.contracts import decode_burn_notice, decode_cohort  # noqa: E402
+from ledger.errors import LedgerError  # noqa: E402
+from verifiers.bundle import read_bundle, snapshot_observations  # noqa: E402
+from verifiers.contracts import (  # noqa: E402
+    decode_evaluator_plan,
+    decode_result_manifest,
+    decode_verification_result,
+    decode_work_unit,
+)
+from verifiers.diff import parse_diff  # noqa: E402
+
+CORPUS = _HERE.parent / "corpus"
+MAX_POOL = 4000
+
+# -- mutation ---------------------------------------------------------------------------------
+
+TOKENS: tuple[bytes, ...] = (
+    b"diff --git a/x b/x\n",
+    b"--- a/x\n",
+    b"+++ b/x\n",
+    b"--- /dev/null\n",
+    b"+++ /dev/null\n",
+    b"@@ -1 +1 @@\n",
+    b"@@ -0,0 +1,2 @@\n",
+    b"@@ -1,3 +1,4 @@ ctx\n",
+    b"\\ No newline at end of file\n",
+    b"new file mode 100644\n",
+    b"deleted file mode 100755\n",
+    b"old mode 100644\n",
+    b"new mode 120000\n",
+    b"similarity index 100%\n",
+    b"rename from a\n",
+    b"rename to b\n",
+    b"copy from a\n",
+    b"index 0000000..e69de29\n",
+    b"GIT binary patch\n",
+    b'"a/\\303\\251"',
+    b"\r",
+    b"\n",
+    b"\x00",
+    b"\xff",
+    b"\xc3\x28",
+    b"\xed\xa0\x80",
+    b"\xef\xbb\xbf",
+    b"\t",
+    b"\\",
+    b"/",
+    b"..",
+    b".git",
+    b"\xe2\x80\xa8",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b'"',
+    b'"schema_version":"0.1"',
+    b'"0.2"',
+    b'"0.4"',
+    b"null",
+    b"true",
+    b"false",
+    b"-0",
+    b"1e400",
+    b"1e-7",
+    b"0.1",
+    b"9223372036854775808",
+    b"-9223372036854775809",
+    b'"\\ud800"',
+    b'"\\u0000"',
+    b"NaN",
+    b"Infinity",
+    b'"extensions":{}',
+    b'"sha256:' + b"0" * 64 + b'"',
+    b'"a/b/../c"',
+    b'"/etc/passwd"',
+    b'"locator":"x"',
+    b'"produced_artifacts":[{"locator":"changes.patch"}]',
+    b'"logs":[{"locator":"l"}]',
+)
+INTERESTING = (0, 1, 0x7F, 0x80, 0xFF, ord("\n"), ord("@"), ord("+"), ord("-"), ord(" "))
+
+
+def mutate_bytes(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
+    """One to eight stacked byte-level mutations (AFL's havoc stage, roughly)."""
+    buf = bytearray(data)
+    for _ in range(rng.choice((1, 1, 2, 3, 8))):
+        op = rng.randrange(11)
+        n = len(buf)
+        if op == 0 and n:
+            buf[rng.randrange(n)] ^= 1 << rng.randrange(8)
+        elif op == 1 and n:
+            buf[rng.randrange(n)] = rng.choice(INTERESTING)
+        elif op == 2:
+            buf[rng.randrange(n + 1) : 0] = rng.choice(TOKENS)
+        elif op == 3 and n:
+            a = rng.randrange(n)
+            del buf[a : a + rng.randrange(1, 64)]
+        elif op == 4 and n:
+            a = rng.randrange(n)
+            chunk = buf[a : a + rng.randrange(1, 256)]
+            buf[rng.randrange(n + 1) : 0] = chunk * rng.choice((1, 2, 16))
+        elif op == 5 and pool:
+            other = rng.choice(pool)
+            a, b = rng.randrange(len(buf) + 1), rng.randrange(len(other) + 1)
+            buf = buf[:a] + other[b:]
+        elif op in (6, 7):
+            lines = bytes(buf).split(b"\n")
+            if len(lines) > 1:
+                i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+                if op == 6:
+                    lines.insert(j, lines[i])
+                else:
+                    del lines[i]
+                buf = bytearray(b"\n".join(lines))
+        elif op == 8 and n:
+            a = rng.randrange(n)
+            buf[a : a + rng.randrange(1, 8)] = str(
+                rng.choice((0, -1, 2**31, 2**63, 10**10))
+            ).encode()
+        elif op == 9:
+            buf = bytearray(mutate_json(bytes(buf), rng))
+        else:
+            if n:
+                del buf[rng.randrange(n) :]
+    return bytes(buf)
+
+
+_JSON_VALUES: tuple[Any, ...] = (
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    2**63,
+    -(2**63) - 1,
+    "",
+    "x" * 300,
+    "0.1",
+    "0.4",
+    "sha256:" + "0" * 64,
+    "../x",
+    "/abs",
+    "a\nb",
+    "\ud7ff",
+    [],
+    {},
+    [[[]]],
+    {"extensions": {}},
+)
+
+
+def mutate_json(data: bytes, rng: random.Random) -> bytes:
+    """A structural edit of a JSON document: change, drop or add one member somewhere."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return data
+    nodes: list[Any] = []
+
+    def walk(v: Any, depth: int) -> None:
+        if depth > 40 or len(nodes) > 2000:
+            return
+        if isinstance(v, (dict, list)):
+            nodes.append(v)
+            for child in v.values() if isinstance(v, dict) else v:
+                walk(child, depth + 1)
+
+    walk(value, 0)
+    if not nodes:
+        return json.dumps(rng.choice(_JSON_VALUES)).encode()
+    node = rng.choice(nodes)
+    new = rng.choice(_JSON_VALUES)
+    if isinstance(node, dict):
+        keys = list(node)
+        op = rng.randrange(3)
+        if op == 0 and keys:
+            del node[rng.choice(keys)]
+        elif op == 1 and keys:
+            node[rng.choice(keys)] = new
+        else:
+            node[rng.choice(("extra", "schema_version", "id", "locator", *keys[:3]))] = new
+    else:
+        if node and rng.random() < 0.5:
+            node[rng.randrange(len(node))] = new
+        elif node and rng.random() < 0.5:
+            node.append(node[0])
+        else:
+            node.append(new)
+    text = json.dumps(value, ensure_ascii=rng.random() < 0.5, indent=rng.choice((None, 1)))
+    return text.encode("utf-8", "surrogatepass")
+
+
+# -- targets ------------------------------------------------------------------------------------
+
+
+def _decoded(decoded: Any) -> Any:
+    value = None if decoded.value is None else msgspec.to_builtins(decoded.value)
+    errors = [(e.path, e.message) for e in decoded.errors]
+    return {"value": value, "errors": errors, "raw": decoded.raw}
+
+
+def _sig_decoded(summary: Any) -> str:
+    return (
+        "ok"
+        if summary["value"] is not None
+        else "|".join(sorted({p.split("/")[1] if "/" in p else p for p, _ in summary["errors"]}))
+    )
+
+
+def run_parse_diff(data: bytes) -> Any:
+    parsed = parse_diff(data)
+    return msgspec.to_builtins(parsed)
+
+
+def sig_parse_diff(summary: Any) -> str:
+    codes = sorted({f["code"] for f in summary["findings"]})
+    kinds = sorted({f["kind"] for f in summary["files"]})
+    return ",".join(codes) + "/" + ",".join(kinds)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    corpus: str
+    run: Callable[[bytes], Any]
+    signature: Callable[[Any], str]
+
+
+def _decoder(fn: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    return lambda data: _decoded(fn(data))
+
+
+# Bundle reader: the fuzz input is the manifest; a few fixed files sit beside it, including a
+# symlink, a directory, a FIFO and nested folders, so mutated locators reach every status.
+_BUNDLE_DIR: Path | None = None
+
+
+def bundle_dir() -> Path:
+    global _BUNDLE_DIR
+    if _BUNDLE_DIR is None:
+        root = Path(tempfile.mkdtemp(prefix="ledger-fuzz-bundle-"))
+        (root / "changes.patch").write_bytes(b"diff --git a/x b/x\n")
+        (root / "stdout.txt").write_bytes(b"out\n")
+        (root / "sub").mkdir()
+        (root / "sub" / "deep.txt").write_bytes(b"deep\n")
+        (root / "big.bin").write_bytes(b"x" * 5000)
+        os.symlink("/etc/passwd", root / "link")
+        os.symlink("sub", root / "dirlink")
+        os.mkfifo(root / "fifo")
+        _BUNDLE_DIR = root
+    return _BUNDLE_DIR
+
+
+def run_bundle(data: bytes) -> Any:
+    root = bundle_dir()
+    (root / "result-manifest.json").write_bytes(data)
+    snapshot = read_bundle(root, max_manifest_bytes=262144, limit_for=lambda _loc: 4096)
+    return snapshot_observations(snapshot)
+
+
+def sig_bundle(summary: Any) -> str:
+    return ",".join(o["status"] for o in summary[:8]) + f"/{min(len(summary), 20)}"
+
+
+# Cohort loader: the fuzz input is cohort.json; the WorkUnit and plans it may name are real.
+_COHORT_ROOT: Path | None = None
+
+
+def cohort_root() -> Path:
+    global _COHORT_ROOT
+    if _COHORT_ROOT is None:
+        from commit_helpers import make_cohort
+
+        root = Path(tempfile.mkdtemp(prefix="ledger-fuzz-cohort-"))
+        make_cohort(root, "fuzz/cohort", folder="c")
+        _COHORT_ROOT = root
+    return _COHORT_ROOT
+
+
+def run_cohort_loader(data: bytes) -> Any:
+    from ledger.cohorts import load_cohort
+
+    root = cohort_root()
+    (root / "c" / "cohort.json").write_bytes(data)
+    try:
+        loaded = load_cohort(root / "c", root=root)
+    except LedgerError as exc:  # the documented refusals (CommitError, UsageError)
+        return {"refused": exc.code, "message": exc.message}
+    return {"digest": loaded.definition_digest, "tasks": [t.task.id for t in loaded.tasks]}
+
+
+def sig_cohort_loader(summary: Any) -> str:
+    return summary.get("refused", "loaded") + ":" + summary.get("message", "")[:30]
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("parse_diff", "parse_diff", run_parse_diff, sig_parse_diff),
+        Target("decode_work_unit", "work_unit", _decoder(decode_work_unit), _sig_decoded),
+        Target(
+            "decode_result_manifest",
+            "result_manifest",
+            _decoder(decode_result_manifest),
+            _sig_decoded,
+        ),
+        Target(
+            "decode_evaluator_plan",
+            "evaluator_plan",
+            _decoder(decode_evaluator_plan),
+            _sig_decoded,
+        ),
+        Target(
+            "decode_verification_result",
+            "verification_result",
+            _decoder(decode_verification_result),
+            _sig_decoded,
+        ),
+        Target("decode_cohort", "cohort", _decoder(decode_cohort), _sig_decoded),
+        Target("decode_burn_notice", "burn_notice", _decoder(decode_burn_notice), _sig_decoded),
+        Target("read_bundle", "bundle_manifest", run_bundle, sig_bundle),
+        Target("load_cohort", "cohort", run_cohort_loader, sig_cohort_loader),
+    )
+}
+
+
+def corpus(target: Target) -> list[bytes]:
+    folder = CORPUS / target.corpus
+    return [p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()]
+
+
+def canonical_summary(summary: Any) -> bytes:
+    return json.dumps(summary, sort_keys=True, default=repr).encode("utf-8", "surrogatepass")
+
+
+@dataclass
+class Failure:
+    target: str
+    data: bytes
+    problem: str
+
+
+def check_once(target: Target, data: bytes) -> tuple[Any, Failure | None]:
+    """Run twice; an exception or two different summaries is a failure."""
+    try:
+        first = target.run(data)
+        second = target.run(data)
+    except Exception as exc:  # the failure fuzzing looks for
+        return None, Failure(target.name, data, f"{type(exc).__name__}: {exc}"[:300])
+    if canonical_summary(first) != canonical_summary(second):
+        return None, Failure(target.name, data, "nondeterministic: two runs differ")
+    return first, None
+
+
+@dataclass
+class LoopResult:
+    executions: int
+    signatures: int
+    failures: list[Failure]
+    novel: list[bytes]
+
+
+def guided_loop(target: Target, executions: int, seed: int) -> LoopResult:
+    """Seeded mutation loop; inputs with a new signature join the pool."""
+    rng = random.Random(f"{seed}-{target.name}")
+    pool = corpus(target)
+    seen: set[str] = set()
+    novel: list[bytes] = []
+    failures: list[Failure] = []
+    for data in pool:
+        summary, failure = check_once(target, data)
+        if failure is not None:
+            failures.append(failure)
+        else:
+            seen.add(target.signature(summary))
+    done = base = len(pool)
+    while done < executions:
+        data = mutate_bytes(rng.choice(pool), rng, pool)
+        summary, failure = check_once(target, data)
+        done += 1
+        if failure is not None:
+            if len(failures) < 20:
+                failures.append(failure)
+            continue
+        sig = target.signature(summary)
+        if sig not in seen:
+            seen.add(sig)
+            if len(data) <= 300_000:
+                # A bounded pool: past MAX_POOL a newcomer replaces a random earlier find.
+                if len(pool) < MAX_POOL:
+                    pool.append(data)
+                else:
+                    pool[rng.randrange(base, MAX_POOL)] = data
+                if len(novel) < 1000:
+                    novel.append(data)
+    return LoopResult(done, len(seen), failures, novel)
+
+
+def cleanup() -> None:
+    for folder in (_BUNDLE_DIR, _COHORT_ROOT):
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _harvest(executions: int) -> None:
+    for target in TARGETS.values():
+        result = guided_loop(target, executions, seed=1)
+        kept = 0
+        for data in result.novel[:40]:
+            name = f"found-{hashlib.sha256(data).hexdigest()[:16]}.bin"
+            path = CORPUS / target.corpus / name
+            if not path.exists():
+                path.write_bytes(data)
+                kept += 1
+        print(
+            f"{target.name}: {result.executions} runs, {result.signatures} signatures, kept {kept}"
+        )
+        for failure in result.failures[:3]:
+            print("  FAILURE", failure.problem, failure.data[:120])
+    cleanup()
+
+
+if __name__ == "__main__":
+    _harvest(int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] == "--harvest" else 5000)
