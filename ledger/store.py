@@ -173,6 +173,8 @@ class Ledger:
             )
         p = Path(path)
         _check_ledger_path(p, must_exist=False)
+        clock()  # a malformed clock setting is refused before the file is created
+        busy_timeout_ms()
         conn = _connect(p)
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -412,6 +414,7 @@ class Writer:
         self._ledger = ledger
         self._conn = ledger._conn
         self._head = ledger._head_state()
+        self._stored: set[str] = set()  # addresses written in this transaction
         # The clock is read once per transaction: every entry of one write shares its time.
         self.time = later_time(ledger._clock(), None if self._head is None else self._head[2])
 
@@ -424,6 +427,9 @@ class Writer:
         if len(data) > MAX_OBJECT_BYTES:
             raise UsageError("object-too-large", f"object of {len(data)} bytes exceeds the limit")
         digest = blake3_address(data)
+        if digest in self._stored:
+            return digest
+        self._stored.add(digest)
         self._conn.execute(
             "INSERT INTO objects (digest, sha256, media_type, size, body)"
             " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM objects WHERE digest = ?)",
@@ -434,7 +440,7 @@ class Writer:
     def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
         refs = tuple(refs)
         for ref in refs:
-            if not self._ledger.has_object(ref):
+            if ref not in self._stored and not self._ledger.has_object(ref):
                 raise UsageError("object-missing", f"entry references {ref}, which is not stored")
         entry, self._head = self._ledger._append_in_txn(kind, payload, refs, self._head, self.time)
         return entry
