@@ -24,19 +24,16 @@ from verifiers.contracts import EvaluatorPlan, EvaluatorPlanV01, VerificationRes
 from verifiers.contracts.common import document_digest, document_json
 from verifiers.jsonread import read_json
 from verifiers.patch import (
+    assemble_result,
     assess_manifest,
     candidate_view,
-    cap_findings,
     diagnostics_text,
     evidence,
     finding,
     finish_result,
-    independence,
     json_digest,
-    result_identity,
     sha256_bytes,
     status_fields,
-    wall_seconds,
 )
 
 JSON_VALIDATOR_IDS: Final = ("artifact-digest", "candidate-scope", "independent-acceptance")
@@ -261,59 +258,33 @@ def build_json_result(
             "Canonical digest of verifier-owned expected and observed JSON values.",
         ),
     ]
-    status, passed_count, failed_count, all_passed = status_fields(checks)
-    result_id, manifest_id = result_identity(view, "local-verification")
-    attempt = doc.get("attempt") if isinstance(doc.get("attempt"), int) else 1
-    verifier = plan_d.get("verifier") or {}
-    return {
-        "schema_version": "0.1",
-        "id": result_id,
-        "result_manifest_id": manifest_id,
-        "work_unit_id": wu_d.get("id"),
-        "work_unit_version": wu_d.get("version"),
-        "attempt": attempt,
-        "verifier": {
-            "id": verifier.get("id"),
-            "type": verifier.get("type"),
-            "adapter": verifier.get("adapter"),
-            "adapter_version": JSON_ADAPTER_VERSION,
-        },
-        "independence": independence(plan_d, view, _NOTES),
-        "status": status,
-        "started_at": started_at,
-        "finished_at": finished_at,
-        "checks": checks,
-        "evidence": items,
-        "findings": cap_findings(findings),
-        "metrics": {
+    _, passed_count, failed_count, all_passed = status_fields(checks)
+    return assemble_result(
+        view=view,
+        plan_d=plan_d,
+        wu_d=wu_d,
+        id_suffix="local-verification",
+        adapter_version=JSON_ADAPTER_VERSION,
+        correlation_notes=_NOTES,
+        checks=checks,
+        evidence=items,
+        findings=findings,
+        metrics={
             "required_checks_passed": passed_count,
             "required_checks_failed": failed_count,
             "candidate_bytes": size,
         },
-        "resources": {
-            "wall_seconds": wall_seconds(started_at, finished_at),
-            "compute_units": 0.0,
-            "human_minutes": 0.0,
-            "tokens": 0,
-        },
-        "provenance": {
-            "result_manifest_digest": view.digest,
-            "work_unit_digest": wu_digest,
-            "source_revision": source_revision,
-            "verifier_config_digest": plan_digest_value,
-            "environment": {"tool_versions": {"deterministic-json-verifier": JSON_ADAPTER_VERSION}},
-        },
-        "decision_support": {
-            "recommendation": "accept_candidate" if all_passed else "reject_candidate",
-            "confidence": 1.0,
-            "rationale": (
-                "All verifier-owned deterministic checks passed."
-                if all_passed
-                else "One or more required verifier-owned deterministic checks failed."
-            ),
-        },
-        "extensions": {"org.idkmesh.local_verifier.policy_id": plan_d.get("id")},
-    }
+        started_at=started_at,
+        finished_at=finished_at,
+        digests=(wu_digest, source_revision, plan_digest_value),
+        tool_versions={"deterministic-json-verifier": JSON_ADAPTER_VERSION},
+        rationale=(
+            "All verifier-owned deterministic checks passed."
+            if all_passed
+            else "One or more required verifier-owned deterministic checks failed."
+        ),
+        extensions={"org.idkmesh.local_verifier.policy_id": plan_d.get("id")},
+    )
 
 
 __all__ = [

@@ -630,7 +630,7 @@ def build_patch_result(
         log_count = outcome.log_count
         semantic_metrics = outcome.semantic.metrics
 
-    status, passed_count, failed_count, all_passed = status_fields(checks)
+    _, passed_count, failed_count, all_passed = status_fields(checks)
     metrics = {
         "required_checks_passed": passed_count,
         "required_checks_failed": failed_count,
@@ -645,16 +645,59 @@ def build_patch_result(
         rationale = semantics.semantic_fail_rationale
     else:
         rationale = semantics.fail_rationale
-    result_id, manifest_id = result_identity(view, "patch-verification")
-    doc = view.doc or {}
-    attempt = doc.get("attempt") if isinstance(doc.get("attempt"), int) else 1
-    verifier = plan_d.get("verifier") or {}
-    tool_versions = dict(semantics.tool_versions)
     extensions: dict[str, Any] = {
         "org.idkmesh.local_verifier.policy_id": plan_d.get("id"),
         "org.idkmesh.local_verifier.backend": "unified_diff",
     }
     extensions.update(semantics.extensions)
+    return assemble_result(
+        view=view,
+        plan_d=plan_d,
+        wu_d=wu_d,
+        id_suffix="patch-verification",
+        adapter_version=semantics.adapter_version,
+        correlation_notes=semantics.correlation_notes,
+        checks=checks,
+        evidence=evidence_items,
+        findings=findings,
+        metrics=metrics,
+        started_at=started_at,
+        finished_at=finished_at,
+        digests=(wu_digest, source_revision, plan_digest),
+        tool_versions=dict(semantics.tool_versions),
+        rationale=rationale,
+        extensions=extensions,
+    )
+
+
+def assemble_result(
+    *,
+    view: ManifestView,
+    plan_d: Mapping[str, Any],
+    wu_d: Mapping[str, Any],
+    id_suffix: str,
+    adapter_version: str,
+    correlation_notes: str,
+    checks: list[dict[str, Any]],
+    evidence: list[dict[str, Any]],
+    findings: list[dict[str, Any]],
+    metrics: dict[str, Any],
+    started_at: str,
+    finished_at: str,
+    digests: tuple[str, str, str],
+    tool_versions: dict[str, str],
+    rationale: str,
+    extensions: dict[str, Any],
+) -> dict[str, Any]:
+    """The VerificationResult envelope shared by every backend: identity, verifier, independence,
+    times, resources, provenance and decision support around the backend's own checks.
+    ``digests`` is (WorkUnit digest, source revision, plan digest)."""
+    wu_digest, source_revision, plan_digest = digests
+    status, _, _, all_passed = status_fields(checks)
+    result_id, manifest_id = result_identity(view, id_suffix)
+    doc = view.doc or {}
+    attempt = doc.get("attempt") if isinstance(doc.get("attempt"), int) else 1
+    verifier = plan_d.get("verifier") or {}
     return {
         "schema_version": "0.1",
         "id": result_id,
@@ -666,14 +709,14 @@ def build_patch_result(
             "id": verifier.get("id"),
             "type": verifier.get("type"),
             "adapter": verifier.get("adapter"),
-            "adapter_version": semantics.adapter_version,
+            "adapter_version": adapter_version,
         },
-        "independence": independence(plan_d, view, semantics.correlation_notes),
+        "independence": independence(plan_d, view, correlation_notes),
         "status": status,
         "started_at": started_at,
         "finished_at": finished_at,
         "checks": checks,
-        "evidence": evidence_items,
+        "evidence": evidence,
         "findings": cap_findings(findings),
         "metrics": metrics,
         "resources": {
