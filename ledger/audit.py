@@ -125,7 +125,12 @@ def audit(
     wanted_sizes = {cp.size for cp in checkpoints}
     roots_at: dict[int, bytes] = {}
     with ledger.snapshot() as conn:
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_refs (digest TEXT, seq INTEGER)")
+        # One row per distinct address with the first seq naming it (rows arrive in seq order,
+        # INSERT OR IGNORE keeps the first): the table grows with the objects, not the entries.
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS audit_refs"
+            " (digest TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID"
+        )
         conn.execute("DELETE FROM temp.audit_refs")
         # Keys of another storage class cannot be ordered against seqs: reported, not read.
         for (bad,) in conn.execute(
@@ -244,7 +249,7 @@ def audit(
                 for observer in observers:
                     observer.observe(entry, report)
             if len(ref_buffer) >= 10_000:
-                conn.executemany("INSERT INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
+                conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
                 ref_buffer.clear()
             prev_hash = row_hash
             expected_seq = seq + 1
@@ -261,7 +266,7 @@ def audit(
             )
             pending_tree = next(tree_rows, None)
         if ref_buffer:
-            conn.executemany("INSERT INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
+            conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
         if count == 0:
             report(Violation(None, None, EMPTY_LEDGER, "the ledger has no genesis entry"))
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_withheld (digest TEXT PRIMARY KEY)")
@@ -456,9 +461,10 @@ def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]
             or size != len(body)
             or media_type not in MEDIA_TYPES
         ):
-            first = conn.execute(
-                "SELECT MIN(seq) FROM temp.audit_refs WHERE digest = ?", (digest,)
-            ).fetchone()[0]
+            row = conn.execute(
+                "SELECT seq FROM temp.audit_refs WHERE digest = ?", (digest,)
+            ).fetchone()
+            first = None if row is None else row[0]
             report(
                 Violation(
                     first,
@@ -468,7 +474,8 @@ def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]
                 )
             )
     for (digest,) in conn.execute(
-        "SELECT digest FROM objects WHERE digest NOT IN (SELECT digest FROM temp.audit_refs)"
+        "SELECT o.digest FROM objects o"
+        " WHERE NOT EXISTS (SELECT 1 FROM temp.audit_refs r WHERE r.digest = o.digest)"
     ):
         report(
             Violation(None, None, OBJECT_UNREFERENCED, f"object {digest} is referenced by no entry")
