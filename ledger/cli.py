@@ -140,10 +140,25 @@ def _body(entry: Any) -> Any:
 
 
 def _summary(entry: Any) -> str:
-    payload = entry.payload
-    for key in ("summary", "cohort", "origin"):
-        if isinstance(payload.get(key), str):
-            return f"{key}={payload[key]}"
+    """One human line per kind (the JSON forms carry everything)."""
+    p = entry.payload
+    kind = entry.kind
+    try:
+        if kind == "ledger.created":
+            return f"origin {p['origin']}"
+        if kind == "calibration.recorded":
+            state = ", ".join(f"{v} {'green' if ok else 'RED'}" for v, ok in p["adapters"].items())
+            return f"{p['rows']} rows: {state}"
+        if kind == "cohort.frozen":
+            return f"{p['cohort']} ({len(p['tasks'])} tasks, {p['definition_digest'][:19]}...)"
+        if kind == "cohort.burned":
+            return f"{p['cohort']}: {p['reason']}"
+        if kind == "bundle.observed":
+            return f"{p['task']} ({len(p['observations'])} files observed)"
+        if kind == "verification.recorded":
+            return f"{p['task']}: {p['outcome']} ({p['adapter_version']})"
+    except (KeyError, TypeError, AttributeError):
+        pass  # a malformed payload: the audit says what is wrong with it
     return ""
 
 

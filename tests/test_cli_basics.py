@@ -328,7 +328,7 @@ def test_log_text_has_one_line_per_entry(filled: Path) -> None:
     assert result.code == 0
     lines = result.stdout.splitlines()
     assert len(lines) == 5
-    assert lines[0].split()[0] == "0" and f"origin={ORIGIN}" in lines[0]
+    assert lines[0].split()[0] == "0" and f"origin {ORIGIN}" in lines[0]
 
 
 def test_show_by_seq_by_entry_hash_and_by_object_address(filled: Path) -> None:
