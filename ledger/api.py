@@ -1,17 +1,30 @@
-"""The library behind every command: open a ledger, init, and (in later modules) freeze, verify,
-burn, calibrate, audit, checkpoint, prove and export. Returns typed values, raises LedgerError
-subclasses, never prints. ``ledger.cli`` only parses arguments and renders these results.
+"""The library behind every command, in one place for harnesses that call it without a
+subprocess. Each function returns typed values and raises ``LedgerError`` subclasses (with the
+codes of LEDGER.md section 11); none prints. ``ledger.cli`` only parses arguments and renders.
+
+    from ledger import api
+    with api.open_ledger("ledger.db") as ledger:
+        api.calibrate(ledger)
+        api.freeze(ledger, Path("cohorts/demo"), root=Path("."))
+        result = api.verify(ledger, Path("fixtures/demo/bundles/readme-marker/attempt-1"))
+        report = api.audit_ledger(ledger)
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import msgspec
 
+from .audit import AuditReport, audit
+from .checkpoint import Checkpoint
+from .commit import burn, calibrate, freeze, verify
+from .rules import CommitmentRules
 from .store import Ledger
+from .transparency import checkpoint, checkpoint_note, export, prove_consistency, prove_inclusion
 
 
 class InitResult(msgspec.Struct, frozen=True):
@@ -29,3 +42,44 @@ def init_ledger(path: str | os.PathLike[str], *, origin: str | None = None) -> I
     ledger, created = Ledger.create(Path(path), origin=origin or default_origin())
     with ledger:
         return InitResult(created=created, origin=ledger.origin())
+
+
+def open_ledger(path: str | os.PathLike[str]) -> Ledger:
+    """Open an existing ledger (``StoreError`` when it is missing or not a ledger)."""
+    return Ledger.open(path)
+
+
+def audit_ledger(
+    ledger: Ledger,
+    *,
+    replay: bool = True,
+    checkpoints: Sequence[Checkpoint] = (),
+    withheld: Collection[str] = (),
+    progress: Callable[[int], None] | None = None,
+) -> tuple[AuditReport, int]:
+    """What ``ledger audit`` runs: every check of LEDGER.md section 6, the commitment rules and
+    (unless ``replay`` is off) every replay. Returns the report and the number of replays."""
+    rules = CommitmentRules(ledger, replay=replay)
+    report = audit(
+        ledger, observers=[rules], checkpoints=checkpoints, withheld=withheld, progress=progress
+    )
+    return report, rules.replayed
+
+
+__all__ = [
+    "InitResult",
+    "Ledger",
+    "audit_ledger",
+    "burn",
+    "calibrate",
+    "checkpoint",
+    "checkpoint_note",
+    "default_origin",
+    "export",
+    "freeze",
+    "init_ledger",
+    "open_ledger",
+    "prove_consistency",
+    "prove_inclusion",
+    "verify",
+]

@@ -494,9 +494,8 @@ def audit(
     Exit 0 when intact, 1 on any violation (each listed with seq, kind and code), 2 when refused.
     Without an outside checkpoint a full rewrite of the file cannot be detected: keep one.
     """
+    from .api import audit_ledger
     from .audit import Violation
-    from .audit import audit as run_audit
-    from .rules import CommitmentRules
     from .store import Ledger
     from .transparency import check_origin, hidden_plan_objects, open_export
 
@@ -521,13 +520,12 @@ def audit(
             if not as_json and n % 100_000 == 0:
                 _note(f"audited {n} entries")
 
-        rules = CommitmentRules(ledger, replay=not no_replay)
-        report = run_audit(
+        report, replayed = audit_ledger(
             ledger,
-            observers=[rules],
-            progress=progress,
+            replay=not no_replay,
             checkpoints=checkpoints,
             withheld=withheld,
+            progress=progress,
         )
     if exported is not None and (exported.header_size, exported.header_root) != (
         report.tree_size,
@@ -552,7 +550,7 @@ def audit(
                 "entries": report.entries,
                 "objects": report.objects,
                 "withheld_objects": len(withheld),
-                "replayed": rules.replayed,
+                "replayed": replayed,
                 "tree_size": report.tree_size,
                 "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
                 "checks": report.checks,
@@ -569,7 +567,7 @@ def audit(
             where = "-" if v.seq is None else str(v.seq)
             _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
         if report.ok:
-            extra = f", replayed {rules.replayed} verifications" if rules.replayed else ""
+            extra = f", replayed {replayed} verifications" if replayed else ""
             _say(
                 f"intact: {report.entries} entries, {report.objects} objects{extra};"
                 f" checked {', '.join(report.checks)}"
