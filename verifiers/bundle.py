@@ -27,7 +27,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 from verifiers.jsonread import read_json
 
@@ -48,18 +48,7 @@ FileStatus = Literal[
     "unreadable",
     "duplicate",
 ]
-FILE_STATUSES: Final[frozenset[str]] = frozenset(
-    (
-        "ok",
-        "missing",
-        "symlink",
-        "not-regular",
-        "oversize",
-        "invalid-path",
-        "unreadable",
-        "duplicate",
-    )
-)
+FILE_STATUSES: Final[frozenset[str]] = frozenset(get_args(FileStatus))
 
 
 class BundleRootError(Exception):

@@ -32,6 +32,7 @@ from verifiers.patch import (
     finding,
     finish_result,
     json_digest,
+    manifest_findings,
     sha256_bytes,
     status_fields,
 )
@@ -92,18 +93,8 @@ def build_json_result(
     required_json = plan_d.get("required_json")
     verifier_id = (plan_d.get("verifier") or {}).get("id")
 
-    findings: list[dict[str, Any]] = []
     provenance_problems = list(view.schema_errors) + list(view.binding_errors)
-    if view.doc is None:
-        findings.append(
-            finding(
-                "provenance",
-                "Worker ResultManifest is missing, not strict JSON or not schema-valid.",
-                path="result-manifest.json",
-            )
-        )
-    for text in view.binding_errors:
-        findings.append(finding("provenance", text, path="result-manifest.json"))
+    findings = manifest_findings(view)
 
     doc = view.doc or {}
     cand = candidate_view(snapshot, doc, str(plan_d.get("candidate_artifact_id", "")))

@@ -465,6 +465,23 @@ def independence(plan: Mapping[str, Any], view: ManifestView, notes: str) -> dic
     }
 
 
+def manifest_findings(view: ManifestView) -> list[dict[str, Any]]:
+    """Provenance findings of a manifest that is unusable or bound to another WorkUnit."""
+    out: list[dict[str, Any]] = []
+    if view.doc is None:
+        out.append(
+            finding(
+                "provenance",
+                "Worker ResultManifest is missing, not strict JSON or not schema-valid.",
+                path="result-manifest.json",
+            )
+        )
+    out.extend(
+        finding("provenance", text, path="result-manifest.json") for text in view.binding_errors
+    )
+    return out
+
+
 def manifest_check(view: ManifestView) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The ``result-manifest-schema`` check and its findings."""
     findings: list[dict[str, Any]] = []
@@ -479,16 +496,7 @@ def manifest_check(view: ManifestView) -> tuple[dict[str, Any], list[dict[str, A
         }
         return check, findings
     problems = view.schema_errors + view.binding_errors
-    if view.doc is None:
-        findings.append(
-            finding(
-                "provenance",
-                "Worker ResultManifest is missing, not strict JSON or not schema-valid.",
-                path="result-manifest.json",
-            )
-        )
-    for text in view.binding_errors:
-        findings.append(finding("provenance", text, path="result-manifest.json"))
+    findings.extend(manifest_findings(view))
     check = {
         "id": "result-manifest-schema",
         "type": "schema",
