@@ -361,7 +361,7 @@ BROKEN: dict[str, Callable[[bytes], bytes]] = {
     "deleted-file-keeps-plus-name": _replace(b"+++ /dev/null", b"+++ b/noeol.txt"),
 }
 
-# Patches git accepts but the parser refuses on purpose (documented in .fragments/diff.md).
+# Patches git accepts but the parser refuses on purpose (documented in LEDGER.md section 9).
 STRICTER_THAN_GIT: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "truncated-before-plus-header": (
         lambda p: p[: p.index(b"+++ /dev/null")],
