@@ -1,7 +1,8 @@
 """Strict, total parser of Git unified diffs (bytes in, typed value out).
 
 The parser never executes, applies or trusts a patch. It accepts a deliberately small subset of
-what ``git apply`` accepts (normative text: LEDGER.md section 9, "Strict diff parsing") and reports every defect as a :class:`DiffFinding` instead of raising.
+what ``git apply`` accepts (normative text: LEDGER.md section 9, "Strict diff parsing") and
+reports every defect as a :class:`DiffFinding` instead of raising.
 
 Design notes (why, briefly):
 
