@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -98,13 +99,16 @@ class BundleSnapshot:
 # --------------------------------------------------------------------------- locators
 
 
+_CONTROL_CHARACTER: Final = re.compile("[\x00-\x1f\x7f]")
+
+
 def locator_is_safe(locator: str) -> bool:
     """True when ``locator`` is a plain relative POSIX path the reader may walk."""
     if not locator or len(locator) > MAX_LOCATOR_CHARS:
         return False
     if locator.startswith("/") or "\\" in locator:
         return False
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in locator):
+    if _CONTROL_CHARACTER.search(locator):
         return False
     parts = locator.split("/")
     if len(parts) > MAX_COMPONENTS:
