@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import os
 import random
@@ -401,19 +402,40 @@ def bare_audit_loop(path: Path) -> int:
     return n
 
 
+# Linux carries a process's peak RSS across exec (``signal->maxrss``), so a child forked from
+# this large benchmark process would report *our* peak. A fresh, small interpreter starts the
+# audit instead and reports the audit's own figures.
+_MEASURE = """
+import json, os, subprocess, sys, time
+t0 = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+out = proc.stdout.read()
+_, status, usage = os.wait4(proc.pid, 0)
+print(json.dumps({"seconds": time.perf_counter() - t0, "rss_kb": usage.ru_maxrss,
+                  "code": os.waitstatus_to_exitcode(status), "out": out.decode()}))
+"""
+
+
 def cli_audit(path: Path) -> tuple[float, float, str]:
     """Wall seconds and peak RSS (MB) of ``ledger audit --no-replay`` in a child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [str(BIN / "ledger"), "--db", str(path), "audit", "--no-replay", "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _MEASURE,
+            str(BIN / "ledger"),
+            "--db",
+            str(path),
+            "audit",
+            "--no-replay",
+            "--json",
+        ],
+        capture_output=True,
+        check=True,
     )
-    out = proc.stdout.read() if proc.stdout is not None else b""
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return seconds, usage.ru_maxrss / 1024, out.decode() if proc.returncode == 0 else "FAILED"
+    got = json.loads(done.stdout)
+    out = got["out"] if got["code"] == 0 else "FAILED"
+    return got["seconds"], got["rss_kb"] / 1024, out
 
 
 def inproc_audit(path: Path) -> float:
