@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -174,7 +175,22 @@ class Ledger:
         p = Path(path)
         _check_ledger_path(p, must_exist=False)
         clock()  # a malformed clock setting is refused before the file is created
-        busy_timeout_ms()
+        deadline = time.monotonic() + busy_timeout_ms() / 1000
+        delay = 0.005
+        while True:
+            try:
+                return cls._create_once(p, origin=origin, clock=clock)
+            except StoreError as exc:
+                # Two inits racing on a new file can meet in SQLite's deadlock guard (switching
+                # to WAL needs the file to itself), which answers BUSY at once rather than
+                # waiting. Creating is idempotent, so trying again is safe; the wait is bounded.
+                if exc.code != "ledger-busy" or time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+
+    @classmethod
+    def _create_once(cls, p: Path, *, origin: str, clock: Clock) -> tuple[Ledger, bool]:
         conn = _connect(p)
         try:
             conn.execute("BEGIN IMMEDIATE")
