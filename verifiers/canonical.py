@@ -217,6 +217,12 @@ def is_canonical(data: bytes) -> bool:
         return _is_canonical_reference(data)
     except msgspec.DecodeError:
         return False
+    return _reencodes_canonically(value, data)
+
+
+def _reencodes_canonically(value: Any, data: bytes) -> bool:
+    """Whether ``value`` (decoded from ``data`` with the float hook) proves ``data`` canonical;
+    any doubt (see ``is_canonical``) takes the reference path."""
     try:
         encoded = _ENCODER.encode(value)
     except (TypeError, ValueError, msgspec.EncodeError):
@@ -250,17 +256,7 @@ def decode_checking_canonical(
         value = decoder.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None, is_canonical(data)
-    try:
-        encoded = _ENCODER.encode(value)
-    except (TypeError, ValueError, msgspec.EncodeError):
-        return value, _is_canonical_reference(data)
-    if encoded != data:
-        return value, False
-    if data.count(b"[") + data.count(b"{") > MAX_DEPTH or _NINETEEN_DIGITS in data.translate(
-        _DIGITS_ONLY
-    ):
-        return value, _is_canonical_reference(data)
-    return value, True
+    return value, _reencodes_canonically(value, data)
 
 
 __all__ = [
