@@ -154,6 +154,19 @@ def test_no_newline_marker_is_not_content() -> None:
     assert h.added == (DiffLine(7, 1, "a"),)
 
 
+def test_hunk_keeps_its_body_verbatim_and_counts_its_lines() -> None:
+    f = only_file(
+        b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -3,3 +3,3 @@ ctx\n k\n-a\n+b\n+c\n-d\n"
+        b"\\ No newline at end of file\n"
+    )
+    (h,) = f.hunks
+    assert h.body == (" k", "-a", "+b", "+c", "-d", "\\ No newline at end of file")
+    assert (h.added_count, h.removed_count) == (2, 2)
+    # Numbers: context advances both sides, the marker neither.
+    assert h.removed == (DiffLine(6, 4, "a"), DiffLine(9, 5, "d"))
+    assert h.added == (DiffLine(7, 4, "b"), DiffLine(8, 5, "c"))
+
+
 def test_carriage_return_stays_in_content() -> None:
     f = only_file(
         b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\r\n+b\r\x0c\xe2\x80\xa8\n"

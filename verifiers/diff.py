@@ -71,13 +71,45 @@ class DiffLine(msgspec.Struct, frozen=True, gc=False):
 
 
 class Hunk(msgspec.Struct, frozen=True, gc=False):
+    """One validated hunk: its header, its counts and its body lines exactly as in the patch.
+
+    ``added`` and ``removed`` are built from ``body`` when asked for. The parse validates and
+    counts every line without making an object per line, which is most of its cost otherwise;
+    the semantic adapters read the changed lines once.
+    """
+
     old_start: int
     old_count: int
     new_start: int
     new_count: int
     header_line: int
-    added: tuple[DiffLine, ...]
-    removed: tuple[DiffLine, ...]
+    added_count: int
+    removed_count: int
+    body: tuple[str, ...]  # the lines after the header, first character kept ('\\' markers too)
+
+    @property
+    def added(self) -> tuple[DiffLine, ...]:
+        """Added lines, numbered in the new file, in patch order."""
+        return self._side("+", self.new_start if self.new_count else self.new_start + 1)
+
+    @property
+    def removed(self) -> tuple[DiffLine, ...]:
+        """Removed lines, numbered in the old file, in patch order."""
+        return self._side("-", self.old_start if self.old_count else self.old_start + 1)
+
+    def _side(self, sign: str, number: int) -> tuple[DiffLine, ...]:
+        # A context line advances both sides; a marker line ('\\') neither.
+        out: list[DiffLine] = []
+        patch_line = self.header_line
+        for line in self.body:
+            patch_line += 1
+            first = line[:1]
+            if first == sign:
+                out.append(DiffLine(patch_line, number, line[1:]))
+                number += 1
+            elif first == " ":
+                number += 1
+        return tuple(out)
 
 
 class FileDiff(msgspec.Struct, frozen=True, gc=False):
@@ -497,8 +529,8 @@ class _Parser:
             return self.skip_section(i + 1)
 
         self.record_paths(kind, old_path, new_path, hline)
-        added = sum(len(h.added) for h in hunks)
-        removed = sum(len(h.removed) for h in hunks)
+        added = sum(h.added_count for h in hunks)
+        removed = sum(h.removed_count for h in hunks)
         self.files.append(
             FileDiff(
                 old_path, new_path, kind, old_mode, new_mode, tuple(hunks), hline, added, removed
@@ -651,8 +683,6 @@ class _Parser:
             # body lines still owed (a context line pays both sides). Any deviation (a marker,
             # a stray line, a count that does not balance) re-reads the body on the careful
             # path below, which also locates the defect.
-            added: list[DiffLine] = []
-            removed: list[DiffLine] = []
             ctx = r = a = 0
             left = old_count + new_count
             if left > 0:
@@ -661,46 +691,37 @@ class _Parser:
                 # in lines, so it never passes the shortest run; str.count does the counting.
                 firsts = self.firsts
                 avail = _BODY_RUN.match(firsts, body).end() - body  # type: ignore[union-attr]
-                size = (left + 1) // 2
-                while size <= avail:
-                    weight = size + firsts.count(" ", body, body + size)
-                    if weight >= left:
-                        break
-                    size += (left - weight + 1) // 2
-                if size <= avail:
-                    ctx = firsts.count(" ", body, body + size)
-                    r = firsts.count("-", body, body + size)
-                    a = size - ctx - r
-                    left -= size + ctx
-                    if not left and ctx + r == old_count and ctx + a == new_count:
-                        # Only changed lines cost a Python step. Before line j lie j-body lines,
-                        # ``na`` of them added and ``nr`` removed.
-                        add_line, remove_line = added.append, removed.append
-                        na = nr = 0
-                        old_at, new_at = old_begin - body, new_begin - body
-                        for m_line in _CHANGED.finditer(firsts, body, body + size):
-                            j = m_line.start()
-                            line = lines[j]
-                            if line[0] == "-":
-                                remove_line(DiffLine(j + 1, old_at + j - na, line[1:]))
-                                nr += 1
-                            else:
-                                add_line(DiffLine(j + 1, new_at + j - nr, line[1:]))
-                                na += 1
-                    else:
-                        left = left or 1  # not a clean body: the careful path below decides
+                # Usually the body is the whole run (the next line is a header).
+                ctx = firsts.count(" ", body, body + avail)
+                r = firsts.count("-", body, body + avail)
+                if ctx + r == old_count and avail - r == new_count:
+                    a = avail - ctx - r
+                    left = 0
                 else:
-                    left = 1
+                    size = (left + 1) // 2
+                    while size <= avail:
+                        weight = size + firsts.count(" ", body, body + size)
+                        if weight >= left:
+                            break
+                        size += (left - weight + 1) // 2
+                    if size <= avail:
+                        ctx = firsts.count(" ", body, body + size)
+                        r = firsts.count("-", body, body + size)
+                        a = size - ctx - r
+                        left -= size + ctx
+                        if left or ctx + r != old_count or ctx + a != new_count:
+                            left = left or 1  # not a clean body: the careful path decides
+                    else:
+                        ctx = r = 0
+                        left = 1
             i = body + ctx + r + a
             old_left = new_left = 0
             prev = lines[i - 1][:1] if i > body else ""
             if left or ctx + r != old_count or ctx + a != new_count:
                 # Careful path.
                 i = body
-                added.clear()
-                removed.clear()
+                r = a = 0
                 old_left, new_left = old_count, new_count
-                old_ln, new_ln = old_begin, new_begin
                 old_end = new_end = False
                 prev = ""
                 while old_left or new_left:
@@ -714,20 +735,16 @@ class _Parser:
                             break
                         old_left -= 1
                         new_left -= 1
-                        old_ln += 1
-                        new_ln += 1
                     elif c == "-":
                         if not old_left or old_end:
                             break
-                        removed.append(DiffLine(i + 1, old_ln, line[1:]))
+                        r += 1
                         old_left -= 1
-                        old_ln += 1
                     elif c == "+":
                         if not new_left or new_end:
                             break
-                        added.append(DiffLine(i + 1, new_ln, line[1:]))
+                        a += 1
                         new_left -= 1
-                        new_ln += 1
                     elif c == "\\":
                         if not self.marker(i, prev):
                             return i + 1, True
@@ -752,21 +769,21 @@ class _Parser:
                 eof_seen = True
                 i += 1
 
-            if not added and not removed:
+            if not a and not r:
                 self.add(hl, "context-only-hunk", "hunk changes nothing (context lines only)")
                 return i, True
             if (old_count and not old_start) or (new_count and not new_start):
                 self.add(hl, "invalid-hunk-range", "a non-empty range cannot start at line 0")
                 return i, True
             if kind == "added":
-                if removed:
+                if r:
                     self.add(hl, "new-file-with-removed-lines", "a new file has removed lines")
                     return i, True
                 if out or old_start or old_count or new_start != 1:
                     self.add(hl, "invalid-hunk-range", "a new file needs one hunk '-0,0 +1,N'")
                     return i, True
             elif kind == "deleted":
-                if added:
+                if a:
                     self.add(hl, "deleted-file-with-added-lines", "a deleted file has added lines")
                     return i, True
                 if out or new_start or new_count or old_start != 1:
@@ -785,7 +802,7 @@ class _Parser:
             delta += new_count - old_count
             prev_old_begin, prev_old_end = old_begin, old_begin + old_count
             out.append(
-                Hunk(old_start, old_count, new_start, new_count, hl, tuple(added), tuple(removed))
+                Hunk(old_start, old_count, new_start, new_count, hl, a, r, tuple(lines[body:i]))
             )
         return i, False
 

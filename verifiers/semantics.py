@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from verifiers.diff import FileDiff, ParsedDiff
+from verifiers.diff import FileDiff, Hunk, ParsedDiff
 
 MAX_TEXT_CHARS: Final = 240  # matched line text kept in evidence records
 MODE_EXACT: Final = "added_line_exact_all"
@@ -30,16 +30,31 @@ MODE_TRANSITION: Final = "added_and_removed_line_substring_all"
 Side = Literal["added", "removed"]
 
 
-def _lines(files: Sequence[FileDiff], side: Side) -> list[tuple[str, int, str]]:
-    """(path, line number, text) for every added or removed line, in patch order."""
-    out: list[tuple[str, int, str]] = []
+def _texts(files: Sequence[FileDiff], side: Side) -> list[tuple[str, Hunk, list[str]]]:
+    """(shown path, hunk, texts of its added or removed lines), in patch order.
+
+    Only texts are collected (one list step per body line); a line's number is worked out for
+    the first match alone.
+    """
+    sign = "+" if side == "added" else "-"
+    out: list[tuple[str, Hunk, list[str]]] = []
     for item in files:
         path = item.new_path if side == "added" else item.old_path
         shown = path if path is not None else (item.old_path or item.new_path or "")
         for hunk in item.hunks:
-            for line in hunk.added if side == "added" else hunk.removed:
-                out.append((shown, line.number, line.text))
+            out.append((shown, hunk, [line[1:] for line in hunk.body if line[:1] == sign]))
     return out
+
+
+def _first_match(
+    groups: list[tuple[str, Hunk, list[str]]], value: str, side: Side, exact: bool
+) -> tuple[str, int, str] | None:
+    for shown, hunk, texts in groups:
+        for k, text in enumerate(texts):
+            if text == value if exact else value in text:
+                line = (hunk.added if side == "added" else hunk.removed)[k]
+                return shown, line.number, text
+    return None
 
 
 def match_requirements(
@@ -53,13 +68,10 @@ def match_requirements(
 
     ``files`` is None when the patch could not be parsed: every value is then missing.
     """
-    lines = _lines(files, side) if files is not None else []
+    groups = _texts(files, side) if files is not None else []
     records: list[dict[str, Any]] = []
     for value in values:
-        hit = next(
-            (entry for entry in lines if (entry[2] == value if exact else value in entry[2])),
-            None,
-        )
+        hit = _first_match(groups, value, side, exact)
         if hit is None:
             records.append({"value": value, "status": "missing"})
         else:
