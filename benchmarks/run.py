@@ -701,9 +701,7 @@ def _result(ok: bool | None) -> str:
 
 def print_table(rows: list[Row]) -> None:
     header = ("figure", "value", "baseline (same run)", "ratio", "target", "result")
-    cells = [
-        (r.figure, r.value, r.baseline, r.ratio, r.target, _result(r.ok)) for r in rows
-    ]
+    cells = [(r.figure, r.value, r.baseline, r.ratio, r.target, _result(r.ok)) for r in rows]
     widths = [max(len(str(c[i])) for c in [header, *cells]) for i in range(6)]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
     print(line.format(*header))
