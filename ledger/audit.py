@@ -13,7 +13,7 @@ import hashlib
 import re
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -31,9 +31,11 @@ from .entries import (
     EntryBody,
     decode_body,
 )
+from .payloads import PAYLOADS, LedgerCreated, TypedBody
 from .store import Ledger
 
 MAX_REPORTED: Final = 1000
+_RECENT_REFS: Final = 50_000  # addresses remembered to skip repeated TEMP inserts (~6 MB)
 # The only media types the ledger writes (documents, and bundle files as read).
 MEDIA_TYPES: Final = frozenset({"application/json", "application/octet-stream"})
 
@@ -157,6 +159,7 @@ def audit(
         prev_hash = GENESIS_PREV
         prev_time: str | None = None
         ref_buffer: list[tuple[str, int]] = []
+        recent_refs: set[str] = set()
         count = 0
         for seq, row_prev, row_hash, row_kind, body in ledger.raw_entries():
             count += 1
@@ -245,12 +248,18 @@ def audit(
             if entry is not None:
                 prev_time = entry.body.time
                 for ref in entry.body.refs:
-                    ref_buffer.append((ref, seq))
+                    # Only an address's first seq is kept (INSERT OR IGNORE); a bounded memory of
+                    # recent ones skips the repeats (a task's plan and WorkUnit, shared files).
+                    if ref not in recent_refs:
+                        recent_refs.add(ref)
+                        ref_buffer.append((ref, seq))
                 for observer in observers:
                     observer.observe(entry, report)
             if len(ref_buffer) >= 10_000:
                 conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
                 ref_buffer.clear()
+                if len(recent_refs) > _RECENT_REFS:
+                    recent_refs.clear()
             prev_hash = row_hash
             expected_seq = seq + 1
             if progress is not None and count % 10_000 == 0:
@@ -356,9 +365,21 @@ def _check_checkpoints(
 
 
 _BODY_CHECKER: Final = checking_decoder(EntryBody)
+# The row's kind picks a typed decoder: one decode validates the payload too, so the rules need
+# no second conversion. Anything it refuses goes the generic way, which names the defect.
+_TYPED_CHECKERS: Final = {
+    kind: checking_decoder(TypedBody[cls])  # type: ignore[valid-type]
+    for kind, cls in PAYLOADS.items()
+}
 # All refs in one match (ADDRESS_RE for each, joined by commas; an address has no comma).
 _ADDRESS: Final = r"blake3:[0-9a-f]{64}"
 _REFS_RE: Final = re.compile(rf"{_ADDRESS}(?:,{_ADDRESS})*")
+
+
+def _names_origin(payload: Any) -> bool:
+    if isinstance(payload, LedgerCreated):
+        return True
+    return isinstance(payload, dict) and isinstance(payload.get("origin"), str)
 
 
 def _check_body(
@@ -371,8 +392,13 @@ def _check_body(
     report: Callable[[Violation], None],
 ) -> Entry | None:
     """Check one body; return the decoded entry when it is well-formed enough to reason about."""
-    decoded: EntryBody | None
-    decoded, canonical = decode_checking_canonical(body, _BODY_CHECKER)
+    decoded: EntryBody | TypedBody[Any] | None = None
+    canonical = False
+    typed = _TYPED_CHECKERS.get(row_kind)
+    if typed is not None:
+        decoded, canonical = decode_checking_canonical(body, typed)
+    if decoded is None or not canonical:
+        decoded, canonical = decode_checking_canonical(body, _BODY_CHECKER)
     if not canonical:
         report(Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON"))
     if decoded is None:
@@ -399,7 +425,7 @@ def _check_body(
         report(Violation(seq, row_kind, UNKNOWN_KIND, f"kind {decoded.kind!r} is unknown"))
         ok = False
     if (seq == 0) != (decoded.kind == GENESIS_KIND) or (
-        seq == 0 and not isinstance(decoded.payload.get("origin"), str)
+        seq == 0 and not _names_origin(decoded.payload)
     ):
         report(
             Violation(

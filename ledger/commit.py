@@ -49,6 +49,13 @@ from .cohorts import LoadedCohort, load_cohort
 from .contracts import BurnNotice
 from .entries import Entry
 from .errors import EXIT_FAILED, EXIT_OK, CommitError, StoreError, UsageError
+from .payloads import (
+    CalibrationRecorded,
+    CohortBurned,
+    CohortFrozen,
+    VerificationRecorded,
+    payload_struct,
+)
 from .store import Ledger, Writer
 
 JSON: Final = "application/json"
@@ -99,45 +106,46 @@ class LedgerState:
     calibration: dict[str, tuple[bool, int]] = field(default_factory=dict)
 
     def apply(self, entry: Entry) -> None:
-        """Fold one entry in. Payloads are trusted here: the audit checks them separately."""
-        payload = entry.payload
-        if entry.kind == "cohort.frozen":
+        """Fold one entry in. Payloads are trusted here: the audit checks them separately (a
+        payload that is not even its kind's shape raises msgspec.ValidationError or KeyError)."""
+        payload = payload_struct(entry.kind, entry.payload)
+        if isinstance(payload, CohortFrozen):
             tasks = {}
-            for item in payload["tasks"]:
-                wu, plan = item["work_unit"], item["plan"]
-                tasks[item["task"]] = CommittedTask(
-                    cohort=payload["cohort"],
+            for item in payload.tasks:
+                wu, plan = item.work_unit, item.plan
+                tasks[item.task] = CommittedTask(
+                    cohort=payload.cohort,
                     cohort_entry=entry.seq,
-                    task=item["task"],
-                    split=item["split"],
-                    work_unit_id=wu["id"],
-                    work_unit_version=wu["version"],
-                    work_unit_digest=wu["digest"],
-                    work_unit_object=wu["object"],
-                    plan_id=plan["id"],
-                    plan_digest=plan["digest"],
-                    plan_object=plan["object"],
-                    plan_version=plan["schema_version"],
-                    adapter=item["adapter"],
-                    adapter_version=item["adapter_version"],
+                    task=item.task,
+                    split=item.split,
+                    work_unit_id=wu.id,
+                    work_unit_version=wu.version,
+                    work_unit_digest=wu.digest,
+                    work_unit_object=wu.object,
+                    plan_id=plan.id,
+                    plan_digest=plan.digest,
+                    plan_object=plan.object,
+                    plan_version=plan.schema_version,
+                    adapter=item.adapter,
+                    adapter_version=item.adapter_version,
                 )
-            self.cohorts[payload["cohort"]] = CommittedCohort(
-                cohort=payload["cohort"],
+            self.cohorts[payload.cohort] = CommittedCohort(
+                cohort=payload.cohort,
                 frozen_entry=entry.seq,
-                definition_digest=payload["definition_digest"],
+                definition_digest=payload.definition_digest,
                 tasks=tasks,
             )
-        elif entry.kind == "cohort.burned":
-            committed = self.cohorts.get(payload["cohort"])
+        elif isinstance(payload, CohortBurned):
+            committed = self.cohorts.get(payload.cohort)
             if committed is not None:
                 committed.burned_entry = entry.seq
-            for digest in payload.get("observed_work_units", []):
+            for digest in payload.observed_work_units:
                 self.exposed.setdefault(digest, entry.seq)
-        elif entry.kind == "verification.recorded":
-            self.exposed.setdefault(payload["work_unit"]["digest"], entry.seq)
-        elif entry.kind == "calibration.recorded":
-            for version, green in payload["adapters"].items():
-                self.calibration[version] = (bool(green), entry.seq)
+        elif isinstance(payload, VerificationRecorded):
+            self.exposed.setdefault(payload.work_unit.digest, entry.seq)
+        elif isinstance(payload, CalibrationRecorded):
+            for version, green in payload.adapters.items():
+                self.calibration[version] = (green, entry.seq)
 
 
 _STATE_KINDS: Final = (
@@ -151,7 +159,14 @@ _STATE_KINDS: Final = (
 def read_state(ledger: Ledger) -> LedgerState:
     state = LedgerState()
     for entry in ledger.entries(kinds=_STATE_KINDS):
-        state.apply(entry)
+        try:
+            state.apply(entry)
+        except (msgspec.ValidationError, KeyError) as exc:
+            raise StoreError(
+                "entry-malformed",
+                f"entry {entry.seq} ({entry.kind}) has a malformed payload ({exc});"
+                " run `ledger audit`",
+            ) from None
     return state
 
 

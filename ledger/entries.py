@@ -26,6 +26,7 @@ import msgspec
 from verifiers.canonical import CanonicalFormError, blake3_address, canonical_bytes
 
 from .errors import UsageError
+from .payloads import TypedBody
 
 FORMAT: Final = 1
 GENESIS_PREV: Final = "blake3:" + "0" * 64
@@ -65,19 +66,23 @@ _BODY_DECODER: Final = msgspec.json.Decoder(EntryBody)
 
 
 class Entry(msgspec.Struct, frozen=True):
-    """One stored entry: its row and its decoded body."""
+    """One stored entry: its row and its decoded body.
+
+    ``body`` is an ``EntryBody`` (payload as a dict) when read from the store, and may be a
+    ``payloads.TypedBody`` (payload as its kind's Struct) when the audit decoded it typed.
+    """
 
     seq: int
     entry_hash: str
     body_bytes: bytes
-    body: EntryBody
+    body: EntryBody | TypedBody[Any]
 
     @property
     def kind(self) -> str:
         return self.body.kind
 
     @property
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> Any:
         return self.body.payload
 
 

@@ -6,7 +6,7 @@ the blake3 address under which those bytes are stored (and listed in the entry's
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 from msgspec import Meta
@@ -134,3 +134,27 @@ PAYLOADS: Final[dict[str, type[_Payload]]] = {
 def decode_payload(kind: str, payload: dict[str, Any]) -> _Payload:
     """Validate a payload against its kind (raises msgspec.ValidationError or KeyError)."""
     return msgspec.convert(payload, PAYLOADS[kind])
+
+
+P = TypeVar("P", bound=_Payload)
+
+
+class TypedBody(msgspec.Struct, Generic[P], frozen=True, forbid_unknown_fields=True):
+    """An entry body decoded with its kind's payload Struct in one step (the audit's fast path;
+    the fields are exactly ``entries.EntryBody``'s)."""
+
+    format: int
+    seq: int
+    prev: str
+    kind: str
+    time: str
+    refs: list[str]
+    payload: P
+
+
+def payload_struct(kind: str, payload: Any) -> _Payload:
+    """The payload as its kind's Struct: ``payload`` itself when a typed decode already made it,
+    else validated from its dict (raises msgspec.ValidationError or KeyError)."""
+    if isinstance(payload, _Payload):
+        return payload
+    return decode_payload(kind, payload)

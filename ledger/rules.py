@@ -28,7 +28,7 @@ from .payloads import (
     CohortBurned,
     CohortFrozen,
     VerificationRecorded,
-    decode_payload,
+    payload_struct,
 )
 from .store import Ledger
 
@@ -117,7 +117,7 @@ class CommitmentRules:
         if entry.kind == "ledger.created":
             return
         try:
-            payload = decode_payload(entry.kind, entry.payload)
+            payload = payload_struct(entry.kind, entry.payload)
         except (msgspec.ValidationError, KeyError) as exc:
             report(Violation(entry.seq, entry.kind, PAYLOAD_INVALID, f"payload: {exc}"))
             self._close_pending(entry, report)

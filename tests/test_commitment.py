@@ -296,6 +296,47 @@ def test_audit_detects_result_without_bundle(workspace: tuple[Path, Path]) -> No
     assert "result-without-bundle" in codes(report)
 
 
+def test_audit_reports_a_result_payload_of_the_wrong_shape(workspace: tuple[Path, Path]) -> None:
+    """An appended result whose payload is not a verification.recorded (an outcome the ledger
+    never writes): the typed decode refuses it, the generic one names it ``payload-invalid``."""
+    root, db = workspace
+    _frozen_ledger(root, db)
+    bundle = entries(db)[-2]["payload"]
+    result = entries(db)[-1]["payload"]
+    with Ledger.open(db) as ledger, ledger.writer() as w:
+        refs = [o["object"] for o in bundle["observations"] if o["object"]]
+        b = w.append("bundle.observed", bundle, refs)
+        r = w.append(
+            "verification.recorded",
+            {**result, "bundle_entry": b.seq, "outcome": "probably"},
+            [result["result"]["object"], result["plan"]["object"], result["work_unit"]["object"]],
+        )
+    code, report = audit_json(root, db, "--no-replay")
+    assert code == 1 and report["first_bad_seq"] == b.seq
+    assert [(v["seq"], v["code"]) for v in report["violations"]] == [
+        (b.seq, "bundle-without-result"),
+        (r.seq, "payload-invalid"),
+    ]
+
+
+def test_verify_refuses_a_ledger_whose_state_has_a_malformed_payload(
+    workspace: tuple[Path, Path],
+) -> None:
+    """The commitment state is folded from typed payloads: a result entry of the wrong shape
+    makes ``verify`` refuse (exit 2, nothing written) instead of guessing around it."""
+    root, db = workspace
+    _frozen_ledger(root, db)
+    result = entries(db)[-1]["payload"]
+    _append_raw(db, "verification.recorded", {**result, "work_unit": {"digest": 7}})
+    before = len(entries(db))
+    proc = run_cli(
+        root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000"
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "entry-malformed" in proc.stderr and "ledger audit" in proc.stderr
+    assert len(entries(db)) == before
+
+
 def test_audit_detects_bundle_for_uncommitted_task(workspace: tuple[Path, Path]) -> None:
     root, db = workspace
     _frozen_ledger(root, db)
