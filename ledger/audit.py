@@ -376,6 +376,12 @@ _ADDRESS: Final = r"blake3:[0-9a-f]{64}"
 _REFS_RE: Final = re.compile(rf"{_ADDRESS}(?:,{_ADDRESS})*")
 
 
+def _refs_well_formed(refs: list[str]) -> bool:
+    joined = ",".join(refs)
+    # exactly len(refs) addresses of 71 characters, in one match
+    return len(joined) == 72 * len(refs) - 1 and _REFS_RE.fullmatch(joined) is not None
+
+
 def _names_origin(payload: Any) -> bool:
     if isinstance(payload, LedgerCreated):
         return True
@@ -436,7 +442,8 @@ def _check_body(
             )
         )
         ok = False
-    if not TIME_RE.match(decoded.time):
+    typed_ok = isinstance(decoded, TypedBody)  # time and refs' form already checked
+    if not typed_ok and not TIME_RE.match(decoded.time):
         report(Violation(seq, row_kind, TIME_INVALID, f"time {decoded.time!r} is malformed"))
         ok = False
     elif prev_time is not None and decoded.time < prev_time:
@@ -449,14 +456,7 @@ def _check_body(
             )
         )
     refs = decoded.refs
-    joined = ",".join(refs)
-    if refs != sorted(set(refs)) or (
-        refs
-        and (
-            len(joined) != 72 * len(refs) - 1  # exactly len(refs) addresses of 71 characters
-            or not _REFS_RE.fullmatch(joined)
-        )
-    ):
+    if refs != sorted(set(refs)) or (refs and not typed_ok and not _refs_well_formed(refs)):
         report(
             Violation(seq, row_kind, REFS_INVALID, "refs must be sorted, distinct blake3 addresses")
         )

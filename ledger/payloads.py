@@ -139,16 +139,27 @@ def decode_payload(kind: str, payload: dict[str, Any]) -> _Payload:
 P = TypeVar("P", bound=_Payload)
 
 
+# Stricter than Address (``\\Z``, not ``$``, which would allow a final newline): these types are
+# never exported as JSON Schema, and the audit relies on them in place of its own regexes.
+_STRICT_ADDRESS = Annotated[str, Meta(pattern=r"^blake3:[0-9a-f]{64}\Z")]
+_STRICT_TIME = Annotated[
+    str, Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
+]
+
+
 class TypedBody(msgspec.Struct, Generic[P], frozen=True, forbid_unknown_fields=True):
-    """An entry body decoded with its kind's payload Struct in one step (the audit's fast path;
-    the fields are exactly ``entries.EntryBody``'s)."""
+    """An entry body decoded with its kind's payload Struct in one step (the audit's fast path).
+
+    The fields are exactly ``entries.EntryBody``'s; ``time`` and each of ``refs`` are also
+    checked for form here (what the audit would otherwise match one by one in Python).
+    """
 
     format: int
     seq: int
     prev: str
     kind: str
-    time: str
-    refs: list[str]
+    time: _STRICT_TIME
+    refs: list[_STRICT_ADDRESS]
     payload: P
 
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
-from verifiers.contracts import decode_evaluator_plan, decode_work_unit
+from verifiers.contracts import RECOMMENDATION_OUTCOMES, decode_evaluator_plan, decode_work_unit
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
 
 from .audit import Violation
@@ -439,8 +439,6 @@ class CommitmentRules:
     def _check_outcome(
         self, entry: Entry, payload: VerificationRecorded, result_bytes: bytes, report: Report
     ) -> None:
-        from verifiers.contracts import RECOMMENDATION_OUTCOMES
-
         try:
             recommendation: str | None = _RECOMMENDATION.decode(
                 result_bytes

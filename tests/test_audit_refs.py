@@ -15,6 +15,17 @@ A = "blake3:" + "a" * 64
 B = "blake3:" + "b" * 64
 
 
+# A calibration payload of the right shape, so the audit's typed decode (which checks refs and
+# time itself) is the one that reads the body; ``{}`` sends it down the generic path instead.
+WELL_FORMED = {
+    "green": True,
+    "adapters": {"0.1.1": True},
+    "rows": 1,
+    "report": {"object": A, "digest": "sha256:" + "c" * 64},
+}
+
+
+@pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
 @pytest.mark.parametrize(
     "refs",
     [
@@ -26,7 +37,9 @@ B = "blake3:" + "b" * 64
         pytest.param(["sha256:" + "a" * 64], id="not-a-blake3-address"),
     ],
 )
-def test_malformed_refs_are_reported(tmp_path: Path, refs: list[str]) -> None:
+def test_malformed_refs_are_reported(
+    tmp_path: Path, refs: list[str], payload: dict[str, object]
+) -> None:
     path = tmp_path / "ledger.db"
     ledger, _ = Ledger.create(path, origin="test/refs", clock=lambda: "2026-01-01T00:00:00Z")
     head = ledger.head()
@@ -39,7 +52,7 @@ def test_malformed_refs_are_reported(tmp_path: Path, refs: list[str]) -> None:
         kind="calibration.recorded",
         time="2026-01-01T00:00:00Z",
         refs=[],
-        payload={},
+        payload=payload,
     ).replace(
         b'"refs":[]',
         ('"refs":[' + ",".join(f'"{r}"' for r in refs) + "]").encode().replace(b"\n", b"\\n"),
@@ -54,3 +67,37 @@ def test_malformed_refs_are_reported(tmp_path: Path, refs: list[str]) -> None:
     with Ledger.open(path) as reopened:
         report = audit(reopened)
     assert "refs-invalid" in {v.code for v in report.violations if v.seq == 1}
+
+
+@pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
+@pytest.mark.parametrize(
+    "time",
+    ["2026-01-01T00:00:00Z\n", "2026-01-01 00:00:00Z", "2026-1-01T00:00:00Z", ""],
+    ids=["trailing-newline", "space", "short-month", "empty"],
+)
+def test_malformed_times_are_reported(
+    tmp_path: Path, time: str, payload: dict[str, object]
+) -> None:
+    path = tmp_path / "ledger.db"
+    ledger, _ = Ledger.create(path, origin="test/refs", clock=lambda: "2026-01-01T00:00:00Z")
+    head = ledger.head()
+    assert head is not None
+    ledger.close()
+    body = encode_body(
+        seq=1,
+        prev=head.entry_hash,
+        kind="calibration.recorded",
+        time=time,
+        refs=[A],
+        payload=payload,
+    )
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "INSERT INTO entries VALUES (1, ?, ?, 'calibration.recorded', ?)",
+        (head.entry_hash, entry_hash(body), body),
+    )
+    conn.commit()
+    conn.close()
+    with Ledger.open(path) as reopened:
+        report = audit(reopened)
+    assert "time-invalid" in {v.code for v in report.violations if v.seq == 1}
