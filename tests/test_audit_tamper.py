@@ -324,3 +324,23 @@ def test_column_of_the_wrong_type_is_located_not_a_crash(
     exit_code, report = audit_json(copy)
     assert exit_code == 1, report
     assert report["first_bad_seq"] == seq
+
+
+def test_index_damage_the_rows_cannot_show_is_reported_as_database_corrupt(
+    base: Base, tmp_path: Path
+) -> None:
+    """Every row is intact, but the ``entries_kind`` index no longer matches them (its declared
+    columns are swapped under it): only SQLite's integrity check can see it. The audit runs that
+    check on a second connection while it reads the rows; the verdict must still arrive."""
+    path = tmp_path / "t.db"
+    path.write_bytes(base.path.read_bytes())
+    with attacker(path, drop_triggers=False) as conn:
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute(
+            "UPDATE sqlite_master SET sql = 'CREATE INDEX entries_kind ON entries (seq, kind)'"
+            " WHERE name = 'entries_kind'"
+        )
+    code, report = audit_json(path)
+    assert code == 1, report
+    assert [v["code"] for v in report["violations"]] == ["database-corrupt"]
+    assert report["first_bad_seq"] is None
