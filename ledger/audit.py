@@ -10,16 +10,25 @@ well-formed entry in seq order; see ``ledger.rules``.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 import threading
 import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Sequence
+from pathlib import Path
 from typing import Any, Final, Protocol
 
 import msgspec
 
-from verifiers.canonical import blake3_address, checking_decoder, decode_checking_canonical
+from verifiers.canonical import (
+    blake3_address,
+    checking_decoder,
+    decode_checking_canonical,
+    is_canonical,
+)
 
 from . import merkle
 from .checkpoint import Checkpoint
@@ -33,6 +42,7 @@ from .entries import (
     EntryBody,
     decode_body,
 )
+from .errors import UsageError
 from .payloads import PAYLOADS, LedgerCreated, TypedBody
 from .store import Ledger, busy_timeout_ms
 
@@ -100,15 +110,252 @@ class EntryObserver(Protocol):
     def finish(self, report: Callable[[Violation], None]) -> None: ...
 
 
+# Where a violation was found: (row index, phase, order). The phases are the order in which one
+# sequential pass checks a row; sorting by position rebuilds that order when the row checks ran
+# in another process (see ``audit``), so both ways give the same report, byte for byte.
+P_CHAIN: Final = 0  # storage class, seq gap, prev link, entry hash
+P_CANONICAL: Final = 1  # body-not-canonical
+P_BODY: Final = 2  # the body's fields (_check_body)
+P_TREE: Final = 3  # stored Merkle nodes
+P_RULES: Final = 4  # observers
+P_TREE_LEFT: Final = 5  # tree rows after the last entry
+P_AFTER: Final = 6  # objects, integrity, observers' finish, checkpoints
+BEFORE_ROWS: Final = -1
+AFTER_ROWS: Final = 1 << 62
+
+Position = tuple[int, int, int]
+
+
 class _Collector:
     def __init__(self) -> None:
-        self.kept: list[Violation] = []
+        self.kept: list[tuple[Position, Violation]] = []
         self.count = 0
+        self.row = BEFORE_ROWS
+        self.phase = P_CHAIN
 
     def __call__(self, violation: Violation) -> None:
         self.count += 1
-        if len(self.kept) < MAX_REPORTED:
-            self.kept.append(violation)
+        self.kept.append(((self.row, self.phase, self.count), violation))
+        if len(self.kept) >= 2 * MAX_REPORTED:
+            self.trim()
+
+    def trim(self) -> None:
+        """Keep the MAX_REPORTED first by position: what one sequential pass would keep, even
+        when the row checks were reported later (a worker's answer, or its fallback)."""
+        self.kept.sort(key=lambda item: item[0])
+        del self.kept[MAX_REPORTED:]
+
+    def at(self, row: int, phase: int) -> _Collector:
+        self.row, self.phase = row, phase
+        return self
+
+
+class RowResult(msgspec.Struct, frozen=True):
+    """What the row checks found: sent by the worker process as JSON (``ledger.audit_rows``)."""
+
+    rows: int
+    last_seq: int | None
+    last_hash: str | None
+    tree_rows: int
+    root: bytes
+    roots_at: dict[int, bytes]
+    stored_roots_at: dict[int, bytes]
+    first_leaf_mismatch: int | None
+    kept: list[tuple[tuple[int, int, int], Violation]]
+    count: int
+
+
+def _as_bytes(body: object) -> bytes:
+    # Another SQLite storage class is hashed in its text form (never bytes(int), which would
+    # allocate that many zero bytes).
+    return body if isinstance(body, bytes) else str(body).encode("utf-8", "surrogatepass")
+
+
+_ROWS_SQL: Final = "SELECT seq, prev_hash, entry_hash, kind, body FROM entries ORDER BY seq"
+
+
+class _RowChecks:
+    """The checks of each row that need no decoded entry: the chain, canonical form (when
+    asked), and the stored Merkle nodes against the ones recomputed from the bodies.
+
+    Fed the rows in seq order (``chain``, then ``canonical``, then ``tree`` for each); used inline
+    by ``audit`` or, on big ledgers, by a second process (``ledger.audit_rows``).
+    """
+
+    def __init__(
+        self, conn: sqlite3.Connection, report: _Collector, wanted_sizes: Collection[int]
+    ) -> None:
+        self.report = report
+        self.wanted_sizes = set(wanted_sizes)
+        self.rows = 0
+        self.tree_rows = 0
+        self.last_seq: int | None = None
+        self.last_hash: str | None = None
+        # Keys of another storage class cannot be ordered against seqs: reported, not read.
+        report.at(BEFORE_ROWS, P_CHAIN)
+        for (bad,) in conn.execute(
+            "SELECT last_leaf FROM tree"
+            " WHERE typeof(last_leaf) != 'integer' OR typeof(level) != 'integer'"
+        ):
+            self.tree_rows += 1
+            report(
+                Violation(None, None, TREE_MISMATCH, f"tree row with a non-integer key ({bad!r})")
+            )
+        self._tree_rows = conn.execute(
+            "SELECT last_leaf, level, hash FROM tree"
+            " WHERE typeof(last_leaf) = 'integer' AND typeof(level) = 'integer'"
+            " ORDER BY last_leaf, level"
+        )
+        self._pending = self._next_tree()
+        self.compact = merkle.CompactRange()  # the right edge, recomputed from the bodies
+        # With checkpoints, also the tree of the *stored* leaf hashes: when its root at a
+        # checkpoint's size is the checkpoint's root, the stored leaves are the checkpointed
+        # ones, and the first body whose leaf differs from its stored leaf is the first rewrite.
+        self.stored_leaves: merkle.CompactRange | None = (
+            merkle.CompactRange() if self.wanted_sizes else None
+        )
+        self.roots_at: dict[int, bytes] = {}
+        self.stored_roots_at: dict[int, bytes] = {}
+        self.first_leaf_mismatch: int | None = None
+        self._expected_seq = 0
+        self._prev_hash = GENESIS_PREV
+
+    def _next_tree(self) -> Any:
+        row = next(self._tree_rows, None)
+        if row is not None:
+            self.tree_rows += 1
+        return row
+
+    def chain(self, seq: int, row_prev: str, row_hash: str, row_kind: str, body: object) -> bytes:
+        """Storage class, seq, prev link and entry hash; returns the body as bytes."""
+        report = self.report.at(self.rows, P_CHAIN)
+        self.rows += 1
+        if not isinstance(body, bytes):
+            report(
+                Violation(
+                    seq,
+                    row_kind,
+                    BODY_MALFORMED,
+                    f"body is stored as {type(body).__name__}, not a BLOB",
+                )
+            )
+        data = _as_bytes(body)
+        if seq != self._expected_seq:
+            report(
+                Violation(
+                    self._expected_seq,
+                    None,
+                    SEQ_GAP,
+                    f"expected seq {self._expected_seq}, found {seq}: entries are missing",
+                )
+            )
+        if row_prev != self._prev_hash:
+            report(
+                Violation(
+                    seq,
+                    row_kind,
+                    PREV_MISMATCH,
+                    "prev_hash does not equal the hash of the entry before it",
+                )
+            )
+        if blake3_address(data) != row_hash:
+            report(
+                Violation(
+                    seq,
+                    row_kind,
+                    ENTRY_HASH_MISMATCH,
+                    "entry_hash does not equal BLAKE3 of the stored body",
+                )
+            )
+        self.last_seq, self.last_hash = seq, row_hash
+        return data
+
+    def canonical(self, seq: int, row_kind: str, body: bytes) -> None:
+        if not is_canonical(body):
+            report = self.report.at(self.rows - 1, P_CANONICAL)
+            report(Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON"))
+
+    def tree(self, seq: int, row_hash: str, row_kind: str, body: bytes) -> None:
+        """Recompute this leaf and every subtree it completes; compare with storage."""
+        report = self.report.at(self.rows - 1, P_TREE)
+        leaf = merkle.leaf_hash(body)
+        computed_nodes = list(enumerate(self.compact.push(leaf)))  # (level, hash)
+        stored: list[tuple[int, bytes]] = []
+        stored_leaf: bytes | None = None
+        pending = self._pending
+        while pending is not None and pending[0] <= seq:
+            if pending[0] == seq:
+                node = pending[2]
+                stored.append((pending[1], node if isinstance(node, bytes) else b""))
+                if pending[1] == 0:
+                    stored_leaf = stored[-1][1]
+            else:
+                report(
+                    Violation(
+                        pending[0], None, TREE_MISMATCH, "tree node stored for a leaf with no entry"
+                    )
+                )
+            pending = self._next_tree()
+        self._pending = pending
+        compact = self.compact
+        if compact.size in self.wanted_sizes:
+            self.roots_at[compact.size] = compact.root()
+        if self.stored_leaves is not None:
+            if seq != self._expected_seq or stored_leaf is None or len(stored_leaf) != 32:
+                self.stored_leaves = None  # no longer a tree of leaves 0..seq: stop using it
+            else:
+                self.stored_leaves.push(stored_leaf)
+                if self.stored_leaves.size in self.wanted_sizes:
+                    self.stored_roots_at[self.stored_leaves.size] = self.stored_leaves.root()
+        if self.first_leaf_mismatch is None and stored_leaf != leaf:
+            self.first_leaf_mismatch = seq
+        if stored != computed_nodes:
+            report(
+                Violation(
+                    seq,
+                    row_kind,
+                    TREE_MISMATCH,
+                    "stored Merkle nodes differ from those recomputed from the body",
+                )
+            )
+        self._prev_hash = row_hash
+        self._expected_seq = seq + 1
+
+    def finish(self) -> RowResult:
+        report = self.report.at(AFTER_ROWS, P_TREE_LEFT)
+        while self._pending is not None:
+            report(
+                Violation(
+                    self._pending[0],
+                    None,
+                    TREE_MISMATCH,
+                    "tree node stored for a leaf with no entry",
+                )
+            )
+            self._pending = self._next_tree()
+        self.report.trim()
+        return RowResult(
+            rows=self.rows,
+            last_seq=self.last_seq,
+            last_hash=self.last_hash,
+            tree_rows=self.tree_rows,
+            root=self.compact.root(),
+            roots_at=self.roots_at,
+            stored_roots_at=self.stored_roots_at,
+            first_leaf_mismatch=self.first_leaf_mismatch,
+            kept=self.report.kept,
+            count=self.report.count,
+        )
+
+
+def check_rows(conn: sqlite3.Connection, wanted_sizes: Collection[int]) -> RowResult:
+    """Every row check over the snapshot ``conn`` reads (the worker's whole job)."""
+    rows = _RowChecks(conn, _Collector(), wanted_sizes)
+    for seq, row_prev, row_hash, row_kind, body in conn.execute(_ROWS_SQL):
+        data = rows.chain(seq, row_prev, row_hash, row_kind, body)
+        rows.canonical(seq, row_kind, data)
+        rows.tree(seq, row_hash, row_kind, data)
+    return rows.finish()
 
 
 def audit(
@@ -118,199 +365,150 @@ def audit(
     progress: Callable[[int], None] | None = None,
     checkpoints: Sequence[Checkpoint] = (),
     withheld: Collection[str] = (),
+    parallel: bool | None = None,
 ) -> AuditReport:
     """Audit the chain, the bodies, the objects and the tree, feeding ``observers`` on the way.
 
     Each checkpoint's root is compared with the root recomputed from the bodies at its size.
     ``withheld`` names objects known to exist whose bytes are absent (a public export).
+    ``parallel`` runs the row checks (chain, canonical form, tree) in a second process while
+    this one decodes the entries and runs the observers; ``None`` decides from the ledger's
+    size, the CPUs and ``LEDGER_AUDIT_PARALLEL``. The report is the same either way.
     """
     observers = list(observers)
-    report = _Collector()
     wanted_sizes = {cp.size for cp in checkpoints}
-    roots_at: dict[int, bytes] = {}
     with ledger.snapshot() as conn:
         integrity = _IntegrityCheck(conn)
-        # One row per distinct address with the first seq naming it (rows arrive in seq order,
-        # INSERT OR IGNORE keeps the first): the table grows with the objects, not the entries.
-        conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS audit_refs"
-            " (digest TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID"
-        )
-        conn.execute("DELETE FROM temp.audit_refs")
-        # Keys of another storage class cannot be ordered against seqs: reported, not read.
-        for (bad,) in conn.execute(
-            "SELECT last_leaf FROM tree"
-            " WHERE typeof(last_leaf) != 'integer' OR typeof(level) != 'integer'"
-        ):
-            report(
-                Violation(None, None, TREE_MISMATCH, f"tree row with a non-integer key ({bad!r})")
+        worker = _RowWorker.start(conn, wanted_sizes) if _wants_worker(conn, parallel) else None
+        try:
+            return _audit_snapshot(
+                conn, integrity, worker, observers, progress, checkpoints, withheld, wanted_sizes
             )
-        tree_rows = conn.execute(
-            "SELECT last_leaf, level, hash FROM tree"
-            " WHERE typeof(last_leaf) = 'integer' AND typeof(level) = 'integer'"
-            " ORDER BY last_leaf, level"
+        finally:
+            if worker is not None:
+                worker.stop()
+
+
+def _audit_snapshot(
+    conn: sqlite3.Connection,
+    integrity: _IntegrityCheck,
+    worker: _RowWorker | None,
+    observers: list[EntryObserver],
+    progress: Callable[[int], None] | None,
+    checkpoints: Sequence[Checkpoint],
+    withheld: Collection[str],
+    wanted_sizes: set[int],
+) -> AuditReport:
+    report = _Collector()
+    # One row per distinct address with the first seq naming it (rows arrive in seq order,
+    # INSERT OR IGNORE keeps the first): the table grows with the objects, not the entries.
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS audit_refs"
+        " (digest TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID"
+    )
+    conn.execute("DELETE FROM temp.audit_refs")
+    inline = None if worker is not None else _RowChecks(conn, report, wanted_sizes)
+    prev_time: str | None = None
+    ref_buffer: list[tuple[str, int]] = []
+    recent_refs: set[str] = set()
+    count = 0
+    last: tuple[int, str] | None = None
+    for seq, row_prev, row_hash, row_kind, body in conn.execute(_ROWS_SQL):
+        if inline is not None:
+            data = inline.chain(seq, row_prev, row_hash, row_kind, body)
+        else:
+            data = _as_bytes(body)
+        entry = _check_body(
+            seq,
+            row_prev,
+            row_hash,
+            row_kind,
+            data,
+            prev_time,
+            report,
+            count,
+            canonical=inline is not None,
         )
-        pending_tree = next(tree_rows, None)
-        compact = merkle.CompactRange()  # the right edge, recomputed from the bodies
-        # With checkpoints, also the tree of the *stored* leaf hashes: when its root at a
-        # checkpoint's size is the checkpoint's root, the stored leaves are the checkpointed
-        # ones, and the first body whose leaf differs from its stored leaf is the first rewrite.
-        stored_leaves: merkle.CompactRange | None = merkle.CompactRange() if checkpoints else None
-        stored_roots_at: dict[int, bytes] = {}
-        first_leaf_mismatch: int | None = None
-        expected_seq = 0
-        prev_hash = GENESIS_PREV
-        prev_time: str | None = None
-        ref_buffer: list[tuple[str, int]] = []
-        recent_refs: set[str] = set()
-        count = 0
-        for seq, row_prev, row_hash, row_kind, body in ledger.raw_entries():
-            count += 1
-            if not isinstance(body, bytes):
-                # Another SQLite storage class: report it, and hash its text form (never
-                # bytes(int), which would allocate that many zero bytes).
-                report(
-                    Violation(
-                        seq,
-                        row_kind,
-                        BODY_MALFORMED,
-                        f"body is stored as {type(body).__name__}, not a BLOB",
-                    )
-                )
-                body = str(body).encode("utf-8", "surrogatepass")
-            if seq != expected_seq:
-                report(
-                    Violation(
-                        expected_seq,
-                        None,
-                        SEQ_GAP,
-                        f"expected seq {expected_seq}, found {seq}: entries are missing",
-                    )
-                )
-            if row_prev != prev_hash:
-                report(
-                    Violation(
-                        seq,
-                        row_kind,
-                        PREV_MISMATCH,
-                        "prev_hash does not equal the hash of the entry before it",
-                    )
-                )
-            computed = blake3_address(body)
-            if computed != row_hash:
-                report(
-                    Violation(
-                        seq,
-                        row_kind,
-                        ENTRY_HASH_MISMATCH,
-                        "entry_hash does not equal BLAKE3 of the stored body",
-                    )
-                )
-            entry = _check_body(seq, row_prev, row_hash, row_kind, body, prev_time, report)
-            # Tree: recompute this leaf and every subtree it completes; compare with storage.
-            leaf = merkle.leaf_hash(body)
-            computed_nodes = list(enumerate(compact.push(leaf)))  # (level, hash)
-            stored: list[tuple[int, bytes]] = []
-            stored_leaf: bytes | None = None
-            while pending_tree is not None and pending_tree[0] <= seq:
-                if pending_tree[0] == seq:
-                    node = pending_tree[2]
-                    stored.append((pending_tree[1], node if isinstance(node, bytes) else b""))
-                    if pending_tree[1] == 0:
-                        stored_leaf = stored[-1][1]
-                else:
-                    report(
-                        Violation(
-                            pending_tree[0],
-                            None,
-                            TREE_MISMATCH,
-                            "tree node stored for a leaf with no entry",
-                        )
-                    )
-                pending_tree = next(tree_rows, None)
-            if compact.size in wanted_sizes:
-                roots_at[compact.size] = compact.root()
-            if stored_leaves is not None:
-                if seq != expected_seq or stored_leaf is None or len(stored_leaf) != 32:
-                    stored_leaves = None  # no longer a tree of leaves 0..seq: stop using it
-                else:
-                    stored_leaves.push(stored_leaf)
-                    if stored_leaves.size in wanted_sizes:
-                        stored_roots_at[stored_leaves.size] = stored_leaves.root()
-            if first_leaf_mismatch is None and stored_leaf != leaf:
-                first_leaf_mismatch = seq
-            if stored != computed_nodes:
-                report(
-                    Violation(
-                        seq,
-                        row_kind,
-                        TREE_MISMATCH,
-                        "stored Merkle nodes differ from those recomputed from the body",
-                    )
-                )
-            if entry is not None:
-                prev_time = entry.body.time
-                for ref in entry.body.refs:
-                    # Only an address's first seq is kept (INSERT OR IGNORE); a bounded memory of
-                    # recent ones skips the repeats (a task's plan and WorkUnit, shared files).
-                    if ref not in recent_refs:
-                        recent_refs.add(ref)
-                        ref_buffer.append((ref, seq))
-                for observer in observers:
-                    observer.observe(entry, report)
-            if len(ref_buffer) >= 10_000:
-                conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
-                ref_buffer.clear()
-                if len(recent_refs) > _RECENT_REFS:
-                    recent_refs.clear()
-            prev_hash = row_hash
-            expected_seq = seq + 1
-            if progress is not None and count % 10_000 == 0:
-                progress(count)
-        while pending_tree is not None:
-            report(
-                Violation(
-                    pending_tree[0],
-                    None,
-                    TREE_MISMATCH,
-                    "tree node stored for a leaf with no entry",
-                )
-            )
-            pending_tree = next(tree_rows, None)
-        if ref_buffer:
+        if inline is not None:
+            inline.tree(seq, row_hash, row_kind, data)
+        if entry is not None:
+            prev_time = entry.body.time
+            for ref in entry.body.refs:
+                # Only an address's first seq is kept (INSERT OR IGNORE); a bounded memory of
+                # recent ones skips the repeats (a task's plan and WorkUnit, shared files).
+                if ref not in recent_refs:
+                    recent_refs.add(ref)
+                    ref_buffer.append((ref, seq))
+            report.at(count, P_RULES)
+            for observer in observers:
+                observer.observe(entry, report)
+        if len(ref_buffer) >= 10_000:
             conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
-        if count == 0:
-            report(Violation(None, None, EMPTY_LEDGER, "the ledger has no genesis entry"))
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_withheld (digest TEXT PRIMARY KEY)")
-        conn.execute("DELETE FROM temp.audit_withheld")
-        conn.executemany(
-            "INSERT OR IGNORE INTO temp.audit_withheld VALUES (?)", [(d,) for d in withheld]
-        )
-        objects = _check_objects(conn, report)
-        problems = integrity.result(conn)
-        if problems != ["ok"]:
-            report(
-                Violation(
-                    None,
-                    None,
-                    DATABASE_CORRUPT,
-                    f"SQLite integrity check: {'; '.join(map(str, problems[:3]))}",
-                )
+            ref_buffer.clear()
+            if len(recent_refs) > _RECENT_REFS:
+                recent_refs.clear()
+        last = (seq, row_hash)
+        count += 1
+        if progress is not None and count % 10_000 == 0:
+            progress(count)
+    rows: RowResult | None = None
+    if worker is not None:
+        rows = worker.result(conn, count, last)
+    if rows is None:
+        # Inline from the start, or the worker gave no usable answer: check here.
+        if inline is None:
+            inline = _RowChecks(conn, report, wanted_sizes)
+            for seq, row_prev, row_hash, row_kind, body in conn.execute(_ROWS_SQL):
+                data = inline.chain(seq, row_prev, row_hash, row_kind, body)
+                inline.canonical(seq, row_kind, data)
+                inline.tree(seq, row_hash, row_kind, data)
+        rows = inline.finish()
+    else:
+        report.kept.extend(rows.kept)
+        report.count += rows.count
+    report.at(AFTER_ROWS, P_AFTER)
+    if ref_buffer:
+        conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
+    if count == 0:
+        report(Violation(None, None, EMPTY_LEDGER, "the ledger has no genesis entry"))
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_withheld (digest TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM temp.audit_withheld")
+    conn.executemany(
+        "INSERT OR IGNORE INTO temp.audit_withheld VALUES (?)", [(d,) for d in withheld]
+    )
+    objects = _check_objects(conn, report)
+    problems = integrity.result(conn)
+    if problems != ["ok"]:
+        report(
+            Violation(
+                None,
+                None,
+                DATABASE_CORRUPT,
+                f"SQLite integrity check: {'; '.join(map(str, problems[:3]))}",
             )
-        for observer in observers:
-            observer.finish(report)
-        conn.execute("DROP TABLE temp.audit_refs")
-        conn.execute("DROP TABLE temp.audit_withheld")
-    root = compact.root()
-    _check_checkpoints(checkpoints, roots_at, stored_roots_at, first_leaf_mismatch, count, report)
-    kept = sorted(report.kept, key=lambda v: (v.seq is None, v.seq or 0))
+        )
+    for observer in observers:
+        observer.finish(report)
+    conn.execute("DROP TABLE temp.audit_refs")
+    conn.execute("DROP TABLE temp.audit_withheld")
+    _check_checkpoints(
+        checkpoints,
+        rows.roots_at,
+        rows.stored_roots_at,
+        rows.first_leaf_mismatch,
+        count,
+        report,
+    )
+    # The order one sequential pass reports in, whichever process found what; then by seq.
+    report.trim()
+    kept = sorted((v for _, v in report.kept), key=lambda v: (v.seq is None, v.seq or 0))
     return AuditReport(
         entries=count,
         objects=objects,
         violations=kept,
         violation_count=report.count,
         tree_size=count,
-        root_hash=root,
+        root_hash=rows.root,
         checks=[
             "chain",
             "bodies",
@@ -320,6 +518,101 @@ def audit(
             *(["checkpoints"] if checkpoints else []),
         ],
     )
+
+
+PARALLEL_MIN_ROWS: Final = 20_000
+"""Below this many entries a second process costs more than it saves (``auto``)."""
+
+
+def parallel_setting() -> str:
+    """``LEDGER_AUDIT_PARALLEL``: ``auto`` (default), ``on`` or ``off``."""
+    value = os.environ.get("LEDGER_AUDIT_PARALLEL", "auto") or "auto"
+    if value not in ("auto", "on", "off"):
+        raise UsageError(
+            "bad-audit-parallel", f"LEDGER_AUDIT_PARALLEL={value!r} must be auto, on or off"
+        )
+    return value
+
+
+def _main_file(conn: sqlite3.Connection) -> str:
+    rows = conn.execute("PRAGMA database_list").fetchall()
+    return str(next((row[2] for row in rows if row[1] == "main"), "") or "")
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _wants_worker(conn: sqlite3.Connection, parallel: bool | None) -> bool:
+    setting = parallel_setting()
+    if parallel is None:
+        parallel = {"on": True, "off": False}.get(setting)
+    if parallel is False or not _main_file(conn):
+        return False
+    if parallel is True:
+        return True
+    head = conn.execute("SELECT max(seq) FROM entries").fetchone()[0]
+    return isinstance(head, int) and head + 1 >= PARALLEL_MIN_ROWS and _cpus() >= 2
+
+
+class _RowWorker:
+    """The row checks in a second process (``python -m ledger.audit_rows``), on its own
+    read-only snapshot. Its answer is used only when that snapshot holds the very rows this
+    one read (same count, last seq and hash, same number of tree rows): the file is append-only,
+    so equal ends mean equal contents. Any other outcome (a crash, a writer that appended in
+    between, output that does not decode) means the rows are checked here instead."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+
+    @classmethod
+    def start(cls, conn: sqlite3.Connection, wanted_sizes: Collection[int]) -> _RowWorker | None:
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ledger.audit_rows", _main_file(conn)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
+        except OSError:
+            return None
+        worker = cls(proc)
+        try:
+            if proc.stdin is not None:
+                proc.stdin.write(msgspec.json.encode(sorted(wanted_sizes)))
+                proc.stdin.close()
+        except OSError:
+            worker.stop()  # its answer would not be read: it must not outlive the audit
+            return None
+        return worker
+
+    def result(
+        self, conn: sqlite3.Connection, count: int, last: tuple[int, str] | None
+    ) -> RowResult | None:
+        try:
+            out = self._proc.stdout.read() if self._proc.stdout is not None else b""
+            if self._proc.wait() != 0:
+                return None
+            rows = msgspec.json.decode(out, type=RowResult)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        tree_rows = conn.execute("SELECT count(*) FROM tree").fetchone()[0]
+        last_seen = None if rows.last_seq is None else (rows.last_seq, rows.last_hash)
+        if rows.rows != count or last_seen != last or rows.tree_rows != tree_rows:
+            return None
+        return rows
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
 
 
 class _IntegrityCheck:
@@ -446,18 +739,33 @@ def _check_body(
     row_kind: str,
     body: bytes,
     prev_time: str | None,
-    report: Callable[[Violation], None],
+    collector: _Collector,
+    row: int,
+    *,
+    canonical: bool,
 ) -> Entry | None:
-    """Check one body; return the decoded entry when it is well-formed enough to reason about."""
+    """Check one body; return the decoded entry when it is well-formed enough to reason about.
+
+    With ``canonical``, the same decode also checks canonical form (else the row checks do).
+    """
     decoded: EntryBody | TypedBody[Any] | None = None
-    canonical = False
     typed = _TYPED_CHECKERS.get(row_kind)
-    if typed is not None:
-        decoded, canonical = decode_checking_canonical(body, typed)
-    if decoded is None or not canonical:
-        decoded, canonical = decode_checking_canonical(body, _BODY_CHECKER)
-    if not canonical:
-        report(Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON"))
+    if canonical:
+        is_canon = False
+        if typed is not None:
+            decoded, is_canon = decode_checking_canonical(body, typed)
+        if decoded is None or not is_canon:
+            decoded, is_canon = decode_checking_canonical(body, _BODY_CHECKER)
+        if not is_canon:
+            collector.at(row, P_CANONICAL)(
+                Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON")
+            )
+    elif typed is not None:
+        try:
+            decoded = typed.decode(body)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            decoded = None
+    report = collector.at(row, P_BODY)
     if decoded is None:
         try:
             decoded = decode_body(body)

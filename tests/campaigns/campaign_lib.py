@@ -177,12 +177,16 @@ def copy_ledger(src: Path, dst: Path) -> Path:
 
 
 def full_audit(
-    path: Path, *, replay: bool = True, checkpoints: Sequence[Checkpoint] = ()
+    path: Path,
+    *,
+    replay: bool = True,
+    checkpoints: Sequence[Checkpoint] = (),
+    parallel: bool | None = None,
 ) -> AuditReport:
     """The library audit with the commitment rules observer (what `ledger audit` runs)."""
     with Ledger.open(path) as ledger:
         rules = CommitmentRules(ledger, replay=replay)
-        return audit(ledger, observers=[rules], checkpoints=checkpoints)
+        return audit(ledger, observers=[rules], checkpoints=checkpoints, parallel=parallel)
 
 
 def pairs_are_whole(path: Path) -> None:
