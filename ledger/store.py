@@ -16,6 +16,10 @@ Rules (normative text in LEDGER.md, "The SQLite file"):
 5. The Merkle node of every perfect subtree is stored when its last leaf is appended, keyed by
    that leaf's index and the level, so appends cost O(1) amortised and any root or proof needs
    O(log n) reads.
+6. After its own commit a connection keeps the head and the tree's right edge it wrote; its next
+   write uses them only if ``PRAGMA data_version``, read under that write's lock, is unchanged
+   (no other connection has committed since). A rollback, a failed append or a changed version
+   means both are read from the file again, so a write never extends a head it has not seen.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from .entries import (
     ORIGIN_RE,
     Clock,
     Entry,
+    EntryBody,
     decode_body,
     encode_body,
     entry_hash,
@@ -106,6 +111,12 @@ BEGIN SELECT RAISE(ABORT, 'ledger: tree nodes are immutable'); END;
 
 EXPECTED_TABLES: Final = ("entries", "objects", "tree")
 
+_INSERT_ENTRY: Final = (
+    "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body) VALUES (?, ?, ?, ?, ?)"
+)
+_INSERT_NODE: Final = "INSERT INTO tree (last_leaf, level, hash) VALUES (?, ?, ?)"
+_HEAD_ROW: Final = "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
+
 
 class StoredObject:
     """An object row. ``body`` is the exact stored bytes."""
@@ -143,6 +154,10 @@ class Ledger:
         self.path = path
         self._conn = conn
         self._clock = clock
+        # What this connection last committed (rule 6). A write transaction takes it, and only
+        # a successful COMMIT puts it back: a rollback or an error leaves None (read the file).
+        self._tip: _Tip | None = None
+        self._cursor = conn.cursor()  # the write path's statements; one cursor saves a little
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -218,8 +233,10 @@ class Ledger:
                     for statement in _split_sql(SCHEMA):
                         conn.execute(statement)
                     ledger = cls(p, conn, clock=clock)
-                    ledger._append_in_txn(GENESIS_KIND, {"origin": origin}, (), None)
+                    writer = Writer(ledger)
+                    writer.append(GENESIS_KIND, {"origin": origin})
                     conn.execute("COMMIT")
+                    ledger._tip = writer._kept_tip()
                     return ledger, True
                 conn.execute("ROLLBACK")
             except BaseException:
@@ -279,9 +296,7 @@ class Ledger:
         return str(genesis.payload.get("origin", ""))
 
     def head(self) -> Entry | None:
-        row = self._conn.execute(
-            "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
+        row = self._conn.execute(_HEAD_ROW).fetchone()
         return None if row is None else _row_entry(row[0], row[1], row[2])
 
     def entry(self, seq: int) -> Entry | None:
@@ -360,79 +375,109 @@ class Ledger:
     @contextmanager
     def writer(self) -> Iterator[Writer]:
         """One write transaction (``BEGIN IMMEDIATE``): all of it is stored, or none of it."""
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise _db_error(self.path, exc) from None
-        writer = Writer(self)
+        writer = self._begin()
         try:
             yield writer
-            self._conn.execute("COMMIT")
+            self._cursor.execute("COMMIT")
         except BaseException as exc:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
+            self._rollback()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise _db_error(self.path, exc) from None
+            raise
+        self._tip = writer._kept_tip()
+
+    def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
+        """Append one entry in its own transaction."""
+        # ``writer()`` written out: the hot path, where a generator-based context is measurable.
+        writer = self._begin()
+        try:
+            entry = writer.append(kind, payload, refs)
+            self._cursor.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise _db_error(self.path, exc) from None
+            raise
+        self._tip = writer._kept_tip()
+        return entry
+
+    def _begin(self) -> Writer:
+        """``BEGIN IMMEDIATE`` and a Writer on the head as of that lock; rolls back on error."""
+        # Taken before the lock: whatever happens next, only a successful COMMIT puts it back.
+        tip, self._tip = self._tip, None
+        try:
+            self._cursor.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise _db_error(self.path, exc) from None
+        try:
+            return Writer(self, tip)
+        except BaseException as exc:
+            self._rollback()
             if isinstance(exc, sqlite3.DatabaseError):
                 raise _db_error(self.path, exc) from None
             raise
 
-    def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
-        """Append one entry in its own transaction."""
-        with self.writer() as w:
-            return w.append(kind, payload, refs)
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
-    def _append_in_txn(
-        self,
-        kind: str,
-        payload: Mapping[str, Any],
-        refs: Iterable[str],
-        head: tuple[int, str, str] | None,
-        time: str | None = None,
-    ) -> tuple[Entry, tuple[int, str, str]]:
-        """Append inside an open transaction; ``head`` is (seq, hash, time) or None for empty."""
-        seq = 0 if head is None else head[0] + 1
-        prev = GENESIS_PREV if head is None else head[1]
-        if time is None:
-            time = later_time(self._clock(), None if head is None else head[2])
-        refs = tuple(refs)
-        body = encode_body(seq=seq, prev=prev, kind=kind, time=time, refs=refs, payload=payload)
-        hash_ = entry_hash(body)
-        self._conn.execute(
-            "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body) VALUES (?, ?, ?, ?, ?)",
-            (seq, prev, hash_, kind, body),
-        )
-        self._append_leaf(seq, body)
-        return _row_entry(seq, hash_, body), (seq, hash_, time)
-
-    def _append_leaf(self, index: int, body: bytes) -> None:
-        # Appending leaf n completes one perfect subtree per trailing 1-bit of n; every node
-        # created shares last_leaf = n. Only the needed left siblings are read.
-        needs = merkle.append_needs(index)
-        siblings = self.tree_nodes(needs) if needs else []
-        created = merkle.append_nodes(index, merkle.leaf_hash(body), siblings)
-        self._conn.executemany(
-            "INSERT INTO tree (last_leaf, level, hash) VALUES (?, ?, ?)",
-            [(index, level, node) for level, _, node in created],
-        )
-
-    def _head_state(self) -> tuple[int, str, str] | None:
-        row = self._conn.execute(
-            "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
+    def _read_tip(self, data_version: int) -> _Tip:
+        """The head and the tree's right edge as stored (inside the write transaction)."""
+        row = self._conn.execute(_HEAD_ROW).fetchone()
         if row is None:
-            return None
-        return (row[0], row[1], _row_entry(row[0], row[1], row[2]).body.time)
+            return _Tip(data_version, -1, GENESIS_PREV, None, merkle.CompactRange())
+        seq, hash_, body = row
+        head_time = _row_entry(seq, hash_, body).body.time
+        edge = merkle.CompactRange.from_source(seq + 1, _StoredNodes(self))
+        return _Tip(data_version, seq, hash_, head_time, edge)
+
+
+class _Tip:
+    """The head (seq, hash, time) and the Merkle right edge of the tree it ends.
+
+    ``data_version`` is the connection's ``PRAGMA data_version`` when they were read: the value
+    changes iff another connection has committed since, so an unchanged value inside a later
+    write transaction (which holds the lock) proves they are still the file's head and edge.
+    """
+
+    __slots__ = ("data_version", "edge", "hash", "seq", "time")
+
+    def __init__(
+        self, data_version: int, seq: int, hash_: str, time: str | None, edge: merkle.CompactRange
+    ) -> None:
+        self.data_version = data_version
+        self.seq = seq  # -1 for an empty ledger
+        self.hash = hash_
+        self.time = time  # None for an empty ledger
+        self.edge = edge
+
+
+class _StoredNodes:
+    """The stored tree as a ``merkle.NodeSource``."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    def get_nodes(self, keys: Sequence[tuple[int, int]]) -> Sequence[bytes]:
+        return self._ledger.tree_nodes(keys)
 
 
 class Writer:
     """Writes inside one ``BEGIN IMMEDIATE`` transaction. Obtain from ``Ledger.writer()``."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, tip: _Tip | None = None) -> None:
         self._ledger = ledger
         self._conn = ledger._conn
-        self._head = ledger._head_state()
+        self._cursor = cursor = ledger._cursor
+        # Read under the write lock: a tip another connection has moved past is never used.
+        version = cursor.execute("PRAGMA data_version").fetchone()[0]
+        if tip is None or tip.data_version != version:
+            tip = ledger._read_tip(version)
+        self._tip = tip
+        self._tip_exact = True  # False once an append failed half-way (see ``append``)
         self._stored: set[str] = set()  # addresses written in this transaction
         # The clock is read once per transaction: every entry of one write shares its time.
-        self.time = later_time(ledger._clock(), None if self._head is None else self._head[2])
+        self.time = later_time(ledger._clock(), tip.time)
 
     @property
     def ledger(self) -> Ledger:
@@ -458,8 +503,38 @@ class Writer:
         for ref in refs:
             if ref not in self._stored and not self._ledger.has_object(ref):
                 raise UsageError("object-missing", f"entry references {ref}, which is not stored")
-        entry, self._head = self._ledger._append_in_txn(kind, payload, refs, self._head, self.time)
-        return entry
+        tip = self._tip
+        seq = tip.seq + 1
+        prev = tip.hash
+        time = self.time
+        ordered = sorted(set(refs))
+        fields = dict(payload)
+        body = encode_body(seq=seq, prev=prev, kind=kind, time=time, refs=ordered, payload=fields)
+        hash_ = entry_hash(body)
+        cursor = self._cursor
+        try:
+            cursor.execute(_INSERT_ENTRY, (seq, prev, hash_, kind, body))
+            # Leaf ``seq`` completes one perfect subtree per trailing 1-bit of ``seq``: the leaf
+            # is level 0, each parent one level up, all keyed by last_leaf = seq (rule 5).
+            for level, node in enumerate(tip.edge.push(merkle.leaf_hash(body))):
+                cursor.execute(_INSERT_NODE, (seq, level, node))
+        except BaseException:
+            # The edge may have moved without its nodes: never keep it past this transaction
+            # (later appends in it meet the triggers, as they would with any stale head).
+            self._tip_exact = False
+            raise
+        tip.seq, tip.hash, tip.time = seq, hash_, time
+        # Built from the values just encoded rather than by decoding ``body`` again: the body is
+        # their canonical form, so it decodes to equal values (nested payload objects are the
+        # caller's own, not copies).
+        decoded = EntryBody(
+            format=FORMAT, seq=seq, prev=prev, kind=kind, time=time, refs=ordered, payload=fields
+        )
+        return Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
+
+    def _kept_tip(self) -> _Tip | None:
+        """The tip to keep once this transaction has committed; None when it may be off."""
+        return self._tip if self._tip_exact else None
 
 
 # -- helpers ---------------------------------------------------------------------------------
