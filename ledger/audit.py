@@ -118,8 +118,7 @@ P_CANONICAL: Final = 1  # body-not-canonical
 P_BODY: Final = 2  # the body's fields (_check_body)
 P_TREE: Final = 3  # stored Merkle nodes
 P_RULES: Final = 4  # observers
-P_TREE_LEFT: Final = 5  # tree rows after the last entry
-P_AFTER: Final = 6  # objects, integrity, observers' finish, checkpoints
+P_AFTER: Final = 5  # objects, integrity, observers' finish, checkpoints
 BEFORE_ROWS: Final = -1
 AFTER_ROWS: Final = 1 << 62
 
@@ -156,7 +155,6 @@ class RowResult(msgspec.Struct, frozen=True):
     rows: int
     last_seq: int | None
     last_hash: str | None
-    tree_rows: int
     root: bytes
     roots_at: dict[int, bytes]
     stored_roots_at: dict[int, bytes]
@@ -171,7 +169,7 @@ def _as_bytes(body: object) -> bytes:
     return body if isinstance(body, bytes) else str(body).encode("utf-8", "surrogatepass")
 
 
-_ROWS_SQL: Final = "SELECT seq, prev_hash, entry_hash, kind, body FROM entries ORDER BY seq"
+_ROWS_SQL: Final = "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries ORDER BY seq"
 
 
 class _RowChecks:
@@ -182,31 +180,12 @@ class _RowChecks:
     by ``audit`` or, on big ledgers, by a second process (``ledger.audit_rows``).
     """
 
-    def __init__(
-        self, conn: sqlite3.Connection, report: _Collector, wanted_sizes: Collection[int]
-    ) -> None:
+    def __init__(self, report: _Collector, wanted_sizes: Collection[int]) -> None:
         self.report = report
         self.wanted_sizes = set(wanted_sizes)
         self.rows = 0
-        self.tree_rows = 0
         self.last_seq: int | None = None
         self.last_hash: str | None = None
-        # Keys of another storage class cannot be ordered against seqs: reported, not read.
-        report.at(BEFORE_ROWS, P_CHAIN)
-        for (bad,) in conn.execute(
-            "SELECT last_leaf FROM tree"
-            " WHERE typeof(last_leaf) != 'integer' OR typeof(level) != 'integer'"
-        ):
-            self.tree_rows += 1
-            report(
-                Violation(None, None, TREE_MISMATCH, f"tree row with a non-integer key ({bad!r})")
-            )
-        self._tree_rows = conn.execute(
-            "SELECT last_leaf, level, hash FROM tree"
-            " WHERE typeof(last_leaf) = 'integer' AND typeof(level) = 'integer'"
-            " ORDER BY last_leaf, level"
-        )
-        self._pending = self._next_tree()
         self.compact = merkle.CompactRange()  # the right edge, recomputed from the bodies
         # With checkpoints, also the tree of the *stored* leaf hashes: when its root at a
         # checkpoint's size is the checkpoint's root, the stored leaves are the checkpointed
@@ -219,12 +198,6 @@ class _RowChecks:
         self.first_leaf_mismatch: int | None = None
         self._expected_seq = 0
         self._prev_hash = GENESIS_PREV
-
-    def _next_tree(self) -> Any:
-        row = next(self._tree_rows, None)
-        if row is not None:
-            self.tree_rows += 1
-        return row
 
     def chain(self, seq: int, row_prev: str, row_hash: str, row_kind: str, body: object) -> bytes:
         """Storage class, seq, prev link and entry hash; returns the body as bytes."""
@@ -275,28 +248,13 @@ class _RowChecks:
             report = self.report.at(self.rows - 1, P_CANONICAL)
             report(Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON"))
 
-    def tree(self, seq: int, row_hash: str, row_kind: str, body: bytes) -> None:
-        """Recompute this leaf and every subtree it completes; compare with storage."""
+    def tree(self, seq: int, row_hash: str, row_kind: str, body: bytes, nodes: object) -> None:
+        """Recompute this leaf and every subtree it completes; compare with the row's nodes."""
         report = self.report.at(self.rows - 1, P_TREE)
         leaf = merkle.leaf_hash(body)
-        computed_nodes = list(enumerate(self.compact.push(leaf)))  # (level, hash)
-        stored: list[tuple[int, bytes]] = []
-        stored_leaf: bytes | None = None
-        pending = self._pending
-        while pending is not None and pending[0] <= seq:
-            if pending[0] == seq:
-                node = pending[2]
-                stored.append((pending[1], node if isinstance(node, bytes) else b""))
-                if pending[1] == 0:
-                    stored_leaf = stored[-1][1]
-            else:
-                report(
-                    Violation(
-                        pending[0], None, TREE_MISMATCH, "tree node stored for a leaf with no entry"
-                    )
-                )
-            pending = self._next_tree()
-        self._pending = pending
+        computed = b"".join(self.compact.push(leaf))
+        stored = nodes if isinstance(nodes, bytes) else b""
+        stored_leaf = stored[:32] if len(stored) >= 32 else None
         compact = self.compact
         if compact.size in self.wanted_sizes:
             self.roots_at[compact.size] = compact.root()
@@ -309,7 +267,7 @@ class _RowChecks:
                     self.stored_roots_at[self.stored_leaves.size] = self.stored_leaves.root()
         if self.first_leaf_mismatch is None and stored_leaf != leaf:
             self.first_leaf_mismatch = seq
-        if stored != computed_nodes:
+        if stored != computed:
             report(
                 Violation(
                     seq,
@@ -322,23 +280,11 @@ class _RowChecks:
         self._expected_seq = seq + 1
 
     def finish(self) -> RowResult:
-        report = self.report.at(AFTER_ROWS, P_TREE_LEFT)
-        while self._pending is not None:
-            report(
-                Violation(
-                    self._pending[0],
-                    None,
-                    TREE_MISMATCH,
-                    "tree node stored for a leaf with no entry",
-                )
-            )
-            self._pending = self._next_tree()
         self.report.trim()
         return RowResult(
             rows=self.rows,
             last_seq=self.last_seq,
             last_hash=self.last_hash,
-            tree_rows=self.tree_rows,
             root=self.compact.root(),
             roots_at=self.roots_at,
             stored_roots_at=self.stored_roots_at,
@@ -350,11 +296,14 @@ class _RowChecks:
 
 def check_rows(conn: sqlite3.Connection, wanted_sizes: Collection[int]) -> RowResult:
     """Every row check over the snapshot ``conn`` reads (the worker's whole job)."""
-    rows = _RowChecks(conn, _Collector(), wanted_sizes)
-    for seq, row_prev, row_hash, row_kind, body in conn.execute(_ROWS_SQL):
+    return _check_all_rows(conn, _RowChecks(_Collector(), wanted_sizes))
+
+
+def _check_all_rows(conn: sqlite3.Connection, rows: _RowChecks) -> RowResult:
+    for seq, row_prev, row_hash, row_kind, body, nodes in conn.execute(_ROWS_SQL):
         data = rows.chain(seq, row_prev, row_hash, row_kind, body)
         rows.canonical(seq, row_kind, data)
-        rows.tree(seq, row_hash, row_kind, data)
+        rows.tree(seq, row_hash, row_kind, data, nodes)
     return rows.finish()
 
 
@@ -407,13 +356,13 @@ def _audit_snapshot(
         " (digest TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID"
     )
     conn.execute("DELETE FROM temp.audit_refs")
-    inline = None if worker is not None else _RowChecks(conn, report, wanted_sizes)
+    inline = None if worker is not None else _RowChecks(report, wanted_sizes)
     prev_time: str | None = None
     ref_buffer: list[tuple[str, int]] = []
     recent_refs: set[str] = set()
     count = 0
     last: tuple[int, str] | None = None
-    for seq, row_prev, row_hash, row_kind, body in conn.execute(_ROWS_SQL):
+    for seq, row_prev, row_hash, row_kind, body, nodes in conn.execute(_ROWS_SQL):
         if inline is not None:
             data = inline.chain(seq, row_prev, row_hash, row_kind, body)
         else:
@@ -430,7 +379,7 @@ def _audit_snapshot(
             canonical=inline is not None,
         )
         if inline is not None:
-            inline.tree(seq, row_hash, row_kind, data)
+            inline.tree(seq, row_hash, row_kind, data, nodes)
         if entry is not None:
             prev_time = entry.body.time
             for ref in entry.body.refs:
@@ -457,12 +406,9 @@ def _audit_snapshot(
     if rows is None:
         # Inline from the start, or the worker gave no usable answer: check here.
         if inline is None:
-            inline = _RowChecks(conn, report, wanted_sizes)
-            for seq, row_prev, row_hash, row_kind, body in conn.execute(_ROWS_SQL):
-                data = inline.chain(seq, row_prev, row_hash, row_kind, body)
-                inline.canonical(seq, row_kind, data)
-                inline.tree(seq, row_hash, row_kind, data)
-        rows = inline.finish()
+            rows = _check_all_rows(conn, _RowChecks(report, wanted_sizes))
+        else:
+            rows = inline.finish()
     else:
         report.kept.extend(rows.kept)
         report.count += rows.count
@@ -561,8 +507,8 @@ def _wants_worker(conn: sqlite3.Connection, parallel: bool | None) -> bool:
 class _RowWorker:
     """The row checks in a second process (``python -m ledger.audit_rows``), on its own
     read-only snapshot. Its answer is used only when that snapshot holds the very rows this
-    one read (same count, last seq and hash, same number of tree rows): the file is append-only,
-    so equal ends mean equal contents. Any other outcome (a crash, a writer that appended in
+    one read (same count, last seq and hash): entries are append-only and carry their Merkle
+    nodes, so equal ends mean equal contents. Any other outcome (a crash, a writer that appended in
     between, output that does not decode) means the rows are checked here instead."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
@@ -603,9 +549,8 @@ class _RowWorker:
             rows = msgspec.json.decode(out, type=RowResult)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
-        tree_rows = conn.execute("SELECT count(*) FROM tree").fetchone()[0]
         last_seen = None if rows.last_seq is None else (rows.last_seq, rows.last_hash)
-        if rows.rows != count or last_seen != last or rows.tree_rows != tree_rows:
+        if rows.rows != count or last_seen != last:
             return None
         return rows
 

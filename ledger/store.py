@@ -2,20 +2,26 @@
 
 Rules (normative text in LEDGER.md, "The SQLite file"):
 
-1. ``PRAGMA application_id`` is ``APPLICATION_ID`` and ``PRAGMA user_version`` the format version;
-   a file with another id is not a ledger; a newer version is refused, never guessed at.
+1. ``PRAGMA application_id`` is ``APPLICATION_ID`` and ``PRAGMA user_version`` the store format
+   (``STORE_FORMAT``, the layout of the file; ``entries.FORMAT`` is the entry body's); a file with
+   another id is not a ledger; a newer version is refused, never guessed at, and so is an older
+   one (format 1 kept the Merkle nodes in a table of their own; there is no migration).
 2. Every connection uses WAL, ``synchronous=FULL``, ``foreign_keys`` and ``recursive_triggers``
    on, and a bounded busy timeout. Every write runs inside ``BEGIN IMMEDIATE``, so the head is read
    and extended under one lock and concurrent writers can never fork the chain.
 3. ``objects`` are written once: the address is computed here from the bytes, never taken from a
    caller; writing an address that exists is a no-op (and a trigger refuses any second insert).
-4. ``entries`` and ``tree`` are append-only: triggers refuse UPDATE and DELETE, and an entry whose
-   ``seq`` is not head+1 or whose ``prev_hash`` is not the head's hash (which also defeats
-   ``INSERT OR REPLACE``). Triggers are a guard rail against accidents; the chain, the tree and
-   external checkpoints are the protection against an attacker who owns the file.
-5. The Merkle node of every perfect subtree is stored when its last leaf is appended, keyed by
-   that leaf's index and the level, so appends cost O(1) amortised and any root or proof needs
-   O(log n) reads.
+4. ``entries`` are append-only: triggers refuse UPDATE and DELETE, and an entry whose ``seq`` is
+   not head+1 or whose ``prev_hash`` is not the head's hash (which also defeats
+   ``INSERT OR REPLACE``); the Merkle nodes live in the entry rows, so the same triggers make them
+   write-once. Triggers are a guard rail against accidents; the chain, the tree and external
+   checkpoints are the protection against an attacker who owns the file.
+5. The Merkle node of every perfect subtree is stored in the entry row of its last leaf, written
+   by the same INSERT: ``entries.nodes`` of row ``seq`` is the 32-byte hashes of the subtrees leaf
+   ``seq`` completes, level 0 (the RFC 9162 leaf hash) first, one more level per trailing 1-bit
+   of ``seq``. Node (level L, index i) is bytes ``[32*L, 32*L+32)`` of row ``((i+1) << L) - 1``.
+   An append touches one B-tree rather than two (a separate node table cost about 15% of every
+   durable append), costs O(1) amortised, and any root or proof needs O(log n) row reads.
 6. After its own commit a connection keeps the head and the tree's right edge it wrote; its next
    write uses them only if ``PRAGMA data_version``, read under that write's lock, is unchanged
    (no other connection has committed since). A rollback, a failed append or a changed version
@@ -55,6 +61,9 @@ from .entries import (
 from .errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
 
 APPLICATION_ID: Final = 0x4C444752  # "LDGR"
+# The file's layout (``PRAGMA user_version``), not the entry body format (``entries.FORMAT``).
+# 1: Merkle nodes in a ``tree`` table; 2: in ``entries.nodes`` (rule 5).
+STORE_FORMAT: Final = 2
 BUSY_TIMEOUT_MS: Final = 30_000
 MAX_OBJECT_BYTES: Final = 256 * 1024 * 1024
 
@@ -71,15 +80,10 @@ CREATE TABLE entries (
     prev_hash  TEXT NOT NULL,
     entry_hash TEXT NOT NULL UNIQUE,
     kind       TEXT NOT NULL,
-    body       BLOB NOT NULL
+    body       BLOB NOT NULL,
+    nodes      BLOB NOT NULL          -- Merkle nodes this leaf completes, level 0 first (rule 5)
 );
 CREATE INDEX entries_kind ON entries (kind, seq);
-CREATE TABLE tree (
-    last_leaf INTEGER NOT NULL,       -- index of the last leaf the subtree covers
-    level     INTEGER NOT NULL,       -- the subtree covers 2**level leaves
-    hash      BLOB NOT NULL,
-    PRIMARY KEY (last_leaf, level)
-) WITHOUT ROWID;
 
 CREATE TRIGGER objects_write_once BEFORE INSERT ON objects
 WHEN EXISTS (SELECT 1 FROM objects WHERE digest = NEW.digest)
@@ -98,23 +102,16 @@ CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries
 BEGIN SELECT RAISE(ABORT, 'ledger: entries are immutable'); END;
 CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries
 BEGIN SELECT RAISE(ABORT, 'ledger: entries are immutable'); END;
-
-CREATE TRIGGER tree_write_once BEFORE INSERT ON tree
-WHEN EXISTS (SELECT 1 FROM tree WHERE last_leaf = NEW.last_leaf AND level = NEW.level)
-  OR NEW.last_leaf > (SELECT COALESCE(MAX(seq), -1) FROM entries)
-BEGIN SELECT RAISE(ABORT, 'ledger: tree nodes are written once, after their leaf'); END;
-CREATE TRIGGER tree_no_update BEFORE UPDATE ON tree
-BEGIN SELECT RAISE(ABORT, 'ledger: tree nodes are immutable'); END;
-CREATE TRIGGER tree_no_delete BEFORE DELETE ON tree
-BEGIN SELECT RAISE(ABORT, 'ledger: tree nodes are immutable'); END;
 """
 
-EXPECTED_TABLES: Final = ("entries", "objects", "tree")
+EXPECTED_TABLES: Final = ("entries", "objects")
+# The columns of ``entries`` a ledger of this format has (format 1 had no ``nodes``).
+ENTRY_COLUMNS: Final = ("seq", "prev_hash", "entry_hash", "kind", "body", "nodes")
 
 _INSERT_ENTRY: Final = (
-    "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body) VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body, nodes) VALUES (?, ?, ?, ?, ?, ?)"
 )
-_INSERT_NODE: Final = "INSERT INTO tree (last_leaf, level, hash) VALUES (?, ?, ?)"
+_NODE_READ_CHUNK: Final = 400  # seqs per query in ``tree_nodes``
 _HEAD_ROW: Final = "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
 
 
@@ -229,7 +226,7 @@ class Ledger:
                         _check_is_ledger(conn, p)
                         return cls(p, conn, clock=clock), False
                     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    conn.execute(f"PRAGMA user_version = {FORMAT}")
+                    conn.execute(f"PRAGMA user_version = {STORE_FORMAT}")
                     for statement in _split_sql(SCHEMA):
                         conn.execute(statement)
                     ledger = cls(p, conn, clock=clock)
@@ -356,19 +353,29 @@ class Ledger:
         return row is not None
 
     def tree_nodes(self, keys: Sequence[tuple[int, int]]) -> list[bytes]:
-        """Stored perfect-subtree hashes by (level, index); KeyError when one is missing."""
-        found: dict[tuple[int, int], bytes] = {}
-        wanted = {(((index + 1) << level) - 1, level): (level, index) for level, index in keys}
-        items = list(wanted)
-        for start in range(0, len(items), 400):
-            chunk = items[start : start + 400]
-            clause = " OR ".join("(last_leaf = ? AND level = ?)" for _ in chunk)
-            params = [value for key in chunk for value in key]
-            for last, level, hash_ in self._conn.execute(
-                f"SELECT last_leaf, level, hash FROM tree WHERE {clause}", params
-            ):
-                found[wanted[(last, level)]] = bytes(hash_)
-        return [found[key] for key in keys]
+        """Stored perfect-subtree hashes by (level, index), in key order (rule 5).
+
+        KeyError (with the key) when one is missing: no row holds it, or that row's ``nodes``
+        is not stored as bytes or too short to reach its level. Rows are read in batches.
+        """
+        seqs = {((index + 1) << level) - 1 for level, index in keys if level >= 0 and index >= 0}
+        wanted = sorted(seq for seq in seqs if seq <= INT_MAX)
+        blobs: dict[int, object] = {}
+        for start in range(0, len(wanted), _NODE_READ_CHUNK):
+            chunk = wanted[start : start + _NODE_READ_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            blobs.update(
+                self._conn.execute(f"SELECT seq, nodes FROM entries WHERE seq IN ({marks})", chunk)
+            )
+        out: list[bytes] = []
+        for key in keys:
+            level, index = key
+            blob = blobs.get(((index + 1) << level) - 1) if level >= 0 and index >= 0 else None
+            end = 32 * (level + 1)
+            if not isinstance(blob, bytes) or len(blob) < end:
+                raise KeyError(key)
+            out.append(blob[end - 32 : end])
+        return out
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -475,6 +482,7 @@ class Writer:
             tip = ledger._read_tip(version)
         self._tip = tip
         self._tip_exact = True  # False once an append failed half-way (see ``append``)
+        self._tip_reread = False  # True while the edge may hold a leaf that has no row
         self._stored: set[str] = set()  # addresses written in this transaction
         # The clock is read once per transaction: every entry of one write shares its time.
         self.time = later_time(ledger._clock(), tip.time)
@@ -503,6 +511,11 @@ class Writer:
         for ref in refs:
             if ref not in self._stored and not self._ledger.has_object(ref):
                 raise UsageError("object-missing", f"entry references {ref}, which is not stored")
+        if self._tip_reread:
+            # The last append failed after moving the edge (its INSERT is undone as a whole):
+            # the head and edge are read again, as this transaction sees them, before any use.
+            self._tip = self._ledger._read_tip(self._tip.data_version)
+            self._tip_reread = False
         tip = self._tip
         seq = tip.seq + 1
         prev = tip.hash
@@ -511,17 +524,17 @@ class Writer:
         fields = dict(payload)
         body = encode_body(seq=seq, prev=prev, kind=kind, time=time, refs=ordered, payload=fields)
         hash_ = entry_hash(body)
-        cursor = self._cursor
         try:
-            cursor.execute(_INSERT_ENTRY, (seq, prev, hash_, kind, body))
             # Leaf ``seq`` completes one perfect subtree per trailing 1-bit of ``seq``: the leaf
-            # is level 0, each parent one level up, all keyed by last_leaf = seq (rule 5).
-            for level, node in enumerate(tip.edge.push(merkle.leaf_hash(body))):
-                cursor.execute(_INSERT_NODE, (seq, level, node))
+            # is level 0, each parent one level up, all stored in row ``seq`` (rule 5).
+            nodes = b"".join(tip.edge.push(merkle.leaf_hash(body)))
+            self._cursor.execute(_INSERT_ENTRY, (seq, prev, hash_, kind, body, nodes))
         except BaseException:
-            # The edge may have moved without its nodes: never keep it past this transaction
-            # (later appends in it meet the triggers, as they would with any stale head).
+            # The edge may have moved without its row: a later append in this transaction reads
+            # it again, and it is never kept past the transaction (the caller may commit rows
+            # this object cannot vouch for, or roll back).
             self._tip_exact = False
+            self._tip_reread = True
             raise
         tip.seq, tip.hash, tip.time = seq, hash_, time
         # Built from the values just encoded rather than by decoding ``body`` again: the body is
@@ -628,13 +641,29 @@ def _check_is_ledger(conn: sqlite3.Connection, path: Path) -> None:
         raise StoreError(
             "not-a-ledger", f"{path} is not a ledger file (create one with `ledger init`)"
         )
-    if version > FORMAT:
+    if version > STORE_FORMAT:
         raise StoreError(
             "ledger-format-newer",
-            f"{path} has format version {version}; this ledger {FORMAT}: upgrade `ledger`",
+            f"{path} has format version {version}; this ledger {STORE_FORMAT}: upgrade `ledger`",
         )
-    if version < FORMAT:
+    if version == 1:
+        raise StoreError(
+            "ledger-format-unknown",
+            f"{path} has format version 1, written before the Merkle nodes moved into the entry"
+            f" rows; this ledger reads only format {STORE_FORMAT}: re-create it with"
+            " `ledger init` (format 1 was never released; there is no migration)",
+        )
+    if version < STORE_FORMAT:
         raise StoreError("ledger-format-unknown", f"{path} has unknown format version {version}")
+    try:
+        columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(entries)"))
+    except sqlite3.DatabaseError as exc:
+        raise _db_error(path, exc) from None
+    if columns != ENTRY_COLUMNS:
+        raise StoreError(
+            "not-a-ledger",
+            f"{path} is not a ledger file: its entries table has columns {', '.join(columns)}",
+        )
     # Only now, knowing the file is ours, may the persistent journal mode be touched.
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")

@@ -276,7 +276,8 @@ def _unb64(value: Any, where: str) -> bytes:
 
 def open_export(path: Path) -> ExportLedger:
     """Load an export into a private in-memory ledger (no triggers: a tampered export must load
-    so the audit can say what is wrong with it). Tree nodes are recomputed from the bodies."""
+    so the audit can say what is wrong with it). Each entry's Merkle nodes (``entries.nodes``,
+    store rule 5) are recomputed from the bodies; the export itself carries none."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
     for statement in _split_sql(SCHEMA):
         if not statement.startswith("CREATE TRIGGER"):
@@ -308,27 +309,26 @@ def open_export(path: Path) -> ExportLedger:
                 body = _unb64(row.get("body"), where)
                 if not isinstance(seq, int) or isinstance(seq, bool):
                     raise UsageError("export-malformed", f"{where}: seq must be an integer")
+                # The nodes this line's leaf completes, by its position in the export (which is
+                # its seq unless the export was tampered with; the audit then says so).
+                nodes = b"".join(compact.push(merkle.leaf_hash(body)))
                 try:
                     conn.execute(
-                        "INSERT INTO entries VALUES (?, ?, ?, ?, ?)",
+                        "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body, nodes)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
                         (
                             seq,
                             str(row.get("prev_hash")),
                             str(row.get("entry_hash")),
                             str(row.get("kind")),
                             body,
+                            nodes,
                         ),
                     )
                 except sqlite3.IntegrityError:
                     raise UsageError(
                         "export-malformed", f"{where}: duplicate seq or hash"
                     ) from None
-                index = compact.size
-                for level, node_index, hash_ in compact.append(merkle.leaf_hash(body)):
-                    conn.execute(
-                        "INSERT INTO tree VALUES (?, ?, ?)",
-                        (((node_index + 1) << level) - 1 if level else index, level, hash_),
-                    )
             elif kind == "object":
                 digest, sha256, size = row.get("digest"), row.get("sha256"), row.get("size")
                 if not isinstance(digest, str) or not isinstance(sha256, str):

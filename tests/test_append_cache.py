@@ -8,6 +8,7 @@ file's head: a forked chain, a refused append, or tree nodes hashed from the wro
 from __future__ import annotations
 
 import hashlib
+import random
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,12 @@ from typing import Any
 import pytest
 from helpers import append_one, attacker, fixed_clock, make_ledger
 
+from ledger import merkle
 from ledger.audit import audit
 from ledger.entries import GENESIS_PREV
 from ledger.errors import UsageError
 from ledger.store import Ledger
+from ledger.transparency import LedgerNodes
 
 
 def _mth(leaves: list[bytes]) -> bytes:
@@ -49,22 +52,48 @@ def hash_at(ledger: Ledger, seq: int) -> str:
     return entry.entry_hash
 
 
+def _stack_nodes(bodies: list[bytes]) -> list[bytes]:
+    """Each row's expected ``nodes`` blob, from a plain stack of perfect subtrees: leaf ``i``'s
+    hash, then each parent it completes (one per trailing 1-bit of ``i``), lowest level first."""
+    stack: list[bytes] = []
+    blobs = []
+    for i, body in enumerate(bodies):
+        node = hashlib.sha256(b"\x00" + body).digest()
+        created = [node]
+        n = i
+        while n & 1:
+            node = hashlib.sha256(b"\x01" + stack.pop() + node).digest()
+            created.append(node)
+            n >>= 1
+        stack.append(node)
+        blobs.append(b"".join(created))
+    return blobs
+
+
 def assert_intact(path: Path) -> None:
-    """Linked chain, every tree node right, and the library audit clean."""
+    """Linked chain, every row's Merkle nodes right, and the library audit clean."""
     conn = sqlite3.connect(path)
     try:
         stored = conn.execute(
-            "SELECT seq, prev_hash, entry_hash, body FROM entries ORDER BY seq"
+            "SELECT seq, prev_hash, entry_hash, body, nodes FROM entries ORDER BY seq"
         ).fetchall()
-        tree = {(r[0], r[1], bytes(r[2])) for r in conn.execute("SELECT * FROM tree")}
     finally:
         conn.close()
     assert [r[0] for r in stored] == list(range(len(stored)))
     prev = GENESIS_PREV
-    for _, prev_hash, hash_, _ in stored:
+    for _, prev_hash, hash_, _, _ in stored:
         assert prev_hash == prev
         prev = hash_
     bodies = [bytes(r[3]) for r in stored]
+    blobs = [r[4] for r in stored]
+    assert all(isinstance(blob, bytes) for blob in blobs)
+    assert blobs == _stack_nodes(bodies)
+    # The same nodes, keyed (last leaf, level) as rule 5 lays them out, against the recursion.
+    tree = {
+        (seq, level, blob[32 * level : 32 * level + 32])
+        for seq, blob in enumerate(blobs)
+        for level in range(len(blob) // 32)
+    }
     assert tree == _perfect_nodes(bodies)
     with Ledger.open(path) as ledger:
         report = audit(ledger)
@@ -148,24 +177,58 @@ def test_a_write_by_another_connection_is_seen_before_the_next_append(tmp_path: 
     assert_intact(path)
 
 
+@pytest.mark.parametrize("size", [4, 5, 6, 14])  # the failed leaf completes 0, 1, 0 or 3 parents
+def test_a_failed_insert_does_not_leave_its_leaf_in_the_edge(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "l.db"
+    make_ledger(path, size)
+    with Ledger.open(path, clock=fixed_clock) as ledger:
+        ledger.append("bundle.observed", {"n": 0})  # the object remembers head and edge
+        # The edge takes the new leaf before the row's INSERT runs; make that INSERT fail (an
+        # extra trigger, as a careless tool or an attacker could add).
+        with attacker(path, drop_triggers=False) as conn:
+            conn.execute(
+                "CREATE TRIGGER boom BEFORE INSERT ON entries WHEN NEW.kind = 'boom'"
+                " BEGIN SELECT RAISE(ABORT, 'boom'); END"
+            )
+        with ledger.writer() as w:
+            with pytest.raises(sqlite3.IntegrityError, match="boom"):
+                w.append("boom", {"n": 1})  # no row: the INSERT is undone as a whole
+            # The caller swallowed the error: the next append in this same transaction takes
+            # the same seq, and its nodes must not be hashed over the failed leaf.
+            again = w.append("bundle.observed", {"n": 2})
+            more = w.append("bundle.observed", {"n": 3})
+        assert (again.seq, more.seq) == (size + 2, size + 3)
+        assert again.body.prev == hash_at(ledger, size + 1)
+        entry = ledger.append("bundle.observed", {"n": 4})  # and after the commit
+        assert entry.seq == size + 4
+        assert entry.body.prev == more.entry_hash
+    with attacker(path, drop_triggers=False) as conn:
+        conn.execute("DROP TRIGGER boom")
+    assert_intact(path)
+
+
 def test_a_half_failed_append_is_not_remembered_past_its_transaction(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path, 4)
     with Ledger.open(path, clock=fixed_clock) as ledger:
         ledger.append("bundle.observed", {"n": 0})  # seq 5; the object remembers it
-        # Leaf 6 completes no parent, so its leaf node is its only node: store one there first
-        # (an attacker, triggers dropped) and that node's insert fails.
-        with attacker(path) as conn:
-            conn.execute("INSERT INTO tree VALUES (6, 0, ?)", (b"\x00" * 32,))
+        # An extra trigger makes the INSERT of entry 6 fail after the edge took its leaf.
+        with attacker(path, drop_triggers=False) as conn:
+            conn.execute(
+                "CREATE TRIGGER boom AFTER INSERT ON entries WHEN NEW.kind = 'boom'"
+                " BEGIN SELECT RAISE(ABORT, 'boom'); END"
+            )
         with ledger.writer() as w:
-            with pytest.raises(sqlite3.IntegrityError):
-                w.append("bundle.observed", {"n": 1})  # entry 6 is inserted, its node is not
-            w.put_object(b"so the transaction is committed", "application/octet-stream")
-        # The caller swallowed the error and committed entry 6; the object must not then
-        # build on its remembered seq 5 (the file's head is 6).
+            with pytest.raises(sqlite3.IntegrityError, match="boom"):
+                w.append("boom", {"n": 1})  # seq 6: the edge moved, the row is undone
+        # The caller swallowed the error and committed (nothing); the object must not then
+        # build on an edge holding the failed leaf (the file's head is still 5).
         entry = ledger.append("bundle.observed", {"n": 2})
-        assert entry.seq == 7
-        assert entry.body.prev == hash_at(ledger, 6)
+        assert entry.seq == 6
+        assert entry.body.prev == hash_at(ledger, 5)
+    with attacker(path, drop_triggers=False) as conn:
+        conn.execute("DROP TRIGGER boom")
+    assert_intact(path)
 
 
 @pytest.mark.parametrize(
@@ -201,3 +264,39 @@ def test_create_then_append_on_the_same_object(tmp_path: Path) -> None:
         entries = [ledger.append("bundle.observed", {"i": i}) for i in range(9)]
         assert [e.seq for e in entries] == list(range(1, 10))
     assert_intact(path)
+
+
+def test_hundreds_of_interleaved_appends_store_exactly_the_rfc_9162_nodes(
+    tmp_path: Path,
+) -> None:
+    """Three objects, each with a cached edge that goes stale at many sizes (single appends,
+    multi-entry writes, a rolled-back write): every row's nodes blob is the leaf hash and the
+    parents it completes, as a plain stack over the bodies gives them."""
+    path = tmp_path / "l.db"
+    make_ledger(path)
+    rng = random.Random(9162)
+    with (
+        Ledger.open(path, clock=fixed_clock) as a,
+        Ledger.open(path, clock=fixed_clock) as b,
+        Ledger.open(path, clock=fixed_clock) as c,
+    ):
+        objects = (a, b, c)
+        i = 0
+        while i < 300:
+            ledger = rng.choice(objects)
+            expected = ledger.size()
+            batch = rng.choice([1, 1, 1, 2, 3, 5, 8])
+            if rng.random() < 0.05:
+                with pytest.raises(RuntimeError), ledger.writer() as w:
+                    w.append("bundle.observed", {"gone": i})
+                    raise RuntimeError("rolled back")
+            with ledger.writer() as w:
+                done = [w.append("bundle.observed", {"i": i + k}) for k in range(batch)]
+            assert [e.seq for e in done] == list(range(expected, expected + batch))
+            i += batch
+        # The roots the stored nodes give, at every size, are the recursion's over the bodies.
+        bodies = [e.body_bytes for e in a.entries()]
+        assert len(bodies) == i + 1 > 300
+        for size in (1, 2, 3, 64, 100, 255, 256, 257, 300, len(bodies)):
+            assert merkle.root(size, LedgerNodes(c)) == _mth(bodies[:size])
+    assert_intact(path)  # every blob against the stack, every node against the recursion

@@ -32,7 +32,7 @@ def tampered(tmp_path: Path) -> Path:
     make_ledger(path, 40)
     with attacker(path) as conn:
         conn.execute("UPDATE entries SET body = CAST(body AS TEXT) WHERE seq = 7")
-        conn.execute("DELETE FROM tree WHERE last_leaf = 20")
+        conn.execute("UPDATE entries SET nodes = zeroblob(32) WHERE seq = 20")
     return path
 
 
@@ -93,17 +93,17 @@ def test_the_thousand_kept_violations_are_the_first_ones_whichever_process_found
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Violations from different checks on every entry (a kind column that disagrees with its
-    body; no stored tree node): more than the report keeps. The kept ones are the first in the
+    body; wrong Merkle nodes): more than the report keeps. The kept ones are the first in the
     order one pass checks, whether the worker found half of them, or the auditor after the
     worker died."""
     path = tmp_path / "ledger.db"
     make_ledger(path, 700)
     with attacker(path) as conn:
         conn.execute("UPDATE entries SET kind = 'ledger.edited' WHERE seq > 0")
-        conn.execute("DELETE FROM tree")
+        conn.execute("UPDATE entries SET nodes = zeroblob(32)")
     alone = _report(path, parallel=False)
     report = msgspec.json.decode(alone)
-    # genesis: its node; each other entry: its kind, its node, its now unreferenced object
+    # genesis: its nodes; each other entry: its kind, its nodes, its now unreferenced object
     assert report["violation_count"] == 1 + 3 * 700
     assert len(report["violations"]) == audit_module.MAX_REPORTED
     # 1 + 2 x 499 for seqs 0..499, then the first check of seq 500 (its kind)

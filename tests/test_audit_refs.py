@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -23,6 +24,21 @@ WELL_FORMED = {
     "rows": 1,
     "report": {"object": A, "digest": "sha256:" + "c" * 64},
 }
+
+
+def _insert_entry_1(path: Path, prev: str, body: bytes) -> None:
+    """Entry 1 as the ledger would store it, right Merkle nodes included (store rule 5: leaf 1's
+    hash, then the parent over leaves 0 and 1), so only the body is at fault."""
+    conn = sqlite3.connect(path)
+    ((nodes_0,),) = conn.execute("SELECT nodes FROM entries WHERE seq = 0").fetchall()
+    leaf = hashlib.sha256(b"\x00" + body).digest()
+    nodes = leaf + hashlib.sha256(b"\x01" + bytes(nodes_0)[:32] + leaf).digest()
+    conn.execute(
+        "INSERT INTO entries VALUES (1, ?, ?, 'calibration.recorded', ?, ?)",
+        (prev, entry_hash(body), body, nodes),
+    )
+    conn.commit()
+    conn.close()
 
 
 @pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
@@ -57,13 +73,7 @@ def test_malformed_refs_are_reported(
         b'"refs":[]',
         ('"refs":[' + ",".join(f'"{r}"' for r in refs) + "]").encode().replace(b"\n", b"\\n"),
     )
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "INSERT INTO entries VALUES (1, ?, ?, 'calibration.recorded', ?)",
-        (head.entry_hash, entry_hash(body), body),
-    )
-    conn.commit()
-    conn.close()
+    _insert_entry_1(path, head.entry_hash, body)
     with Ledger.open(path) as reopened:
         report = audit(reopened)
     assert "refs-invalid" in {v.code for v in report.violations if v.seq == 1}
@@ -91,13 +101,7 @@ def test_malformed_times_are_reported(
         refs=[A],
         payload=payload,
     )
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "INSERT INTO entries VALUES (1, ?, ?, 'calibration.recorded', ?)",
-        (head.entry_hash, entry_hash(body), body),
-    )
-    conn.commit()
-    conn.close()
+    _insert_entry_1(path, head.entry_hash, body)
     with Ledger.open(path) as reopened:
         report = audit(reopened)
     assert "time-invalid" in {v.code for v in report.violations if v.seq == 1}

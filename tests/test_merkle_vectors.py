@@ -292,3 +292,41 @@ def test_consistency_table_edge_cases() -> None:
     assert not verify_consistency(0, 0, EMPTY_ROOT, EMPTY_ROOT, [EMPTY_ROOT])
     assert not verify_consistency(0, 1, EMPTY_ROOT, EMPTY_ROOT, [EMPTY_ROOT])
     assert not verify_consistency(1, 1, EMPTY_ROOT, EMPTY_ROOT, [EMPTY_ROOT])
+
+
+def test_export_loader_stores_each_rows_nodes_as_the_reference_tree_has_them(
+    tmp_path: Path,
+) -> None:
+    """``open_export`` puts into row ``seq`` the reference hashes of the perfect subtrees leaf
+    ``seq`` completes, level 0 first (store rule 5); its tree answers roots and proofs."""
+    from ledger.transparency import LedgerNodes, open_export
+
+    nodes_hex: list[list[str]] = TREE["node_hashes_hex"]
+    lines = [{"type": "header", "format": "evidence-ledger-export/1", "tree_size": 8}]
+    lines[0]["root_hash"] = base64.b64encode(bytes.fromhex(TREE["root_hashes_hex"][8])).decode()
+    for seq, leaf in enumerate(LEAVES):
+        lines.append(
+            {
+                "type": "entry",
+                "seq": seq,
+                "prev_hash": f"p{seq}",
+                "entry_hash": f"h{seq}",
+                "kind": "vector",
+                "body": base64.b64encode(leaf).decode(),
+            }
+        )
+    path = tmp_path / "vectors.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    with open_export(path) as ledger:
+        stored = ledger._conn.execute("SELECT seq, nodes FROM entries ORDER BY seq").fetchall()
+        assert [seq for seq, _ in stored] == list(range(8))
+        for seq, blob in stored:
+            expected = b""
+            level = 0
+            while level < len(nodes_hex) and ((seq + 1) >> level) << level == seq + 1:
+                expected += bytes.fromhex(nodes_hex[level][((seq + 1) >> level) - 1])
+                level += 1
+            assert blob == expected, seq
+        src = LedgerNodes(ledger)
+        for size in range(1, 9):
+            assert root(size, src) == bytes.fromhex(TREE["root_hashes_hex"][size])

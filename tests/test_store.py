@@ -14,7 +14,7 @@ from helpers import FIXED_TIME, ORIGIN, append_entries, fixed_clock, make_ledger
 from ledger.audit import audit
 from ledger.entries import GENESIS_PREV
 from ledger.errors import StoreError, UsageError
-from ledger.store import APPLICATION_ID, Ledger, Writer
+from ledger.store import APPLICATION_ID, STORE_FORMAT, Ledger, Writer
 
 GENESIS_BODY = (
     b'{"format":1,"kind":"ledger.created","payload":{"origin":"test.example/ledger"},'
@@ -33,12 +33,13 @@ def rows(path: Path, sql: str) -> list[tuple[object, ...]]:
 
 
 def counts(path: Path) -> tuple[int, int, int]:
+    """Entries, objects and stored Merkle nodes (bytes of every ``nodes`` blob / 32)."""
     (row,) = rows(
         path,
         "SELECT (SELECT COUNT(*) FROM entries), (SELECT COUNT(*) FROM objects),"
-        " (SELECT COUNT(*) FROM tree)",
+        " (SELECT COALESCE(SUM(LENGTH(nodes)), 0) FROM entries)",
     )
-    return int(row[0]), int(row[1]), int(row[2])
+    return int(row[0]), int(row[1]), int(row[2]) // 32
 
 
 def test_genesis_entry_bytes_and_hash_are_pinned(tmp_path: Path) -> None:
@@ -59,7 +60,7 @@ def test_file_is_marked_as_a_ledger_and_uses_wal(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path)
     assert rows(path, "PRAGMA application_id") == [(APPLICATION_ID,)]
-    assert rows(path, "PRAGMA user_version") == [(1,)]
+    assert rows(path, "PRAGMA user_version") == [(STORE_FORMAT,)] == [(2,)]
     assert rows(path, "PRAGMA journal_mode") == [("wal",)]
 
 
@@ -317,3 +318,113 @@ def test_object_body_not_stored_as_a_blob_is_not_handed_out(ledger_path: Path) -
     conn.close()
     with Ledger.open(ledger_path) as ledger:
         assert ledger.get_object(done.object_digest) is None
+
+
+# -- store format 2: the Merkle nodes live in the entry rows ---------------------------------
+
+FORMAT_1_SCHEMA = (
+    "CREATE TABLE objects (digest TEXT PRIMARY KEY, sha256 TEXT NOT NULL,"
+    " media_type TEXT NOT NULL, size INTEGER NOT NULL, body BLOB NOT NULL)",
+    "CREATE TABLE entries (seq INTEGER PRIMARY KEY, prev_hash TEXT NOT NULL,"
+    " entry_hash TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, body BLOB NOT NULL)",
+    "CREATE INDEX entries_kind ON entries (kind, seq)",
+    "CREATE TABLE tree (last_leaf INTEGER NOT NULL, level INTEGER NOT NULL,"
+    " hash BLOB NOT NULL, PRIMARY KEY (last_leaf, level)) WITHOUT ROWID",
+)
+
+
+def _format_1_ledger(path: Path) -> None:
+    """A ledger as format 1 wrote it: a genesis entry, its leaf node in the ``tree`` table."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("PRAGMA user_version = 1")
+    for statement in FORMAT_1_SCHEMA:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO entries VALUES (0, ?, ?, 'ledger.created', ?)",
+        (GENESIS_PREV, GENESIS_HASH, GENESIS_BODY),
+    )
+    leaf = hashlib.sha256(b"\x00" + GENESIS_BODY).digest()
+    conn.execute("INSERT INTO tree VALUES (0, 0, ?)", (leaf,))
+    conn.close()
+
+
+def test_a_format_1_file_is_refused_as_older_and_nothing_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _format_1_ledger(path)
+    before = path.read_bytes()
+    dump = rows(path, "SELECT * FROM entries"), rows(path, "SELECT * FROM tree")
+    for opener in (
+        lambda: Ledger.open(path),
+        lambda: Ledger.create(path, origin=ORIGIN)[0],
+        lambda: Ledger.create(path, origin="someone.else/origin")[0],
+    ):
+        with pytest.raises(StoreError) as info:
+            opener()
+        assert info.value.code == "ledger-format-unknown"
+        assert info.value.exit_code == 2
+        assert "format version 1" in info.value.message
+        assert "Merkle nodes moved into the entry rows" in info.value.message
+        assert "re-create" in info.value.message
+        assert path.read_bytes() == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["old.db"]
+    assert (rows(path, "SELECT * FROM entries"), rows(path, "SELECT * FROM tree")) == dump
+    assert rows(path, "PRAGMA user_version") == [(1,)]
+
+
+def test_a_format_2_file_whose_entries_table_lacks_the_nodes_column_is_not_a_ledger(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "odd.db"
+    _format_1_ledger(path)
+    _set_pragma(path, f"PRAGMA user_version = {STORE_FORMAT}")
+    before = path.read_bytes()
+    for opener in (lambda: Ledger.open(path), lambda: Ledger.create(path, origin=ORIGIN)[0]):
+        with pytest.raises(StoreError) as info:
+            opener()
+        assert info.value.code == "not-a-ledger"
+        assert "nodes" not in info.value.message.split("columns", 1)[1]
+    assert path.read_bytes() == before
+
+
+def test_the_schema_has_no_tree_table_and_each_row_holds_its_completed_nodes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "l.db"
+    make_ledger(path, 20)
+    tables = {r[0] for r in rows(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"entries", "objects"}
+    for seq, nodes in rows(path, "SELECT seq, nodes FROM entries ORDER BY seq"):
+        assert isinstance(seq, int) and isinstance(nodes, bytes)
+        trailing_ones = (seq ^ (seq + 1)).bit_length() - 1
+        assert len(nodes) == 32 * (trailing_ones + 1)
+    assert counts(path)[2] == 2 * 21 - bin(21).count("1")  # 2n - popcount(n) nodes
+
+
+def test_tree_nodes_reads_slices_of_rows_and_refuses_a_missing_or_short_blob(
+    ledger_path: Path,
+) -> None:
+    with Ledger.open(ledger_path, clock=fixed_clock) as ledger:
+        append_entries(ledger, 7)  # 8 leaves: row 7 holds levels 0..3
+    ((row7,),) = rows(ledger_path, "SELECT nodes FROM entries WHERE seq = 7")
+    ((row3,),) = rows(ledger_path, "SELECT nodes FROM entries WHERE seq = 3")
+    assert isinstance(row7, bytes) and isinstance(row3, bytes)
+    with Ledger.open(ledger_path) as ledger:
+        got = ledger.tree_nodes([(3, 0), (0, 7), (1, 1), (2, 1), (0, 3), (1, 3)])
+        assert got == [row7[96:128], row7[0:32], row3[32:64], row7[64:96], row3[:32], row7[32:64]]
+        for missing in [(0, 8), (1, 4), (3, 1), (4, 0)]:  # no such row, or past its levels
+            with pytest.raises(KeyError) as info:
+                ledger.tree_nodes([(0, 0), missing])
+            assert info.value.args == (missing,)
+    conn = sqlite3.connect(ledger_path, isolation_level=None)
+    conn.execute("DROP TRIGGER entries_no_update")
+    conn.execute("UPDATE entries SET nodes = substr(nodes, 1, 95) WHERE seq = 7")  # truncated
+    conn.execute("UPDATE entries SET nodes = CAST(nodes AS TEXT) WHERE seq = 3")  # not a blob
+    conn.close()
+    with Ledger.open(ledger_path) as ledger:
+        assert ledger.tree_nodes([(0, 7), (1, 3), (1, 2)])[0] == row7[:32]
+        for broken in [(2, 1), (3, 0), (0, 3), (1, 1)]:
+            with pytest.raises(KeyError) as info:
+                ledger.tree_nodes([broken])
+            assert info.value.args == (broken,)

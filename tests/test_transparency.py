@@ -348,11 +348,10 @@ def _copy(grown: Grown, tmp_path: Path) -> Path:
 
 def _recompute_tree(conn: sqlite3.Connection) -> None:
     """Rebuild every stored node from the bodies, exactly as the ledger would have."""
-    conn.execute("DELETE FROM tree")
     compact = merkle.CompactRange()
     for seq, body in conn.execute("SELECT seq, body FROM entries ORDER BY seq").fetchall():
-        for level, _, node in compact.append(merkle.leaf_hash(bytes(body))):
-            conn.execute("INSERT INTO tree VALUES (?, ?, ?)", (seq, level, node))
+        nodes = b"".join(compact.push(merkle.leaf_hash(bytes(body))))
+        conn.execute("UPDATE entries SET nodes = ? WHERE seq = ?", (nodes, seq))
 
 
 def rewrite_entry(db: Path, seq: int, *, tree: bool) -> None:
@@ -402,8 +401,7 @@ def truncate(db: Path, new_size: int) -> None:
         ).fetchall():
             for ref in json.loads(bytes(body))["refs"]:
                 conn.execute("DELETE FROM objects WHERE digest = ?", (ref,))
-        conn.execute("DELETE FROM entries WHERE seq >= ?", (new_size,))
-        conn.execute("DELETE FROM tree WHERE last_leaf >= ?", (new_size,))
+        conn.execute("DELETE FROM entries WHERE seq >= ?", (new_size,))  # their nodes too
         conn.execute("COMMIT")
 
 

@@ -6,16 +6,20 @@ but against accidents and careless tools every rewrite must be refused and leave
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
-from helpers import AUDIT, attacker, make_ledger, run_cli
+from helpers import AUDIT, FIXED_TIME, attacker, make_ledger, run_cli
+
+from ledger.entries import encode_body, entry_hash
 
 HEAD = "(SELECT MAX(seq) FROM entries)"
 HEAD_HASH = "(SELECT entry_hash FROM entries ORDER BY seq DESC LIMIT 1)"
 FAKE_HASH = "'blake3:' || lower(hex(randomblob(32)))"
+FAKE_NODES = "zeroblob(32)"  # a leaf-only row's nodes, and wrong for every real row
 SOME_DIGEST = "(SELECT digest FROM objects ORDER BY digest LIMIT 1)"
 
 REFUSED = {
@@ -27,6 +31,16 @@ REFUSED = {
     "entries-update-seq": "UPDATE entries SET seq = seq + 1000 WHERE seq = 3",
     "entries-update-genesis": "UPDATE entries SET body = body WHERE seq = 0",
     "entries-update-all": "UPDATE entries SET kind = kind",
+    # entries: the Merkle nodes in a row are as immutable as the rest of it
+    "nodes-update": f"UPDATE entries SET nodes = {FAKE_NODES} WHERE seq = 3",
+    "nodes-update-one-level": (
+        "UPDATE entries SET nodes = substr(nodes, 1, 32) || zeroblob(32) || substr(nodes, 65)"
+        " WHERE seq = 3"
+    ),
+    "nodes-truncate": "UPDATE entries SET nodes = substr(nodes, 1, 32) WHERE seq = 7",
+    "nodes-extend": "UPDATE entries SET nodes = nodes || zeroblob(32) WHERE seq = 2",
+    "nodes-clear-all": "UPDATE entries SET nodes = X''",
+    "nodes-update-head": f"UPDATE entries SET nodes = {FAKE_NODES} WHERE seq = {HEAD}",
     # entries: no removal
     "entries-delete-first": "DELETE FROM entries WHERE seq = 0",
     "entries-delete-middle": "DELETE FROM entries WHERE seq = 3",
@@ -34,39 +48,48 @@ REFUSED = {
     "entries-delete-all": "DELETE FROM entries",
     # entries: no replacement and no out-of-order append
     "entries-insert-or-replace": (
-        "INSERT OR REPLACE INTO entries SELECT seq, prev_hash, entry_hash, kind, X'7b7d'"
+        "INSERT OR REPLACE INTO entries SELECT seq, prev_hash, entry_hash, kind, X'7b7d', nodes"
         " FROM entries WHERE seq = 3"
     ),
+    "entries-insert-or-replace-nodes": (
+        "INSERT OR REPLACE INTO entries SELECT seq, prev_hash, entry_hash, kind, body,"
+        f" {FAKE_NODES} FROM entries WHERE seq = 3"
+    ),
     "entries-replace-head": (
-        "REPLACE INTO entries SELECT seq, prev_hash, entry_hash, kind, X'7b7d'"
+        "REPLACE INTO entries SELECT seq, prev_hash, entry_hash, kind, X'7b7d', nodes"
+        f" FROM entries WHERE seq = {HEAD}"
+    ),
+    "entries-replace-head-nodes": (
+        f"REPLACE INTO entries SELECT seq, prev_hash, entry_hash, kind, body, {FAKE_NODES}"
         f" FROM entries WHERE seq = {HEAD}"
     ),
     "entries-insert-duplicate-seq": (
-        f"INSERT INTO entries SELECT seq, prev_hash, {FAKE_HASH}, kind, body"
+        f"INSERT INTO entries SELECT seq, prev_hash, {FAKE_HASH}, kind, body, nodes"
         f" FROM entries WHERE seq = {HEAD}"
     ),
     "entries-insert-or-ignore-duplicate": (
-        f"INSERT OR IGNORE INTO entries SELECT seq, prev_hash, {FAKE_HASH}, kind, body"
+        f"INSERT OR IGNORE INTO entries SELECT seq, prev_hash, {FAKE_HASH}, kind, body, nodes"
         " FROM entries WHERE seq = 2"
     ),
     "entries-insert-seq-gap": (
         f"INSERT INTO entries VALUES ({HEAD} + 2, {HEAD_HASH}, {FAKE_HASH},"
-        " 'bundle.observed', X'7b7d')"
+        f" 'bundle.observed', X'7b7d', {FAKE_NODES})"
     ),
     "entries-insert-wrong-prev": (
         f"INSERT INTO entries VALUES ({HEAD} + 1, {FAKE_HASH}, {FAKE_HASH},"
-        " 'bundle.observed', X'7b7d')"
+        f" 'bundle.observed', X'7b7d', {FAKE_NODES})"
     ),
     "entries-insert-genesis-prev-again": (
         f"INSERT INTO entries VALUES ({HEAD} + 1, 'blake3:' || printf('%064d', 0), {FAKE_HASH},"
-        " 'bundle.observed', X'7b7d')"
+        f" 'bundle.observed', X'7b7d', {FAKE_NODES})"
     ),
     "entries-insert-negative-seq": (
-        f"INSERT INTO entries VALUES (-1, {HEAD_HASH}, {FAKE_HASH}, 'bundle.observed', X'7b7d')"
+        f"INSERT INTO entries VALUES (-1, {HEAD_HASH}, {FAKE_HASH}, 'bundle.observed', X'7b7d',"
+        f" {FAKE_NODES})"
     ),
     "entries-insert-auto-rowid": (
-        "INSERT INTO entries (prev_hash, entry_hash, kind, body)"
-        f" VALUES ({HEAD_HASH}, {FAKE_HASH}, 'bundle.observed', X'7b7d')"
+        "INSERT INTO entries (prev_hash, entry_hash, kind, body, nodes)"
+        f" VALUES ({HEAD_HASH}, {FAKE_HASH}, 'bundle.observed', X'7b7d', {FAKE_NODES})"
     ),
     # objects: written once, never changed or removed
     "objects-update-body": f"UPDATE objects SET body = X'00' WHERE digest = {SOME_DIGEST}",
@@ -92,14 +115,6 @@ REFUSED = {
         "INSERT OR IGNORE INTO objects SELECT digest, sha256, media_type, 1, X'00'"
         f" FROM objects WHERE digest = {SOME_DIGEST}"
     ),
-    # tree: nodes written once, after their leaf
-    "tree-update": "UPDATE tree SET hash = zeroblob(32) WHERE last_leaf = 3 AND level = 0",
-    "tree-update-key": "UPDATE tree SET last_leaf = last_leaf + 100 WHERE last_leaf = 3",
-    "tree-delete-one": "DELETE FROM tree WHERE last_leaf = 3 AND level = 0",
-    "tree-delete-all": "DELETE FROM tree",
-    "tree-insert-duplicate": "INSERT INTO tree VALUES (3, 0, zeroblob(32))",
-    "tree-insert-or-replace": "INSERT OR REPLACE INTO tree VALUES (3, 0, zeroblob(32))",
-    "tree-insert-beyond-head": f"INSERT INTO tree VALUES ({HEAD} + 1, 0, zeroblob(32))",
 }
 
 
@@ -115,7 +130,7 @@ def dump(path: Path) -> list[list[tuple[object, ...]]]:
     try:
         return [
             conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
-            for table in ("entries", "objects", "tree")
+            for table in ("entries", "objects")
         ]
     finally:
         conn.close()
@@ -163,8 +178,47 @@ def test_triggers_allow_only_a_correctly_linked_append_which_the_audit_then_judg
     with attacker(path, drop_triggers=False) as conn:
         conn.execute(
             f"INSERT INTO entries VALUES ({HEAD} + 1, {HEAD_HASH}, {FAKE_HASH},"
-            " 'bundle.observed', X'7b7d')"
+            f" 'bundle.observed', X'7b7d', {FAKE_NODES})"
         )
     result = run_cli(["--db", str(path), *AUDIT])
     assert result.code == 1
     assert result.json()["first_bad_seq"] == 13
+
+
+def _append_row_with_nodes(path: Path, *, forge: bool) -> None:
+    """Through plain sqlite3 with the triggers in place: a linked, well-formed entry 13 whose
+    nodes blob is right (leaf, parent) or has the right leaf and a forged parent."""
+    with attacker(path, drop_triggers=False) as conn:
+        ((head, head_hash),) = conn.execute(
+            "SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1"
+        ).fetchall()
+        ((left,),) = conn.execute("SELECT substr(nodes, 1, 32) FROM entries WHERE seq = 12")
+        seq = head + 1
+        assert seq == 13  # 0b1101: the leaf and one parent (over leaves 12 and 13)
+        body = encode_body(
+            seq=seq, prev=head_hash, kind="bundle.observed", time=FIXED_TIME, refs=[], payload={}
+        )
+        leaf = hashlib.sha256(b"\x00" + body).digest()
+        parent = hashlib.sha256(b"\x01" + (leaf if forge else left) + leaf).digest()
+        conn.execute(
+            "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+            (seq, head_hash, entry_hash(body), "bundle.observed", body, leaf + parent),
+        )
+
+
+def test_a_linked_append_with_forged_nodes_passes_the_triggers_not_the_audit(
+    intact: Path, tmp_path: Path
+) -> None:
+    """The nodes of a new row are the writer's to compute; a wrong one is the audit's to find."""
+    codes = {}
+    for forge in (False, True):
+        path = tmp_path / f"ledger-{forge}.db"
+        shutil.copyfile(intact, path)
+        _append_row_with_nodes(path, forge=forge)
+        result = run_cli(["--db", str(path), *AUDIT])
+        assert result.code == 1  # its empty payload is not a valid observation either way
+        report = result.json()
+        assert report["first_bad_seq"] == 13
+        codes[forge] = {(v["seq"], v["code"]) for v in report["violations"]}
+    assert (13, "tree-mismatch") not in codes[False]
+    assert codes[True] == codes[False] | {(13, "tree-mismatch")}

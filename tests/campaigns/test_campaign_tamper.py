@@ -56,7 +56,7 @@ COUNTS = {
     "object_replaced": 80,
     "tree_node_flipped": 60,
     "column_type_confused": 60,
-    "tree_key_of_another_type": 20,
+    "tree_nodes_moved": 30,
     "invalid_utf8_in_text_column": 30,
     "suffix_rewritten_with_recomputed_hashes_and_tree": 80,
     "result_forged_with_recomputed_hashes_and_tree": 40,
@@ -90,7 +90,7 @@ class Base:
     made: RealisticLedger
     rows: list[Row]
     first_ref: dict[str, int]  # object address -> first seq whose refs name it
-    tree: list[tuple[int, int, bytes]]
+    tree: list[tuple[int, int, bytes]]  # (seq of the row storing it, level, hash)
     data: bytes  # the whole database file after a WAL checkpoint
 
 
@@ -105,7 +105,11 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
                 "SELECT seq, prev_hash, entry_hash, kind, body FROM entries ORDER BY seq"
             )
         ]
-        tree = list(conn.execute("SELECT last_leaf, level, hash FROM tree ORDER BY 1, 2"))
+        tree = [
+            (seq, level, nodes[32 * level : 32 * level + 32])
+            for seq, nodes in conn.execute("SELECT seq, nodes FROM entries ORDER BY seq")
+            for level in range(len(nodes) // 32)
+        ]
     finally:
         conn.close()
     first_ref: dict[str, int] = {}
@@ -189,7 +193,9 @@ def kind_column_changed(base: Base, conn: sqlite3.Connection, rng: random.Random
 
 
 def row_deleted(base: Base, conn: sqlite3.Connection, rng: random.Random) -> Edit:
-    row = rng.choice(base.rows)
+    # Not the last row: deleting it (its Merkle nodes go with it) is a truncation, which only an
+    # outside checkpoint can locate (suffix_rewritten_with_recomputed_hashes_and_tree).
+    row = rng.choice(base.rows[:-1])
     conn.execute("DELETE FROM entries WHERE seq = ?", (row.seq,))
     return row.seq, [], False
 
@@ -200,7 +206,7 @@ def _unconstrain_entries(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE entries")
     conn.execute(
         "CREATE TABLE entries (seq INTEGER PRIMARY KEY, prev_hash TEXT, entry_hash TEXT,"
-        " kind TEXT, body BLOB)"
+        " kind TEXT, body BLOB, nodes BLOB)"
     )
     conn.execute("INSERT INTO entries SELECT * FROM e2")
     conn.execute("DROP TABLE e2")
@@ -215,11 +221,13 @@ def row_duplicated(base: Base, conn: sqlite3.Connection, rng: random.Random) -> 
     """A copy of row s inserted at position k (later rows shifted up, or appended at the end)."""
     row = rng.choice(base.rows)
     k = rng.choice([i for i in range(1, len(base.rows) + 1) if i != row.seq])
+    (nodes,) = conn.execute("SELECT nodes FROM entries WHERE seq = ?", (row.seq,)).fetchone()
     _unconstrain_entries(conn)
     _shift_up(conn, k)
     prev = row.prev_hash if rng.random() < 0.5 else base.rows[k - 1].entry_hash
     conn.execute(
-        "INSERT INTO entries VALUES (?, ?, ?, ?, ?)", (k, prev, row.entry_hash, row.kind, row.body)
+        "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+        (k, prev, row.entry_hash, row.kind, row.body, nodes),
     )
     return k, [], False
 
@@ -274,19 +282,13 @@ def object_replaced(base: Base, conn: sqlite3.Connection, rng: random.Random) ->
 
 def tree_node_flipped(base: Base, conn: sqlite3.Connection, rng: random.Random) -> Edit:
     last, level, node = rng.choice(base.tree)
+    (nodes,) = conn.execute("SELECT nodes FROM entries WHERE seq = ?", (last,)).fetchone()
     data = bytearray(node)
     data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
     how = rng.choice(("flip", "delete", "truncate"))
-    if how == "flip":
-        conn.execute(
-            "UPDATE tree SET hash = ? WHERE last_leaf = ? AND level = ?", (bytes(data), last, level)
-        )
-    elif how == "delete":
-        conn.execute("DELETE FROM tree WHERE last_leaf = ? AND level = ?", (last, level))
-    else:
-        conn.execute(
-            "UPDATE tree SET hash = ? WHERE last_leaf = ? AND level = ?", (node[:31], last, level)
-        )
+    replacement = {"flip": bytes(data), "delete": b"", "truncate": node[:31]}[how]
+    changed = nodes[: 32 * level] + replacement + nodes[32 * level + 32 :]
+    conn.execute("UPDATE entries SET nodes = ? WHERE seq = ?", (changed, last))
     return last, [], False
 
 
@@ -312,22 +314,23 @@ def column_type_confused(base: Base, conn: sqlite3.Connection, rng: random.Rando
         value = {"body": "CAST(body AS TEXT)", "sha256": "CAST(sha256 AS BLOB)", "size": "'1'"}
         conn.execute(f"UPDATE objects SET {column} = {value[column]} WHERE digest = ?", (digest,))
         return base.first_ref[digest], [], False
-    last, level, _ = rng.choice(base.tree)
-    conn.execute(
-        "UPDATE tree SET hash = CAST(hex(hash) AS TEXT) WHERE last_leaf = ? AND level = ?",
-        (last, level),
-    )
+    last, _, _ = rng.choice(base.tree)
+    value = rng.choice(("CAST(hex(nodes) AS TEXT)", "12345", "0.5"))
+    conn.execute(f"UPDATE entries SET nodes = {value} WHERE seq = ?", (last,))
     return last, [], False
 
 
-def tree_key_of_another_type(base: Base, conn: sqlite3.Connection, rng: random.Random) -> Edit:
-    last, level, _ = rng.choice(base.tree)
-    column = rng.choice(("last_leaf", "level"))
-    value = rng.choice(("'x'", "x'00'", "0.5", f"{column} + 64"))
-    conn.execute(
-        f"UPDATE tree SET {column} = {value} WHERE last_leaf = ? AND level = ?", (last, level)
-    )
-    return last, [], False
+def tree_nodes_moved(base: Base, conn: sqlite3.Connection, rng: random.Random) -> Edit:
+    """Two rows' Merkle nodes swapped, or one row's copied onto another."""
+    a, b = sorted(rng.sample(range(len(base.rows)), 2))
+    nodes = dict(conn.execute("SELECT seq, nodes FROM entries WHERE seq IN (?, ?)", (a, b)))
+    if rng.random() < 0.5:
+        conn.execute("UPDATE entries SET nodes = ? WHERE seq = ?", (nodes[b], a))
+        conn.execute("UPDATE entries SET nodes = ? WHERE seq = ?", (nodes[a], b))
+        return a, [], False
+    src, dst = (a, b) if rng.random() < 0.5 else (b, a)
+    conn.execute("UPDATE entries SET nodes = ? WHERE seq = ?", (nodes[src], dst))
+    return dst, [], False
 
 
 def invalid_utf8_in_text_column(base: Base, conn: sqlite3.Connection, rng: random.Random) -> Edit:
@@ -365,11 +368,12 @@ def _rewrite_suffix(conn: sqlite3.Connection, bodies: list[bytes], start: int) -
             (bodies[i], hashes[i], prev, value["kind"], i),
         )
     nodes = merkle.MemoryNodes(bodies).nodes
-    conn.execute("DELETE FROM tree")
-    conn.executemany(
-        "INSERT INTO tree (last_leaf, level, hash) VALUES (?, ?, ?)",
-        [(((index + 1) << level) - 1, level, h) for (level, index), h in nodes.items()],
-    )
+    for i in range(start, len(bodies)):
+        levels = (i ^ (i + 1)).bit_length()  # 1 + the trailing 1-bits of i
+        conn.execute(
+            "UPDATE entries SET nodes = ? WHERE seq = ?",
+            (b"".join(nodes[(level, ((i + 1) >> level) - 1)] for level in range(levels)), i),
+        )
 
 
 def _mutate_value(value: dict[str, Any], rng: random.Random) -> None:
@@ -403,9 +407,8 @@ def suffix_rewritten_with_recomputed_hashes_and_tree(
     chosen = sorted({cp.size: cp for cp in chosen}.values(), key=lambda cp: cp.size)
     expected = max((cp.size for cp in chosen if cp.size <= s), default=0)
     if rng.random() < 0.25 and s > 0:
-        # Clean truncation: rows, their tree nodes and their now unreferenced objects go.
+        # Clean truncation: rows (with their Merkle nodes) and their unreferenced objects go.
         conn.execute("DELETE FROM entries WHERE seq >= ?", (s,))
-        conn.execute("DELETE FROM tree WHERE last_leaf >= ?", (s,))
         keep = {ref for row in base.rows[:s] for ref in json.loads(row.body)["refs"]}
         for digest in sorted(set(base.first_ref) - keep):
             conn.execute("DELETE FROM objects WHERE digest = ?", (digest,))
@@ -484,7 +487,7 @@ EDITS: dict[str, Callable[[Base, sqlite3.Connection, random.Random], Edit]] = {
         object_replaced,
         tree_node_flipped,
         column_type_confused,
-        tree_key_of_another_type,
+        tree_nodes_moved,
         invalid_utf8_in_text_column,
         suffix_rewritten_with_recomputed_hashes_and_tree,
         result_forged_with_recomputed_hashes_and_tree,
@@ -593,7 +596,6 @@ def _logical_state(path: Path) -> tuple[Any, ...] | None:
             for q in (
                 "SELECT * FROM entries ORDER BY seq",
                 "SELECT * FROM objects ORDER BY rowid",
-                "SELECT * FROM tree ORDER BY last_leaf, level",
             )
         )
         check = tuple(conn.execute("PRAGMA integrity_check"))
