@@ -161,6 +161,7 @@ class RowResult(msgspec.Struct, frozen=True):
     first_leaf_mismatch: int | None
     kept: list[tuple[tuple[int, int, int], Violation]]
     count: int
+    integrity: list[str] | None = None  # the worker's PRAGMA integrity_check, run after the rows
 
 
 def _as_bytes(body: object) -> bytes:
@@ -294,9 +295,16 @@ class _RowChecks:
         )
 
 
-def check_rows(conn: sqlite3.Connection, wanted_sizes: Collection[int]) -> RowResult:
-    """Every row check over the snapshot ``conn`` reads (the worker's whole job)."""
-    return _check_all_rows(conn, _RowChecks(_Collector(), wanted_sizes))
+def check_rows(
+    conn: sqlite3.Connection, wanted_sizes: Collection[int], *, integrity: bool = False
+) -> RowResult:
+    """Every row check over the snapshot ``conn`` reads, then (``integrity``) SQLite's integrity
+    check: the worker's whole job. The auditor is busier (it decodes every entry and runs the
+    rules), so the worker takes the integrity check too, and two processes share two cores."""
+    rows = _check_all_rows(conn, _RowChecks(_Collector(), wanted_sizes))
+    if not integrity:
+        return rows
+    return msgspec.structs.replace(rows, integrity=_integrity_problems(conn))
 
 
 def _check_all_rows(conn: sqlite3.Connection, rows: _RowChecks) -> RowResult:
@@ -327,8 +335,8 @@ def audit(
     observers = list(observers)
     wanted_sizes = {cp.size for cp in checkpoints}
     with ledger.snapshot() as conn:
-        integrity = _IntegrityCheck(conn)
         worker = _RowWorker.start(conn, wanted_sizes) if _wants_worker(conn, parallel) else None
+        integrity = _IntegrityCheck(conn, background=worker is None)
         try:
             return _audit_snapshot(
                 conn, integrity, worker, observers, progress, checkpoints, withheld, wanted_sizes
@@ -423,7 +431,7 @@ def _audit_snapshot(
         "INSERT OR IGNORE INTO temp.audit_withheld VALUES (?)", [(d,) for d in withheld]
     )
     objects = _check_objects(conn, report)
-    problems = integrity.result(conn)
+    problems = rows.integrity if rows.integrity is not None else integrity.result(conn)
     if problems != ["ok"]:
         report(
             Violation(
@@ -564,20 +572,20 @@ class _IntegrityCheck:
     """SQLite's ``PRAGMA integrity_check``: its own structure (pages, indexes), damage the row
     checks cannot see, such as an index that no longer finds a row by its hash.
 
-    It runs on a second read-only connection in a thread, while the audit reads the rows: it is
-    C code that releases the GIL, so on a second core it adds no time (about 10% of the audit of
-    a 1M-entry ledger otherwise). Its verdict does not depend on which committed state it reads,
+    Without a row-check worker (which runs it itself, after its rows: ``check_rows``), it runs on
+    a second read-only connection in a thread while the audit reads the rows: it is C code that
+    releases the GIL, so on a second core it adds no time (about 10% of the audit of a 1M-entry
+    ledger otherwise). Its verdict does not depend on which committed state it reads,
     as every committed state must be well-formed. Whatever stops the thread from giving a
     verdict (no file behind the connection, no second connection) makes ``result`` run the
     check on the audit's own connection instead, as before.
     """
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, background: bool) -> None:
         self._problems: list[str] | None = None
         self._thread: threading.Thread | None = None
-        rows = conn.execute("PRAGMA database_list").fetchall()
-        file = next((row[2] for row in rows if row[1] == "main"), "")
-        if file:
+        file = _main_file(conn)
+        if file and background:
             self._thread = threading.Thread(target=self._run, args=(file,), daemon=True)
             self._thread.start()
 
@@ -590,7 +598,7 @@ class _IntegrityCheck:
             return
         try:
             other.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
-            self._problems = [str(row[0]) for row in other.execute(_INTEGRITY_SQL)]
+            self._problems = _integrity_problems(other)
         except sqlite3.Error:
             # No verdict (damage SQLite reports by raising, "malformed"; a lock): ``result``
             # runs the check on the audit's connection, where the snapshot turns such an error
@@ -604,10 +612,11 @@ class _IntegrityCheck:
             self._thread.join()
             if self._problems is not None:
                 return self._problems
-        return [str(row[0]) for row in conn.execute(_INTEGRITY_SQL)]
+        return _integrity_problems(conn)
 
 
-_INTEGRITY_SQL: Final = "PRAGMA main.integrity_check(20)"
+def _integrity_problems(conn: sqlite3.Connection) -> list[str]:
+    return [str(row[0]) for row in conn.execute("PRAGMA main.integrity_check(20)")]
 
 
 def _check_checkpoints(

@@ -2,8 +2,9 @@
 
 Started by ``ledger.audit.audit`` on big ledgers. It reads the checkpoint sizes (a JSON list)
 from stdin, checks every row of its own read-only snapshot of FILE (chain, canonical form,
-stored Merkle nodes: ``ledger.audit.check_rows``) and writes one ``RowResult`` as JSON to
-stdout. It writes nothing else, anywhere; the audit decides whether the answer is usable.
+stored Merkle nodes: ``ledger.audit.check_rows``), then runs SQLite's integrity check on it,
+and writes one ``RowResult`` as JSON to stdout. It writes nothing else, anywhere; the audit
+decides whether the answer is usable.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def main(argv: list[str]) -> int:
         conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
         conn.execute("BEGIN")
-        result = check_rows(conn, sizes)
+        result = check_rows(conn, sizes, integrity=True)
         conn.execute("COMMIT")
     finally:
         conn.close()

@@ -111,3 +111,26 @@ def test_the_thousand_kept_violations_are_the_first_ones_whichever_process_found
     assert _report(path, parallel=True) == alone
     monkeypatch.setattr(sys, "executable", "/bin/false")
     assert _report(path, parallel=True) == alone
+
+
+def test_index_damage_is_found_by_the_workers_integrity_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a worker, SQLite's integrity check runs there (after its rows); its verdict is the
+    one reported, and this process does not run the check again."""
+    path = tmp_path / "ledger.db"
+    make_ledger(path, 30)
+    with attacker(path, drop_triggers=False) as conn:
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute(
+            "UPDATE sqlite_master SET sql = 'CREATE INDEX entries_kind ON entries (seq, kind)'"
+            " WHERE name = 'entries_kind'"
+        )
+    alone = _report(path, parallel=False)
+    assert b"database-corrupt" in alone
+
+    def not_here(conn: sqlite3.Connection) -> list[str]:
+        raise AssertionError("the integrity check ran in the auditor, not in the worker")
+
+    monkeypatch.setattr(audit_module, "_integrity_problems", not_here)
+    assert _report(path, parallel=True) == alone
