@@ -9,6 +9,7 @@ import pytest
 
 from verifiers.diff import (
     DEFAULT_MAX_PATCH_BYTES,
+    MAX_PATCH_LINES,
     DiffLine,
     FileDiff,
     ParsedDiff,
@@ -241,3 +242,18 @@ def test_many_file_patch_parses_fully() -> None:
     assert parsed.valid
     assert len(parsed.files) == 300
     assert sum(f.added_count for f in parsed.files) == 600
+
+
+def test_more_than_a_million_lines_is_refused_before_anything_else_reads_them() -> None:
+    many = b"\n" * (MAX_PATCH_LINES + 1)
+    assert [f.code for f in parse_diff(many).findings] == ["too-many-lines"]
+    # The line cap comes before UTF-8 (LEDGER.md section 9, "Bounds"), either way round.
+    assert [f.code for f in parse_diff(b"\xff" + many).findings] == ["too-many-lines"]
+    assert [f.code for f in parse_diff(many + b"\xff").findings] == ["too-many-lines"]
+    # Exactly the cap is not over it: these lines are simply empty.
+    assert [f.code for f in parse_diff(b"\n" * MAX_PATCH_LINES).findings] == ["empty-patch"]
+
+
+@pytest.mark.parametrize("data", [b"\n", b"\n\n\n", b"\n" * 1000])
+def test_newlines_alone_are_an_empty_patch(data: bytes) -> None:
+    assert [f.code for f in parse_diff(data).findings] == ["empty-patch"]

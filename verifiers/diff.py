@@ -827,16 +827,21 @@ def parse_diff(data: bytes, *, max_bytes: int = DEFAULT_MAX_PATCH_BYTES) -> Pars
     if size > max_bytes:
         return _only(None, "patch-too-large", f"patch is {size} bytes, over {max_bytes}", POLICY)
     raw = bytes(data)
-    if raw.count(b"\n") > MAX_PATCH_LINES:
-        return _only(None, "too-many-lines", f"more than {MAX_PATCH_LINES} lines", POLICY)
+    # The line cap is checked before any per-line work: on valid UTF-8 by the split's own count
+    # (decoding and splitting are bounded by the size cap), else on the raw bytes, so the order
+    # of the bounds stays as documented.
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if raw.count(b"\n") > MAX_PATCH_LINES:
+            return _only(None, "too-many-lines", f"more than {MAX_PATCH_LINES} lines", POLICY)
         line = raw.count(b"\n", 0, exc.start) + 1
         return _only(line, "invalid-utf8", "the patch is not valid UTF-8", CORRECTNESS)
-    if text.strip("\n") == "":
-        return _only(None, "empty-patch", "the patch has no file sections", CORRECTNESS)
     lines = text.split("\n")
+    if len(lines) - 1 > MAX_PATCH_LINES:
+        return _only(None, "too-many-lines", f"more than {MAX_PATCH_LINES} lines", POLICY)
+    if not any(lines):
+        return _only(None, "empty-patch", "the patch has no file sections", CORRECTNESS)
     tail = lines.pop()
     if tail != "":
         lines.append(tail)  # parsed like the others, but reported as missing its newline
