@@ -387,10 +387,10 @@ class Ledger:
             yield writer
             self._cursor.execute("COMMIT")
         except BaseException as exc:
-            self._rollback()
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise _db_error(self.path, exc) from None
-            raise
+            failure = self._failed(exc)
+            if failure is exc:
+                raise
+            raise failure from None
         self._tip = writer._kept_tip()
 
     def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
@@ -401,12 +401,17 @@ class Ledger:
             entry = writer.append(kind, payload, refs)
             self._cursor.execute("COMMIT")
         except BaseException as exc:
-            self._rollback()
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise _db_error(self.path, exc) from None
-            raise
+            failure = self._failed(exc)
+            if failure is exc:
+                raise
+            raise failure from None
         self._tip = writer._kept_tip()
         return entry
+
+    def _failed(self, exc: BaseException) -> BaseException:
+        """Roll back; what to raise for ``exc`` (a database error becomes a stable refusal)."""
+        self._rollback()
+        return _db_error(self.path, exc) if isinstance(exc, sqlite3.DatabaseError) else exc
 
     def _begin(self) -> Writer:
         """``BEGIN IMMEDIATE`` and a Writer on the head as of that lock; rolls back on error."""

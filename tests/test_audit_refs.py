@@ -26,19 +26,46 @@ WELL_FORMED = {
 }
 
 
-def _insert_entry_1(path: Path, prev: str, body: bytes) -> None:
-    """Entry 1 as the ledger would store it, right Merkle nodes included (store rule 5: leaf 1's
-    hash, then the parent over leaves 0 and 1), so only the body is at fault."""
+def _audit_with_entry_1(
+    tmp_path: Path,
+    payload: dict[str, object],
+    *,
+    time: str = "2026-01-01T00:00:00Z",
+    refs: list[str] | None = None,
+    listed_refs: list[str] | None = None,
+) -> set[str]:
+    """Codes the audit reports at seq 1 of a ledger whose entry 1 an attacker wrote: a
+    well-linked row with the right Merkle nodes (store rule 5: leaf 1's hash, then the parent
+    over leaves 0 and 1), so only the body is at fault. ``listed_refs`` are written into the
+    body verbatim, past the encoder's sorting."""
+    path = tmp_path / "ledger.db"
+    ledger, _ = Ledger.create(path, origin="test/refs", clock=lambda: "2026-01-01T00:00:00Z")
+    head = ledger.head()
+    assert head is not None
+    ledger.close()
+    body = encode_body(
+        seq=1,
+        prev=head.entry_hash,
+        kind="calibration.recorded",
+        time=time,
+        refs=refs or [],
+        payload=payload,
+    )
+    if listed_refs is not None:
+        listed = ('"refs":[' + ",".join(f'"{r}"' for r in listed_refs) + "]").encode()
+        body = body.replace(b'"refs":[]', listed.replace(b"\n", b"\\n"))
     conn = sqlite3.connect(path)
     ((nodes_0,),) = conn.execute("SELECT nodes FROM entries WHERE seq = 0").fetchall()
     leaf = hashlib.sha256(b"\x00" + body).digest()
     nodes = leaf + hashlib.sha256(b"\x01" + bytes(nodes_0)[:32] + leaf).digest()
     conn.execute(
         "INSERT INTO entries VALUES (1, ?, ?, 'calibration.recorded', ?, ?)",
-        (prev, entry_hash(body), body, nodes),
+        (head.entry_hash, entry_hash(body), body, nodes),
     )
     conn.commit()
     conn.close()
+    with Ledger.open(path) as reopened:
+        return {v.code for v in audit(reopened).violations if v.seq == 1}
 
 
 @pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
@@ -56,27 +83,7 @@ def _insert_entry_1(path: Path, prev: str, body: bytes) -> None:
 def test_malformed_refs_are_reported(
     tmp_path: Path, refs: list[str], payload: dict[str, object]
 ) -> None:
-    path = tmp_path / "ledger.db"
-    ledger, _ = Ledger.create(path, origin="test/refs", clock=lambda: "2026-01-01T00:00:00Z")
-    head = ledger.head()
-    assert head is not None
-    ledger.close()
-    # Written as an attacker would: a well-linked row whose body lists the refs verbatim.
-    body = encode_body(
-        seq=1,
-        prev=head.entry_hash,
-        kind="calibration.recorded",
-        time="2026-01-01T00:00:00Z",
-        refs=[],
-        payload=payload,
-    ).replace(
-        b'"refs":[]',
-        ('"refs":[' + ",".join(f'"{r}"' for r in refs) + "]").encode().replace(b"\n", b"\\n"),
-    )
-    _insert_entry_1(path, head.entry_hash, body)
-    with Ledger.open(path) as reopened:
-        report = audit(reopened)
-    assert "refs-invalid" in {v.code for v in report.violations if v.seq == 1}
+    assert "refs-invalid" in _audit_with_entry_1(tmp_path, payload, listed_refs=refs)
 
 
 @pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
@@ -88,20 +95,4 @@ def test_malformed_refs_are_reported(
 def test_malformed_times_are_reported(
     tmp_path: Path, time: str, payload: dict[str, object]
 ) -> None:
-    path = tmp_path / "ledger.db"
-    ledger, _ = Ledger.create(path, origin="test/refs", clock=lambda: "2026-01-01T00:00:00Z")
-    head = ledger.head()
-    assert head is not None
-    ledger.close()
-    body = encode_body(
-        seq=1,
-        prev=head.entry_hash,
-        kind="calibration.recorded",
-        time=time,
-        refs=[A],
-        payload=payload,
-    )
-    _insert_entry_1(path, head.entry_hash, body)
-    with Ledger.open(path) as reopened:
-        report = audit(reopened)
-    assert "time-invalid" in {v.code for v in report.violations if v.seq == 1}
+    assert "time-invalid" in _audit_with_entry_1(tmp_path, payload, time=time, refs=[A])

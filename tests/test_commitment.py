@@ -239,6 +239,22 @@ def _frozen_ledger(root: Path, db: Path) -> None:
     run_cli(root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000")
 
 
+def _append_pair_again(db: Path, **result_changes: Any) -> tuple[Any, Any]:
+    """The last bundle.observed and verification.recorded appended once more, as an attacker
+    with the library would, the result's payload changed by ``result_changes``."""
+    bundle = entries(db)[-2]["payload"]
+    result = entries(db)[-1]["payload"]
+    with Ledger.open(db) as ledger, ledger.writer() as w:
+        refs = [o["object"] for o in bundle["observations"] if o["object"]]
+        b = w.append("bundle.observed", bundle, refs)
+        r = w.append(
+            "verification.recorded",
+            {**result, "bundle_entry": b.seq, **result_changes},
+            [result["result"]["object"], result["plan"]["object"], result["work_unit"]["object"]],
+        )
+    return b, r
+
+
 def _append_raw(db: Path, kind: str, payload: dict[str, Any], refs: list[str] = ()) -> int:  # type: ignore[assignment]
     with Ledger.open(db) as ledger:
         return ledger.append(kind, payload, refs).seq
@@ -301,16 +317,7 @@ def test_audit_reports_a_result_payload_of_the_wrong_shape(workspace: tuple[Path
     never writes): the typed decode refuses it, the generic one names it ``payload-invalid``."""
     root, db = workspace
     _frozen_ledger(root, db)
-    bundle = entries(db)[-2]["payload"]
-    result = entries(db)[-1]["payload"]
-    with Ledger.open(db) as ledger, ledger.writer() as w:
-        refs = [o["object"] for o in bundle["observations"] if o["object"]]
-        b = w.append("bundle.observed", bundle, refs)
-        r = w.append(
-            "verification.recorded",
-            {**result, "bundle_entry": b.seq, "outcome": "probably"},
-            [result["result"]["object"], result["plan"]["object"], result["work_unit"]["object"]],
-        )
+    b, r = _append_pair_again(db, outcome="probably")
     code, report = audit_json(root, db, "--no-replay")
     assert code == 1 and report["first_bad_seq"] == b.seq
     assert [(v["seq"], v["code"]) for v in report["violations"]] == [
@@ -372,16 +379,7 @@ def test_audit_detects_adapter_pairing_outside_the_table(workspace: tuple[Path, 
     """A v0.2 plan judged by the substring adapter would reinterpret a frozen meaning."""
     root, db = workspace
     _frozen_ledger(root, db)
-    rows = entries(db)
-    bundle, result = rows[-2]["payload"], rows[-1]["payload"]
-    with Ledger.open(db) as ledger, ledger.writer() as w:
-        refs = [o["object"] for o in bundle["observations"] if o["object"]]
-        b = w.append("bundle.observed", bundle, refs)
-        r = w.append(
-            "verification.recorded",
-            {**result, "bundle_entry": b.seq, "adapter_version": "0.2.0"},
-            [result["result"]["object"], result["plan"]["object"], result["work_unit"]["object"]],
-        )
+    _, r = _append_pair_again(db, adapter_version="0.2.0")
     code, report = audit_json(root, db, "--no-replay")
     assert code == 1 and report["first_bad_seq"] == r.seq
     assert "adapter-pairing-invalid" in codes(report)
