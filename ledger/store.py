@@ -80,8 +80,8 @@ CREATE TABLE entries (
     prev_hash  TEXT NOT NULL,
     entry_hash TEXT NOT NULL UNIQUE,
     kind       TEXT NOT NULL,
-    body       BLOB NOT NULL,
-    nodes      BLOB NOT NULL          -- Merkle nodes this leaf completes, level 0 first (rule 5)
+    nodes      BLOB NOT NULL,         -- Merkle nodes this leaf completes, level 0 first (rule 5)
+    body       BLOB NOT NULL          -- last: a long body's overflow pages are never read for nodes
 );
 CREATE INDEX entries_kind ON entries (kind, seq);
 
@@ -106,7 +106,7 @@ BEGIN SELECT RAISE(ABORT, 'ledger: entries are immutable'); END;
 
 EXPECTED_TABLES: Final = ("entries", "objects")
 # The columns of ``entries`` a ledger of this format has (format 1 had no ``nodes``).
-ENTRY_COLUMNS: Final = ("seq", "prev_hash", "entry_hash", "kind", "body", "nodes")
+ENTRY_COLUMNS: Final = ("seq", "prev_hash", "entry_hash", "kind", "nodes", "body")
 
 _INSERT_ENTRY: Final = (
     "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body, nodes) VALUES (?, ?, ?, ?, ?, ?)"

@@ -60,7 +60,7 @@ def _audit_with_entry_1(
     nodes = leaf + hashlib.sha256(b"\x01" + bytes(nodes_0)[:32] + leaf).digest()
     conn.execute(
         "INSERT INTO entries VALUES (1, ?, ?, 'calibration.recorded', ?, ?)",
-        (head.entry_hash, entry_hash(body), body, nodes),
+        (head.entry_hash, entry_hash(body), nodes, body),
     )
     conn.commit()
     conn.close()

@@ -428,3 +428,14 @@ def test_tree_nodes_reads_slices_of_rows_and_refuses_a_missing_or_short_blob(
             with pytest.raises(KeyError) as info:
                 ledger.tree_nodes([broken])
             assert info.value.args == (broken,)
+
+
+def test_nodes_come_before_the_body_so_proofs_never_read_a_long_body(tmp_path: Path) -> None:
+    """SQLite reaches a column stored after a long value only through that value's overflow
+    pages: with ``nodes`` last, a proof touching a big cohort.frozen row would read all of it."""
+    path = tmp_path / "ledger.db"
+    Ledger.create(path, origin=ORIGIN)[0].close()
+    conn = sqlite3.connect(path)
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(entries)")]
+    conn.close()
+    assert columns == ["seq", "prev_hash", "entry_hash", "kind", "nodes", "body"]

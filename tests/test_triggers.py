@@ -60,32 +60,32 @@ REFUSED = {
         f" FROM entries WHERE seq = {HEAD}"
     ),
     "entries-replace-head-nodes": (
-        f"REPLACE INTO entries SELECT seq, prev_hash, entry_hash, kind, body, {FAKE_NODES}"
+        f"REPLACE INTO entries SELECT seq, prev_hash, entry_hash, kind, {FAKE_NODES}, body"
         f" FROM entries WHERE seq = {HEAD}"
     ),
     "entries-insert-duplicate-seq": (
-        f"INSERT INTO entries SELECT seq, prev_hash, {FAKE_HASH}, kind, body, nodes"
+        f"INSERT INTO entries SELECT seq, prev_hash, {FAKE_HASH}, kind, nodes, body"
         f" FROM entries WHERE seq = {HEAD}"
     ),
     "entries-insert-or-ignore-duplicate": (
-        f"INSERT OR IGNORE INTO entries SELECT seq, prev_hash, {FAKE_HASH}, kind, body, nodes"
+        f"INSERT OR IGNORE INTO entries SELECT seq, prev_hash, {FAKE_HASH}, kind, nodes, body"
         " FROM entries WHERE seq = 2"
     ),
     "entries-insert-seq-gap": (
         f"INSERT INTO entries VALUES ({HEAD} + 2, {HEAD_HASH}, {FAKE_HASH},"
-        f" 'bundle.observed', X'7b7d', {FAKE_NODES})"
+        f" 'bundle.observed', {FAKE_NODES}, X'7b7d')"
     ),
     "entries-insert-wrong-prev": (
         f"INSERT INTO entries VALUES ({HEAD} + 1, {FAKE_HASH}, {FAKE_HASH},"
-        f" 'bundle.observed', X'7b7d', {FAKE_NODES})"
+        f" 'bundle.observed', {FAKE_NODES}, X'7b7d')"
     ),
     "entries-insert-genesis-prev-again": (
         f"INSERT INTO entries VALUES ({HEAD} + 1, 'blake3:' || printf('%064d', 0), {FAKE_HASH},"
-        f" 'bundle.observed', X'7b7d', {FAKE_NODES})"
+        f" 'bundle.observed', {FAKE_NODES}, X'7b7d')"
     ),
     "entries-insert-negative-seq": (
-        f"INSERT INTO entries VALUES (-1, {HEAD_HASH}, {FAKE_HASH}, 'bundle.observed', X'7b7d',"
-        f" {FAKE_NODES})"
+        f"INSERT INTO entries VALUES (-1, {HEAD_HASH}, {FAKE_HASH}, 'bundle.observed',"
+        f" {FAKE_NODES}, X'7b7d')"
     ),
     "entries-insert-auto-rowid": (
         "INSERT INTO entries (prev_hash, entry_hash, kind, body, nodes)"
@@ -178,7 +178,7 @@ def test_triggers_allow_only_a_correctly_linked_append_which_the_audit_then_judg
     with attacker(path, drop_triggers=False) as conn:
         conn.execute(
             f"INSERT INTO entries VALUES ({HEAD} + 1, {HEAD_HASH}, {FAKE_HASH},"
-            f" 'bundle.observed', X'7b7d', {FAKE_NODES})"
+            f" 'bundle.observed', {FAKE_NODES}, X'7b7d')"
         )
     result = run_cli(["--db", str(path), *AUDIT])
     assert result.code == 1
@@ -202,7 +202,7 @@ def _append_row_with_nodes(path: Path, *, forge: bool) -> None:
         parent = hashlib.sha256(b"\x01" + (leaf if forge else left) + leaf).digest()
         conn.execute(
             "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-            (seq, head_hash, entry_hash(body), "bundle.observed", body, leaf + parent),
+            (seq, head_hash, entry_hash(body), "bundle.observed", leaf + parent, body),
         )
 
 

@@ -206,7 +206,7 @@ def _unconstrain_entries(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE entries")
     conn.execute(
         "CREATE TABLE entries (seq INTEGER PRIMARY KEY, prev_hash TEXT, entry_hash TEXT,"
-        " kind TEXT, body BLOB, nodes BLOB)"
+        " kind TEXT, nodes BLOB, body BLOB)"
     )
     conn.execute("INSERT INTO entries SELECT * FROM e2")
     conn.execute("DROP TABLE e2")
@@ -227,7 +227,7 @@ def row_duplicated(base: Base, conn: sqlite3.Connection, rng: random.Random) -> 
     prev = row.prev_hash if rng.random() < 0.5 else base.rows[k - 1].entry_hash
     conn.execute(
         "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-        (k, prev, row.entry_hash, row.kind, row.body, nodes),
+        (k, prev, row.entry_hash, row.kind, nodes, row.body),
     )
     return k, [], False
 
