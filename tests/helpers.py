@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,6 +138,38 @@ class CliResult:
 
     def json(self) -> Any:
         return json.loads(self.stdout)
+
+    def error_code(self) -> str:
+        """The refusal code, from ``--json`` stdout or the ``ledger: CODE: ...`` stderr line."""
+        if self.stdout.strip():
+            return str(self.json()["error"]["code"])
+        return self.stderr.split(":")[1].strip()
+
+
+def as_nobody(work: Callable[[], Any]) -> Any:
+    """``work()`` in a forked child that, when we are root, first drops to uid/gid 65534; its
+    JSON-able result comes back through a pipe. Root reads a chmod-000 file regardless, so as
+    root this is the only honest way to see what a user who lacks read permission gets."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        status = 70
+        try:
+            os.close(read_fd)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            os.write(write_fd, json.dumps(work()).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, data
+    return json.loads(data)
 
 
 def _env_with(overrides: Mapping[str, str | None]) -> dict[str, str]:

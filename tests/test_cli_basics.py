@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shutil
 import sqlite3
@@ -24,6 +23,7 @@ from helpers import (
     ORIGIN,
     CliResult,
     append_entries,
+    as_nobody,
     file_state,
     fixed_clock,
     make_ledger,
@@ -199,32 +199,13 @@ def world_readable_tmp() -> Iterator[Path]:
 
 
 def run_cli_unprivileged(args: list[str]) -> CliResult:
-    """``run_cli`` in a forked child that, when we are root, first drops to uid/gid 65534.
+    """``run_cli`` as a user who lacks read permission (``helpers.as_nobody``)."""
 
-    Root reads a chmod-000 file regardless, so as root this is the only honest way to see
-    what a user who lacks read permission gets.
-    """
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: never return into pytest
-        status = 70
-        try:
-            os.close(read_fd)
-            if os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(65534)
-            result = run_cli(args)
-            os.write(write_fd, json.dumps([result.code, result.stdout, result.stderr]).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, data
-    code, out, err = json.loads(data)
+    def work() -> list[object]:
+        result = run_cli(args)
+        return [result.code, result.stdout, result.stderr]
+
+    code, out, err = as_nobody(work)
     return CliResult(code, out, err)
 
 

@@ -36,10 +36,6 @@ def _cli(db: Path, *args: str) -> CliResult:
     return run_cli_subprocess(["--db", str(db), *args], cwd=REPO_DIR)
 
 
-def _error_code(result: CliResult) -> str:
-    return str(result.json()["error"]["code"])
-
-
 def _cohort(folder: str) -> dict[str, Any]:
     value: dict[str, Any] = json.loads((REPO_DIR / folder / "cohort.json").read_text("utf-8"))
     return value
@@ -185,7 +181,7 @@ def test_demo_pilot_and_successor_through_the_cli(tmp_path: Path) -> None:
     before = _entry_count(db)
     refused = _cli(db, "verify", PILOT_BUNDLE, "--json")
     assert refused.code == 2
-    assert _error_code(refused) == "cohort-burned"
+    assert refused.error_code() == "cohort-burned"
     assert _entry_count(db) == before
 
     successor = _cli(
@@ -210,7 +206,7 @@ def test_successor_with_hidden_plan_is_refused_without_its_folder(tmp_path: Path
     assert _cli(db, "calibrate").code == 0
     result = _cli(db, "freeze", SUCCESSOR, "--root", ".", "--json")
     assert result.code == 2
-    assert _error_code(result) == "hidden-plan-missing"
+    assert result.error_code() == "hidden-plan-missing"
 
 
 # -- (c) attack -------------------------------------------------------------------------------
@@ -240,6 +236,6 @@ def test_observed_pilot_task_cannot_return_as_held_out_under_a_new_cohort_id(
     before = _entry_count(db)
     result = _cli(db, "freeze", str(attack), "--root", ".", "--json")
     assert result.code == 2
-    assert _error_code(result) == "workunit-exposed"
+    assert result.error_code() == "workunit-exposed"
     assert PILOT_TASKS[0].task_id in result.json()["error"]["message"]
     assert _entry_count(db) == before

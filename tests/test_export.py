@@ -35,12 +35,6 @@ def cli(db: Path, *args: str) -> CliResult:
     return run_cli(["--db", str(db), *args], env=ENV)
 
 
-def error_code(result: CliResult) -> str:
-    if result.stdout.strip():
-        return str(result.json()["error"]["code"])
-    return result.stderr.split(":")[1].strip()
-
-
 def hidden_plan() -> dict[str, Any]:
     plan = copy.deepcopy(PLANS["v0.3-fragment"])
     plan["id"] = "test/hidden-plan-fragment"
@@ -304,7 +298,7 @@ def test_malformed_export_is_refused(
     path = write_lines(tmp_path / "x.jsonl", built.export)
     path.write_text(mangle(path, path.read_text(encoding="utf-8")), encoding="utf-8")
     result = run_cli(["audit", "--from-export", str(path), "--json"], env=ENV)
-    assert result.code == 2 and error_code(result) == "export-malformed"
+    assert result.code == 2 and result.error_code() == "export-malformed"
 
 
 # -- --public ------------------------------------------------------------------------------------

@@ -54,13 +54,6 @@ def cli(db: Path, *args: str) -> CliResult:
     return run_cli(["--db", str(db), *args], env=ENV)
 
 
-def error_code(result: CliResult) -> str:
-    """The refusal code, from ``--json`` stdout or the ``ledger: CODE: ...`` stderr line."""
-    if result.stdout.strip():
-        return str(result.json()["error"]["code"])
-    return result.stderr.split(":")[1].strip()
-
-
 # -- an RFC 9162 verifier, written from the definitions ------------------------------------------
 
 
@@ -302,7 +295,7 @@ def test_inclusion_against_an_older_checkpoint_uses_its_size_and_root(grown: Gro
         assert rfc_verify_inclusion(_b64(doc["leaf"]), seq, 61, path, old.root)
     # The entry after the checkpoint is not in its tree.
     refused = cli(grown.db, "prove", "--checkpoint", str(note), "61", "--json")
-    assert refused.code == 2 and error_code(refused) == "proof-range-invalid"
+    assert refused.code == 2 and refused.error_code() == "proof-range-invalid"
 
 
 def test_tlog_proof_parses_and_proves_inclusion_under_its_checkpoint(grown: Grown) -> None:
@@ -472,7 +465,7 @@ def test_truncation_after_a_checkpoint_is_caught(grown: Grown, tmp_path: Path) -
     assert code == 1
     assert [(v["seq"], v["code"]) for v in report["violations"]] == [(250, "checkpoint-truncated")]
     refused = cli(db, "prove", "--consistency", str(grown.checkpoints[SIZE]), "--json")
-    assert refused.code == 1 and error_code(refused) == "checkpoint-truncated"
+    assert refused.code == 1 and refused.error_code() == "checkpoint-truncated"
 
 
 def test_prove_consistency_refuses_a_rewritten_ledger_as_forked(
@@ -482,9 +475,9 @@ def test_prove_consistency_refuses_a_rewritten_ledger_as_forked(
     rewrite_entry(db, REWRITTEN, tree=True)
     for size in (128, SIZE):
         refused = cli(db, "prove", "--consistency", str(grown.checkpoints[size]), "--json")
-        assert refused.code == 1 and error_code(refused) == "checkpoint-fork"
+        assert refused.code == 1 and refused.error_code() == "checkpoint-fork"
     refused = cli(db, "prove", "--checkpoint", str(grown.checkpoints[128]), "5", "--json")
-    assert refused.code == 1 and error_code(refused) == "checkpoint-fork"
+    assert refused.code == 1 and refused.error_code() == "checkpoint-fork"
     # The prefix before the rewrite is still provably the checkpointed one.
     kept = cli(db, "prove", "--consistency", str(grown.checkpoints[61]), "--json")
     assert kept.code == 0
@@ -553,7 +546,7 @@ def test_tampered_signed_checkpoint_is_refused(
     note.write_text(edit(note.read_text(encoding="utf-8")), encoding="utf-8")
     result = cli(grown.db, *AUDIT, "--checkpoint", str(note), "--key", str(public))
     assert result.code == 2
-    assert error_code(result) == "checkpoint-signature-invalid"
+    assert result.error_code() == "checkpoint-signature-invalid"
 
 
 def test_checkpoint_checked_with_another_key_is_refused(
@@ -563,12 +556,12 @@ def test_checkpoint_checked_with_another_key_is_refused(
     # Same key name (the origin), another key pair: its key ID has no signature line.
     assert cli(grown.db, "keygen", "--out", str(tmp_path / "other")).code == 0
     result = cli(grown.db, *AUDIT, "--checkpoint", str(note), "--key", str(tmp_path / "other.pub"))
-    assert result.code == 2 and error_code(result) == "checkpoint-signature-missing"
+    assert result.code == 2 and result.error_code() == "checkpoint-signature-missing"
     # An unsigned note given where a signature is required is refused too.
     bare = grown.checkpoints[SIZE]
     public = tmp_path / "log.pub"
     result = cli(grown.db, *AUDIT, "--checkpoint", str(bare), "--key", str(public))
-    assert result.code == 2 and error_code(result).startswith("checkpoint-")
+    assert result.code == 2 and result.error_code().startswith("checkpoint-")
 
 
 def test_checkpoint_of_another_ledger_is_refused(grown: Grown, tmp_path: Path) -> None:
@@ -578,9 +571,9 @@ def test_checkpoint_of_another_ledger_is_refused(grown: Grown, tmp_path: Path) -
     foreign = tmp_path / "foreign.txt"
     assert cli(other, "checkpoint", "--out", str(foreign)).code == 0
     result = cli(grown.db, *AUDIT, "--checkpoint", str(foreign))
-    assert result.code == 2 and error_code(result) == "checkpoint-origin-mismatch"
+    assert result.code == 2 and result.error_code() == "checkpoint-origin-mismatch"
     result = cli(grown.db, "prove", "--consistency", str(foreign), "--json")
-    assert result.code == 2 and error_code(result) == "checkpoint-origin-mismatch"
+    assert result.code == 2 and result.error_code() == "checkpoint-origin-mismatch"
 
 
 def test_keygen_never_overwrites_and_keeps_the_secret_key_private(
@@ -595,7 +588,7 @@ def test_keygen_never_overwrites_and_keeps_the_secret_key_private(
     assert public.read_text(encoding="utf-8").strip() == result.json()["verifier_key"]
     before = (secret.read_bytes(), public.read_bytes())
     again = cli(grown.db, "keygen", "--out", str(prefix))
-    assert again.code == 2 and error_code(again) == "file-exists"
+    assert again.code == 2 and again.error_code() == "file-exists"
     assert (secret.read_bytes(), public.read_bytes()) == before
     # Only the public half left behind is enough to refuse (no half-new pair).
     shutil.move(secret, tmp_path / "moved.key")

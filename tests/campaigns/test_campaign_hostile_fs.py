@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from campaign_lib import campaign_env, cli_command, full_audit
 from commit_helpers import make_bundle, make_cohort
+from helpers import as_nobody
 
 from ledger import commit
 from ledger.cohorts import load_cohort
@@ -541,29 +542,6 @@ def test_hostile_cohort_folders_are_refused_and_write_nothing(space: Space) -> N
 # -- unreadable files: root reads chmod 000, so a forked child drops to nobody -------------------
 
 
-def _as_nobody(work: Callable[[], Any]) -> Any:
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # never return into pytest
-        status = 70
-        try:
-            os.close(read_fd)
-            if os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(65534)
-            os.write(write_fd, json.dumps(work()).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, data
-    return json.loads(data)
-
-
 def test_unreadable_bundle_and_cohort_files_are_observed_or_refused(space: Space) -> None:
     top = space.case_root / "unreadable"
     top.mkdir(parents=True)
@@ -607,7 +585,7 @@ def test_unreadable_bundle_and_cohort_files_are_observed_or_refused(space: Space
             refused = [exc.code, exc.message]
         return {"seen": seen, "refused": refused}
 
-    got = _as_nobody(work)
+    got = as_nobody(work)
     for which in bundles:
         assert got["seen"][which][which] == "unreadable", got["seen"][which]
     assert got["refused"] is not None and got["refused"][0] == "cohort-file-refused", got
