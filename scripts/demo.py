@@ -99,13 +99,14 @@ def demo() -> int:
         run(db, "checkpoint", "--out", str(checkpoint))
         audit = run(db, "audit", "--checkpoint", str(checkpoint))
         print("\nSummary")
-        print(f"  {'bundle':<58} {'expected':<8} {'outcome':<8} ok")
+        width = max(len("bundle"), *(len(row["bundle"]) for row in rows))
+        print(f"  {'bundle':<{width}} {'expected':<8} {'outcome':<8} ok")
         good = True
         for row in rows:
             ok = row["got"] == row["expected"]
             good &= ok
             print(
-                f"  {row['bundle']:<58} {row['expected']:<8} {row['got']:<8} "
+                f"  {row['bundle']:<{width}} {row['expected']:<8} {row['got']:<8} "
                 f"{'yes' if ok else 'NO'}"
             )
         print(
