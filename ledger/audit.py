@@ -40,6 +40,7 @@ from .entries import (
     TIME_RE,
     Entry,
     EntryBody,
+    check_body_depth,
     decode_body,
 )
 from .errors import UsageError
@@ -704,6 +705,17 @@ def _check_body(
     """
     decoded: EntryBody | TypedBody[Any] | None = None
     typed = _TYPED_CHECKERS.get(row_kind)
+    try:
+        check_body_depth(body)  # before any recursive decoder sees the bytes
+    except msgspec.DecodeError as exc:
+        if canonical and not is_canonical(body):
+            collector.at(row, P_CANONICAL)(
+                Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON")
+            )
+        collector.at(row, P_BODY)(
+            Violation(seq, row_kind, BODY_MALFORMED, f"body is not an entry: {exc}")
+        )
+        return None
     if canonical:
         is_canon = False
         if typed is not None:

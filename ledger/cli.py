@@ -215,10 +215,12 @@ def _show_object(obj: Any, as_json: bool) -> int:
         }
         document: Any = None
         if obj.media_type == "application/json" and text is not None:
-            try:
-                document = json.loads(text)
-            except ValueError:
-                document = None  # labelled JSON but is not: show the bytes instead
+            from verifiers.jsonread import read_json
+
+            # Strict and depth-bounded: a stored object is untrusted bytes (a deep one would
+            # crash json.loads); what does not read is shown as its bytes instead.
+            read = read_json(obj.body, max_bytes=len(obj.body), max_depth=256)
+            document = read.value if read.ok else None
         if document is not None:
             doc["document"] = document
         else:

@@ -15,7 +15,9 @@ from typing import Any, Final
 import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
+from verifiers.canonical import MAX_DEPTH
 from verifiers.contracts import RECOMMENDATION_OUTCOMES, decode_evaluator_plan, decode_work_unit
+from verifiers.jsonread import nesting_depth
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
 
 from .audit import Violation
@@ -67,6 +69,13 @@ class _Recommendation(msgspec.Struct):
 
 
 _RECOMMENDATION: Final = msgspec.json.Decoder(_Recommendation)
+
+
+def _check_depth(data: bytes) -> None:
+    """A stored document deeper than any canonical one is malformed: refused by a linear scan
+    before msgspec recurses (it raises RecursionError about a thousand levels down)."""
+    if nesting_depth(data, MAX_DEPTH + 1) > MAX_DEPTH + 1:
+        raise msgspec.DecodeError(f"the document nests deeper than {MAX_DEPTH + 1} levels")
 
 
 class CommitmentRules:
@@ -440,6 +449,7 @@ class CommitmentRules:
         self, entry: Entry, payload: VerificationRecorded, result_bytes: bytes, report: Report
     ) -> None:
         try:
+            _check_depth(result_bytes)
             recommendation: str | None = _RECOMMENDATION.decode(
                 result_bytes
             ).decision_support.recommendation
@@ -527,6 +537,7 @@ class CommitmentRules:
         )
         if data is not None:
             try:
+                _check_depth(data)
                 stored: Any = msgspec.json.decode(data)
                 consistent = (
                     stored["green"] == payload.green
