@@ -295,9 +295,14 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with _open_export_file(path) as handle:
         for number in itertools.count(1):
             where = f"{path}:{number}"
-            line = handle.readline(MAX_EXPORT_LINE + 1)
-            if not line:
+            # Every line `export` writes is one object: anything else (NUL bytes of /dev/zero
+            # or a sparse file, a SQLite header) is refused at its first byte, unread.
+            first = handle.read(1)
+            if not first:
                 return
+            if first != b"{":
+                raise UsageError("export-malformed", f"{where}: not a JSON object")
+            line = first + handle.readline(MAX_EXPORT_LINE)
             total += len(line)
             if total > MAX_EXPORT_BYTES:
                 raise UsageError(
@@ -307,10 +312,6 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise UsageError(
                     "export-malformed", f"{where}: line longer than {MAX_EXPORT_LINE} bytes"
                 )
-            # Every line `export` writes is one object: anything else (NUL bytes of /dev/zero
-            # or a sparse file, a SQLite header) is refused at its first byte.
-            if not line.startswith(b"{"):
-                raise UsageError("export-malformed", f"{where}: not a JSON object")
             read = read_json(line, max_bytes=MAX_EXPORT_LINE, max_depth=1)
             if not read.ok:
                 error = read.errors[0]
