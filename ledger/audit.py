@@ -82,6 +82,14 @@ class Violation(msgspec.Struct, frozen=True):
     message: str
 
 
+class Skipped(msgspec.Struct, frozen=True):
+    """A check the audit did not run ``count`` times, and why (LEDGER.md section 6)."""
+
+    check: str
+    count: int
+    reason: str
+
+
 class AuditReport(msgspec.Struct):
     entries: int
     objects: int
@@ -90,10 +98,21 @@ class AuditReport(msgspec.Struct):
     tree_size: int
     root_hash: bytes
     checks: list[str]
+    replayed: int = 0  # verifications replayed (set by ``ledger.api``)
+    withheld: int = 0  # objects an export withholds that the audit accepted as withheld
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.violation_count == 0
+
+    @property
+    def verdict(self) -> str:
+        """``violations``; ``intact-with-skips`` when intact but some check was not run (a
+        public export's withheld bytes, ``--no-replay``); else ``intact``."""
+        if not self.ok:
+            return "violations"
+        return "intact-with-skips" if self.skipped else "intact"
 
     @property
     def first_bad_seq(self) -> int | None:

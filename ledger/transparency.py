@@ -10,8 +10,10 @@ Rules:
 3. ``prove --consistency`` refuses (``checkpoint-fork``) when the old checkpoint's root is not the
    ledger's own root at that size: no proof can exist, and the mismatch is the evidence.
 4. An export is JSON Lines: one header, then every entry in seq order, then every object, each
-   byte string in standard base64. ``--public`` withholds the bodies of hidden plans (their
-   addresses, digests and sizes stay), so a cohort can be published without leaking them.
+   byte string in standard base64. ``--public`` withholds the body of every object a
+   hidden-task reference names (``hidden_task_objects``: hidden plans, the bundles observed and
+   the results recorded for their tasks; addresses, digests and sizes stay), so a cohort can be
+   published without leaking its hidden plans.
    ``open_export`` loads an export into a private in-memory ledger so the same audit runs on it.
 """
 
@@ -178,38 +180,67 @@ def prove_consistency(ledger: Ledger, old: Checkpoint) -> ConsistencyProof:
 # -- export ----------------------------------------------------------------------------------------
 
 
-def hidden_plan_objects(ledger: Ledger) -> set[str]:
-    """Addresses of the plans that ``cohort.frozen`` entries commit with visibility "hidden".
+def _raw_payload(body: object) -> dict[str, Any] | None:
+    """A raw row's payload as a dict, or None when it does not decode (bounded first)."""
+    if not isinstance(body, bytes):
+        return None
+    try:
+        check_body_depth(body)
+        value = json.loads(body)
+    except (ValueError, UnicodeError):  # BodyTooDeep is a ValueError too
+        return None
+    payload = value.get("payload") if isinstance(value, dict) else None
+    return payload if isinstance(payload, dict) else None
 
-    Reads the raw rows and skips what does not decode: it also runs on tampered exports,
-    whose bodies the audit reports."""
-    hidden: set[str] = set()
-    for _seq, _prev, _hash, kind, body in ledger.raw_entries():
-        if kind != "cohort.frozen" or not isinstance(body, (bytes, str)):
+
+def _dicts(value: object) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def hidden_task_objects(ledger: Ledger) -> set[str]:
+    """Addresses named by a hidden-task reference: what ``export --public`` withholds, and
+    exactly what an audit of an export accepts as withheld (LEDGER.md section 7).
+
+    A hidden task is a task that a ``cohort.frozen`` entry commits with a plan of visibility
+    "hidden". Its references are that plan; every object a ``bundle.observed`` for it (by the
+    freeze's seq and the task id) observed, manifest and files: a candidate that passes holds
+    the plan's required strings; and the VerificationResult of each ``verification.recorded``
+    for it, which quotes them. Reads the raw rows and skips what does not decode: it also runs
+    on tampered exports, whose bodies the audit reports."""
+    objects: set[str] = set()
+    hidden_tasks: set[tuple[int, str]] = set()
+    for seq, _prev, _hash, kind, body in ledger.raw_entries():
+        if kind not in ("cohort.frozen", "bundle.observed", "verification.recorded"):
             continue
-        try:
-            check_body_depth(bytes(body) if isinstance(body, bytes) else body.encode())
-            value = json.loads(body)
-        except (ValueError, UnicodeError):  # BodyTooDeep is a ValueError too
+        payload = _raw_payload(body)
+        if payload is None:
             continue
-        payload = value.get("payload") if isinstance(value, dict) else None
-        tasks = payload.get("tasks") if isinstance(payload, dict) else None
-        for task in tasks if isinstance(tasks, list) else []:
-            plan = task.get("plan") if isinstance(task, dict) else None
-            if (
-                isinstance(plan, dict)
-                and plan.get("visibility") == "hidden"
-                and isinstance(plan.get("object"), str)
-            ):
-                hidden.add(plan["object"])
-    return hidden
+        if kind == "cohort.frozen":
+            for task in _dicts(payload.get("tasks")):
+                plan = task.get("plan")
+                if isinstance(plan, dict) and plan.get("visibility") == "hidden":
+                    if isinstance(plan.get("object"), str):
+                        objects.add(plan["object"])
+                    if isinstance(task.get("task"), str):
+                        hidden_tasks.add((seq, task["task"]))
+            continue
+        key = (payload.get("cohort_entry"), payload.get("task"))
+        if key not in hidden_tasks:
+            continue
+        if kind == "bundle.observed":
+            named = [item.get("object") for item in _dicts(payload.get("observations"))]
+        else:
+            result = payload.get("result")
+            named = [result.get("object")] if isinstance(result, dict) else []
+        objects.update(address for address in named if isinstance(address, str))
+    return objects
 
 
 def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, int]:
     """Write the export to ``out`` from one consistent snapshot; return counts."""
     counts = {"entries": 0, "objects": 0, "withheld": 0}
     with ledger.snapshot() as conn:
-        withheld = hidden_plan_objects(ledger) if public else set()
+        withheld = hidden_task_objects(ledger) if public else set()
         cp = checkpoint(ledger)
         header = {
             "type": "header",
@@ -241,7 +272,8 @@ def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, i
                 "media_type": media_type,
                 "size": size,
             }
-            if digest in withheld:
+            # (The empty byte string reveals nothing, and every bundle's empty log shares it.)
+            if digest in withheld and size > 0:
                 item["withheld"] = True
                 counts["withheld"] += 1
             else:
