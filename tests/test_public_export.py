@@ -21,6 +21,8 @@ from commit_helpers import cohort_doc, task_doc, write_json
 from helpers import FIXED_TIME, CliResult, run_cli
 
 from ledger import api
+from ledger.checkpoint import Checkpoint
+from ledger.errors import LedgerError
 from ledger.rules import (
     SKIP_NOT_REQUESTED,
     SKIP_PLAN_WITHHELD,
@@ -298,3 +300,13 @@ def test_withheld_line_disagreeing_with_its_commitment_is_caught(
     assert code == 1 and report["verdict"] == "violations"
     assert report["first_bad_seq"] == seq
     assert ("object-sha256-mismatch", seq) in {(v["code"], v["seq"]) for v in report["violations"]}
+
+
+def test_library_audit_export_refuses_a_checkpoint_of_another_origin(built: Built) -> None:
+    cp = Checkpoint(origin="test.example/another", size=1, root=b"\0" * 32)
+    with pytest.raises(LedgerError) as refused:
+        api.audit_export(built.public, checkpoints=[cp])
+    assert refused.value.code == "checkpoint-origin-mismatch"
+    with api.open_ledger(built.db) as ledger, pytest.raises(LedgerError) as also:
+        api.audit_ledger(ledger, checkpoints=[cp])
+    assert also.value.code == "checkpoint-origin-mismatch"
