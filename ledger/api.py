@@ -12,19 +12,31 @@ codes of LEDGER.md section 11); none prints. ``ledger.cli`` only parses argument
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
 
-from .audit import AuditReport, audit
+from .audit import AuditReport, Skipped, Violation, audit
 from .checkpoint import Checkpoint
 from .commit import burn, calibrate, freeze, verify
 from .rules import CommitmentRules
 from .store import Ledger
-from .transparency import checkpoint, checkpoint_note, export, prove_consistency, prove_inclusion
+from .transparency import (
+    check_origin,
+    checkpoint,
+    checkpoint_note,
+    export,
+    hidden_task_objects,
+    open_export,
+    prove_consistency,
+    prove_inclusion,
+)
+
+EXPORT_HEADER_MISMATCH = "export-header-mismatch"
 
 
 class InitResult(msgspec.Struct, frozen=True):
@@ -54,21 +66,82 @@ def audit_ledger(
     *,
     replay: bool = True,
     checkpoints: Sequence[Checkpoint] = (),
-    withheld: Collection[str] = (),
+    withheld: Mapping[str, tuple[str, int]] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit`` runs: every check of LEDGER.md section 6, the commitment rules and
-    (unless ``replay`` is off) every replay. Returns the report and the number of replays."""
-    rules = CommitmentRules(ledger, replay=replay)
+    (unless ``replay`` is off) every replay. Returns the report and the number of replays.
+
+    A checkpoint of another origin is refused (``checkpoint-origin-mismatch``). ``withheld``
+    maps objects known to exist whose bytes are absent to the ``(sha256, size)`` listed for
+    them (``audit_export`` decides which); every check skipped for want of bytes, or because
+    ``replay`` is off, is counted in ``report.skipped`` and makes the verdict
+    ``intact-with-skips``."""
+    for cp in checkpoints:
+        check_origin(ledger, cp)
+    withheld = withheld or {}
+    rules = CommitmentRules(ledger, replay=replay, withheld=withheld)
     report = audit(
         ledger, observers=[rules], checkpoints=checkpoints, withheld=withheld, progress=progress
     )
+    report.replayed = rules.replayed
+    report.withheld = len(withheld)
+    report.skipped = [
+        Skipped(check=check, count=count, reason=reason)
+        for (check, reason), count in sorted(rules.skipped.items())
+    ]
     return report, rules.replayed
+
+
+def audit_export(
+    path: str | os.PathLike[str],
+    *,
+    replay: bool = True,
+    checkpoints: Sequence[Checkpoint] = (),
+    progress: Callable[[int], None] | None = None,
+) -> tuple[AuditReport, int]:
+    """What ``ledger audit --from-export`` runs (LEDGER.md section 7, "Audit modes"): the export
+    is read as untrusted input (``export-unreadable`` / ``export-malformed``), loaded into a
+    private in-memory ledger and audited like a file, with the export policy on top:
+
+    - an object may be withheld iff a hidden-task reference names it
+      (``transparency.hidden_task_objects``); any other withheld object is ``object-missing``;
+    - a withheld object's listed sha256 and size must be what its references commit
+      (``object-sha256-mismatch``);
+    - the header's ``tree_size`` and ``root_hash`` must be what the entries give
+      (``export-header-mismatch``).
+    """
+    exported = open_export(Path(path))
+    with exported:
+        allowed = hidden_task_objects(exported) if exported.withheld else set()
+        withheld = {d: v for d, v in exported.withheld.items() if d in allowed}
+        report, replayed = audit_ledger(
+            exported,
+            replay=replay,
+            checkpoints=checkpoints,
+            withheld=withheld,
+            progress=progress,
+        )
+    size, root = exported.header_size, exported.header_root
+    if (size, root) != (report.tree_size, report.root_hash):
+        report.violations.append(
+            Violation(
+                None if size == report.tree_size else min(size, report.tree_size),
+                None,
+                EXPORT_HEADER_MISMATCH,
+                f"the export's header claims {size} entries and root"
+                f" {base64.b64encode(root).decode()}; its entries give"
+                f" {report.tree_size} and {base64.b64encode(report.root_hash).decode()}",
+            )
+        )
+        report.violation_count += 1
+    return report, replayed
 
 
 __all__ = [
     "InitResult",
     "Ledger",
+    "audit_export",
     "audit_ledger",
     "burn",
     "calibrate",

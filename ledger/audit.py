@@ -40,6 +40,7 @@ from .entries import (
     TIME_RE,
     Entry,
     EntryBody,
+    check_body_depth,
     decode_body,
 )
 from .errors import UsageError
@@ -81,6 +82,14 @@ class Violation(msgspec.Struct, frozen=True):
     message: str
 
 
+class Skipped(msgspec.Struct, frozen=True):
+    """A check the audit did not run ``count`` times, and why (LEDGER.md section 6)."""
+
+    check: str
+    count: int
+    reason: str
+
+
 class AuditReport(msgspec.Struct):
     entries: int
     objects: int
@@ -89,10 +98,21 @@ class AuditReport(msgspec.Struct):
     tree_size: int
     root_hash: bytes
     checks: list[str]
+    replayed: int = 0  # verifications replayed (set by ``ledger.api``)
+    withheld: int = 0  # objects an export withholds that the audit accepted as withheld
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.violation_count == 0
+
+    @property
+    def verdict(self) -> str:
+        """``violations``; ``intact-with-skips`` when intact but some check was not run (a
+        public export's withheld bytes, ``--no-replay``); else ``intact``."""
+        if not self.ok:
+            return "violations"
+        return "intact-with-skips" if self.skipped else "intact"
 
     @property
     def first_bad_seq(self) -> int | None:
@@ -704,6 +724,17 @@ def _check_body(
     """
     decoded: EntryBody | TypedBody[Any] | None = None
     typed = _TYPED_CHECKERS.get(row_kind)
+    try:
+        check_body_depth(body)  # before any recursive decoder sees the bytes
+    except msgspec.DecodeError as exc:
+        if canonical and not is_canonical(body):
+            collector.at(row, P_CANONICAL)(
+                Violation(seq, row_kind, BODY_NOT_CANONICAL, "body is not canonical JSON")
+            )
+        collector.at(row, P_BODY)(
+            Violation(seq, row_kind, BODY_MALFORMED, f"body is not an entry: {exc}")
+        )
+        return None
     if canonical:
         is_canon = False
         if typed is not None:

@@ -215,10 +215,12 @@ def _show_object(obj: Any, as_json: bool) -> int:
         }
         document: Any = None
         if obj.media_type == "application/json" and text is not None:
-            try:
-                document = json.loads(text)
-            except ValueError:
-                document = None  # labelled JSON but is not: show the bytes instead
+            from verifiers.jsonread import read_json
+
+            # Strict and depth-bounded: a stored object is untrusted bytes (a deep one would
+            # crash json.loads); what does not read is shown as its bytes instead.
+            read = read_json(obj.body, max_bytes=len(obj.body), max_depth=256)
+            document = read.value if read.ok else None
         if document is not None:
             doc["document"] = document
         else:
@@ -496,63 +498,36 @@ def audit(
     From 20,000 entries on two CPUs a second process checks the rows; LEDGER_AUDIT_PARALLEL=off
     (or on) decides instead; the report is the same.
     """
-    from .api import audit_ledger
-    from .audit import Violation
+    from .api import audit_export, audit_ledger
     from .store import Ledger
-    from .transparency import check_origin, hidden_plan_objects, open_export
 
     checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
-    withheld: dict[str, tuple[str, int]] = {}
-    ledger: Ledger
-    exported = None
+
+    def progress(n: int) -> None:
+        if not as_json and n % 100_000 == 0:
+            _note(f"audited {n} entries")
+
+    # Every check and all export policy are the library's (ledger.api); this only renders.
     if from_export is not None:
-        exported = open_export(from_export)
-        ledger = exported
-        # Only hidden plans may be withheld; any other absent object stays object-missing.
-        if exported.withheld:
-            allowed = hidden_plan_objects(exported)
-            withheld = {d: v for d, v in exported.withheld.items() if d in allowed}
+        report, replayed = audit_export(
+            from_export, replay=not no_replay, checkpoints=checkpoints, progress=progress
+        )
     else:
-        ledger = Ledger.open(STATE.db)
-    with ledger:
-        for cp in checkpoints:
-            check_origin(ledger, cp)
-
-        def progress(n: int) -> None:
-            if not as_json and n % 100_000 == 0:
-                _note(f"audited {n} entries")
-
-        report, replayed = audit_ledger(
-            ledger,
-            replay=not no_replay,
-            checkpoints=checkpoints,
-            withheld=withheld,
-            progress=progress,
-        )
-    if exported is not None and (exported.header_size, exported.header_root) != (
-        report.tree_size,
-        report.root_hash,
-    ):
-        size = exported.header_size
-        report.violations.append(
-            Violation(
-                None if size == report.tree_size else min(size, report.tree_size),
-                None,
-                "export-header-mismatch",
-                f"the export's header claims {size} entries and root"
-                f" {base64.b64encode(exported.header_root).decode()}; its entries give"
-                f" {report.tree_size} and {base64.b64encode(report.root_hash).decode()}",
+        with Ledger.open(STATE.db) as ledger:
+            report, replayed = audit_ledger(
+                ledger, replay=not no_replay, checkpoints=checkpoints, progress=progress
             )
-        )
-        report.violation_count += 1
+    skipped = [{"check": x.check, "count": x.count, "reason": x.reason} for x in report.skipped]
     if as_json:
         _emit_json(
             {
                 "ok": report.ok,
+                "verdict": report.verdict,
                 "entries": report.entries,
                 "objects": report.objects,
-                "withheld_objects": len(withheld),
+                "withheld_objects": report.withheld,
                 "replayed": replayed,
+                "skipped": skipped,
                 "tree_size": report.tree_size,
                 "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
                 "checks": report.checks,
@@ -570,8 +545,12 @@ def audit(
             _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
         if report.ok:
             extra = f", replayed {replayed} verifications" if replayed else ""
+            skips = "".join(
+                f", {x.count} {x.check}{'' if x.count == 1 else 's'} skipped ({x.reason})"
+                for x in report.skipped
+            )
             _say(
-                f"intact: {report.entries} entries, {report.objects} objects{extra};"
+                f"intact{skips}: {report.entries} entries, {report.objects} objects{extra};"
                 f" checked {', '.join(report.checks)}"
             )
         else:
@@ -757,7 +736,11 @@ def _checkpoint_of(ledger: Any, size: int) -> Any:
 def export(
     out: Annotated[Path | None, typer.Option(help="Write to this file (default: stdout).")] = None,
     public: Annotated[
-        bool, typer.Option("--public", help="Withhold hidden plans' bodies (keep their digests).")
+        bool,
+        typer.Option(
+            "--public",
+            help="Withhold hidden tasks' plans, bundles and results (keep their digests).",
+        ),
     ] = False,
     as_json: JsonOpt = False,
 ) -> int:
@@ -782,7 +765,11 @@ def export(
     else:
         _say(
             f"exported {counts['entries']} entries and {counts['objects']} objects to {out}"
-            + (f" ({counts['withheld']} hidden plans withheld)" if counts["withheld"] else "")
+            + (
+                f" ({counts['withheld']} objects of hidden tasks withheld)"
+                if counts["withheld"]
+                else ""
+            )
         )
     return EXIT_OK
 

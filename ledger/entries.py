@@ -24,6 +24,7 @@ from typing import Any, Final
 import msgspec
 
 from verifiers.canonical import CanonicalFormError, blake3_address, canonical_bytes
+from verifiers.jsonread import nesting_depth
 
 from .errors import UsageError
 from .payloads import TypedBody
@@ -32,6 +33,10 @@ FORMAT: Final = 1
 GENESIS_PREV: Final = "blake3:" + "0" * 64
 GENESIS_KIND: Final = "ledger.created"
 MAX_ENTRY_BYTES: Final = 4 * 1024 * 1024
+# No kind's body nests deeper than 5 levels; a deeper one was not written by the ledger. Checked
+# by a linear scan before any recursive decoder sees the bytes (msgspec and json.loads raise
+# RecursionError about a thousand levels down).
+MAX_BODY_DEPTH: Final = 64
 
 # Every kind the ledger writes; the audit refuses any other.
 KINDS: Final = frozenset(
@@ -105,8 +110,21 @@ def encode_body(
         raise UsageError("entry-not-canonical", f"entry payload {exc}") from None
 
 
+class BodyTooDeep(msgspec.DecodeError):
+    """An entry body nests deeper than ``MAX_BODY_DEPTH`` (a DecodeError, so every reader that
+    refuses a malformed body refuses this one the same way)."""
+
+
+def check_body_depth(data: bytes) -> None:
+    """Raise ``BodyTooDeep`` when ``data`` nests deeper than ``MAX_BODY_DEPTH``."""
+    depth = nesting_depth(data, MAX_BODY_DEPTH)
+    if depth > MAX_BODY_DEPTH:
+        raise BodyTooDeep(f"the body nests {depth} levels deep; the limit is {MAX_BODY_DEPTH}")
+
+
 def decode_body(data: bytes) -> EntryBody:
     """Decode an entry body (raises msgspec.DecodeError / ValidationError when malformed)."""
+    check_body_depth(data)
     return _BODY_DECODER.decode(data)
 
 

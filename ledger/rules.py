@@ -9,13 +9,15 @@ Each violation code is listed in LEDGER.md section 6 ("Commitment rules").
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
+from verifiers.canonical import MAX_DEPTH
 from verifiers.contracts import RECOMMENDATION_OUTCOMES, decode_evaluator_plan, decode_work_unit
+from verifiers.jsonread import nesting_depth
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
 
 from .audit import Violation
@@ -69,19 +71,77 @@ class _Recommendation(msgspec.Struct):
 _RECOMMENDATION: Final = msgspec.json.Decoder(_Recommendation)
 
 
-class CommitmentRules:
-    """Audit observer for the commitment rules (and replay)."""
+def _check_depth(data: bytes) -> None:
+    """A stored document deeper than any canonical one is malformed: refused by a linear scan
+    before msgspec recurses (it raises RecursionError about a thousand levels down)."""
+    if nesting_depth(data, MAX_DEPTH + 1) > MAX_DEPTH + 1:
+        raise msgspec.DecodeError(f"the document nests deeper than {MAX_DEPTH + 1} levels")
 
-    def __init__(self, ledger: Ledger, *, replay: bool = True) -> None:
+
+# Why a check was not run (LEDGER.md section 6, "Verdicts"): counted, never silent.
+SKIP_NOT_REQUESTED: Final = "not requested (--no-replay)"
+SKIP_PLAN_WITHHELD: Final = "hidden plan withheld in a public export"
+SKIP_RESULT_WITHHELD: Final = "VerificationResult withheld in a public export"
+SKIP_BUNDLE_WITHHELD: Final = "bundle file withheld in a public export"
+
+
+class CommitmentRules:
+    """Audit observer for the commitment rules (and replay).
+
+    ``withheld`` maps the address of each object a public export withholds (and the audit
+    accepts as withheld) to the ``(sha256, size)`` its line states: those are compared with
+    what every entry commits, and each check or replay that needs the absent bytes is counted
+    in ``skipped`` with its reason instead of run."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        replay: bool = True,
+        withheld: Mapping[str, tuple[str, int]] | None = None,
+    ) -> None:
         self.name = "commitment rules" + (" and replay" if replay else "")
         self._ledger = ledger
         self._replay = replay
+        self._withheld: Mapping[str, tuple[str, int]] = withheld or {}
+        # (check, reason) -> how many times it was skipped.
+        self.skipped: dict[tuple[str, str], int] = {}
         self._state = LedgerState()
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
         self._calibration_bytes: bytes | None = None
         self.replayed = 0
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _skip(self, check: str, reason: str) -> None:
+        self.skipped[check, reason] = self.skipped.get((check, reason), 0) + 1
+
+    def _check_withheld(
+        self,
+        entry: Entry,
+        address: str | None,
+        sha256: str | None,
+        size: int | None,
+        what: str,
+        report: Report,
+    ) -> None:
+        """A withheld object's line states its sha256 and size: they must be what the entry
+        that references it commits (the bytes cannot be hashed, the commitment still binds)."""
+        if address is None or address not in self._withheld:
+            return
+        stated_sha, stated_size = self._withheld[address]
+        if (sha256 is not None and stated_sha != sha256) or (
+            size is not None and stated_size != size
+        ):
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    OBJECT_DIGEST_WRONG,
+                    f"withheld {what} {address} is listed with {stated_sha} ({stated_size} bytes);"
+                    f" the entry commits {sha256} ({'any' if size is None else size} bytes)",
+                )
+            )
 
     def _object(self, address: str) -> bytes | None:
         obj = self._ledger.get_object(address)
@@ -97,7 +157,10 @@ class CommitmentRules:
         """
         obj = self._ledger.get_object(address)
         if obj is None:
-            return None  # the chain audit reports object-missing
+            # Withheld: its listed sha256 must still be the committed one. Otherwise the chain
+            # audit reports object-missing.
+            self._check_withheld(entry, address, digest, None, what, report)
+            return None
         data = obj.body
         if obj.sha256 != digest or obj.media_type != "application/json":
             report(
@@ -203,6 +266,8 @@ class CommitmentRules:
                 self._check_binding(
                     entry, task.task, wu_bytes, plan_bytes, task.work_unit.digest, report
                 )
+            elif task.plan.object in self._withheld:
+                self._skip("plan-binding", SKIP_PLAN_WITHHELD)
             if task.split == "held_out" and task.work_unit.digest in state.exposed:
                 report(
                     Violation(
@@ -371,6 +436,10 @@ class CommitmentRules:
                     f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
                 )
             )
+        for item in payload.observations:
+            self._check_withheld(
+                entry, item.object, item.sha256, item.size, f"bundle {item.role}", report
+            )
         self._pending_bundle = (entry, payload)
 
     def _result(self, entry: Entry, payload: VerificationRecorded, report: Report) -> None:
@@ -430,16 +499,35 @@ class CommitmentRules:
         result_bytes = self._document(
             entry, payload.result.object, payload.result.digest, "VerificationResult", report
         )
+        withheld = self._withheld_reason(payload, pending[1])
         if result_bytes is not None:
             self._check_outcome(entry, payload, result_bytes, report)
-            if self._replay:
-                self._replay_result(entry, payload, pending[1], result_bytes, report)
+        elif payload.result.object in self._withheld:
+            self._skip("outcome-check", SKIP_RESULT_WITHHELD)
+        if not self._replay:
+            self._skip("replay", SKIP_NOT_REQUESTED)
+        elif withheld is not None:
+            self._skip("replay", withheld)
+        elif result_bytes is not None:
+            self._replay_result(entry, payload, pending[1], result_bytes, report)
         self._state.apply(entry)
+
+    def _withheld_reason(self, payload: VerificationRecorded, bundle: BundleObserved) -> str | None:
+        """Why this verification cannot be replayed from a public export, if it cannot."""
+        withheld = self._withheld
+        if payload.plan.object in withheld or payload.work_unit.object in withheld:
+            return SKIP_PLAN_WITHHELD
+        if payload.result.object in withheld:
+            return SKIP_RESULT_WITHHELD
+        if any(item.object in withheld for item in bundle.observations if item.object):
+            return SKIP_BUNDLE_WITHHELD
+        return None
 
     def _check_outcome(
         self, entry: Entry, payload: VerificationRecorded, result_bytes: bytes, report: Report
     ) -> None:
         try:
+            _check_depth(result_bytes)
             recommendation: str | None = _RECOMMENDATION.decode(
                 result_bytes
             ).decision_support.recommendation
@@ -527,6 +615,7 @@ class CommitmentRules:
         )
         if data is not None:
             try:
+                _check_depth(data)
                 stored: Any = msgspec.json.decode(data)
                 consistent = (
                     stored["green"] == payload.green
@@ -544,7 +633,9 @@ class CommitmentRules:
                         "the entry does not match its stored calibration report",
                     )
                 )
-            elif self._replay:
+            elif not self._replay:
+                self._skip("calibration-replay", SKIP_NOT_REQUESTED)
+            else:
                 if self._calibration_bytes is None:
                     self._calibration_bytes = calibration_report_bytes()[0]
                 if self._calibration_bytes != data:

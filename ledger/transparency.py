@@ -10,16 +10,22 @@ Rules:
 3. ``prove --consistency`` refuses (``checkpoint-fork``) when the old checkpoint's root is not the
    ledger's own root at that size: no proof can exist, and the mismatch is the evidence.
 4. An export is JSON Lines: one header, then every entry in seq order, then every object, each
-   byte string in standard base64. ``--public`` withholds the bodies of hidden plans (their
-   addresses, digests and sizes stay), so a cohort can be published without leaking them.
+   byte string in standard base64. ``--public`` withholds the body of every object a
+   hidden-task reference names (``hidden_task_objects``: hidden plans, the bundles observed and
+   the results recorded for their tasks; addresses, digests and sizes stay), so a cohort can be
+   published without leaking its hidden plans.
    ``open_export`` loads an export into a private in-memory ledger so the same audit runs on it.
 """
 
 from __future__ import annotations
 
 import base64
+import errno
+import itertools
 import json
+import os
 import sqlite3
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +33,21 @@ from typing import IO, Any, Final
 
 import msgspec
 
+from verifiers.jsonread import INT_MAX, read_json
+
 from . import merkle
 from .checkpoint import Checkpoint, format_checkpoint, sign_checkpoint
-from .entries import Entry
+from .entries import Entry, check_body_depth
 from .errors import LedgerError, StoreError, UsageError
-from .store import SCHEMA, Ledger, _split_sql
+from .store import MAX_OBJECT_BYTES, SCHEMA, Ledger, _split_sql
 
 EXPORT_FORMAT: Final = "evidence-ledger-export/1"
-MAX_EXPORT_LINE: Final = 512 * 1024 * 1024
+# The longest line `export` can write: the base64 of the largest object, with room for its
+# fields. Never more than this (plus one byte) of a line is read into memory.
+MAX_EXPORT_LINE: Final = 4 * -(-MAX_OBJECT_BYTES // 3) + 64 * 1024
+# An export is loaded into memory to be audited: bounded, by its fstat size before reading and
+# by the bytes read while reading.
+MAX_EXPORT_BYTES: Final = 8 * 1024 * 1024 * 1024
 
 
 def b64(data: bytes) -> str:
@@ -167,37 +180,67 @@ def prove_consistency(ledger: Ledger, old: Checkpoint) -> ConsistencyProof:
 # -- export ----------------------------------------------------------------------------------------
 
 
-def hidden_plan_objects(ledger: Ledger) -> set[str]:
-    """Addresses of the plans that ``cohort.frozen`` entries commit with visibility "hidden".
+def _raw_payload(body: object) -> dict[str, Any] | None:
+    """A raw row's payload as a dict, or None when it does not decode (bounded first)."""
+    if not isinstance(body, bytes):
+        return None
+    try:
+        check_body_depth(body)
+        value = json.loads(body)
+    except (ValueError, UnicodeError):  # BodyTooDeep is a ValueError too
+        return None
+    payload = value.get("payload") if isinstance(value, dict) else None
+    return payload if isinstance(payload, dict) else None
 
-    Reads the raw rows and skips what does not decode: it also runs on tampered exports,
-    whose bodies the audit reports."""
-    hidden: set[str] = set()
-    for _seq, _prev, _hash, kind, body in ledger.raw_entries():
-        if kind != "cohort.frozen" or not isinstance(body, (bytes, str)):
+
+def _dicts(value: object) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def hidden_task_objects(ledger: Ledger) -> set[str]:
+    """Addresses named by a hidden-task reference: what ``export --public`` withholds, and
+    exactly what an audit of an export accepts as withheld (LEDGER.md section 7).
+
+    A hidden task is a task that a ``cohort.frozen`` entry commits with a plan of visibility
+    "hidden". Its references are that plan; every object a ``bundle.observed`` for it (by the
+    freeze's seq and the task id) observed, manifest and files: a candidate that passes holds
+    the plan's required strings; and the VerificationResult of each ``verification.recorded``
+    for it, which quotes them. Reads the raw rows and skips what does not decode: it also runs
+    on tampered exports, whose bodies the audit reports."""
+    objects: set[str] = set()
+    hidden_tasks: set[tuple[int, str]] = set()
+    for seq, _prev, _hash, kind, body in ledger.raw_entries():
+        if kind not in ("cohort.frozen", "bundle.observed", "verification.recorded"):
             continue
-        try:
-            value = json.loads(body)
-        except ValueError:
+        payload = _raw_payload(body)
+        if payload is None:
             continue
-        payload = value.get("payload") if isinstance(value, dict) else None
-        tasks = payload.get("tasks") if isinstance(payload, dict) else None
-        for task in tasks if isinstance(tasks, list) else []:
-            plan = task.get("plan") if isinstance(task, dict) else None
-            if (
-                isinstance(plan, dict)
-                and plan.get("visibility") == "hidden"
-                and isinstance(plan.get("object"), str)
-            ):
-                hidden.add(plan["object"])
-    return hidden
+        if kind == "cohort.frozen":
+            for task in _dicts(payload.get("tasks")):
+                plan = task.get("plan")
+                if isinstance(plan, dict) and plan.get("visibility") == "hidden":
+                    if isinstance(plan.get("object"), str):
+                        objects.add(plan["object"])
+                    if isinstance(task.get("task"), str):
+                        hidden_tasks.add((seq, task["task"]))
+            continue
+        key = (payload.get("cohort_entry"), payload.get("task"))
+        if key not in hidden_tasks:
+            continue
+        if kind == "bundle.observed":
+            named = [item.get("object") for item in _dicts(payload.get("observations"))]
+        else:
+            result = payload.get("result")
+            named = [result.get("object")] if isinstance(result, dict) else []
+        objects.update(address for address in named if isinstance(address, str))
+    return objects
 
 
 def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, int]:
     """Write the export to ``out`` from one consistent snapshot; return counts."""
     counts = {"entries": 0, "objects": 0, "withheld": 0}
     with ledger.snapshot() as conn:
-        withheld = hidden_plan_objects(ledger) if public else set()
+        withheld = hidden_task_objects(ledger) if public else set()
         cp = checkpoint(ledger)
         header = {
             "type": "header",
@@ -229,7 +272,8 @@ def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, i
                 "media_type": media_type,
                 "size": size,
             }
-            if digest in withheld:
+            # (The empty byte string reveals nothing, and every bundle's empty log shares it.)
+            if digest in withheld and size > 0:
                 item["withheld"] = True
                 counts["withheld"] += 1
             else:
@@ -247,22 +291,67 @@ class ExportLedger(Ledger):
     header_root: bytes
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _open_export_file(path: Path) -> IO[bytes]:
+    """Open an export for reading: a regular file, never followed through a symlink, never
+    blocking (a FIFO or a device is refused after an open that cannot wait), at most
+    ``MAX_EXPORT_BYTES`` long by its ``fstat``."""
     try:
-        handle = path.open("r", encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
-        raise UsageError("export-unreadable", f"cannot read {path}: {exc.strerror}") from None
-    with handle:
-        for number, line in enumerate(handle, 1):
+        reason = "it is a symlink" if exc.errno == errno.ELOOP else exc.strerror
+        raise UsageError("export-unreadable", f"cannot read {path}: {reason}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError("export-unreadable", f"{path} is not a regular file")
+        if info.st_size > MAX_EXPORT_BYTES:
+            raise UsageError(
+                "export-malformed",
+                f"{path} is {info.st_size} bytes; an export is at most {MAX_EXPORT_BYTES}",
+            )
+        # Back to blocking reads: a regular file never waits, and a buffered reader must not
+        # see EAGAIN.
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each line of the export as a JSON object, read the way every document is read: at most
+    ``MAX_EXPORT_LINE`` bytes of a line are ever held (one more says it is too long), at most
+    ``MAX_EXPORT_BYTES`` in all (the file may grow while it is read), and each line strictly
+    (``read_json``: UTF-8, no duplicate keys, no NaN, 64-bit integers, depth 1)."""
+    total = 0
+    with _open_export_file(path) as handle:
+        for number in itertools.count(1):
+            where = f"{path}:{number}"
+            # Every line `export` writes is one object: anything else (NUL bytes of /dev/zero
+            # or a sparse file, a SQLite header) is refused at its first byte, unread.
+            first = handle.read(1)
+            if not first:
+                return
+            if first != b"{":
+                raise UsageError("export-malformed", f"{where}: not a JSON object")
+            line = first + handle.readline(MAX_EXPORT_LINE)
+            total += len(line)
+            if total > MAX_EXPORT_BYTES:
+                raise UsageError(
+                    "export-malformed", f"{where}: the export is over {MAX_EXPORT_BYTES} bytes"
+                )
             if len(line) > MAX_EXPORT_LINE:
-                raise UsageError("export-malformed", f"{path}:{number}: line too long")
-            try:
-                value = json.loads(line)
-            except ValueError:
-                raise UsageError("export-malformed", f"{path}:{number}: not JSON") from None
-            if not isinstance(value, dict):
-                raise UsageError("export-malformed", f"{path}:{number}: not a JSON object")
-            yield number, value
+                raise UsageError(
+                    "export-malformed", f"{where}: line longer than {MAX_EXPORT_LINE} bytes"
+                )
+            read = read_json(line, max_bytes=MAX_EXPORT_LINE, max_depth=1)
+            if not read.ok:
+                error = read.errors[0]
+                at = f" at {error.path}" if error.path else ""
+                raise UsageError("export-malformed", f"{where}: {error.message}{at}")
+            if not isinstance(read.value, dict):
+                raise UsageError("export-malformed", f"{where}: not a JSON object")
+            yield number, read.value
 
 
 def _unb64(value: Any, where: str) -> bytes:
@@ -272,6 +361,20 @@ def _unb64(value: Any, where: str) -> bytes:
         return base64.b64decode(value, validate=True)
     except ValueError:
         raise UsageError("export-malformed", f"{where}: invalid base64") from None
+
+
+def _int_field(row: dict[str, Any], name: str, where: str, high: int) -> int:
+    value = row.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
+        raise UsageError("export-malformed", f"{where}: {name} must be an integer in 0..{high}")
+    return value
+
+
+def _str_field(row: dict[str, Any], name: str, where: str) -> str:
+    value = row.get(name)
+    if not isinstance(value, str):
+        raise UsageError("export-malformed", f"{where}: {name} must be a string")
+    return value
 
 
 def open_export(path: Path) -> ExportLedger:
@@ -294,10 +397,7 @@ def open_export(path: Path) -> ExportLedger:
             if kind == "header":
                 if row.get("format") != EXPORT_FORMAT or header_seen:
                     raise UsageError("export-malformed", f"{where}: not a {EXPORT_FORMAT} header")
-                size = row.get("tree_size")
-                if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                    raise UsageError("export-malformed", f"{where}: tree_size must be an integer")
-                ledger.header_size = size
+                ledger.header_size = _int_field(row, "tree_size", where, INT_MAX)
                 ledger.header_root = _unb64(row.get("root_hash"), where)
                 header_seen = True
             elif not header_seen:
@@ -305,10 +405,8 @@ def open_export(path: Path) -> ExportLedger:
                     "export-malformed", f"{where}: the export must start with a header"
                 )
             elif kind == "entry":
-                seq = row.get("seq")
+                seq = _int_field(row, "seq", where, INT_MAX)
                 body = _unb64(row.get("body"), where)
-                if not isinstance(seq, int) or isinstance(seq, bool):
-                    raise UsageError("export-malformed", f"{where}: seq must be an integer")
                 # The nodes this line's leaf completes, by its position in the export (which is
                 # its seq unless the export was tampered with; the audit then says so).
                 nodes = b"".join(compact.push(merkle.leaf_hash(body)))
@@ -318,9 +416,9 @@ def open_export(path: Path) -> ExportLedger:
                         " VALUES (?, ?, ?, ?, ?, ?)",
                         (
                             seq,
-                            str(row.get("prev_hash")),
-                            str(row.get("entry_hash")),
-                            str(row.get("kind")),
+                            _str_field(row, "prev_hash", where),
+                            _str_field(row, "entry_hash", where),
+                            _str_field(row, "kind", where),
                             body,
                             nodes,
                         ),
@@ -330,11 +428,15 @@ def open_export(path: Path) -> ExportLedger:
                         "export-malformed", f"{where}: duplicate seq or hash"
                     ) from None
             elif kind == "object":
-                digest, sha256, size = row.get("digest"), row.get("sha256"), row.get("size")
-                if not isinstance(digest, str) or not isinstance(sha256, str):
-                    raise UsageError("export-malformed", f"{where}: object without digest")
+                digest = _str_field(row, "digest", where)
+                sha256 = _str_field(row, "sha256", where)
+                size = _int_field(row, "size", where, MAX_OBJECT_BYTES)
                 if row.get("withheld") is True:
-                    ledger.withheld[digest] = (sha256, size if isinstance(size, int) else -1)
+                    if "body" in row or digest in ledger.withheld:
+                        raise UsageError(
+                            "export-malformed", f"{where}: a withheld object twice or with a body"
+                        )
+                    ledger.withheld[digest] = (sha256, size)
                     continue
                 try:
                     conn.execute(
@@ -342,7 +444,7 @@ def open_export(path: Path) -> ExportLedger:
                         (
                             digest,
                             sha256,
-                            str(row.get("media_type")),
+                            _str_field(row, "media_type", where),
                             size,
                             _unb64(row.get("body"), where),
                         ),
@@ -353,6 +455,15 @@ def open_export(path: Path) -> ExportLedger:
                 raise UsageError("export-malformed", f"{where}: unknown line type {kind!r}")
         if not header_seen:
             raise UsageError("export-malformed", f"{path}: empty export")
+        duplicated = [
+            d
+            for d in ledger.withheld
+            if conn.execute("SELECT 1 FROM objects WHERE digest = ?", (d,)).fetchone()
+        ]
+        if duplicated:
+            raise UsageError(
+                "export-malformed", f"{path}: object {duplicated[0]} is both withheld and present"
+            )
         conn.execute("COMMIT")
     except BaseException:
         conn.close()

@@ -19,6 +19,7 @@ import pytest
 from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import FIXED_TIME, CliResult, run_cli
 
+from ledger.rules import SKIP_BUNDLE_WITHHELD, SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from verifiers.calibration import PLANS
 from verifiers.canonical import canonical_bytes, canonical_digest
 
@@ -109,7 +110,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     full, public = root / "full.jsonl", root / "public.jsonl"
     assert cli(db, "export", "--out", str(full)).code == 0
     result = cli(db, "export", "--public", "--out", str(public), "--json")
-    assert result.code == 0 and result.json()["withheld"] == 1
+    # The hidden plan, the hidden task's bundle (manifest, patch, stdout; its stderr is empty)
+    # and its VerificationResult.
+    assert result.code == 0 and result.json()["withheld"] == 5
     report = cli(db, "audit", "--json")
     assert report.code == 0, report.stdout
     return Built(db, read_lines(full), read_lines(public), public, report.json())
@@ -312,8 +315,8 @@ def test_public_export_never_leaks_a_hidden_plan(built: Built) -> None:
         if "body" in line:
             assert SECRET.encode() not in base64.b64decode(line["body"]), line.get("seq")
     withheld = [o for o in built.public if o.get("withheld")]
-    assert len(withheld) == 1 and "body" not in withheld[0]
-    (plan_object,) = withheld
+    assert len(withheld) == 5 and all("body" not in o for o in withheld)
+    (plan_object,) = [o for o in withheld if o["sha256"] == canonical_digest(hidden_plan())]
     # Its address and digest stay, so the commitment can still be checked later.
     assert plan_object["sha256"] == canonical_digest(hidden_plan())
     frozen = [body_of(e) for e in entry_lines(built.public) if e["kind"] == "cohort.frozen"]
@@ -330,7 +333,16 @@ def test_public_export_never_leaks_a_hidden_plan(built: Built) -> None:
 def test_public_export_audits_clean_skipping_only_hidden_replays(built: Built) -> None:
     code, report = audit_export(built.public_path)
     assert code == 0, report["violations"]
-    assert report["withheld_objects"] == 1
+    assert report["withheld_objects"] == 5
     assert report["root_hash"] == built.audit["root_hash"]
-    # Exactly the one verification judged by the hidden plan is not replayed.
-    assert report["replayed"] == built.audit["replayed"] - 1
+    # The verification judged by the hidden plan is not replayed, nor are the two "good" ones:
+    # their patch is the same bytes as the hidden task's (withheld, as a hidden-task reference
+    # names it). Each skip is counted with its reason; the verdict says so.
+    assert report["replayed"] == built.audit["replayed"] - 3
+    assert report["verdict"] == "intact-with-skips" and built.audit["verdict"] == "intact"
+    assert report["skipped"] == [
+        {"check": "outcome-check", "count": 1, "reason": SKIP_RESULT_WITHHELD},
+        {"check": "plan-binding", "count": 1, "reason": SKIP_PLAN_WITHHELD},
+        {"check": "replay", "count": 2, "reason": SKIP_BUNDLE_WITHHELD},
+        {"check": "replay", "count": 1, "reason": SKIP_PLAN_WITHHELD},
+    ]

@@ -28,6 +28,8 @@ from typing import Any, Final
 import blake3
 import msgspec
 
+from verifiers.jsonread import nesting_depth
+
 INT_MIN: Final = -(2**63)
 INT_MAX: Final = 2**63 - 1
 MAX_DEPTH: Final = 256  # guards the recursive walk; documents have far tighter limits
@@ -199,6 +201,14 @@ _CHECK_DECODER: Final = msgspec.json.Decoder(float_hook=_float_hook)
 # search (a regex would retry at every digit of every hex digest).
 _DIGITS_ONLY: Final = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
 _NINETEEN_DIGITS: Final = b"0" * 19
+# Bracket depth the canonical form can never reach (``_check`` refuses a value at depth
+# MAX_DEPTH + 1, the innermost of MAX_DEPTH + 2 brackets): refused by a linear scan before
+# msgspec, which raises RecursionError about a thousand levels down.
+_NEVER_CANONICAL_DEPTH: Final = MAX_DEPTH + 2
+
+
+def _too_deep(data: bytes) -> bool:
+    return nesting_depth(data, _NEVER_CANONICAL_DEPTH) >= _NEVER_CANONICAL_DEPTH
 
 
 def is_canonical(data: bytes) -> bool:
@@ -211,6 +221,8 @@ def is_canonical(data: bytes) -> bool:
     JSON keys are strings and msgspec refuses lone surrogates while decoding. Any doubt takes the
     reference path.
     """
+    if _too_deep(data):
+        return False
     try:
         value = _CHECK_DECODER.decode(data)
     except msgspec.ValidationError:
@@ -252,6 +264,8 @@ def decode_checking_canonical(
     two: re-encoding the typed value with sorted fields gives the same bytes as re-encoding the
     generic value, since the Struct's fields are exactly the object's keys.
     """
+    if _too_deep(data):
+        return None, False
     try:
         value = decoder.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):

@@ -155,6 +155,14 @@ def _max_depth(data: bytes, limit: int) -> int:
     return max(itertools.accumulate(map(_DEPTH_DELTA.__getitem__, brackets)), default=0)
 
 
+def nesting_depth(data: bytes, limit: int) -> int:
+    """The nesting depth of the JSON text ``data`` (brackets inside string literals do not
+    count), exact whenever it exceeds ``limit``; one linear scan, no recursion. Run it before
+    any recursive decoder (msgspec, ``json.loads``) sees stored or received bytes: those raise
+    ``RecursionError`` about a thousand levels down."""
+    return _max_depth(bytes(data), limit)
+
+
 def _locate(value: Any, scan: _Scan, path: str, out: list[FieldError], limit: int) -> None:
     """Find every refused construct below ``value``; iterative so depth is not a concern."""
     stack: list[tuple[Any, str]] = [(value, path)]
@@ -313,4 +321,12 @@ def _read(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[JsonRead, byt
     return JsonRead(value, ()), None
 
 
-__all__ = ["INT_MAX", "INT_MIN", "FieldError", "JsonRead", "read_json", "read_json_checked"]
+__all__ = [
+    "INT_MAX",
+    "INT_MIN",
+    "FieldError",
+    "JsonRead",
+    "nesting_depth",
+    "read_json",
+    "read_json_checked",
+]
