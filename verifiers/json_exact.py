@@ -155,6 +155,8 @@ def build_json_result(
         parse_error = "candidate bytes unavailable"
         if obs is not None and obs.status == "oversize":
             parse_error = f"candidate is {size} bytes, exceeding max_candidate_bytes={max_bytes}"
+        elif obs is not None and obs.status == "over-budget":
+            parse_error = "candidate not read: the bundle's files exceed the plan's read budget"
     elif len(data) > max_bytes:
         parse_error = f"candidate is {len(data)} bytes, exceeding max_candidate_bytes={max_bytes}"
     else:

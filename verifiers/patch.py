@@ -135,7 +135,7 @@ def identity_key(value: str) -> str:
 def same_identity(worker_id: Any, verifier_id: Any) -> bool:
     """True when the worker id names the verifier (or either is not a string: fail closed)."""
     if not isinstance(worker_id, str) or not isinstance(verifier_id, str):
-        return worker_id == verifier_id
+        return bool(worker_id == verifier_id)
     return identity_key(worker_id) == identity_key(verifier_id)
 
 
@@ -279,6 +279,11 @@ _FILE_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "unreadable": ("policy", "Candidate artifact could not be read as one stable regular file."),
     "duplicate": ("provenance", "Candidate artifact locator is declared more than once."),
+    "over-budget": (
+        "policy",
+        "Candidate artifact was not read: the bundle's earlier files used up the read budget "
+        "its plan allows.",
+    ),
 }
 
 
@@ -352,6 +357,9 @@ def check_logs(
             elif obs.status == "oversize":
                 error = "log exceeds max_log_bytes"
                 item.update({"bytes": obs.size, "within_limit": False})
+            elif obs.status == "over-budget":
+                error = "log not read: the bundle's files exceed the read budget of the plan"
+                item.update({"bytes": obs.size})
             elif obs.status != "ok" or obs.data is None:
                 error = f"log is not a readable regular file ({obs.status})"
             else:
