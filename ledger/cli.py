@@ -5,6 +5,11 @@ arguments, calls the library, and renders the result as text or (``--json``) one
 stdout. Errors are caught once, in ``main``: one line ``ledger: <code>: <message>`` on stderr (or
 ``{"error": {"code", "message"}}`` on stdout with ``--json``) and the error's exit code.
 Exit codes: 0 ok / support / intact; 1 reject / violations found; 2 refused, nothing written.
+
+Human text is terminal-safe: every line goes through ``_visible``, so bytes a candidate or a
+stored document chose (a path with ``ESC [32m``, a bidi override) are shown as escapes and cannot
+redraw the screen; ``--json`` output, the checkpoint note, the tlog-proof and the export are
+machine formats and stay exact.
 """
 
 from __future__ import annotations
@@ -78,13 +83,34 @@ def _emit_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
 
 
+# C0 (newline and tab included), DEL, C1, the bidi controls (embeddings, overrides, isolates,
+# marks), the line and paragraph separators, and lone surrogates (undecodable file names).
+_TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _visible(text: str, *, lines: bool = False) -> str:
+    """``text`` safe for a terminal: each unsafe character shown as ``\\xNN`` / ``\\uNNNN``.
+    With ``lines``, ``\\n`` stays a line break (text the CLI itself laid out in lines)."""
+    if lines:
+        return "\n".join(_TERMINAL_UNSAFE.sub(_escape_char, part) for part in text.split("\n"))
+    return _TERMINAL_UNSAFE.sub(_escape_char, text)
+
+
 def _say(text: str) -> None:
-    sys.stdout.write(text + "\n")
+    """One line of human output on stdout; anything in it that came from input is escaped."""
+    sys.stdout.write(_visible(text) + "\n")
 
 
 def _note(text: str) -> None:
     """Human progress and notes go to stderr, so stdout stays clean for results."""
-    sys.stderr.write(text + "\n")
+    sys.stderr.write(_visible(text) + "\n")
 
 
 # -- init / log / show -------------------------------------------------------------------------
@@ -196,7 +222,8 @@ def show(
             )
         else:
             _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
-            _say(json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2))
+            text = json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2)
+            sys.stdout.write(_visible(text, lines=True) + "\n")
     return EXIT_OK
 
 
@@ -228,7 +255,12 @@ def _show_object(obj: Any, as_json: bool) -> int:
         _emit_json(doc)
     else:
         _note(f"object {obj.digest}  {obj.sha256}  {obj.media_type}  {obj.size} bytes")
-        sys.stdout.write(text if text is not None else base64.b64encode(obj.body).decode() + "\n")
+        # Shown, not copied: `show --json` gives the exact bytes (base64 or the document).
+        sys.stdout.write(
+            _visible(text, lines=True)
+            if text is not None
+            else base64.b64encode(obj.body).decode() + "\n"
+        )
     return EXIT_OK
 
 
@@ -781,7 +813,7 @@ def _fail(code: str, message: str, exit_code: int, as_json: bool) -> NoReturn:
     if as_json:
         _emit_json({"error": {"code": code, "message": message}})
     else:
-        sys.stderr.write(f"ledger: {code}: {message}\n")
+        sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
     raise SystemExit(exit_code)
 
 

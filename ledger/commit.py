@@ -570,6 +570,9 @@ def _read_manifest_only(bundle_dir: Path) -> bytes | None:
 
 
 def _read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -> BundleSnapshot:
+    """The bundle as the committed plan may read it: each file within its role's limit and all
+    of them within the plan's budget (``verifiers.bundle.plan_read_policy``), so one bundle never
+    puts more than the manifest plus that budget into the ledger."""
     try:
         snapshot = read_bundle_for_plan(bundle_dir, plan)
     except BundleRootError as exc:

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 import msgspec
 from msgspec import Meta
 
+from verifiers.bundle import FileStatus
+
 Address = Annotated[str, Meta(pattern=r"^blake3:[0-9a-f]{64}$")]
 Digest = Annotated[str, Meta(pattern=r"^sha256:[0-9a-f]{64}$")]
 Seq = Annotated[int, Meta(ge=0)]
@@ -75,7 +77,7 @@ class CohortBurned(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=Tr
 class Observation(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
     role: Literal["manifest", "file"]
     locator: str
-    status: str
+    status: FileStatus  # the bundle reader's statuses (LEDGER.md section 10)
     size: int | None
     sha256: Digest | None
     object: Address | None

@@ -437,3 +437,38 @@ def test_bundle_path_that_is_a_file_is_an_operator_error(tmp_path: Path) -> None
 
 def test_hostile_suite_has_at_least_thirty_named_attacks() -> None:
     assert len({name for name, _, _ in HOSTILE}) >= 30
+
+
+def test_logs_past_the_read_budget_are_a_clean_reject_and_unread(tmp_path: Path) -> None:
+    """Optional logs, each within max_log_bytes, declared until the bundle passes the plan's
+    budget (max_candidate_bytes + max_log_bytes * 2 required types): the first ones are read,
+    the rest are over-budget and never read; the verdict is a reject that names them."""
+    bench = make_bench(tmp_path)
+    backend = bench.plan["backend"]
+    budget = backend["max_candidate_bytes"] + backend["max_log_bytes"] * 2
+    size = backend["max_log_bytes"]
+    for i in range(4):
+        data = bytes([65 + i]) * size
+        bench.write_file(f"trace-{i}.txt", data)
+        bench.manifest["logs"].append(
+            {"type": "trace", "locator": f"trace-{i}.txt", "digest": sha(data)}
+        )
+    outcome = judge(bench)
+    assert_clean_reject(outcome, "provenance")
+    snapshot = read_bundle_for_plan(bench.root, typed_plan(bench.plan))
+    status = {item.locator: item.status for item in snapshot.files}
+    read = sum(item.size or 0 for item in snapshot.files if item.status == "ok")
+    assert read <= budget
+    assert [status[f"trace-{i}.txt"] for i in range(4)] == [
+        "ok",
+        "ok",
+        "over-budget",
+        "over-budget",
+    ]
+    review = next(c for c in outcome.result.checks if c.id == "independent-review")
+    logs = json.loads(review.diagnostics or "{}")["logs"]["logs"]
+    unread = [item for item in logs if item["locator"] in ("trace-2.txt", "trace-3.txt")]
+    assert [item["error"] for item in unread] == [
+        "log not read: the bundle's files exceed the read budget of the plan"
+    ] * 2
+    assert judge_again(bench) == outcome.result_bytes

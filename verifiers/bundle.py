@@ -11,7 +11,10 @@ garbage manifest still yields a snapshot) and observes every named file itself:
 - the final file is ``lstat``-ed, its size compared with the limit *before* reading, then opened
   with ``O_NOFOLLOW | O_NONBLOCK`` (a FIFO can never block), ``fstat``-ed (regular file, same
   device and inode as the ``lstat``) and read once, at most ``limit + 1`` bytes;
-- a locator named twice is read once; later occurrences are ``duplicate``.
+- a locator named twice is read once; later occurrences are ``duplicate``;
+- with a ``ReadPolicy`` (what ``ledger verify`` uses) each file is bounded by the limit of its role
+  (the candidate artifact, a log, any other produced artifact) and all files together by one
+  budget: a file that would take the bundle past it is ``over-budget``, its bytes never read.
 
 The bytes stored in the snapshot are exactly the bytes that were hashed. A snapshot can be
 rebuilt from its stored observations and blobs (``snapshot_from_parts``) so that a replay never
@@ -48,6 +51,7 @@ FileStatus = Literal[
     "invalid-path",
     "unreadable",
     "duplicate",
+    "over-budget",
 ]
 FILE_STATUSES: Final[frozenset[str]] = frozenset(get_args(FileStatus))
 
@@ -116,11 +120,13 @@ def locator_is_safe(locator: str) -> bool:
     return all(part not in ("", ".", "..") for part in parts)
 
 
-def manifest_locators(manifest: bytes | None) -> list[str]:
-    """Locators named by ``produced_artifacts[].locator`` then ``logs[].locator``, in order.
+def manifest_entries(manifest: bytes | None) -> list[tuple[str, str, str | None]]:
+    """``(locator, section, id)`` for ``produced_artifacts[]`` then ``logs[]``, in order.
 
-    Lenient on purpose: whatever is not a JSON object with lists of objects holding string
-    locators contributes nothing. Duplicates are kept (the reader marks them).
+    ``section`` is ``"produced_artifacts"`` or ``"logs"``; ``id`` is the artifact's id when it is a
+    string. Lenient on purpose: whatever is not a JSON object with lists of objects holding string
+    locators contributes nothing. Duplicates are kept (the reader marks them). At most
+    MAX_LOCATORS entries.
     """
     if manifest is None:
         return []
@@ -128,7 +134,7 @@ def manifest_locators(manifest: bytes | None) -> list[str]:
     value: Any = read.value
     if not read.ok or not isinstance(value, dict):
         return []
-    found: list[str] = []
+    found: list[tuple[str, str, str | None]] = []
     for key in ("produced_artifacts", "logs"):
         items = value.get(key)
         if not isinstance(items, list):
@@ -137,8 +143,73 @@ def manifest_locators(manifest: bytes | None) -> list[str]:
             if isinstance(item, dict):
                 locator = item.get("locator")
                 if isinstance(locator, str):
-                    found.append(locator)
+                    item_id = item.get("id")
+                    found.append((locator, key, item_id if isinstance(item_id, str) else None))
     return found[:MAX_LOCATORS]
+
+
+def manifest_locators(manifest: bytes | None) -> list[str]:
+    """Locators named by ``produced_artifacts[].locator`` then ``logs[].locator``, in order."""
+    return [locator for locator, _, _ in manifest_entries(manifest)]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPolicy:
+    """How much of one bundle the reader may read, derived from the plan that judges it.
+
+    Each file is bounded by the limit of its role: ``candidate_bytes`` for a produced artifact
+    whose id is ``candidate_artifact_id``, ``log_bytes`` for a log, ``other_bytes`` for any other
+    produced artifact (a locator named in several roles gets the largest of their limits). All
+    files together are bounded by ``budget`` bytes; the manifest has its own limit and is not
+    counted. Files are charged in manifest order, so what is read is a function of the bundle.
+    """
+
+    candidate_artifact_id: str
+    candidate_bytes: int
+    log_bytes: int
+    other_bytes: int
+    budget: int
+
+    def limits(self, manifest: bytes | None) -> dict[str, int]:
+        """Locator -> its per-file limit under this policy."""
+        out: dict[str, int] = {}
+        for locator, section, item_id in manifest_entries(manifest):
+            if section == "logs":
+                limit = self.log_bytes
+            elif item_id == self.candidate_artifact_id:
+                limit = self.candidate_bytes
+            else:
+                limit = self.other_bytes
+            out[locator] = max(out.get(locator, 0), max(0, limit))
+        return out
+
+
+def _plan_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def plan_read_policy(plan: Mapping[str, Any]) -> ReadPolicy:
+    """The ReadPolicy for a bundle judged by ``plan`` (its JSON form). Each role gets only what
+    its verifier uses (LEDGER.md section 10, bundle reader item 10):
+
+    - plan 0.1 (exact JSON): the candidate up to ``max_candidate_bytes``; logs and other produced
+      artifacts 0 bytes (the verifier looks only at their status); budget ``max_candidate_bytes``;
+    - plans 0.2-0.4 (patch): the candidate up to ``backend.max_candidate_bytes``, each log up to
+      ``backend.max_log_bytes``, other produced artifacts 0 bytes (never looked at); budget
+      ``max_candidate_bytes + max_log_bytes * max(1, len(required_log_types))``.
+    """
+    artifact_id = plan.get("candidate_artifact_id")
+    artifact_id = artifact_id if isinstance(artifact_id, str) else ""
+    if plan.get("schema_version") == "0.1":
+        candidate = _plan_int(plan.get("max_candidate_bytes"))
+        return ReadPolicy(artifact_id, candidate, 0, 0, candidate)
+    backend = plan.get("backend")
+    backend = backend if isinstance(backend, Mapping) else {}
+    candidate = _plan_int(backend.get("max_candidate_bytes"))
+    log = _plan_int(backend.get("max_log_bytes"))
+    types = backend.get("required_log_types")
+    required = len(types) if isinstance(types, list) else 0
+    return ReadPolicy(artifact_id, candidate, log, 0, candidate + log * max(1, required))
 
 
 # --------------------------------------------------------------------------- reading
@@ -160,7 +231,7 @@ def _status_for_oserror(exc: OSError) -> FileStatus:
     return "unreadable"
 
 
-def _read_at(root_fd: int, locator: str, limit: int) -> FileObservation:
+def _read_at(root_fd: int, locator: str, limit: int, budget: int | None = None) -> FileObservation:
     """Walk ``locator`` below ``root_fd`` without following any symlink and read it, bounded."""
     if not locator_is_safe(locator):
         return _obs(locator, "invalid-path")
@@ -182,12 +253,14 @@ def _read_at(root_fd: int, locator: str, limit: int) -> FileObservation:
                 return _obs(locator, _status_for_oserror(exc))
             os.close(dir_fd)
             dir_fd = next_fd
-        return _read_final(dir_fd, parts[-1], locator, limit)
+        return _read_final(dir_fd, parts[-1], locator, limit, budget)
     finally:
         os.close(dir_fd)
 
 
-def _read_final(dir_fd: int, name: str, locator: str, limit: int) -> FileObservation:
+def _read_final(
+    dir_fd: int, name: str, locator: str, limit: int, budget: int | None
+) -> FileObservation:
     try:
         st = os.lstat(name, dir_fd=dir_fd)
     except OSError as exc:
@@ -199,6 +272,10 @@ def _read_final(dir_fd: int, name: str, locator: str, limit: int) -> FileObserva
     if st.st_size > limit:
         # Refused before a single byte is read.
         return _obs(locator, "oversize", st.st_size)
+    if budget is not None and st.st_size > budget:
+        # Within its own limit, but the bundle's earlier files used the budget: not read.
+        return _obs(locator, "over-budget", st.st_size)
+    cap = limit if budget is None else min(limit, budget)
     try:
         fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
@@ -211,7 +288,7 @@ def _read_final(dir_fd: int, name: str, locator: str, limit: int) -> FileObserva
             # Swapped between lstat and open: refuse rather than guess which one we read.
             return _obs(locator, "unreadable")
         chunks: list[bytes] = []
-        remaining = limit + 1
+        remaining = cap + 1
         while remaining > 0:
             chunk = os.read(fd, min(remaining, 1 << 16))
             if not chunk:
@@ -225,6 +302,8 @@ def _read_final(dir_fd: int, name: str, locator: str, limit: int) -> FileObserva
         os.close(fd)
     if len(data) > limit:
         return _obs(locator, "oversize", len(data))
+    if len(data) > cap:
+        return _obs(locator, "over-budget", len(data))  # grew past the budget after the lstat
     return FileObservation(locator=locator, status="ok", size=len(data), data=data)
 
 
@@ -256,17 +335,24 @@ def read_bundle(
     root: Path,
     *,
     max_manifest_bytes: int = DEFAULT_MAX_MANIFEST_BYTES,
-    limit_for: Callable[[str], int],
+    limit_for: Callable[[str], int] | None = None,
+    policy: ReadPolicy | None = None,
 ) -> BundleSnapshot:
     """Observe the bundle at ``root``. Raises only BundleRootError (operator-side problems).
 
-    ``limit_for(locator)`` gives the largest number of bytes the reader may read for that file;
-    a larger file is recorded as ``oversize`` without being read.
+    Give exactly one of ``limit_for`` and ``policy``. ``limit_for(locator)`` gives the largest
+    number of bytes the reader may read for that file (no total budget); ``policy`` gives each
+    file the limit of its role and charges every read byte to its budget. A file larger than its
+    limit is ``oversize``, one past the remaining budget ``over-budget``; neither is read.
     """
+    if (limit_for is None) == (policy is None):
+        raise TypeError("read_bundle needs exactly one of limit_for and policy")
     root_fd = _open_root(root)
     try:
         manifest_obs = _read_at(root_fd, MANIFEST_NAME, max(0, max_manifest_bytes))
         manifest = manifest_obs.data
+        limits = policy.limits(manifest) if policy is not None else {}
+        remaining = max(0, policy.budget) if policy is not None else None
         files: list[FileObservation] = []
         seen: set[str] = set()
         for locator in manifest_locators(manifest):
@@ -274,7 +360,11 @@ def read_bundle(
                 files.append(_obs(locator, "duplicate"))
                 continue
             seen.add(locator)
-            files.append(_read_at(root_fd, locator, max(0, int(limit_for(locator)))))
+            limit = limits.get(locator, 0) if limit_for is None else int(limit_for(locator))
+            item = _read_at(root_fd, locator, max(0, limit), remaining)
+            if remaining is not None and item.data is not None:
+                remaining -= len(item.data)
+            files.append(item)
     finally:
         os.close(root_fd)
     return BundleSnapshot(manifest=manifest, manifest_observation=manifest_obs, files=tuple(files))
@@ -401,14 +491,18 @@ def snapshot_from_bytes(
 
 __all__ = [
     "DEFAULT_MAX_MANIFEST_BYTES",
+    "FILE_STATUSES",
     "MANIFEST_NAME",
     "BundleRootError",
     "BundleSnapshot",
     "FileObservation",
     "FileStatus",
+    "ReadPolicy",
     "SnapshotReplayError",
     "locator_is_safe",
+    "manifest_entries",
     "manifest_locators",
+    "plan_read_policy",
     "read_bundle",
     "read_file_under",
     "snapshot_blobs",

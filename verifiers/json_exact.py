@@ -6,7 +6,8 @@ reference names them:
 
 - ``artifact-digest``: the manifest is schema-valid and bound to the WorkUnit, exactly one
   artifact carries ``candidate_artifact_id``, its bytes were read and their SHA-256 equals the
-  declared digest, and the worker id differs from the verifier id;
+  declared digest, and the worker id differs from the verifier id (``identity_key``: NFKC,
+  case-folded);
 - ``candidate-scope``: the sorted declared artifact locators equal the sorted ``allowed_files`` and
   every one of them is a regular file the reader could read;
 - ``independent-acceptance``: the candidate is at most ``max_candidate_bytes``, parses as strict
@@ -33,6 +34,7 @@ from verifiers.patch import (
     finish_result,
     json_digest,
     manifest_findings,
+    same_identity,
     sha256_bytes,
     status_fields,
 )
@@ -118,7 +120,7 @@ def build_json_result(
             )
         )
     worker_id = (doc.get("worker") or {}).get("id")
-    distinct_ok = view.doc is None or worker_id != verifier_id
+    distinct_ok = view.doc is None or not same_identity(worker_id, verifier_id)
     if not distinct_ok:
         findings.append(
             finding(
@@ -153,6 +155,8 @@ def build_json_result(
         parse_error = "candidate bytes unavailable"
         if obs is not None and obs.status == "oversize":
             parse_error = f"candidate is {size} bytes, exceeding max_candidate_bytes={max_bytes}"
+        elif obs is not None and obs.status == "over-budget":
+            parse_error = "candidate not read: the bundle's files exceed the plan's read budget"
     elif len(data) > max_bytes:
         parse_error = f"candidate is {len(data)} bytes, exceeding max_candidate_bytes={max_bytes}"
     else:

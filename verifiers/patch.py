@@ -22,7 +22,7 @@ Checks (numbers follow LEDGER.md "What the patch verifier checks"):
    with a ``.git`` component is always out of scope;
 7. semantics per adapter (``verifiers.semantics``);
 8. worker ``status`` is ``succeeded``;
-9. the worker id differs from the verifier id.
+9. the worker id differs from the verifier id, compared as ``identity_key`` (NFKC, case-folded).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -119,6 +120,23 @@ def wall_seconds(started_at: str, finished_at: str) -> float:
         return 0.0
     # Millisecond resolution keeps the float free of exponents in canonical JSON.
     return round(max(0.0, seconds), 3)
+
+
+def identity_key(value: str) -> str:
+    """The form in which two ids are compared for independence: NFKC, case-folded, with format
+    characters (zero-width, bidi controls; Unicode category Cf) and surrounding whitespace
+    removed. Ids are defined lowercase (FORMATS.md), so any spelling that folds to the same key
+    names the same party; erring on the side of "not independent"."""
+    text = unicodedata.normalize("NFKC", value)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return unicodedata.normalize("NFKC", text.casefold()).strip()
+
+
+def same_identity(worker_id: Any, verifier_id: Any) -> bool:
+    """True when the worker id names the verifier (or either is not a string: fail closed)."""
+    if not isinstance(worker_id, str) or not isinstance(verifier_id, str):
+        return bool(worker_id == verifier_id)
+    return identity_key(worker_id) == identity_key(verifier_id)
 
 
 def matches_any(path: str, patterns: Sequence[str]) -> bool:
@@ -261,6 +279,11 @@ _FILE_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "unreadable": ("policy", "Candidate artifact could not be read as one stable regular file."),
     "duplicate": ("provenance", "Candidate artifact locator is declared more than once."),
+    "over-budget": (
+        "policy",
+        "Candidate artifact was not read: the bundle's earlier files used up the read budget "
+        "its plan allows.",
+    ),
 }
 
 
@@ -334,6 +357,9 @@ def check_logs(
             elif obs.status == "oversize":
                 error = "log exceeds max_log_bytes"
                 item.update({"bytes": obs.size, "within_limit": False})
+            elif obs.status == "over-budget":
+                error = "log not read: the bundle's files exceed the read budget of the plan"
+                item.update({"bytes": obs.size})
             elif obs.status != "ok" or obs.data is None:
                 error = f"log is not a readable regular file ({obs.status})"
             else:
@@ -457,7 +483,8 @@ def independence(plan: Mapping[str, Any], view: ManifestView, notes: str) -> dic
     worker_id = worker.get("id") if isinstance(worker.get("id"), str) and worker.get("id") else None
     verifier_id = (plan.get("verifier") or {}).get("id")
     return {
-        "independent_from_worker": worker_id is not None and worker_id != verifier_id,
+        "independent_from_worker": worker_id is not None
+        and not same_identity(worker_id, verifier_id),
         "worker_id_observed": worker_id if worker_id is not None else "unknown",
         "shared_model_family": False,
         "shared_runtime": False,
@@ -878,7 +905,7 @@ def _review(
         )
     worker_id = (doc.get("worker") or {}).get("id")
     verifier_id = (plan.get("verifier") or {}).get("id")
-    distinct_ok = worker_id != verifier_id
+    distinct_ok = not same_identity(worker_id, verifier_id)
     if not distinct_ok:
         findings.append(
             finding(

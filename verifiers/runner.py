@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from verifiers.bundle import BundleSnapshot, read_bundle
+from verifiers.bundle import BundleSnapshot, plan_read_policy, read_bundle
 from verifiers.contracts import (
     LIMITS,
     RECOMMENDATION_OUTCOMES,
@@ -162,22 +162,13 @@ def check_binding(
         )
 
 
-def read_limit(plan: EvaluatorPlan | Mapping[str, Any]) -> int:
-    """The per-file read bound for a bundle judged by ``plan`` (the largest plan limit; the
-    verifier applies the exact per-role limits to what was read)."""
-    plan_d: dict[str, Any] = document_json(plan)
-    if plan_d.get("schema_version") == "0.1":
-        return int(plan_d.get("max_candidate_bytes", 0))
-    backend = plan_d.get("backend") or {}
-    return max(int(backend.get("max_candidate_bytes", 0)), int(backend.get("max_log_bytes", 0)))
-
-
 def read_bundle_for_plan(root: Path, plan: EvaluatorPlan | Mapping[str, Any]) -> BundleSnapshot:
-    """``read_bundle`` with the manifest limit of the contract and the plan's file limit."""
-    limit = read_limit(plan)
-    limit_for: Callable[[str], int] = lambda _locator: limit  # noqa: E731
+    """``read_bundle`` with the manifest limit of the contract and the plan's ReadPolicy (each
+    file within its role's limit, all of them within the plan's budget)."""
     return read_bundle(
-        root, max_manifest_bytes=LIMITS["result-manifest"].max_bytes, limit_for=limit_for
+        root,
+        max_manifest_bytes=LIMITS["result-manifest"].max_bytes,
+        policy=plan_read_policy(document_json(plan)),
     )
 
 
@@ -264,6 +255,5 @@ __all__ = [
     "RunOutcome",
     "check_binding",
     "read_bundle_for_plan",
-    "read_limit",
     "run",
 ]
