@@ -1,7 +1,7 @@
 """The audit's commitment rules and replay, from entries and objects alone.
 
 ``CommitmentRules`` is an audit observer (``ledger.audit.EntryObserver``): fed every well-formed
-entry in seq order, it re-checks rules 1-8 of LEDGER.md section 5 and, unless ``replay`` is off,
+entry in seq order, it re-checks rules 1-9 of LEDGER.md section 5 and, unless ``replay`` is off,
 recomputes every VerificationResult and calibration report from the stored bytes and compares them
 byte for byte. Its memory grows with the number of cohorts and tasks, not with entries.
 Each violation code is listed in LEDGER.md section 6 ("Commitment rules").
