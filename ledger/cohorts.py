@@ -9,7 +9,10 @@ Rules (LEDGER.md "Freezing a cohort"):
 3. Everything is checked before anything is written: the document's schema; its
    ``definition_digest`` (when present) against the projection; each WorkUnit's digest, id and
    version; each plan's digest, id, visibility, backend, binding (``verifiers.runner``) and
-   adapter; the task count and required families once the stage is frozen or burned.
+   adapter; the task count and required families once the stage is frozen or burned; every
+   evidence file the cohort names (each attempt's ResultManifest and VerificationResult, a
+   verified negative case's evidence) exists under ROOT, is read the same safe way and has the
+   canonical digest (and id) the cohort states: a claim the files cannot back is refused.
    This module only reads files and checks documents against each other; rules that depend on the
    ledger's state (already frozen, exposure, calibration) live in ``ledger.commit``.
 """
@@ -23,15 +26,22 @@ from pathlib import Path
 from typing import Any, Final
 
 from verifiers.bundle import BundleRootError, read_file_under
-from verifiers.canonical import canonical_bytes, sha256_hex_digest
+from verifiers.canonical import (
+    CanonicalFormError,
+    canonical_bytes,
+    canonical_digest,
+    sha256_hex_digest,
+)
 from verifiers.contracts import (
     LIMITS,
+    ContractLimits,
     Decoded,
     EvaluatorPlan,
     WorkUnit,
     decode_evaluator_plan,
     decode_work_unit,
 )
+from verifiers.jsonread import read_json
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
 
 from .contracts import BenchmarkCohort, CohortTask, decode_cohort, definition_digest
@@ -87,8 +97,10 @@ def _document(decoded: Decoded[Any]) -> LoadedDocument:
     return LoadedDocument(canonical=data, digest=sha256_hex_digest(data))
 
 
-def read_relative(root: Path, relpath: str, limit: int, *, what: str) -> bytes:
-    """Read ``root/relpath`` through no symlink, bounded; CommitError with a clear reason."""
+def read_relative(
+    root: Path, relpath: str, limit: int, *, what: str, code: str = "cohort-file-refused"
+) -> bytes:
+    """Read ``root/relpath`` through no symlink, bounded; CommitError ``code`` with a reason."""
     try:
         observation = read_file_under(root, relpath, limit)
     except BundleRootError as exc:
@@ -104,7 +116,7 @@ def read_relative(root: Path, relpath: str, limit: int, *, what: str) -> bytes:
         "unreadable": "cannot be read",
     }
     reason = reasons.get(observation.status, observation.status)
-    raise CommitError("cohort-file-refused", f"{what} {relpath!r} under {root} {reason}")
+    raise CommitError(code, f"{what} {relpath!r} under {root} {reason}")
 
 
 def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = None) -> LoadedCohort:
@@ -253,6 +265,7 @@ def _load_task(
         check_binding(plan_raw if plan_raw is not None else plan, wu_decoded.raw, wu_doc.digest)
     except PlanBindingError as exc:
         raise CommitError(exc.code, f"{where}: {exc.message}") from None
+    _check_evidence(task, root)
     adapter, adapter_version = ADAPTERS[version]
     return LoadedTask(
         task=task,
@@ -263,3 +276,68 @@ def _load_task(
         adapter=adapter,
         adapter_version=adapter_version,
     )
+
+
+# Evidence a verified negative case names may be a VerificationResult or another JSON document.
+_NEGATIVE_EVIDENCE_LIMIT: Final = LIMITS["verification-result"]
+
+
+def _check_evidence(task: CohortTask, root: Path) -> None:
+    """Every evidence file the task names exists and is what the cohort says (reference:
+    ``tools/benchmark_cohort.py`` refuses a cohort whose evidence files are absent or drifted)."""
+    where = f"task {task.id}"
+    for attempt in task.evidence.attempts:
+        label = f"{where}: attempt {attempt.attempt_id}"
+        for ref, what, kind in (
+            (attempt.result_manifest, "ResultManifest", "result-manifest"),
+            (attempt.verification_result, "VerificationResult", "verification-result"),
+        ):
+            _check_evidence_file(
+                root, ref.path, ref.digest, ref.id, LIMITS[kind], what=f"{label}: {what}"
+            )
+    negative = task.negative_case
+    if (
+        negative.evidence_status == "verified"
+        and isinstance(negative.evidence_path, str)
+        and isinstance(negative.evidence_digest, str)
+    ):
+        _check_evidence_file(
+            root,
+            negative.evidence_path,
+            negative.evidence_digest,
+            None,
+            _NEGATIVE_EVIDENCE_LIMIT,
+            what=f"{where}: negative-case evidence",
+        )
+
+
+def _check_evidence_file(
+    root: Path,
+    relpath: str,
+    digest: str,
+    object_id: str | None,
+    limits: ContractLimits,
+    *,
+    what: str,
+) -> None:
+    data = read_relative(root, relpath, limits.max_bytes, what=what, code="evidence-missing")
+    read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    value = read.value if read.ok else None
+    if not isinstance(value, dict):
+        raise CommitError("evidence-mismatch", f"{what} {relpath!r} is not a JSON object")
+    try:
+        actual = canonical_digest(value)
+    except CanonicalFormError as exc:
+        raise CommitError(
+            "evidence-mismatch", f"{what} {relpath!r} has no canonical form: {exc}"
+        ) from None
+    if actual != digest:
+        raise CommitError(
+            "evidence-mismatch",
+            f"{what} {relpath!r} has digest {actual}, the cohort says {digest}",
+        )
+    if object_id is not None and value.get("id") != object_id:
+        raise CommitError(
+            "evidence-mismatch",
+            f"{what} {relpath!r} has id {value.get('id')!r}, the cohort says {object_id!r}",
+        )

@@ -11,12 +11,17 @@ Rules (LEDGER.md section 5, "Rules enforced by structure"; codes in section 11):
 3. A frozen cohort never changes: the same id with another definition is refused; re-freezing the
    identical definition is a no-op.
 4. A burned cohort accepts no verification; its definition digest stays.
-5. Exposure: a WorkUnit (by digest) with a recorded outcome, or named as observed by a burn, is
-   never again frozen as ``held_out``.
+5. Exposure: a WorkUnit with a recorded outcome, or named as observed by a burn, is never again
+   frozen as ``held_out``; exposure follows the WorkUnit's id (any version, any digest) as well as
+   its digest. A cohort imported as burned with no machine-readable observed task exposes all its
+   tasks.
 6. Version binding: plan version -> exactly one adapter (``verifiers.runner.ADAPTERS``).
 7. Freezing needs a green ``calibration.recorded`` (the latest one) for every adapter version
    the cohort uses.
 8. Every state check that decides a write runs inside the write transaction, under the lock.
+9. Outcome before plan: ``verify`` refuses a bundle whose manifest or candidate artifact bytes were
+   observed in this ledger before the freeze of the cohort it is verified against
+   (``outcome_digests`` and ``LedgerState.observed_before``, shared with the audit).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from .contracts import BurnNotice
 from .entries import Entry
 from .errors import EXIT_FAILED, EXIT_OK, CommitError, StoreError, UsageError
 from .payloads import (
+    BundleObserved,
     CalibrationRecorded,
     CohortBurned,
     CohortFrozen,
@@ -97,13 +103,47 @@ class CommittedCohort:
 
 @dataclass(slots=True)
 class LedgerState:
-    """What the commitment rules need to know, folded from entries in seq order."""
+    """What the commitment rules need to know, folded from entries in seq order.
+
+    Every lookup a rule makes is one dict access, so the state can be kept incrementally."""
 
     cohorts: dict[str, CommittedCohort] = field(default_factory=dict)
     # WorkUnit digest -> seq of the entry that exposed it (an outcome or a burn notice).
     exposed: dict[str, int] = field(default_factory=dict)
+    # WorkUnit id -> seq of the entry that exposed any WorkUnit with that id (rule 5: exposure
+    # follows the task, so an edited byte or a new version of the same id stays exposed).
+    exposed_ids: dict[str, int] = field(default_factory=dict)
+    # WorkUnit digest -> id, for every WorkUnit a freeze committed.
+    work_unit_ids: dict[str, str] = field(default_factory=dict)
+    # sha256 of every byte string a bundle.observed read (status ok) -> seq of the first one.
+    observed: dict[str, int] = field(default_factory=dict)
     # adapter version -> (green, seq) of the latest calibration entry naming it.
     calibration: dict[str, tuple[bool, int]] = field(default_factory=dict)
+
+    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
+        """(seq, what) of the entry that exposed this WorkUnit, by digest or else by id."""
+        seq = self.exposed.get(digest)
+        if seq is not None:
+            return seq, f"WorkUnit {digest}"
+        seq = self.exposed_ids.get(work_unit_id)
+        if seq is not None:
+            return seq, f"WorkUnit id {work_unit_id}"
+        return None
+
+    def observed_before(self, digests: Sequence[str], frozen_entry: int) -> tuple[str, int] | None:
+        """The first of ``digests`` this ledger observed before seq ``frozen_entry``, if any."""
+        for digest in digests:
+            seq = self.observed.get(digest)
+            if seq is not None and seq < frozen_entry:
+                return digest, seq
+        return None
+
+    def _expose(self, seq: int, digest: str, work_unit_id: str | None) -> None:
+        self.exposed.setdefault(digest, seq)
+        known = self.work_unit_ids.get(digest)
+        for wu_id in (work_unit_id, known):
+            if wu_id is not None:
+                self.exposed_ids.setdefault(wu_id, seq)
 
     def apply(self, entry: Entry) -> None:
         """Fold one entry in. Payloads are trusted here: the audit checks them separately (a
@@ -113,6 +153,7 @@ class LedgerState:
             tasks = {}
             for item in payload.tasks:
                 wu, plan = item.work_unit, item.plan
+                self.work_unit_ids.setdefault(wu.digest, wu.id)
                 tasks[item.task] = CommittedTask(
                     cohort=payload.cohort,
                     cohort_entry=entry.seq,
@@ -139,18 +180,79 @@ class LedgerState:
             committed = self.cohorts.get(payload.cohort)
             if committed is not None:
                 committed.burned_entry = entry.seq
+                for task_id in payload.observed_tasks:
+                    task = committed.tasks.get(task_id)
+                    if task is not None:
+                        self._expose(entry.seq, task.work_unit_digest, task.work_unit_id)
             for digest in payload.observed_work_units:
-                self.exposed.setdefault(digest, entry.seq)
+                self._expose(entry.seq, digest, None)
+        elif isinstance(payload, BundleObserved):
+            for observation in payload.observations:
+                if observation.status == "ok" and observation.sha256 is not None:
+                    self.observed.setdefault(observation.sha256, entry.seq)
         elif isinstance(payload, VerificationRecorded):
-            self.exposed.setdefault(payload.work_unit.digest, entry.seq)
+            committed = self.cohorts.get(payload.cohort)
+            task = committed.tasks.get(payload.task) if committed is not None else None
+            self._expose(
+                entry.seq, payload.work_unit.digest, task.work_unit_id if task is not None else None
+            )
         elif isinstance(payload, CalibrationRecorded):
             for version, green in payload.adapters.items():
                 self.calibration[version] = (green, entry.seq)
 
 
+def outcome_digests(
+    plan: EvaluatorPlan, manifest: bytes | None, observations: Sequence[Mapping[str, Any]]
+) -> tuple[str, ...]:
+    """The sha256 digests rule 9 checks: the manifest's and the candidate artifact's.
+
+    ``observations`` are in ``snapshot_observations`` form (the manifest first). The candidate
+    is found as every verifier finds it (``verifiers.patch.candidate_view``, used by the patch
+    and the exact-JSON backends alike): the one produced artifact whose id is the plan's
+    ``candidate_artifact_id``, read at the first observation of its locator. Pure, so ``verify``
+    and the audit derive the same digests from the same bytes.
+    """
+    found: list[str] = []
+    first = observations[0] if observations else None
+    if first is not None and first.get("role") == "manifest":
+        digest = first.get("sha256")
+        if first.get("status") == "ok" and isinstance(digest, str):
+            found.append(digest)
+    locator = _candidate_locator(manifest, plan.candidate_artifact_id)
+    if locator is not None:
+        for item in observations[1:]:
+            if item.get("locator") == locator:
+                digest = item.get("sha256")
+                if item.get("status") == "ok" and isinstance(digest, str):
+                    found.append(digest)
+                break
+    return tuple(found)
+
+
+def _candidate_locator(manifest: bytes | None, artifact_id: str) -> str | None:
+    if manifest is None:
+        return None
+    limits = LIMITS["result-manifest"]
+    read = read_json(manifest, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    value = read.value
+    if not read.ok or not isinstance(value, dict):
+        return None
+    artifacts = value.get("produced_artifacts")
+    matches = [
+        item
+        for item in (artifacts if isinstance(artifacts, list) else [])
+        if isinstance(item, dict) and item.get("id") == artifact_id
+    ]
+    if len(matches) != 1:
+        return None
+    locator = matches[0].get("locator")
+    return locator if isinstance(locator, str) else None
+
+
 _STATE_KINDS: Final = (
     "cohort.frozen",
     "cohort.burned",
+    "bundle.observed",
     "verification.recorded",
     "calibration.recorded",
 )
@@ -264,12 +366,13 @@ def _check_exposure(loaded: LoadedCohort, state: LedgerState) -> None:
     for item in loaded.tasks:
         if item.task.split != "held_out":
             continue
-        seq = state.exposed.get(item.work_unit_doc.digest)
-        if seq is not None:
+        exposed = state.exposure(item.work_unit.id, item.work_unit_doc.digest)
+        if exposed is not None:
+            seq, what = exposed
             raise CommitError(
                 "workunit-exposed",
-                f"task {item.task.id}: WorkUnit {item.work_unit_doc.digest} was exposed by entry"
-                f" {seq} and can never again be held_out; use another split or a new WorkUnit",
+                f"task {item.task.id}: {what} was exposed by entry {seq} and can never again be"
+                " held_out; use another split or a WorkUnit with a new id",
             )
 
 
@@ -327,7 +430,22 @@ def _append_burn_from_document(
     w: Writer, loaded: LoadedCohort, committed: CommittedCohort
 ) -> Entry:
     """Import a burn recorded in the document (the reference keeps it in its extensions)."""
-    extensions = loaded.cohort.extensions
+    reason, observed_ids, extra = imported_burn(
+        loaded.cohort.extensions, [t.task.id for t in loaded.tasks]
+    )
+    work_units = {item.task.id: item.work_unit_doc.digest for item in loaded.tasks}
+    return _append_burn(w, committed, reason, observed_ids, work_units, extra)
+
+
+def imported_burn(
+    extensions: object, task_ids: Sequence[str]
+) -> tuple[str, list[str], dict[str, Any]]:
+    """(reason, observed task ids, extra notice fields) of a cohort.json whose stage is burned.
+
+    Fails closed (rule 4): with no machine-readable observed task, every task counts as
+    observed, so nothing the cohort held can come back as held_out. Pure, so freeze and the
+    audit derive the same import from the same document.
+    """
     info: Mapping[str, Any] = {}
     if isinstance(extensions, dict):
         candidate = extensions.get(BURN_EXTENSION, {})
@@ -337,14 +455,17 @@ def _append_burn_from_document(
     if not isinstance(reason, str) or not reason:
         reason = "imported: cohort.json says stage burned (no reason recorded)"
     observed = info.get("observed_task")
-    observed_ids = [observed] if isinstance(observed, str) else []
+    if isinstance(observed, str):
+        observed_ids = [observed]
+    else:
+        observed_ids = list(task_ids)
+        reason += "; no observed task is recorded, so every task is treated as observed"
     extra = {
         key: info[key]
         for key in ("observed_solution_pr", "observed_solution_merge_commit", "successor_issue")
         if key in info
     }
-    work_units = {item.task.id: item.work_unit_doc.digest for item in loaded.tasks}
-    return _append_burn(w, committed, reason, observed_ids, work_units, extra)
+    return reason, observed_ids, extra
 
 
 def _append_burn(
@@ -538,6 +659,7 @@ def verify(
         chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
         plan, work_unit = committed_plan(ledger, chosen)
         snapshot = _read_snapshot(bundle_dir, plan, probe)
+        _check_outcome_before_plan(state, chosen, plan, snapshot)
         time = w.time
         try:
             outcome = run(plan, work_unit, snapshot, started_at=time, finished_at=time)
@@ -556,6 +678,22 @@ def verify(
         runner_version=outcome.runner_version,
         verification_result=msgspec.json.decode(outcome.result_bytes),
     )
+
+
+def _check_outcome_before_plan(
+    state: LedgerState, chosen: CommittedTask, plan: EvaluatorPlan, snapshot: BundleSnapshot
+) -> None:
+    """Rule 9: bytes this ledger saw before the plan was frozen cannot be judged by it."""
+    digests = outcome_digests(plan, snapshot.manifest, snapshot_observations(snapshot))
+    seen = state.observed_before(digests, chosen.cohort_entry)
+    if seen is not None:
+        digest, seq = seen
+        raise CommitError(
+            "outcome-before-plan",
+            f"the bundle's {digest} was observed at seq {seq}, before cohort {chosen.cohort} was"
+            f" frozen at seq {chosen.cohort_entry}: a plan frozen after its outcome was seen"
+            " cannot judge it",
+        )
 
 
 def _read_manifest_only(bundle_dir: Path) -> bytes | None:

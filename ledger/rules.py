@@ -1,7 +1,7 @@
 """The audit's commitment rules and replay, from entries and objects alone.
 
 ``CommitmentRules`` is an audit observer (``ledger.audit.EntryObserver``): fed every well-formed
-entry in seq order, it re-checks rules 1-8 of LEDGER.md section 5 and, unless ``replay`` is off,
+entry in seq order, it re-checks rules 1-9 of LEDGER.md section 5 and, unless ``replay`` is off,
 recomputes every VerificationResult and calibration report from the stored bytes and compares them
 byte for byte. Its memory grows with the number of cohorts and tasks, not with entries.
 Each violation code is listed in LEDGER.md section 6 ("Commitment rules").
@@ -16,12 +16,24 @@ import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
 from verifiers.canonical import MAX_DEPTH
-from verifiers.contracts import RECOMMENDATION_OUTCOMES, decode_evaluator_plan, decode_work_unit
+from verifiers.contracts import (
+    RECOMMENDATION_OUTCOMES,
+    EvaluatorPlan,
+    decode_evaluator_plan,
+    decode_work_unit,
+)
 from verifiers.jsonread import nesting_depth
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
 
 from .audit import Violation
-from .commit import CommittedCohort, CommittedTask, LedgerState, calibration_report_bytes
+from .commit import (
+    CommittedCohort,
+    CommittedTask,
+    LedgerState,
+    calibration_report_bytes,
+    imported_burn,
+    outcome_digests,
+)
 from .contracts import decode_cohort, definition_digest
 from .entries import Entry
 from .payloads import (
@@ -46,6 +58,7 @@ BURN_WITHOUT_FREEZE: Final = "burn-without-freeze"
 COHORT_REBURNED: Final = "cohort-reburned"
 BURN_MISMATCH: Final = "burn-mismatch"
 BUNDLE_NOT_COMMITTED: Final = "bundle-not-committed"
+OUTCOME_BEFORE_PLAN: Final = "outcome-before-plan"
 VERIFICATION_AFTER_BURN: Final = "verification-after-burn"
 BUNDLE_WITHOUT_RESULT: Final = "bundle-without-result"
 RESULT_WITHOUT_BUNDLE: Final = "result-without-bundle"
@@ -109,6 +122,11 @@ class CommitmentRules:
         self._state = LedgerState()
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
         self._calibration_bytes: bytes | None = None
+        # cohort id -> the observed tasks its import must name (a stored document whose stage
+        # is burned: freeze recorded its burn from the document, rule 4).
+        self._imported: dict[str, list[str]] = {}
+        # plan object -> decoded plan (None: does not decode), for rule 9's candidate lookup.
+        self._plans: dict[str, EvaluatorPlan | None] = {}
         self.replayed = 0
 
     # -- helpers --------------------------------------------------------------------------------
@@ -268,14 +286,19 @@ class CommitmentRules:
                 )
             elif task.plan.object in self._withheld:
                 self._skip("plan-binding", SKIP_PLAN_WITHHELD)
-            if task.split == "held_out" and task.work_unit.digest in state.exposed:
+            exposed = (
+                state.exposure(task.work_unit.id, task.work_unit.digest)
+                if task.split == "held_out"
+                else None
+            )
+            if exposed is not None:
                 report(
                     Violation(
                         entry.seq,
                         entry.kind,
                         WORKUNIT_EXPOSED,
-                        f"task {task.task} is held_out but its WorkUnit was exposed at"
-                        f" seq {state.exposed[task.work_unit.digest]}",
+                        f"task {task.task} is held_out but its {exposed[1]} was exposed at"
+                        f" seq {exposed[0]}",
                     )
                 )
         for version in sorted(used_versions):
@@ -306,6 +329,9 @@ class CommitmentRules:
             )
             return
         cohort = decoded.value
+        if cohort.stage == "burned":
+            observed = imported_burn(cohort.extensions, [t.id for t in cohort.tasks])[1]
+            self._imported[payload.cohort] = sorted(set(observed))
         committed = {
             (t.task, t.split, t.work_unit.digest, t.plan.digest, t.plan.id) for t in payload.tasks
         }
@@ -389,11 +415,13 @@ class CommitmentRules:
             for t in payload.observed_tasks
             if t in committed.tasks
         }
+        imported = self._imported.pop(payload.cohort, None)
         if (
             payload.frozen_entry != committed.frozen_entry
             or payload.definition_digest != committed.definition_digest
             or any(t not in committed.tasks for t in payload.observed_tasks)
             or observed != set(payload.observed_work_units)
+            or (imported is not None and sorted(set(payload.observed_tasks)) != imported)
         ):
             report(
                 Violation(
@@ -427,20 +455,65 @@ class CommitmentRules:
                     f"{payload.task} at seq {payload.cohort_entry}",
                 )
             )
-        elif found[0].burned_entry is not None:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    VERIFICATION_AFTER_BURN,
-                    f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
+        else:
+            if found[0].burned_entry is not None:
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        VERIFICATION_AFTER_BURN,
+                        f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
+                    )
                 )
-            )
+            self._check_outcome_before_plan(entry, payload, found[1], report)
         for item in payload.observations:
             self._check_withheld(
                 entry, item.object, item.sha256, item.size, f"bundle {item.role}", report
             )
         self._pending_bundle = (entry, payload)
+        self._state.apply(entry)
+
+    def _plan(self, address: str) -> EvaluatorPlan | None:
+        if address not in self._plans:
+            data = self._object(address)
+            self._plans[address] = None if data is None else decode_evaluator_plan(data).value
+        return self._plans[address]
+
+    def _check_outcome_before_plan(
+        self, entry: Entry, payload: BundleObserved, task: CommittedTask, report: Report
+    ) -> None:
+        """Rule 9, from the stored bytes: the same digests ``verify`` checks."""
+        plan = self._plan(task.plan_object)
+        if plan is None:
+            if task.plan_object in self._withheld:
+                self._skip("outcome-before-plan", SKIP_PLAN_WITHHELD)
+            return  # else the freeze's binding check reports a plan that does not decode
+        observations = [
+            {"role": o.role, "locator": o.locator, "status": o.status, "sha256": o.sha256}
+            for o in payload.observations
+        ]
+        first = payload.observations[0] if payload.observations else None
+        manifest = (
+            self._object(first.object)
+            if first is not None and first.role == "manifest" and first.object is not None
+            else None
+        )
+        if first is not None and first.object is not None and first.object in self._withheld:
+            # Only the manifest's own digest can be checked: which file is the candidate is
+            # written in the withheld manifest.
+            self._skip("outcome-before-plan", SKIP_BUNDLE_WITHHELD)
+        digests = outcome_digests(plan, manifest, observations)
+        seen = self._state.observed_before(digests, task.cohort_entry)
+        if seen is not None:
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    OUTCOME_BEFORE_PLAN,
+                    f"{seen[0]} was observed at seq {seen[1]}, before cohort {task.cohort}"
+                    f" was frozen at seq {task.cohort_entry}",
+                )
+            )
 
     def _result(self, entry: Entry, payload: VerificationRecorded, report: Report) -> None:
         pending = self._pending_bundle
