@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from verifiers.diff import ParsedDiff, parse_diff
@@ -42,21 +42,58 @@ def valid_patches(draw: st.DrawFn) -> tuple[bytes, list[tuple[int, int]]]:
     return b"".join(parts), counts
 
 
+# Found by the properties below (issue 12): a patch ending right after its '---' line was
+# told its '+++' was missing at line 3 of 2.
+TRUNCATED_AFTER_MINUS = b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n"
+
+
+def _line_count(data: bytes) -> int:
+    """Lines of the patch as the parser numbers them: each '\n' ends one; a tail is one more."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
 def _assert_total(data: bytes) -> ParsedDiff:
     first = parse_diff(data)
     assert "internal-error" not in {f.code for f in first.findings}
     assert parse_diff(data) == first
     assert first.valid == (not first.findings and bool(first.files))
+    lines = _line_count(data)
     for f in first.findings:
         assert f.category in ("correctness", "scope", "policy")
-        assert f.line is None or 1 <= f.line <= data.count(b"\n") + 1
+        assert f.line is None or 1 <= f.line <= lines, (f, lines)
     return first
 
 
 @SETTINGS
 @given(st.binary(max_size=2000))
+@example(TRUNCATED_AFTER_MINUS)
 def test_random_bytes_never_raise(data: bytes) -> None:
     _assert_total(data)
+
+
+@SETTINGS
+@given(valid_patches(), st.data())
+@example((TRUNCATED_AFTER_MINUS + b"+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n", [(1, 1)]), None)
+def test_every_finding_line_is_a_line_of_the_patch(
+    case: tuple[bytes, list[tuple[int, int]]], data: st.DataObject | None
+) -> None:
+    """Every prefix of a valid patch (cut at a line end or inside a line): findings point
+    at lines that exist."""
+    patch = case[0]
+    if data is None:  # the pinned example: every cut
+        cuts = range(len(patch) + 1)
+    else:
+        cuts = range(data.draw(st.integers(0, len(patch))), len(patch) + 1, 7)
+    for cut in cuts:
+        _assert_total(patch[:cut])
+
+
+def test_truncated_after_minus_header_points_at_the_minus_line() -> None:
+    parsed = parse_diff(TRUNCATED_AFTER_MINUS)
+    assert [(f.line, f.code) for f in parsed.findings] == [(2, "malformed-file-header")]
+    # With a line after '---' that is not '+++', that line is the one reported.
+    parsed = parse_diff(TRUNCATED_AFTER_MINUS + b"@@ -1 +1 @@\n")
+    assert [(f.line, f.code) for f in parsed.findings] == [(3, "malformed-file-header")]
 
 
 @SETTINGS
