@@ -96,6 +96,43 @@ CASES: dict[str, tuple[bytes, str, str]] = {
         "scope",
     ),
     "dotgit-nested": (section("a/sub/.Git/x", "b/sub/.Git/x").encode(), "dotgit-path", "scope"),
+    # git's is_ntfs_dotgit stops at ':' (NTFS alternate data streams); these got SUPPORT.
+    "dotgit-ntfs-index-allocation-stream": (
+        section("a/.git::$INDEX_ALLOCATION/config", "b/.git::$INDEX_ALLOCATION/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-ntfs-named-stream": (
+        section("a/.git:stream/config", "b/.git:stream/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-short-name-stream": (
+        section("a/git~1:s/config", "b/git~1:s/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    # Look-alikes (git accepts them; refused failing closed, LEDGER.md section 9).
+    "dotgit-lookalike-dotless-i": (
+        section("a/.g\u0131t/config", "b/.g\u0131t/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-lookalike-fullwidth-stop": (
+        section("a/\uff0egit/config", "b/\uff0egit/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-lookalike-no-break-space": (
+        section('"a/.git\\302\\240/config"', '"b/.git\\302\\240/config"').encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-lookalike-en-quad": (
+        section("a/.git\u2000/config", "b/.git\u2000/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
     "trailing-slash-path": (section("a/dir/", "b/dir/").encode(), "trailing-slash-path", "scope"),
     "empty-component": (section("a/x//y", "b/x//y").encode(), "empty-path-component", "scope"),
     "backslash-traversal": (
