@@ -550,3 +550,29 @@ def test_spaces_b_header_resolves_through_plus_name_for_new_file() -> None:
     parsed = parse_diff(deleted.encode())
     assert parsed.valid, parsed.findings
     assert (parsed.files[0].old_path, parsed.files[0].new_path) == (name, None)
+
+
+def test_verifier_out_of_memory_is_not_recorded_as_a_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A finding made of the verifier's own exhaustion would turn into a reject on a small
+    # machine and a replay-mismatch on a big one: it propagates instead (nothing recorded).
+    from verifiers import diff
+
+    def exhausted(self: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(diff._Parser, "run", exhausted)
+    with pytest.raises(MemoryError):
+        parse_diff(GOOD.encode())
+
+
+def test_parser_bug_fails_closed_as_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifiers import diff
+
+    def broken(self: object) -> None:
+        raise ValueError("bug")
+
+    monkeypatch.setattr(diff._Parser, "run", broken)
+    parsed = parse_diff(GOOD.encode())
+    assert [(f.code, f.category) for f in parsed.findings] == [("internal-error", "correctness")]

@@ -932,7 +932,11 @@ def parse_diff(data: bytes, *, max_bytes: int = DEFAULT_MAX_PATCH_BYTES) -> Pars
         parser.run()
     except _Abort:
         return ParsedDiff((), tuple(parser.findings))
-    except Exception:  # pragma: no cover - fail closed on any parser bug
+    except (MemoryError, RecursionError):
+        # The verifier ran out, not the patch: recording it would make the verdict depend on
+        # the machine (and a replay elsewhere disagree). The caller fails; nothing is recorded.
+        raise
+    except Exception:  # fail closed on any parser bug
         return _only(None, "internal-error", "the parser failed on this input", CORRECTNESS)
     if not parser.files and not parser.findings:
         parser.findings.append(
