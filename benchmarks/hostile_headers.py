@@ -183,12 +183,12 @@ def mib(kib: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global REPEAT
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="64k,1m,8m")
     parser.add_argument("--keep", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=REPEAT, help="runs per figure (median)")
     args = parser.parse_args(argv)
-    global REPEAT
     REPEAT = max(1, args.repeat)
     sizes = [s for s in args.sizes.split(",") if s]
     with tempfile.TemporaryDirectory(prefix="ledger-hostile-") as tmp:
