@@ -502,7 +502,15 @@ def _many_dotgit_lookalike_components(size: int) -> bytes:
     return f"diff --git a/{name} b/{name}\nold mode 100644\nnew mode 100755\n".encode()
 
 
+def _distinct_code_points(size: int) -> bytes:
+    # Every code point different (4 bytes each in UTF-8): the .git comparison folds each one;
+    # what it keeps of them must stay bounded.
+    name = "".join(chr(0x20000 + k) for k in range(size // 10)) + "/\uff0egit"
+    return f"diff --git a/{name} b/{name}\nold mode 100644\nnew mode 100755\n".encode()
+
+
 HOSTILE_HEADERS = {
+    "distinct-code-points": (_distinct_code_points, "dotgit-path"),
     "spaces-b-ambiguous": (_spaces_b_header, "ambiguous-diff-git-header"),
     "spaces-b-resolvable": (_spaces_b_resolvable, "trailing-slash-path"),
     "spaces-b-rename": (_spaces_b_rename, "trailing-slash-path"),

@@ -197,10 +197,27 @@ class _Fold(dict[int, str]):
     """
 
     def __missing__(self, cp: int) -> str:
-        c = unicodedata.normalize("NFKC", chr(cp)).casefold()
+        ch = chr(cp)
+        if (
+            not unicodedata.decomposition(ch)
+            and ch.casefold() == ch
+            and ch != "\u0131"
+            and _IGNORABLE_RE.match(ch) is None
+        ):
+            # Most code points fold to themselves (no decomposition, no case): the same result
+            # as below without two normalizations, and not cached (the cache stays for the
+            # few that change).
+            return ch
+        c = unicodedata.normalize("NFKC", ch).casefold()
         folded = _IGNORABLE_RE.sub("", unicodedata.normalize("NFKC", c)).replace("\u0131", "i")
-        self[cp] = folded
+        # Bounded: a patch naming a million distinct code points must not leave (or take) a
+        # million entries; past the bound each is folded again (same result, pure function).
+        if len(self) < _FOLD_CACHE:
+            self[cp] = folded
         return folded
+
+
+_FOLD_CACHE: Final = 4096
 
 
 _FOLD: Final = _Fold()
