@@ -257,3 +257,18 @@ def test_more_than_a_million_lines_is_refused_before_anything_else_reads_them() 
 @pytest.mark.parametrize("data", [b"\n", b"\n\n\n", b"\n" * 1000])
 def test_newlines_alone_are_an_empty_patch(data: bytes) -> None:
     assert [f.code for f in parse_diff(data).findings] == ["empty-patch"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [".github/workflows/ci.yml", ".gitignore", "docs/.gitattributes", "git~2", "a:b.txt", ".gits"],
+)
+def test_names_near_dotgit_that_git_allows_stay_valid(name: str) -> None:
+    # Refusing .git look-alikes must not refuse the ordinary dot-files beside it.
+    data = (
+        f"diff --git a/{name} b/{name}\nnew file mode 100644\nindex 0000000..1111111\n"
+        f"--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+x\n"
+    ).encode()
+    parsed = parse_diff(data)
+    assert parsed.valid, parsed.findings
+    assert parsed.files[0].new_path == name

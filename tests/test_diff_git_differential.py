@@ -540,3 +540,94 @@ def test_random_repositories_agree_with_git(git: Git, seed: int) -> None:
             assert_agrees_with_git(git, patch)
         git.commit()
     assert edits >= 9
+
+
+# --------------------------------------------------------------------------------------------
+# Paths git's verify_path refuses (issue 13 item 4), and look-alikes the ledger refuses too.
+# `git apply --check` runs verify_path on every name (`--numstat` does not); a new file needs no
+# preimage, so it runs outside a repository. core.protectNTFS is git's default; core.protectHFS
+# is set because it defaults on only on macOS, and the ledger refuses those names everywhere.
+
+
+def _new_file_patch(name: str, mode: str = "100644") -> bytes:
+    return (
+        f"diff --git a/{name} b/{name}\nnew file mode {mode}\nindex 0000000..1111111\n"
+        f"--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+x\n"
+    ).encode()
+
+
+def _git_check(git: Git, patch: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["git", "-c", "core.protectNTFS=true", "-c", "core.protectHFS=true", "apply", "--check"],
+        cwd=git.empty,
+        env=git.env,
+        input=patch,
+        capture_output=True,
+        check=False,
+    )
+
+
+GIT_REFUSES_AS_DOTGIT = {
+    "ntfs-index-allocation-stream": ".git::$INDEX_ALLOCATION/config",
+    "ntfs-named-stream": ".git:stream/config",
+    "ntfs-stream-after-trailing-dots": ".git.. :x/config",
+    "short-name-stream": "git~1:x/config",
+    "short-name-upper": "GIT~1/config",
+    "short-name-trailing-space": "sub/git~1 /hooks/x",
+    "trailing-dot-and-space": ".git. /config",
+    "mixed-case": "a/.gIt/config",
+    "hfs-zero-width-non-joiner": ".g\u200cit/config",
+    "hfs-byte-order-mark-first": "\ufeff.git/config",
+    "hfs-rtl-override-last": ".git\u202e/config",
+}
+
+# Not .git to git (it accepts them), but they look like .git on screen and to a loose pattern.
+LOOKALIKES_GIT_ACCEPTS = {
+    "dotless-i": ".g\u0131t/config",
+    "fullwidth-full-stop": "\uff0egit/config",
+    "fullwidth-letters": "\uff0e\uff47\uff49\uff54/config",
+    "no-break-space-after": ".git\u00a0/config",
+    "en-quad-after": ".git\u2000/config",
+    "ideographic-space-after": "sub/.git\u3000/x",
+    "soft-hyphen-inside": ".\u00adgit/config",
+    "word-joiner-inside": ".gi\u2060t/config",
+    "fullwidth-short-name": "\uff47\uff49\uff54\uff5e\uff11/config",
+    "fullwidth-colon-stream": ".git\uff1astream/config",
+}
+
+
+def test_control_names_pass_both(git: Git) -> None:
+    # The harness can tell: plain names, and .git-like names git and the ledger both allow.
+    names = ("ok/config", ".github/ci.yml", "x/.gitmodules", "git~2/config", "a:b", ".gitx/y")
+    for name in names:
+        patch = _new_file_patch(name)
+        assert _git_check(git, patch).returncode == 0, name
+        assert parse_diff(patch).valid, (name, parse_diff(patch).findings)
+
+
+@pytest.mark.parametrize("attack", sorted(GIT_REFUSES_AS_DOTGIT))
+def test_path_git_verify_path_refuses_is_dotgit_path(git: Git, attack: str) -> None:
+    patch = _new_file_patch(GIT_REFUSES_AS_DOTGIT[attack])
+    out = _git_check(git, patch)
+    assert out.returncode != 0 and b"invalid path" in out.stderr, out.stderr
+    parsed = parse_diff(patch)
+    assert not parsed.valid
+    assert [(f.code, f.category) for f in parsed.findings] == [("dotgit-path", "scope")]
+
+
+@pytest.mark.parametrize("attack", sorted(LOOKALIKES_GIT_ACCEPTS))
+def test_dotgit_lookalike_git_accepts_is_refused_failing_closed(git: Git, attack: str) -> None:
+    patch = _new_file_patch(LOOKALIKES_GIT_ACCEPTS[attack])
+    assert _git_check(git, patch).returncode == 0, "git accepts this name"
+    parsed = parse_diff(patch)
+    assert not parsed.valid
+    assert [(f.code, f.category) for f in parsed.findings] == [("dotgit-path", "scope")]
+
+
+@pytest.mark.parametrize("name", [".gitmodules", "GITMOD~1", "gi7eba~1", ".gitmodules. "])
+def test_symlinked_gitmodules_git_refuses_is_refused(git: Git, name: str) -> None:
+    # verify_path refuses these names only for symlinks; the ledger refuses every symlink.
+    patch = _new_file_patch(name, mode="120000")
+    out = _git_check(git, patch)
+    assert out.returncode != 0 and b"invalid path" in out.stderr, out.stderr
+    assert "symlink-mode" in {f.code for f in parse_diff(patch).findings}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from verifiers.diff import MAX_FILES, parse_diff
@@ -94,6 +96,43 @@ CASES: dict[str, tuple[bytes, str, str]] = {
         "scope",
     ),
     "dotgit-nested": (section("a/sub/.Git/x", "b/sub/.Git/x").encode(), "dotgit-path", "scope"),
+    # git's is_ntfs_dotgit stops at ':' (NTFS alternate data streams); these got SUPPORT.
+    "dotgit-ntfs-index-allocation-stream": (
+        section("a/.git::$INDEX_ALLOCATION/config", "b/.git::$INDEX_ALLOCATION/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-ntfs-named-stream": (
+        section("a/.git:stream/config", "b/.git:stream/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-short-name-stream": (
+        section("a/git~1:s/config", "b/git~1:s/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    # Look-alikes (git accepts them; refused failing closed, LEDGER.md section 9).
+    "dotgit-lookalike-dotless-i": (
+        section("a/.g\u0131t/config", "b/.g\u0131t/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-lookalike-fullwidth-stop": (
+        section("a/\uff0egit/config", "b/\uff0egit/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-lookalike-no-break-space": (
+        section('"a/.git\\302\\240/config"', '"b/.git\\302\\240/config"').encode(),
+        "dotgit-path",
+        "scope",
+    ),
+    "dotgit-lookalike-en-quad": (
+        section("a/.git\u2000/config", "b/.git\u2000/config").encode(),
+        "dotgit-path",
+        "scope",
+    ),
     "trailing-slash-path": (section("a/dir/", "b/dir/").encode(), "trailing-slash-path", "scope"),
     "empty-component": (section("a/x//y", "b/x//y").encode(), "empty-path-component", "scope"),
     "backslash-traversal": (
@@ -417,3 +456,131 @@ def test_many_findings_are_capped() -> None:
 def test_non_bytes_input_is_a_finding(value: object) -> None:
     parsed = parse_diff(value)  # type: ignore[arg-type]
     assert [f.code for f in parsed.findings] == ["not-bytes"]
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 13 item 1: hostile headers must cost memory linear in their size.
+
+KIB = 1024
+
+
+def _spaces_b_header(size: int) -> bytes:
+    """One unquoted ``diff --git a/x b/ b/ b/ ...`` line of ``size`` bytes (mode-only section):
+    every " b/" is a possible split of the names."""
+    head = b"diff --git a/x"
+    tail = b"\nold mode 100644\nnew mode 100755\n"
+    return head + b" b/" * ((size - len(head) - len(tail)) // 3) + tail
+
+
+def _spaces_b_resolvable(size: int) -> bytes:
+    """The same names on the diff --git, ---, +++ lines: resolvable, so every later step runs."""
+    name = "x" + " b/" * (size // 12)
+    return (
+        f"diff --git a/{name} b/{name}\nindex 1111111..2222222 100644\n--- a/{name}\n"
+        f"+++ b/{name}\n@@ -1 +1 @@\n-a\n+b\n"
+    ).encode()
+
+
+def _spaces_b_rename(size: int) -> bytes:
+    name = "x" + " b/" * (size // 12)
+    return (
+        f"diff --git a/{name} b/y{name}\nsimilarity index 100%\nrename from {name}\n"
+        f"rename to y{name}\n"
+    ).encode()
+
+
+def _quoted_escapes(size: int) -> bytes:
+    name = "\\001" * (size // 8)
+    return f'diff --git "a/{name}" "b/{name}"\n--- a/x\n+++ b/x\n'.encode()
+
+
+def _many_dotgit_lookalike_components(size: int) -> bytes:
+    # Look-alike components, then one long run of combining marks in non-canonical order
+    # (whole-string normalization sorts such a run by insertion: quadratic), then ".g\u200cit".
+    name = "\uff0eg\u0131t\u0301/" * (size // 40) + "x" + "\u0301\u0316" * (size // 16)
+    name += "/.g\u200cit"
+    return f"diff --git a/{name} b/{name}\nold mode 100644\nnew mode 100755\n".encode()
+
+
+def _distinct_code_points(size: int) -> bytes:
+    # Every code point different (4 bytes each in UTF-8): the .git comparison folds each one;
+    # what it keeps of them must stay bounded.
+    name = "".join(chr(0x20000 + k) for k in range(size // 10)) + "/\uff0egit"
+    return f"diff --git a/{name} b/{name}\nold mode 100644\nnew mode 100755\n".encode()
+
+
+HOSTILE_HEADERS = {
+    "distinct-code-points": (_distinct_code_points, "dotgit-path"),
+    "spaces-b-ambiguous": (_spaces_b_header, "ambiguous-diff-git-header"),
+    "spaces-b-resolvable": (_spaces_b_resolvable, "trailing-slash-path"),
+    "spaces-b-rename": (_spaces_b_rename, "trailing-slash-path"),
+    "quoted-escapes": (_quoted_escapes, "path-mismatch"),
+    "dotgit-lookalike-components": (_many_dotgit_lookalike_components, "dotgit-path"),
+}
+
+
+# 4 KiB first: the quadratic parser already broke the bound there (about 11 MB), so on the old
+# code this test fails before the large sizes could take gigabytes.
+@pytest.mark.parametrize("size", [4 * KIB, 64 * KIB, 1024 * KIB], ids=["4k", "64k", "1m"])
+@pytest.mark.parametrize("shape", sorted(HOSTILE_HEADERS))
+def test_quadratic_memory_from_diff_git_header_is_gone(shape: str, size: int) -> None:
+    make, code = HOSTILE_HEADERS[shape]
+    data = make(size)
+    assert size // 2 <= len(data) <= 4 * size
+    tracemalloc.start()
+    try:
+        parsed = parse_diff(data, max_bytes=len(data))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code in {f.code for f in parsed.findings}, parsed.findings[:3]
+    # The decoded text, its lines and one slice of the names: a few copies of the input.
+    assert peak <= 8 * len(data) + 256 * KIB, (shape, len(data), peak)
+
+
+def test_spaces_b_header_resolves_through_plus_name_for_new_file() -> None:
+    # An added file: only the '+++' name is known, and it fixes where the line splits.
+    name = "x b/ b/y"
+    data = (
+        f"diff --git a/{name} b/{name}\nnew file mode 100644\nindex 0000000..1111111\n"
+        f"--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+x\n"
+    ).encode()
+    parsed = parse_diff(data)
+    assert parsed.valid, parsed.findings
+    assert (parsed.files[0].old_path, parsed.files[0].new_path) == (None, name)
+    deleted = (
+        data.decode()
+        .replace("new file mode", "deleted file mode")
+        .replace("index 0000000..1111111", "index 1111111..0000000")
+        .replace(f"--- /dev/null\n+++ b/{name}", f"--- a/{name}\n+++ /dev/null")
+        .replace("@@ -0,0 +1 @@\n+x", "@@ -1 +0,0 @@\n-x")
+    )
+    parsed = parse_diff(deleted.encode())
+    assert parsed.valid, parsed.findings
+    assert (parsed.files[0].old_path, parsed.files[0].new_path) == (name, None)
+
+
+def test_verifier_out_of_memory_is_not_recorded_as_a_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A finding made of the verifier's own exhaustion would turn into a reject on a small
+    # machine and a replay-mismatch on a big one: it propagates instead (nothing recorded).
+    from verifiers import diff
+
+    def exhausted(self: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(diff._Parser, "run", exhausted)
+    with pytest.raises(MemoryError):
+        parse_diff(GOOD.encode())
+
+
+def test_parser_bug_fails_closed_as_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifiers import diff
+
+    def broken(self: object) -> None:
+        raise ValueError("bug")
+
+    monkeypatch.setattr(diff._Parser, "run", broken)
+    parsed = parse_diff(GOOD.encode())
+    assert [(f.code, f.category) for f in parsed.findings] == [("internal-error", "correctness")]

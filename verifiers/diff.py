@@ -16,7 +16,9 @@ Design notes (why, briefly):
 
 from __future__ import annotations
 
+import codecs
 import re
+import unicodedata
 from typing import Final, Literal
 
 import msgspec
@@ -163,24 +165,75 @@ _CHANGED: Final = re.compile(r"[+\-]")
 _INDEX_RE: Final = re.compile(r"index ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})(?: ([0-9]{1,7}))?\Z")
 _MODE_RE: Final = re.compile(r"[0-9]{1,7}\Z")
 _SIMILARITY_RE: Final = re.compile(r"(0|[1-9][0-9]{0,2})%\Z")
-_QUOTED_RE: Final = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
-_ESCAPES_OK_RE: Final = re.compile(rb'(?:[^"\\]|\\(?:[abfnrtv"\\]|[0-3][0-7]{2}))*\Z', re.S)
-_ESCAPE_RE: Final = re.compile(rb"\\([abfnrtv\"\\]|[0-3][0-7]{2})")
-_ESCAPE_MAP: Final = {
-    b"a": b"\a",
-    b"b": b"\b",
-    b"f": b"\f",
-    b"n": b"\n",
-    b"r": b"\r",
-    b"t": b"\t",
-    b"v": b"\v",
-    b'"': b'"',
-    b"\\": b"\\",
-}
+# Possessive quantifiers: the alternatives never overlap, so nothing is lost by not
+# backtracking, and the engine keeps no per-character backtrack state (the plain forms used
+# about 100 bytes of memory per character of a long quoted name).
+_QUOTED_RE: Final = re.compile(r'"((?:[^"\\]++|\\.)*+)"', re.S)
+_ESCAPES_OK_RE: Final = re.compile(rb'(?:[^"\\]++|\\(?:[abfnrtv"\\]|[0-3][0-7]{2}))*+\Z', re.S)
 _CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-# Characters HFS+ ignores when comparing names, so ".g\u200cit" is ".git" there (as git's
-# verify_path does). Stripped only for the .git comparison.
-_HFS_IGNORABLE_RE: Final = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+# Unicode Default_Ignorable_Code_Point (DerivedCoreProperties.txt). It contains the code
+# points HFS+ ignores in names (git's next_hfs_char: U+200C-200F, 202A-202E, 206A-206F, FEFF),
+# so ".g\u200cit" is ".git" as git's verify_path says. Removed only for the .git comparison.
+_IGNORABLE_RE: Final = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+# A component git's verify_path refuses as .git (on the folded path, below): ".git"
+# (verify_dotfile), or ".git" / the 8.3 short name "git~1" followed only by dots and spaces up to
+# the end of the component or an NTFS stream suffix ":..." (is_ntfs_dotgit). Whitespace is any
+# Unicode whitespace here (git: ' ' only), part of failing closed on look-alikes.
+_DOTGIT_RE: Final = re.compile(r"(?:\A|/)(?:\.git|git~1)[.\s]*+(?:\Z|[/:])")
+_TRAVERSAL_RE: Final = re.compile(r"(?:\A|/)\.\.?(?:/|\Z)")
+
+
+class _Fold(dict[int, str]):
+    """``str.translate`` table folding one code point for the .git comparison, filled lazily.
+
+    Each code point maps to NFKC(casefold(NFKC(c))) without default-ignorable code points,
+    dotless i as i. Per code point rather than per string: whole-string normalization reorders
+    runs of combining marks by insertion sort, quadratic in the run, and no combining mark can
+    turn a name into the ASCII ".git" (every composed character is non-ASCII).
+    """
+
+    def __missing__(self, cp: int) -> str:
+        ch = chr(cp)
+        if (
+            not unicodedata.decomposition(ch)
+            and ch.casefold() == ch
+            and ch != "\u0131"
+            and _IGNORABLE_RE.match(ch) is None
+        ):
+            # Most code points fold to themselves (no decomposition, no case): the same result
+            # as below without two normalizations, and not cached (the cache stays for the
+            # few that change).
+            return ch
+        c = unicodedata.normalize("NFKC", ch).casefold()
+        folded = _IGNORABLE_RE.sub("", unicodedata.normalize("NFKC", c)).replace("\u0131", "i")
+        # Bounded: a patch naming a million distinct code points must not leave (or take) a
+        # million entries; past the bound each is folded again (same result, pure function).
+        if len(self) < _FOLD_CACHE:
+            self[cp] = folded
+        return folded
+
+
+_FOLD_CACHE: Final = 4096
+
+
+_FOLD: Final = _Fold()
+
+
+def _looks_like_dotgit(path: str) -> bool:
+    """True when a component of ``path`` is, or could be shown or matched as, ``.git``.
+
+    Covers everything git's verify_path refuses as .git (case, NTFS trailing dots and spaces,
+    ``:`` streams, ``git~1``, HFS-ignorable code points) and, failing closed, Unicode look-alikes
+    (fullwidth forms, dotless i, no-break and other spaces, any default-ignorable code point).
+    Folding can only add '/' (U+2100 'a/c', U+FF0F), which adds components: stricter, never looser.
+    """
+    folded = path.lower() if path.isascii() else path.translate(_FOLD)
+    return _DOTGIT_RE.search(folded) is not None
+
 
 _EXTENDED_HEADERS: Final = (
     "old mode ",
@@ -206,10 +259,9 @@ def _unquote(body: str) -> str:
     raw = body.encode("utf-8")
     if _ESCAPES_OK_RE.match(raw) is None:
         raise _NameError("invalid escape sequence in quoted path")
-    decoded = _ESCAPE_RE.sub(
-        lambda m: _ESCAPE_MAP[m.group(1)] if len(m.group(1)) == 1 else bytes((int(m.group(1), 8),)),
-        raw,
-    )
+    # Only git's escapes are left (checked above), and those mean the same to the C-level
+    # decoder pickle also uses; a regex sub made two objects per escape (~20x the name).
+    decoded = codecs.escape_decode(raw)[0]
     try:
         return decoded.decode("utf-8")
     except UnicodeDecodeError:
@@ -226,27 +278,83 @@ def _name(text: str) -> str:
     return text
 
 
-def _git_header_candidates(rest: str) -> list[tuple[str, str]]:
-    """Possible (a-name, b-name) pairs of a ``diff --git`` line, prefixes still on."""
+class _GitHeader(msgspec.Struct, frozen=True, gc=False):
+    """The names of a ``diff --git`` line. Internal only.
+
+    A quoted line has exactly one (a, b) pair (``fixed``, prefixes stripped). An unquoted line
+    with spaces may split at any of its ``splits`` occurrences of ``" b/"``; it is kept as the
+    one string ``rest`` and split only at the position the known names fix. Listing every split
+    as strings would be quadratic: a 64 KiB line of ``" b/"`` made about 2.8 GB of candidates.
+    """
+
+    fixed: tuple[str, str] | None
+    rest: str
+    splits: int
+
+    def resolve(
+        self, known_old: str | None, known_new: str | None, equal: bool
+    ) -> tuple[str, str] | None:
+        """The one split agreeing with the known names (and with ``a == b`` when ``equal``).
+
+        Each constraint fixes the split position (the a-name's length, the b-name's length, or
+        equal halves), so at most one split can match, and it is found in O(len) time.
+        """
+        if self.fixed is not None:
+            candidate = self.fixed
+        else:
+            rest = self.rest
+            if known_old is not None:
+                pos = 2 + len(known_old)
+            elif known_new is not None:
+                pos = len(rest) - 3 - len(known_new)
+            elif equal:
+                pos = 2 + (len(rest) - 5) // 2 if (len(rest) - 5) % 2 == 0 else -1
+            elif self.splits == 1:
+                pos = rest.find(" b/")
+            else:
+                return None
+            # pos >= 2 first: startswith with a negative start counts from the end.
+            if pos < 2 or not rest.startswith(" b/", pos):
+                return None
+            candidate = (rest[2:pos], rest[pos + 3 :])
+        a, b = candidate
+        if (known_old is not None and a != known_old) or (known_new is not None and b != known_new):
+            return None
+        if equal and a != b:
+            return None
+        return candidate
+
+
+def _git_header(rest: str) -> _GitHeader | None:
+    """The names after ``diff --git ``; None when they lack the ``a/`` and ``b/`` prefixes."""
     if rest.startswith('"'):
         m = _QUOTED_RE.match(rest)
         if m is None or rest[m.end() : m.end() + 1] != " ":
             raise _NameError("malformed quoted name")
-        return [(_unquote(m.group(1)), _name(rest[m.end() + 1 :]))]
-    quote = rest.find(' "')
-    if quote != -1 and rest.endswith('"'):
-        # git never leaves '"' unquoted, so the first ' "' starts a quoted b-name.
-        return [(rest[:quote], _name(rest[quote + 1 :]))]
-    out: list[tuple[str, str]] = []
-    pos = rest.find(" b/")
-    while pos != -1:
-        out.append((rest[:pos], rest[pos + 1 :]))
-        pos = rest.find(" b/", pos + 1)
-    return out
+        pair = (_unquote(m.group(1)), _name(rest[m.end() + 1 :]))
+    else:
+        quote = rest.find(' "')
+        if quote != -1 and rest.endswith('"'):
+            # git never leaves '"' unquoted, so the first ' "' starts a quoted b-name.
+            pair = (rest[:quote], _name(rest[quote + 1 :]))
+        else:
+            if not rest.startswith("a/"):
+                return None
+            # " b/" cannot overlap itself, so count() counts every possible split.
+            splits = rest.count(" b/")
+            return _GitHeader(None, rest, splits) if splits else None
+    a, b = pair
+    if not (a.startswith("a/") and b.startswith("b/")):
+        return None
+    return _GitHeader((a[2:], b[2:]), "", 1)
 
 
 def _path_problems(path: str) -> list[tuple[str, str]]:
-    """Scope findings (code, message) for one repository-relative path."""
+    """Scope findings (code, message) for one repository-relative path.
+
+    Whole-path searches, not a list of components: a path of a million "x/" parts stays linear
+    with a small constant.
+    """
     problems: list[tuple[str, str]] = []
     if path == "":
         return [("empty-path", "a path is empty")]
@@ -260,20 +368,13 @@ def _path_problems(path: str) -> list[tuple[str, str]]:
         problems.append(("absolute-path", "a path is absolute"))
     elif path.endswith("/"):
         problems.append(("trailing-slash-path", "a path ends with '/'"))
-    parts = path.split("/")
-    if path.startswith("/"):
-        parts = parts[1:]
-    if path.endswith("/"):
-        parts = parts[:-1]
-    if "" in parts:
+    # A leading or trailing '/' is reported above; any other empty component is a '//'.
+    if "//" in path:
         problems.append(("empty-path-component", "a path has an empty component ('//')"))
-    if "." in parts or ".." in parts:
+    if _TRAVERSAL_RE.search(path) is not None:
         problems.append(("path-traversal", "a path has a '.' or '..' component"))
-    for part in parts:
-        folded = _HFS_IGNORABLE_RE.sub("", part).rstrip(". ").lower()
-        if folded in (".git", "git~1"):
-            problems.append(("dotgit-path", "a path has a '.git' component"))
-            break
+    if _looks_like_dotgit(path):
+        problems.append(("dotgit-path", "a path has a '.git' component (or a look-alike)"))
     return problems
 
 
@@ -345,14 +446,11 @@ class _Parser:
         lines, n = self.lines, self.n
         hline = start + 1
         try:
-            candidates = _git_header_candidates(lines[start][len(_DIFF_GIT) :])
+            header = _git_header(lines[start][len(_DIFF_GIT) :])
         except _NameError as exc:
             self.add(hline, "malformed-quoted-path", f"diff --git line: {exc}")
             return self.skip_section(start + 1)
-        candidates = [
-            (a[2:], b[2:]) for a, b in candidates if a.startswith("a/") and b.startswith("b/")
-        ]
-        if not candidates:
+        if header is None:
             self.add(hline, "malformed-diff-git-header", "diff --git line lacks a/ and b/ names")
             return self.skip_section(start + 1)
 
@@ -443,7 +541,10 @@ class _Parser:
         has_file_headers = False
         if i < n and lines[i].startswith("--- "):
             if i + 1 >= n or not lines[i + 1].startswith("+++ "):
-                self.add(i + 2, "malformed-file-header", "'---' line is not followed by '+++'")
+                # The line that should be '+++', or the '---' line when the patch ends there.
+                self.add(
+                    min(i + 2, n), "malformed-file-header", "'---' line is not followed by '+++'"
+                )
                 return self.skip_section(i + 1)
             has_file_headers = True
             sides: list[str | None] = []
@@ -477,15 +578,9 @@ class _Parser:
             i += 2
 
         # Resolve the diff --git names against what is known.
-        matches = [
-            (a, b)
-            for a, b in candidates
-            if (known_old is None or a == known_old)
-            and (known_new is None or b == known_new)
-            and (kind in ("renamed", "copied") or a == b)
-        ]
-        if len(matches) != 1:
-            if len(candidates) > 1:
+        match = header.resolve(known_old, known_new, kind not in ("renamed", "copied"))
+        if match is None:
+            if header.splits > 1:
                 self.add(
                     hline,
                     "ambiguous-diff-git-header",
@@ -494,7 +589,7 @@ class _Parser:
             else:
                 self.add(hline, "path-mismatch", "file headers disagree with the diff --git line")
             return self.skip_section(i)
-        a_name, b_name = matches[0]
+        a_name, b_name = match
         if kind in ("renamed", "copied") and a_name == b_name:
             self.add(hline, "inconsistent-headers", "rename/copy onto the same path")
             return self.skip_section(i)
@@ -854,7 +949,11 @@ def parse_diff(data: bytes, *, max_bytes: int = DEFAULT_MAX_PATCH_BYTES) -> Pars
         parser.run()
     except _Abort:
         return ParsedDiff((), tuple(parser.findings))
-    except Exception:  # pragma: no cover - fail closed on any parser bug
+    except (MemoryError, RecursionError):
+        # The verifier ran out, not the patch: recording it would make the verdict depend on
+        # the machine (and a replay elsewhere disagree). The caller fails; nothing is recorded.
+        raise
+    except Exception:  # fail closed on any parser bug
         return _only(None, "internal-error", "the parser failed on this input", CORRECTNESS)
     if not parser.files and not parser.findings:
         parser.findings.append(
