@@ -27,6 +27,7 @@ from .payloads import (
     CalibrationRecorded,
     CohortBurned,
     CohortFrozen,
+    FrozenTask,
     VerificationRecorded,
     payload_struct,
 )
@@ -79,6 +80,7 @@ class CommitmentRules:
         self._state = LedgerState()
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
         self._calibration_bytes: bytes | None = None
+        self._plan_visibility: dict[str, tuple[str, int]] = {}  # plan digest -> first (vis, seq)
         self.replayed = 0
 
     # -- helpers --------------------------------------------------------------------------------
@@ -199,14 +201,13 @@ class CommitmentRules:
                     )
                 )
             used_versions.add(task.adapter_version)
+            self._check_plan_visibility(entry, task, report)
             wu_bytes = self._document(
                 entry, task.work_unit.object, task.work_unit.digest, "WorkUnit", report
             )
             plan_bytes = self._document(entry, task.plan.object, task.plan.digest, "plan", report)
             if wu_bytes is not None and plan_bytes is not None:
-                self._check_binding(
-                    entry, task.task, wu_bytes, plan_bytes, task.work_unit.digest, report
-                )
+                self._check_binding(entry, task, wu_bytes, plan_bytes, report)
             if task.split == "held_out" and task.work_unit.digest in state.exposed:
                 report(
                     Violation(
@@ -230,9 +231,27 @@ class CommitmentRules:
                 )
         state.apply(entry)
 
+    @staticmethod
+    def _differences(
+        entry: Entry, where: str, source: str, pairs: list[tuple[str, object, object]]
+    ) -> list[Violation]:
+        """One ``cohort-document-mismatch`` per field the entry states otherwise than ``source``."""
+        return [
+            Violation(
+                entry.seq,
+                entry.kind,
+                COHORT_DOCUMENT_MISMATCH,
+                f"{where}{field} {stated!r} differs from the {source}'s {actual!r}",
+            )
+            for field, stated, actual in pairs
+            if stated != actual
+        ]
+
     def _check_cohort_document(
         self, entry: Entry, payload: CohortFrozen, data: bytes, report: Report
     ) -> None:
+        """Every field the entry states about the cohort and its tasks, against the committed
+        cohort document (in the document's order, the order ``freeze`` writes)."""
         decoded = decode_cohort(data)
         if decoded.value is None:
             report(
@@ -245,38 +264,75 @@ class CommitmentRules:
             )
             return
         cohort = decoded.value
-        committed = {
-            (t.task, t.split, t.work_unit.digest, t.plan.digest, t.plan.id) for t in payload.tasks
-        }
-        declared = {
-            (t.id, t.split, t.work_unit.digest, t.evaluator.plan_digest, t.evaluator.plan_id)
-            for t in cohort.tasks
-        }
-        if (
-            cohort.id != payload.cohort
-            or definition_digest(cohort) != payload.definition_digest
-            or committed != declared
-            or len(payload.tasks) != len(cohort.tasks)
-        ):
+        computed = definition_digest(cohort)
+        declared = cohort.definition_digest if isinstance(cohort.definition_digest, str) else None
+        problems = self._differences(
+            entry,
+            "",
+            "cohort document",
+            [
+                ("cohort", payload.cohort, cohort.id),
+                ("definition_digest", payload.definition_digest, computed),
+                ("stage", payload.stage, cohort.stage),
+                ("task count", len(payload.tasks), len(cohort.tasks)),
+            ],
+        )
+        if declared is not None and declared != computed:
+            problems.append(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    COHORT_DOCUMENT_MISMATCH,
+                    f"the cohort document declares definition_digest {declared}; its"
+                    f" definition is {computed}",
+                )
+            )
+        for task, doc_task in zip(payload.tasks, cohort.tasks, strict=False):
+            problems += self._differences(
+                entry,
+                f"task {task.task}: ",
+                "cohort document",
+                [
+                    ("task", task.task, doc_task.id),
+                    ("split", task.split, doc_task.split),
+                    ("work_unit.id", task.work_unit.id, doc_task.work_unit.id),
+                    ("work_unit.version", task.work_unit.version, doc_task.work_unit.version),
+                    ("work_unit.digest", task.work_unit.digest, doc_task.work_unit.digest),
+                    ("plan.id", task.plan.id, doc_task.evaluator.plan_id),
+                    ("plan.digest", task.plan.digest, doc_task.evaluator.plan_digest),
+                    ("plan.visibility", task.plan.visibility, doc_task.evaluator.visibility),
+                ],
+            )
+        for problem in problems:
+            report(problem)
+
+    def _check_plan_visibility(self, entry: Entry, task: FrozenTask, report: Report) -> None:
+        """A plan's visibility is part of its bytes, so one plan digest has one visibility in
+        every entry. Checked without the plan's bytes: it holds where a public export withholds
+        them (a relabelled public plan would otherwise be withheld and its replays skipped)."""
+        first = self._plan_visibility.setdefault(
+            task.plan.digest, (task.plan.visibility, entry.seq)
+        )
+        if first[0] != task.plan.visibility:
             report(
                 Violation(
                     entry.seq,
                     entry.kind,
                     COHORT_DOCUMENT_MISMATCH,
-                    "the entry's cohort, definition digest or tasks differ from the"
-                    " stored cohort document",
+                    f"task {task.task}: plan {task.plan.digest} is {task.plan.visibility} here"
+                    f" but {first[0]} at seq {first[1]}",
                 )
             )
 
     def _check_binding(
         self,
         entry: Entry,
-        task: str,
+        task: FrozenTask,
         wu_bytes: bytes,
         plan_bytes: bytes,
-        wu_digest: str,
         report: Report,
     ) -> None:
+        """The stored plan binds to the stored WorkUnit, and both say what the entry says."""
         plan = decode_evaluator_plan(plan_bytes)
         work_unit = decode_work_unit(wu_bytes)
         if plan.value is None or work_unit.value is None:
@@ -285,19 +341,39 @@ class CommitmentRules:
                     entry.seq,
                     entry.kind,
                     PLAN_BINDING_INVALID,
-                    f"task {task}: stored plan or WorkUnit does not decode",
+                    f"task {task.task}: stored plan or WorkUnit does not decode",
                 )
             )
             return
+        where = f"task {task.task}: "
+        for problem in self._differences(
+            entry,
+            where,
+            "stored WorkUnit",
+            [
+                ("work_unit.id", task.work_unit.id, work_unit.value.id),
+                ("work_unit.version", task.work_unit.version, work_unit.value.version),
+            ],
+        ) + self._differences(
+            entry,
+            where,
+            "stored plan",
+            [
+                ("plan.id", task.plan.id, plan.value.id),
+                ("plan.schema_version", task.plan.schema_version, plan.value.schema_version),
+                ("plan.visibility", task.plan.visibility, plan.value.visibility),
+            ],
+        ):
+            report(problem)
         try:
-            check_binding(plan.value, work_unit.value, wu_digest)
+            check_binding(plan.value, work_unit.value, task.work_unit.digest)
         except PlanBindingError as exc:
             report(
                 Violation(
                     entry.seq,
                     entry.kind,
                     PLAN_BINDING_INVALID,
-                    f"task {task}: {exc.code}: {exc.message}",
+                    f"task {task.task}: {exc.code}: {exc.message}",
                 )
             )
 
