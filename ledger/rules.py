@@ -15,6 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
+from verifiers.canonical import canonical_bytes
 from verifiers.contracts import RECOMMENDATION_OUTCOMES, decode_evaluator_plan, decode_work_unit
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
 
@@ -79,7 +80,10 @@ class CommitmentRules:
         self._replay = replay
         self._state = LedgerState()
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
-        self._calibration_bytes: bytes | None = None
+        self._calibration_rows: dict[tuple[str, str, str, str], bytes] | None = None
+        # Calibration rows replayed, and skipped (rows this code can no longer run).
+        self.calibration_rows_replayed = 0
+        self.calibration_rows_skipped = 0
         self._plan_visibility: dict[str, tuple[str, int]] = {}  # plan digest -> first (vis, seq)
         self.replayed = 0
 
@@ -625,15 +629,83 @@ class CommitmentRules:
                     )
                 )
             elif self._replay:
-                if self._calibration_bytes is None:
-                    self._calibration_bytes = calibration_report_bytes()[0]
-                if self._calibration_bytes != data:
-                    report(
-                        Violation(
-                            entry.seq,
-                            entry.kind,
-                            CALIBRATION_REPLAY_MISMATCH,
-                            "re-running the calibration matrix gives another report",
-                        )
-                    )
+                for message in self._replay_calibration(data):
+                    report(Violation(entry.seq, entry.kind, CALIBRATION_REPLAY_MISMATCH, message))
         self._state.apply(entry)
+
+    def _current_calibration(self) -> dict[tuple[str, str, str, str], bytes]:
+        """This code's calibration rows, by (family, plan id, plan version, adapter version)."""
+        if self._calibration_rows is None:
+            rows = calibration_report_bytes()[1]["rows"]
+            self._calibration_rows = {
+                (r["family"], r["plan_id"], r["plan_version"], r["adapter_version"]): (
+                    canonical_bytes(r)
+                )
+                for r in rows
+            }
+        return self._calibration_rows
+
+    def _replay_calibration(self, data: bytes) -> list[str]:
+        """Replay a stored report row by row; the problems found.
+
+        Each row is re-run with the adapter version it names: a row of a version this code
+        still implements (the plan version maps to that adapter version, and the matrix still
+        has the row) must equal this code's row byte for byte. A row this code cannot run (a
+        version it no longer implements, or a row a later release dropped) is skipped and
+        counted; a row this code has and the report lacks (a later release added it) is no
+        violation. The report's green flags must follow from its own rows.
+        """
+        try:
+            stored = _CALIBRATION_REPORT.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return [f"the stored calibration report is not a report of rows: {exc}"]
+        problems: list[str] = []
+        green_by: dict[str, bool] = {}
+        for row in stored.rows:
+            green_by[row.adapter_version] = green_by.get(row.adapter_version, True) and row.ok
+        if stored.green != all(row.ok for row in stored.rows) or stored.green_by_adapter != (
+            green_by
+        ):
+            problems.append("the report's green flags do not follow from its rows")
+        current = self._current_calibration()
+        seen: set[tuple[str, str, str, str]] = set()
+        for row in stored.rows:
+            key = (row.family, row.plan_id, row.plan_version, row.adapter_version)
+            name = f"row {row.family} {row.plan_id} ({row.plan_version}, {row.adapter_version})"
+            if key in seen:
+                problems.append(f"{name} appears twice")
+                continue
+            seen.add(key)
+            now = current.get(key)
+            runs = ADAPTERS.get(row.plan_version, ("", ""))[1] == row.adapter_version
+            if now is None or not runs:
+                self.calibration_rows_skipped += 1
+                continue
+            if canonical_bytes(msgspec.to_builtins(row)) != now:
+                problems.append(f"{name}: re-running it with this code gives another row")
+            else:
+                self.calibration_rows_replayed += 1
+        return problems
+
+
+class _CalibrationRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One row of a stored calibration report (``verifiers.calibration.CalibrationReport``)."""
+
+    family: str
+    plan_id: str
+    plan_version: str
+    adapter_version: str
+    expected: str
+    observed: str
+    ok: bool
+    candidate_digest: str | None
+    result_digest: str | None
+
+
+class _CalibrationReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    rows: list[_CalibrationRow]
+    green_by_adapter: dict[str, bool]
+    green: bool
+
+
+_CALIBRATION_REPORT: Final = msgspec.json.Decoder(_CalibrationReport)
