@@ -15,10 +15,11 @@ Rules (normative text in LEDGER.md, "Entries"):
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Final
 
 import msgspec
@@ -126,17 +127,20 @@ def valid_time(text: str) -> bool:
     0001-9999, hours 00-23, seconds 00-59 (no leap second ``:60``: the clock never writes one, and
     refusing it keeps every valid string in the same time order as its characters).
     """
-    if TIME_RE.match(text) is None:
-        return False
+    # After the ASCII form, two-digit fields compare as strings; a date is checked once per day.
+    return (
+        TIME_RE.match(text) is not None
+        and text[11:13] <= "23"
+        and text[14:16] <= "59"
+        and text[17:19] <= "59"
+        and _valid_date(text[:10])
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid_date(day: str) -> bool:
     try:
-        datetime(
-            int(text[0:4]),
-            int(text[5:7]),
-            int(text[8:10]),
-            int(text[11:13]),
-            int(text[14:16]),
-            int(text[17:19]),
-        )
+        date(int(day[0:4]), int(day[5:7]), int(day[8:10]))
     except ValueError:
         return False
     return True
