@@ -37,11 +37,11 @@ from .entries import (
     GENESIS_KIND,
     GENESIS_PREV,
     KINDS,
-    TIME_RE,
     Entry,
     EntryBody,
     check_body_depth,
     decode_body,
+    valid_time,
 )
 from .errors import UsageError
 from .payloads import PAYLOADS, LedgerCreated, TypedBody
@@ -786,8 +786,10 @@ def _check_body(
             )
         )
         ok = False
-    typed_ok = isinstance(decoded, TypedBody)  # time and refs' form already checked
-    if not typed_ok and not TIME_RE.match(decoded.time):
+    typed_ok = isinstance(decoded, TypedBody)  # refs' form already checked
+    # One grammar for both paths (the typed pattern checks the form, not the calendar). The
+    # previous entry's time is valid (else its entry was not kept), so a repeat needs no check.
+    if decoded.time != prev_time and not valid_time(decoded.time):
         report(Violation(seq, row_kind, TIME_INVALID, f"time {decoded.time!r} is malformed"))
         ok = False
     elif prev_time is not None and decoded.time < prev_time:

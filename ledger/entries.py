@@ -15,10 +15,11 @@ Rules (normative text in LEDGER.md, "Entries"):
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Final
 
 import msgspec
@@ -51,7 +52,9 @@ KINDS: Final = frozenset(
 )
 
 ADDRESS_RE: Final = re.compile(r"^blake3:[0-9a-f]{64}\Z")
-TIME_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
+# The form of an entry time, ASCII digits only (``\d`` would take any Unicode digit). The form
+# alone admits impossible times: ``valid_time`` is the one rule, this is its first half.
+TIME_RE: Final = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
 ORIGIN_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,254}\Z")
 
 
@@ -135,6 +138,32 @@ def entry_hash(body: bytes) -> str:
 Clock = Callable[[], str]
 
 
+def valid_time(text: str) -> bool:
+    """The one time grammar (LEDGER.md section 3), for the writer and both audit paths.
+
+    ``YYYY-MM-DDTHH:MM:SSZ`` in ASCII digits naming a real UTC calendar date and time: years
+    0001-9999, hours 00-23, seconds 00-59 (no leap second ``:60``: the clock never writes one, and
+    refusing it keeps every valid string in the same time order as its characters).
+    """
+    # After the ASCII form, two-digit fields compare as strings; a date is checked once per day.
+    return (
+        TIME_RE.match(text) is not None
+        and text[11:13] <= "23"
+        and text[14:16] <= "59"
+        and text[17:19] <= "59"
+        and _valid_date(text[:10])
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid_date(day: str) -> bool:
+    try:
+        date(int(day[0:4]), int(day[5:7]), int(day[8:10]))
+    except ValueError:
+        return False
+    return True
+
+
 def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -143,9 +172,10 @@ def system_clock() -> str:
     """The wall clock, unless ``LEDGER_TIME`` fixes it (for reproducible runs and tests)."""
     fixed = os.environ.get("LEDGER_TIME")
     if fixed:
-        if not TIME_RE.match(fixed):
+        if not valid_time(fixed):
             raise UsageError(
-                "bad-time", f"LEDGER_TIME={fixed!r} is not of the form 2026-01-31T12:00:00Z"
+                "bad-time",
+                f"LEDGER_TIME={fixed!r} is not a real UTC time of the form 2026-01-31T12:00:00Z",
             )
         return fixed
     return format_time(datetime.now(UTC))

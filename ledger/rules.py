@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
-from verifiers.canonical import MAX_DEPTH
+from verifiers.canonical import MAX_DEPTH, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
     EvaluatorPlan,
@@ -41,6 +41,7 @@ from .payloads import (
     CalibrationRecorded,
     CohortBurned,
     CohortFrozen,
+    FrozenTask,
     VerificationRecorded,
     payload_struct,
 )
@@ -96,6 +97,7 @@ SKIP_NOT_REQUESTED: Final = "not requested (--no-replay)"
 SKIP_PLAN_WITHHELD: Final = "hidden plan withheld in a public export"
 SKIP_RESULT_WITHHELD: Final = "VerificationResult withheld in a public export"
 SKIP_BUNDLE_WITHHELD: Final = "bundle file withheld in a public export"
+SKIP_CALIBRATION_ROW_RETIRED: Final = "row of an adapter version this code no longer runs"
 
 
 class CommitmentRules:
@@ -121,12 +123,16 @@ class CommitmentRules:
         self.skipped: dict[tuple[str, str], int] = {}
         self._state = LedgerState()
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
-        self._calibration_bytes: bytes | None = None
         # cohort id -> the observed tasks its import must name (a stored document whose stage
         # is burned: freeze recorded its burn from the document, rule 4).
         self._imported: dict[str, list[str]] = {}
         # plan object -> decoded plan (None: does not decode), for rule 9's candidate lookup.
         self._plans: dict[str, EvaluatorPlan | None] = {}
+        self._calibration_rows: dict[tuple[str, str, str, str], bytes] | None = None
+        # Calibration rows replayed, and skipped (rows this code can no longer run).
+        self.calibration_rows_replayed = 0
+        self.calibration_rows_skipped = 0
+        self._plan_visibility: dict[str, tuple[str, int]] = {}  # plan digest -> first (vis, seq)
         self.replayed = 0
 
     # -- helpers --------------------------------------------------------------------------------
@@ -172,6 +178,11 @@ class CommitmentRules:
 
         Compared with the stored ``sha256`` column: the object pass of the audit proves every
         column equals the hash of its body, so hashing the body again here would prove nothing.
+        What the bytes are (a document of which kind) is said by this reference and decided by
+        decoding them, never by the object's ``media_type``: that label is whatever the first
+        writer of these bytes chose (a candidate may ship a future WorkUnit's exact bytes as a
+        bundle file, stored first as ``application/octet-stream``), and objects are never
+        rewritten (LEDGER.md section 2, "Fields no hash covers").
         """
         obj = self._ledger.get_object(address)
         if obj is None:
@@ -179,18 +190,17 @@ class CommitmentRules:
             # audit reports object-missing.
             self._check_withheld(entry, address, digest, None, what, report)
             return None
-        data = obj.body
-        if obj.sha256 != digest or obj.media_type != "application/json":
+        if obj.sha256 != digest:
             report(
                 Violation(
                     entry.seq,
                     entry.kind,
                     OBJECT_DIGEST_WRONG,
-                    f"{what} {address} is not the JSON document with digest {digest}",
+                    f"{what} {address} has digest {obj.sha256}, the entry says {digest}",
                 )
             )
             return None
-        return data
+        return obj.body
 
     # -- observer protocol ----------------------------------------------------------------------
 
@@ -276,14 +286,13 @@ class CommitmentRules:
                     )
                 )
             used_versions.add(task.adapter_version)
+            self._check_plan_visibility(entry, task, report)
             wu_bytes = self._document(
                 entry, task.work_unit.object, task.work_unit.digest, "WorkUnit", report
             )
             plan_bytes = self._document(entry, task.plan.object, task.plan.digest, "plan", report)
             if wu_bytes is not None and plan_bytes is not None:
-                self._check_binding(
-                    entry, task.task, wu_bytes, plan_bytes, task.work_unit.digest, report
-                )
+                self._check_binding(entry, task, wu_bytes, plan_bytes, report)
             elif task.plan.object in self._withheld:
                 self._skip("plan-binding", SKIP_PLAN_WITHHELD)
             exposed = (
@@ -314,9 +323,27 @@ class CommitmentRules:
                 )
         state.apply(entry)
 
+    @staticmethod
+    def _differences(
+        entry: Entry, where: str, source: str, pairs: list[tuple[str, object, object]]
+    ) -> list[Violation]:
+        """One ``cohort-document-mismatch`` per field the entry states otherwise than ``source``."""
+        return [
+            Violation(
+                entry.seq,
+                entry.kind,
+                COHORT_DOCUMENT_MISMATCH,
+                f"{where}{field} {stated!r} differs from the {source}'s {actual!r}",
+            )
+            for field, stated, actual in pairs
+            if stated != actual
+        ]
+
     def _check_cohort_document(
         self, entry: Entry, payload: CohortFrozen, data: bytes, report: Report
     ) -> None:
+        """Every field the entry states about the cohort and its tasks, against the committed
+        cohort document (in the document's order, the order ``freeze`` writes)."""
         decoded = decode_cohort(data)
         if decoded.value is None:
             report(
@@ -332,38 +359,75 @@ class CommitmentRules:
         if cohort.stage == "burned":
             observed = imported_burn(cohort.extensions, [t.id for t in cohort.tasks])[1]
             self._imported[payload.cohort] = sorted(set(observed))
-        committed = {
-            (t.task, t.split, t.work_unit.digest, t.plan.digest, t.plan.id) for t in payload.tasks
-        }
-        declared = {
-            (t.id, t.split, t.work_unit.digest, t.evaluator.plan_digest, t.evaluator.plan_id)
-            for t in cohort.tasks
-        }
-        if (
-            cohort.id != payload.cohort
-            or definition_digest(cohort) != payload.definition_digest
-            or committed != declared
-            or len(payload.tasks) != len(cohort.tasks)
-        ):
+        computed = definition_digest(cohort)
+        declared = cohort.definition_digest if isinstance(cohort.definition_digest, str) else None
+        problems = self._differences(
+            entry,
+            "",
+            "cohort document",
+            [
+                ("cohort", payload.cohort, cohort.id),
+                ("definition_digest", payload.definition_digest, computed),
+                ("stage", payload.stage, cohort.stage),
+                ("task count", len(payload.tasks), len(cohort.tasks)),
+            ],
+        )
+        if declared is not None and declared != computed:
+            problems.append(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    COHORT_DOCUMENT_MISMATCH,
+                    f"the cohort document declares definition_digest {declared}; its"
+                    f" definition is {computed}",
+                )
+            )
+        for task, doc_task in zip(payload.tasks, cohort.tasks, strict=False):
+            problems += self._differences(
+                entry,
+                f"task {task.task}: ",
+                "cohort document",
+                [
+                    ("task", task.task, doc_task.id),
+                    ("split", task.split, doc_task.split),
+                    ("work_unit.id", task.work_unit.id, doc_task.work_unit.id),
+                    ("work_unit.version", task.work_unit.version, doc_task.work_unit.version),
+                    ("work_unit.digest", task.work_unit.digest, doc_task.work_unit.digest),
+                    ("plan.id", task.plan.id, doc_task.evaluator.plan_id),
+                    ("plan.digest", task.plan.digest, doc_task.evaluator.plan_digest),
+                    ("plan.visibility", task.plan.visibility, doc_task.evaluator.visibility),
+                ],
+            )
+        for problem in problems:
+            report(problem)
+
+    def _check_plan_visibility(self, entry: Entry, task: FrozenTask, report: Report) -> None:
+        """A plan's visibility is part of its bytes, so one plan digest has one visibility in
+        every entry. Checked without the plan's bytes: it holds where a public export withholds
+        them (a relabelled public plan would otherwise be withheld and its replays skipped)."""
+        first = self._plan_visibility.setdefault(
+            task.plan.digest, (task.plan.visibility, entry.seq)
+        )
+        if first[0] != task.plan.visibility:
             report(
                 Violation(
                     entry.seq,
                     entry.kind,
                     COHORT_DOCUMENT_MISMATCH,
-                    "the entry's cohort, definition digest or tasks differ from the"
-                    " stored cohort document",
+                    f"task {task.task}: plan {task.plan.digest} is {task.plan.visibility} here"
+                    f" but {first[0]} at seq {first[1]}",
                 )
             )
 
     def _check_binding(
         self,
         entry: Entry,
-        task: str,
+        task: FrozenTask,
         wu_bytes: bytes,
         plan_bytes: bytes,
-        wu_digest: str,
         report: Report,
     ) -> None:
+        """The stored plan binds to the stored WorkUnit, and both say what the entry says."""
         plan = decode_evaluator_plan(plan_bytes)
         work_unit = decode_work_unit(wu_bytes)
         if plan.value is None or work_unit.value is None:
@@ -372,19 +436,39 @@ class CommitmentRules:
                     entry.seq,
                     entry.kind,
                     PLAN_BINDING_INVALID,
-                    f"task {task}: stored plan or WorkUnit does not decode",
+                    f"task {task.task}: stored plan or WorkUnit does not decode",
                 )
             )
             return
+        where = f"task {task.task}: "
+        for problem in self._differences(
+            entry,
+            where,
+            "stored WorkUnit",
+            [
+                ("work_unit.id", task.work_unit.id, work_unit.value.id),
+                ("work_unit.version", task.work_unit.version, work_unit.value.version),
+            ],
+        ) + self._differences(
+            entry,
+            where,
+            "stored plan",
+            [
+                ("plan.id", task.plan.id, plan.value.id),
+                ("plan.schema_version", task.plan.schema_version, plan.value.schema_version),
+                ("plan.visibility", task.plan.visibility, plan.value.visibility),
+            ],
+        ):
+            report(problem)
         try:
-            check_binding(plan.value, work_unit.value, wu_digest)
+            check_binding(plan.value, work_unit.value, task.work_unit.digest)
         except PlanBindingError as exc:
             report(
                 Violation(
                     entry.seq,
                     entry.kind,
                     PLAN_BINDING_INVALID,
-                    f"task {task}: {exc.code}: {exc.message}",
+                    f"task {task.task}: {exc.code}: {exc.message}",
                 )
             )
 
@@ -709,15 +793,84 @@ class CommitmentRules:
             elif not self._replay:
                 self._skip("calibration-replay", SKIP_NOT_REQUESTED)
             else:
-                if self._calibration_bytes is None:
-                    self._calibration_bytes = calibration_report_bytes()[0]
-                if self._calibration_bytes != data:
-                    report(
-                        Violation(
-                            entry.seq,
-                            entry.kind,
-                            CALIBRATION_REPLAY_MISMATCH,
-                            "re-running the calibration matrix gives another report",
-                        )
-                    )
+                for message in self._replay_calibration(data):
+                    report(Violation(entry.seq, entry.kind, CALIBRATION_REPLAY_MISMATCH, message))
         self._state.apply(entry)
+
+    def _current_calibration(self) -> dict[tuple[str, str, str, str], bytes]:
+        """This code's calibration rows, by (family, plan id, plan version, adapter version)."""
+        if self._calibration_rows is None:
+            rows = calibration_report_bytes()[1]["rows"]
+            self._calibration_rows = {
+                (r["family"], r["plan_id"], r["plan_version"], r["adapter_version"]): (
+                    canonical_bytes(r)
+                )
+                for r in rows
+            }
+        return self._calibration_rows
+
+    def _replay_calibration(self, data: bytes) -> list[str]:
+        """Replay a stored report row by row; the problems found.
+
+        Each row is re-run with the adapter version it names: a row of a version this code
+        still implements (the plan version maps to that adapter version, and the matrix still
+        has the row) must equal this code's row byte for byte. A row this code cannot run (a
+        version it no longer implements, or a row a later release dropped) is skipped and
+        counted; a row this code has and the report lacks (a later release added it) is no
+        violation. The report's green flags must follow from its own rows.
+        """
+        try:
+            stored = _CALIBRATION_REPORT.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return [f"the stored calibration report is not a report of rows: {exc}"]
+        problems: list[str] = []
+        green_by: dict[str, bool] = {}
+        for row in stored.rows:
+            green_by[row.adapter_version] = green_by.get(row.adapter_version, True) and row.ok
+        if stored.green != all(row.ok for row in stored.rows) or stored.green_by_adapter != (
+            green_by
+        ):
+            problems.append("the report's green flags do not follow from its rows")
+        current = self._current_calibration()
+        seen: set[tuple[str, str, str, str]] = set()
+        for row in stored.rows:
+            key = (row.family, row.plan_id, row.plan_version, row.adapter_version)
+            name = f"row {row.family} {row.plan_id} ({row.plan_version}, {row.adapter_version})"
+            if key in seen:
+                problems.append(f"{name} appears twice")
+                continue
+            seen.add(key)
+            now = current.get(key)
+            runs = ADAPTERS.get(row.plan_version, ("", ""))[1] == row.adapter_version
+            if now is None or not runs:
+                self.calibration_rows_skipped += 1
+                self._skip("calibration-replay", SKIP_CALIBRATION_ROW_RETIRED)
+                continue
+            if canonical_bytes(msgspec.to_builtins(row)) != now:
+                problems.append(f"{name}: re-running it with this code gives another row")
+            else:
+                self.calibration_rows_replayed += 1
+        return problems
+
+
+class _CalibrationRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One row of a stored calibration report (``verifiers.calibration.CalibrationReport``)."""
+
+    family: str
+    plan_id: str
+    plan_version: str
+    adapter_version: str
+    expected: str
+    observed: str
+    ok: bool
+    candidate_digest: str | None
+    result_digest: str | None
+
+
+class _CalibrationReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    rows: list[_CalibrationRow]
+    green_by_adapter: dict[str, bool]
+    green: bool
+
+
+_CALIBRATION_REPORT: Final = msgspec.json.Decoder(_CalibrationReport)

@@ -57,6 +57,7 @@ from .entries import (
     entry_hash,
     later_time,
     system_clock,
+    valid_time,
 )
 from .errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
 
@@ -490,7 +491,12 @@ class Writer:
         self._tip_reread = False  # True while the edge may hold a leaf that has no row
         self._stored: set[str] = set()  # addresses written in this transaction
         # The clock is read once per transaction: every entry of one write shares its time.
-        self.time = later_time(ledger._clock(), tip.time)
+        clock_time = ledger._clock()
+        if not valid_time(clock_time):
+            # A library caller's clock is checked as LEDGER_TIME is: a bogus time, once
+            # written, would pin every later entry to it (times never go backwards).
+            raise UsageError("bad-time", f"the clock gave {clock_time!r}, not a real UTC time")
+        self.time = later_time(clock_time, tip.time)
 
     @property
     def ledger(self) -> Ledger:

@@ -89,10 +89,52 @@ def test_malformed_refs_are_reported(
 @pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
 @pytest.mark.parametrize(
     "time",
-    ["2026-01-01T00:00:00Z\n", "2026-01-01 00:00:00Z", "2026-1-01T00:00:00Z", ""],
-    ids=["trailing-newline", "space", "short-month", "empty"],
+    [
+        "2026-01-01T00:00:00Z\n",
+        "2026-01-01 00:00:00Z",
+        "2026-1-01T00:00:00Z",
+        "",
+        "\u0662\u0660\u0662\u0666-01-31T12:00:00Z",
+        "\uff12\uff10\uff12\uff16-01-31T12:00:00Z",
+        "2026-99-99T99:99:99Z",
+        "2026-02-29T00:00:00Z",
+        "2026-04-31T00:00:00Z",
+        "2026-01-01T24:00:00Z",
+        "2026-12-31T23:59:60Z",
+        "0000-01-01T00:00:00Z",
+    ],
+    ids=[
+        "trailing-newline",
+        "space",
+        "short-month",
+        "empty",
+        "arabic-indic-digits",
+        "fullwidth-digits",
+        "impossible-date-and-time",
+        "february-29-of-a-common-year",
+        "april-31",
+        "hour-24",
+        "leap-second",
+        "year-zero",
+    ],
 )
 def test_malformed_times_are_reported(
     tmp_path: Path, time: str, payload: dict[str, object]
 ) -> None:
     assert "time-invalid" in _audit_with_entry_1(tmp_path, payload, time=time, refs=[A])
+
+
+@pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
+def test_a_real_time_on_a_leap_day_is_accepted(tmp_path: Path, payload: dict[str, object]) -> None:
+    """The calendar check knows leap years: it is not a blanket refusal of day 29."""
+    found = _audit_with_entry_1(tmp_path, payload, time="2028-02-29T23:59:59Z", refs=[A])
+    assert "time-invalid" not in found and "time-regressed" not in found
+
+
+@pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
+def test_entry_written_earlier_than_the_one_before_is_time_regressed(
+    tmp_path: Path, payload: dict[str, object]
+) -> None:
+    """Entry 0 says 2026-01-01T00:00:00Z; an entry 1 one second earlier goes backwards."""
+    found = _audit_with_entry_1(tmp_path, payload, time="2025-12-31T23:59:59Z", refs=[A])
+    assert "time-regressed" in found and "time-invalid" not in found

@@ -14,12 +14,10 @@ with ``PlanBindingError``; nothing is recorded). Everything the candidate contro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
-
-import msgspec
 
 from verifiers.bundle import BundleSnapshot, plan_read_policy, read_bundle
 from verifiers.contracts import (
@@ -172,26 +170,6 @@ def read_bundle_for_plan(root: Path, plan: EvaluatorPlan | Mapping[str, Any]) ->
     )
 
 
-# Digests of recently judged WorkUnits and plans, keyed by object identity. Each entry keeps a
-# strong reference to its object, so an id cannot be reused while it is cached; frozen Structs
-# cannot change, so a cached digest stays right. Only a speed-up: results are unaffected.
-_DIGEST_CACHE: dict[int, tuple[object, str]] = {}
-_DIGEST_CACHE_SIZE: Final = 64
-
-
-def _cached_digest(doc: object, compute: Callable[[Any], str]) -> str:
-    if not isinstance(doc, msgspec.Struct):
-        return compute(doc)
-    hit = _DIGEST_CACHE.get(id(doc))
-    if hit is not None and hit[0] is doc:
-        return hit[1]
-    digest = compute(doc)
-    if len(_DIGEST_CACHE) >= _DIGEST_CACHE_SIZE:
-        _DIGEST_CACHE.clear()
-    _DIGEST_CACHE[id(doc)] = (doc, digest)
-    return digest
-
-
 def run(
     plan: EvaluatorPlan | Mapping[str, Any],
     work_unit: WorkUnit | Mapping[str, Any],
@@ -201,12 +179,15 @@ def run(
     finished_at: str,
 ) -> RunOutcome:
     """Check the binding (PlanBindingError), then judge the snapshot. Deterministic."""
-    wu_digest = _cached_digest(work_unit, work_unit_digest)
+    # Computed afresh on every run, never cached by object: a caller may change a decoded
+    # document between two runs (nested lists of a frozen Struct are mutable), and a verdict
+    # must follow the bytes the document has now.
+    wu_digest = work_unit_digest(work_unit)
     check_binding(plan, work_unit, wu_digest)
     plan_d: dict[str, Any] = document_json(plan)
     version = _plan_version(plan_d)
     adapter, adapter_version = ADAPTERS[version]
-    digest = _cached_digest(plan, plan_digest)
+    digest = plan_digest(plan)
     if version == "0.1":
         result = build_json_result(
             plan,
