@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         return 2
     upto, sizes = msgspec.json.decode(sys.stdin.buffer.read(), type=tuple[int, list[int]])
-    with Ledger.open(Path(argv[0])) as ledger, ledger.snapshot() as conn:
+    with Ledger.open_read_only(Path(argv[0])) as ledger, ledger.snapshot() as conn:
         result = check_rows(conn, sizes, upto)
     sys.stdout.buffer.write(msgspec.json.encode(result))
     return 0
