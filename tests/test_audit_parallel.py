@@ -13,6 +13,7 @@ import sys
 from collections.abc import Collection
 from pathlib import Path
 
+import blake3
 import msgspec
 import pytest
 from helpers import append_entries, attacker, checkpointed_copy, make_ledger, run_cli
@@ -249,3 +250,34 @@ def test_the_row_digest_tells_every_column_apart() -> None:
 
     digests = {digest_of(base), *map(digest_of, variants)}
     assert len(digests) == 1 + len(variants)
+
+
+def test_the_row_digest_is_the_documented_encoding() -> None:
+    """LEDGER.md section 6: per value a storage-class byte, an 8-byte big-endian length, the
+    bytes; the six columns in the order seq, prev_hash, entry_hash, kind, nodes, body."""
+
+    def value(tag: bytes, data: bytes) -> bytes:
+        return tag + len(data).to_bytes(8, "big") + data
+
+    rows = [
+        (12, "blake3:ab", "blake3:cd", "calibration.recorded", b"\x00" * 32, b'{"a":1}'),
+        (13, None, 2.5, "k\u00e9", b"", "text body"),
+    ]
+    expected = blake3.blake3(
+        value(b"i", b"12")
+        + value(b"t", b"blake3:ab")
+        + value(b"t", b"blake3:cd")
+        + value(b"t", b"calibration.recorded")
+        + value(b"b", b"\x00" * 32)
+        + value(b"b", b'{"a":1}')
+        + value(b"i", b"13")
+        + value(b"n", b"")
+        + value(b"f", b"2.5")
+        + value(b"t", "k\u00e9".encode())
+        + value(b"b", b"")
+        + value(b"t", b"text body")
+    ).digest()
+    digest = RowDigest()
+    for row in rows:
+        digest.add(*row)
+    assert digest.digest() == expected
