@@ -735,7 +735,9 @@ def _connect_read_only(path: Path, file: _OpenFile) -> tuple[sqlite3.Connection,
     file.lock_for_reading(time.monotonic() + timeout / 1000, path)
     try:
         # Checked under the lock: no writer can now delete a -wal or fold one into the file.
-        immutable = not any(os.path.lexists(f"{path}{side}") for side in ("-wal", "-journal"))
+        # Beside the file itself: SQLite names the -wal after the path with symlinks resolved.
+        real = os.path.realpath(path)
+        immutable = not any(os.path.lexists(f"{real}{side}") for side in ("-wal", "-journal"))
         conn = _open_read_only(path, timeout, immutable=immutable)
     except BaseException:
         file.unlock_reading()
@@ -908,29 +910,35 @@ class _OpenFile:
 
     def lock_for_reading(self, deadline: float, path: Path) -> None:
         """The readers' lock; waits (bounded) while a writer holds EXCLUSIVE to checkpoint."""
-        with self._guard:
-            self._readers += 1
-            if self._readers > 1:
-                return  # one lock on the description serves every reader of this process
-            delay = 0.002
-            while True:
+        delay = 0.002
+        while True:
+            with self._guard:
+                if self._readers > 0:
+                    self._readers += 1  # one lock on the description serves every reader here
+                    return
                 try:
                     fcntl.fcntl(
                         self._lock_fd,
                         fcntl.F_OFD_SETLK,
                         _flock(fcntl.F_RDLCK, _SHARED_FIRST, _READER_MARK + 1 - _SHARED_FIRST),
                     )
+                    self._readers = 1
                     return
                 except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
-                        self._readers -= 1
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise StoreError(
+                            "ledger-unreadable",
+                            f"cannot lock {path} for reading ({exc.strerror}): its file system"
+                            " may not support locks; copy it to a local disk",
+                        ) from None
+                    if time.monotonic() > deadline:
                         raise StoreError(
                             "ledger-busy",
                             f"{path} stayed locked by a writer for {busy_timeout_ms() / 1000:g} s;"
                             " try again (LEDGER_BUSY_TIMEOUT_MS sets the wait)",
                         ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
+            time.sleep(delay)  # outside the guard: other Ledgers of this process go on
+            delay = min(delay * 2, 0.1)
 
     def unlock_reading(self) -> None:
         with self._guard:

@@ -345,3 +345,46 @@ def test_readers_alongside_concurrent_writers_see_consistent_snapshots(tmp_path:
     with Ledger.open(path, clock=fixed_clock):
         pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.db"]
+
+
+def test_a_ledger_reached_through_a_symlink_is_read_with_its_wal(tmp_path: Path) -> None:
+    """SQLite names the -wal after the file with symlinks resolved: the reader looks for it
+    there too, and so reads the entries still in the log instead of an older state."""
+    real = tmp_path / "real"
+    real.mkdir()
+    make_ledger(real / "ledger.db", 3)
+    link = tmp_path / "link.db"
+    link.symlink_to(real / "ledger.db")
+    with Ledger.open(real / "ledger.db", clock=fixed_clock) as writer:
+        append_entries(writer, 5, tag="in-wal")
+        assert Path(f"{real}/ledger.db-wal").stat().st_size > 0
+        assert not Path(f"{link}-wal").exists()
+        with Ledger.open_read_only(link) as reader:
+            assert reader.size() == 9
+
+
+def test_a_reader_waits_for_a_checkpointing_writer_then_refuses_busy(tmp_path: Path) -> None:
+    """A writer that holds SQLite's EXCLUSIVE lock (its checkpoint on close) longer than the
+    busy timeout: the reader, which must not read while the file is rewritten, refuses."""
+    path = tmp_path / "ledger.db"
+    make_ledger(path, 2)
+    holder = python_child(
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({str(path)!r}, os.O_RDWR)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 510, 0x40000002)\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.readline()\n",
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        result = run_cli(["--db", str(path), "log"], env={"LEDGER_BUSY_TIMEOUT_MS": "200"})
+        assert result.code == 2
+        assert result.error_code() == "ledger-busy"
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert run_cli(["--db", str(path), "log"]).code == 0
