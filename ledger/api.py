@@ -56,9 +56,13 @@ def init_ledger(path: str | os.PathLike[str], *, origin: str | None = None) -> I
         return InitResult(created=created, origin=ledger.origin())
 
 
-def open_ledger(path: str | os.PathLike[str]) -> Ledger:
-    """Open an existing ledger (``StoreError`` when it is missing or not a ledger)."""
-    return Ledger.open(path)
+def open_ledger(path: str | os.PathLike[str], *, read_only: bool = False) -> Ledger:
+    """Open an existing ledger (``StoreError`` when it is missing or not a ledger).
+
+    ``read_only`` opens it as every reading command does: nothing is written, in the file or
+    beside it, and it works on read-only media (LEDGER.md section 2); writing then refuses
+    with ``ledger-read-only``."""
+    return Ledger.open_read_only(path) if read_only else Ledger.open(path)
 
 
 def audit_ledger(

@@ -13,14 +13,14 @@ import hashlib
 import os
 import re
 import sqlite3
+import struct
 import subprocess
 import sys
-import threading
-import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+import blake3
 import msgspec
 
 from verifiers.canonical import (
@@ -45,7 +45,7 @@ from .entries import (
 )
 from .errors import UsageError
 from .payloads import PAYLOADS, LedgerCreated, TypedBody
-from .store import Ledger, busy_timeout_ms
+from .store import Ledger
 
 MAX_REPORTED: Final = 1000
 _RECENT_REFS: Final = 50_000  # addresses remembered to skip repeated TEMP inserts (~6 MB)
@@ -73,6 +73,7 @@ EMPTY_LEDGER: Final = "ledger-empty"
 CHECKPOINT_TRUNCATED: Final = "checkpoint-truncated"
 DATABASE_CORRUPT: Final = "database-corrupt"
 CHECKPOINT_MISMATCH: Final = "checkpoint-mismatch"
+FILE_CHANGED: Final = "file-changed-during-audit"
 
 
 class Violation(msgspec.Struct, frozen=True):
@@ -181,7 +182,7 @@ class RowResult(msgspec.Struct, frozen=True):
     first_leaf_mismatch: int | None
     kept: list[tuple[tuple[int, int, int], Violation]]
     count: int
-    integrity: list[str] | None = None  # the worker's PRAGMA integrity_check, run after the rows
+    digest: bytes = b""  # ``RowDigest`` of every row the worker read (empty when inline)
 
 
 def _as_bytes(body: object) -> bytes:
@@ -191,6 +192,85 @@ def _as_bytes(body: object) -> bytes:
 
 
 _ROWS_SQL: Final = "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries ORDER BY seq"
+# The worker reads exactly the rows of the auditor's snapshot: those up to its head.
+_ROWS_UPTO_SQL: Final = (
+    "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries WHERE seq <= ? ORDER BY seq"
+)
+
+
+class RowDigest:
+    """A running BLAKE3 over every row a reader saw, value by value as SQLite returned it: the
+    storage class (one byte), the length (8 bytes, big-endian), then the bytes (TEXT as UTF-8,
+    INTEGER in decimal). Two readers whose digests agree read the same rows; a verdict drawn
+    from one of them then covers the other's bytes too (``ledger audit`` with a worker)."""
+
+    __slots__ = ("_buffer", "_hasher")
+
+    def __init__(self) -> None:
+        self._hasher = blake3.blake3()
+        self._buffer = bytearray()  # hashed in 1 MiB pieces: one update per row costs more
+
+    def add(
+        self, seq: object, prev: object, hash_: object, kind: object, nodes: object, body: object
+    ) -> None:
+        if (
+            type(seq) is int
+            and type(prev) is str
+            and type(hash_) is str
+            and type(kind) is str
+            and type(nodes) is bytes
+            and type(body) is bytes
+        ):
+            # The storage classes the ledger writes: the same bytes as ``_tagged``, built faster.
+            s, p, h, k = b"%d" % seq, _utf8(prev), _utf8(hash_), _utf8(kind)
+            self._buffer += b"".join(
+                (
+                    _HEAD(b"i", len(s)),
+                    s,
+                    _HEAD(b"t", len(p)),
+                    p,
+                    _HEAD(b"t", len(h)),
+                    h,
+                    _HEAD(b"t", len(k)),
+                    k,
+                    _HEAD(b"b", len(nodes)),
+                    nodes,
+                    _HEAD(b"b", len(body)),
+                    body,
+                )
+            )
+        else:
+            self._buffer += b"".join(map(_tagged, (seq, prev, hash_, kind, nodes, body)))
+        if len(self._buffer) >= 1 << 20:
+            self._hasher.update(self._buffer)
+            self._buffer.clear()
+
+    def digest(self) -> bytes:
+        self._hasher.update(self._buffer)
+        self._buffer.clear()
+        return self._hasher.digest()
+
+
+_HEAD: Final = struct.Struct(">cQ").pack  # storage class, length
+
+
+def _utf8(text: str) -> bytes:
+    # invalid UTF-8 was replaced on reading (the connections' text_factory), alike in both
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _tagged(value: object) -> bytes:
+    if isinstance(value, bytes):
+        tag, data = b"b", value
+    elif isinstance(value, str):
+        tag, data = b"t", _utf8(value)
+    elif isinstance(value, int):
+        tag, data = b"i", str(value).encode("ascii")
+    elif value is None:
+        tag, data = b"n", b""
+    else:
+        tag, data = b"f", repr(value).encode("ascii")
+    return _HEAD(tag, len(data)) + data
 
 
 class _RowChecks:
@@ -315,16 +395,17 @@ class _RowChecks:
         )
 
 
-def check_rows(
-    conn: sqlite3.Connection, wanted_sizes: Collection[int], *, integrity: bool = False
-) -> RowResult:
-    """Every row check over the snapshot ``conn`` reads, then (``integrity``) SQLite's integrity
-    check: the worker's whole job. The auditor is busier (it decodes every entry and runs the
-    rules), so the worker takes the integrity check too, and two processes share two cores."""
-    rows = _check_all_rows(conn, _RowChecks(_Collector(), wanted_sizes))
-    if not integrity:
-        return rows
-    return msgspec.structs.replace(rows, integrity=_integrity_problems(conn))
+def check_rows(conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int) -> RowResult:
+    """Every row check over the rows of ``conn``'s snapshot up to seq ``upto``, with the
+    ``RowDigest`` of those rows: the worker's whole job."""
+    digest = RowDigest()
+    rows = _RowChecks(_Collector(), wanted_sizes)
+    for seq, row_prev, row_hash, row_kind, body, nodes in conn.execute(_ROWS_UPTO_SQL, (upto,)):
+        digest.add(seq, row_prev, row_hash, row_kind, nodes, body)
+        data = rows.chain(seq, row_prev, row_hash, row_kind, body)
+        rows.canonical(seq, row_kind, data)
+        rows.tree(seq, row_hash, row_kind, data, nodes)
+    return msgspec.structs.replace(rows.finish(), digest=digest.digest())
 
 
 def _check_all_rows(conn: sqlite3.Connection, rows: _RowChecks) -> RowResult:
@@ -355,11 +436,16 @@ def audit(
     observers = list(observers)
     wanted_sizes = {cp.size for cp in checkpoints}
     with ledger.snapshot() as conn:
-        worker = _RowWorker.start(conn, wanted_sizes) if _wants_worker(conn, parallel) else None
-        integrity = _IntegrityCheck(conn, background=worker is None)
+        # Read first: the snapshot begins here, before any worker exists, and its head bounds
+        # the rows the worker checks (rows appended later are not this audit's).
+        head = conn.execute("SELECT max(seq) FROM entries").fetchone()[0]
+        upto = head if isinstance(head, int) else -1
+        worker = (
+            _RowWorker.start(conn, wanted_sizes, upto) if _wants_worker(conn, parallel) else None
+        )
         try:
             return _audit_snapshot(
-                conn, integrity, worker, observers, progress, checkpoints, withheld, wanted_sizes
+                conn, worker, observers, progress, checkpoints, withheld, wanted_sizes
             )
         finally:
             if worker is not None:
@@ -368,7 +454,6 @@ def audit(
 
 def _audit_snapshot(
     conn: sqlite3.Connection,
-    integrity: _IntegrityCheck,
     worker: _RowWorker | None,
     observers: list[EntryObserver],
     progress: Callable[[int], None] | None,
@@ -385,6 +470,8 @@ def _audit_snapshot(
     )
     conn.execute("DELETE FROM temp.audit_refs")
     inline = None if worker is not None else _RowChecks(report, wanted_sizes)
+    # With a worker, what this process read, to prove the worker read the same (``RowDigest``).
+    seen = RowDigest() if worker is not None else None
     prev_time: str | None = None
     ref_buffer: list[tuple[str, int]] = []
     recent_refs: set[str] = set()
@@ -394,6 +481,8 @@ def _audit_snapshot(
         if inline is not None:
             data = inline.chain(seq, row_prev, row_hash, row_kind, body)
         else:
+            if seen is not None:
+                seen.add(seq, row_prev, row_hash, row_kind, nodes, body)
             data = _as_bytes(body)
         entry = _check_body(
             seq,
@@ -429,8 +518,13 @@ def _audit_snapshot(
         if progress is not None and count % 10_000 == 0:
             progress(count)
     rows: RowResult | None = None
-    if worker is not None:
-        rows = worker.result(conn, count, last)
+    changed = False
+    if worker is not None and seen is not None:
+        rows = worker.result(count, last)
+        if rows is not None and rows.digest != seen.digest():
+            # The worker read other rows than these under the same path: the file was rewritten
+            # while it was audited. Its answer is not this file's; these rows are checked here.
+            rows, changed = None, True
     if rows is None:
         # Inline from the start, or the worker gave no usable answer: check here.
         if inline is None:
@@ -441,6 +535,17 @@ def _audit_snapshot(
         report.kept.extend(rows.kept)
         report.count += rows.count
     report.at(AFTER_ROWS, P_AFTER)
+    if changed:
+        report(
+            Violation(
+                None,
+                None,
+                FILE_CHANGED,
+                "the row-check worker, reading the same path, saw other bytes in the rows this"
+                " audit read: the file was rewritten while it was audited (the rows were"
+                " checked from this reader's own snapshot)",
+            )
+        )
     if ref_buffer:
         conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
     if count == 0:
@@ -451,7 +556,9 @@ def _audit_snapshot(
         "INSERT OR IGNORE INTO temp.audit_withheld VALUES (?)", [(d,) for d in withheld]
     )
     objects = _check_objects(conn, report)
-    problems = rows.integrity if rows.integrity is not None else integrity.result(conn)
+    # On this connection, in this snapshot: the structure it vouches for (the indexes the
+    # rules look objects up by) is that of the file whose rows were read here.
+    problems = _integrity_problems(conn)
     if problems != ["ok"]:
         report(
             Violation(
@@ -534,16 +641,20 @@ def _wants_worker(conn: sqlite3.Connection, parallel: bool | None) -> bool:
 
 class _RowWorker:
     """The row checks in a second process (``python -m ledger.audit_rows``), on its own
-    read-only snapshot. Its answer is used only when that snapshot holds the very rows this
-    one read (same count, last seq and hash): entries are append-only and carry their Merkle
-    nodes, so equal ends mean equal contents. Any other outcome (a crash, a writer that appended in
-    between, output that does not decode) means the rows are checked here instead."""
+    read-only snapshot of the rows up to this snapshot's head. The second process opens the
+    file by its path, later: whoever owns the file can show it other bytes. Its answer is used
+    only when its ``RowDigest`` equals the one of the rows this process read (equal ends are
+    not enough: the owner can rewrite a body and put it back). A crash or output that does not
+    decode means the rows are checked here; another digest also means ``file-changed-during-audit``
+    (``audit``)."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self._proc = proc
 
     @classmethod
-    def start(cls, conn: sqlite3.Connection, wanted_sizes: Collection[int]) -> _RowWorker | None:
+    def start(
+        cls, conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int
+    ) -> _RowWorker | None:
         package_root = str(Path(__file__).resolve().parent.parent)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
@@ -560,16 +671,14 @@ class _RowWorker:
         worker = cls(proc)
         try:
             if proc.stdin is not None:
-                proc.stdin.write(msgspec.json.encode(sorted(wanted_sizes)))
+                proc.stdin.write(msgspec.json.encode([upto, sorted(wanted_sizes)]))
                 proc.stdin.close()
         except OSError:
             worker.stop()  # its answer would not be read: it must not outlive the audit
             return None
         return worker
 
-    def result(
-        self, conn: sqlite3.Connection, count: int, last: tuple[int, str] | None
-    ) -> RowResult | None:
+    def result(self, count: int, last: tuple[int, str] | None) -> RowResult | None:
         try:
             out = self._proc.stdout.read() if self._proc.stdout is not None else b""
             if self._proc.wait() != 0:
@@ -586,53 +695,6 @@ class _RowWorker:
         if self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
-
-
-class _IntegrityCheck:
-    """SQLite's ``PRAGMA integrity_check``: its own structure (pages, indexes), damage the row
-    checks cannot see, such as an index that no longer finds a row by its hash.
-
-    Without a row-check worker (which runs it itself, after its rows: ``check_rows``), it runs on
-    a second read-only connection in a thread while the audit reads the rows: it is C code that
-    releases the GIL, so on a second core it adds no time (about 10% of the audit of a 1M-entry
-    ledger otherwise). Its verdict does not depend on which committed state it reads,
-    as every committed state must be well-formed. Whatever stops the thread from giving a
-    verdict (no file behind the connection, no second connection) makes ``result`` run the
-    check on the audit's own connection instead, as before.
-    """
-
-    def __init__(self, conn: sqlite3.Connection, *, background: bool) -> None:
-        self._problems: list[str] | None = None
-        self._thread: threading.Thread | None = None
-        file = _main_file(conn)
-        if file and background:
-            self._thread = threading.Thread(target=self._run, args=(file,), daemon=True)
-            self._thread.start()
-
-    def _run(self, file: str) -> None:
-        try:
-            other = sqlite3.connect(
-                f"file:{urllib.parse.quote(file)}?mode=ro", uri=True, check_same_thread=True
-            )
-        except sqlite3.Error:
-            return
-        try:
-            other.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
-            self._problems = _integrity_problems(other)
-        except sqlite3.Error:
-            # No verdict (damage SQLite reports by raising, "malformed"; a lock): ``result``
-            # runs the check on the audit's connection, where the snapshot turns such an error
-            # into a stable refusal, exactly as without the thread.
-            pass
-        finally:
-            other.close()
-
-    def result(self, conn: sqlite3.Connection) -> list[str]:
-        if self._thread is not None:
-            self._thread.join()
-            if self._problems is not None:
-                return self._problems
-        return _integrity_problems(conn)
 
 
 def _integrity_problems(conn: sqlite3.Connection) -> list[str]:

@@ -147,7 +147,7 @@ def log(
     """List the entries in seq order."""
     from .store import Ledger
 
-    with Ledger.open(STATE.db) as ledger:
+    with Ledger.open_read_only(STATE.db) as ledger:
         entries = ledger.entries(kinds=tuple(kind or ()))
         if as_json:
             items = [
@@ -196,7 +196,7 @@ def show(
     """Show one entry (by seq or entry hash) or one stored object (by its blake3 address)."""
     from .store import Ledger
 
-    with Ledger.open(STATE.db) as ledger:
+    with Ledger.open_read_only(STATE.db) as ledger:
         if re.fullmatch(r"[0-9]{1,64}", ref):
             entry = ledger.entry(int(ref))
         elif ref.startswith("blake3:"):
@@ -545,7 +545,7 @@ def audit(
             from_export, replay=not no_replay, checkpoints=checkpoints, progress=progress
         )
     else:
-        with Ledger.open(STATE.db) as ledger:
+        with Ledger.open_read_only(STATE.db) as ledger:
             report, replayed = audit_ledger(
                 ledger, replay=not no_replay, checkpoints=checkpoints, progress=progress
             )
@@ -631,7 +631,7 @@ def keygen(
     from .store import Ledger
 
     if name is None:
-        with Ledger.open(STATE.db) as ledger:
+        with Ledger.open_read_only(STATE.db) as ledger:
             name = ledger.origin()
     secret_path = out.with_name(out.name + ".key")
     public_path = out.with_name(out.name + ".pub")
@@ -678,7 +678,7 @@ def checkpoint(
     from .transparency import checkpoint_note
 
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
-    with Ledger.open(STATE.db) as ledger:
+    with Ledger.open_read_only(STATE.db) as ledger:
         cp, note = checkpoint_note(ledger, signer)
     if out is not None:
         try:
@@ -722,7 +722,7 @@ def prove(
 
     if (seq is None) == (consistency is None):
         raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
-    with Ledger.open(STATE.db) as ledger:
+    with Ledger.open_read_only(STATE.db) as ledger:
         if consistency is not None:
             old = _load_checkpoint(consistency, None)
             proof = prove_consistency(ledger, old)
@@ -781,7 +781,7 @@ def export(
     from .store import Ledger
     from .transparency import export as run_export
 
-    with Ledger.open(STATE.db) as ledger:
+    with Ledger.open_read_only(STATE.db) as ledger:
         if out is None:
             if as_json:
                 raise UsageError("usage-error", "--json needs --out (the export itself is stdout)")

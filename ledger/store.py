@@ -26,18 +26,33 @@ Rules (normative text in LEDGER.md, "The SQLite file"):
    write uses them only if ``PRAGMA data_version``, read under that write's lock, is unchanged
    (no other connection has committed since). A rollback, a failed append or a changed version
    means both are read from the file again, so a write never extends a head it has not seen.
+7. A read-only open (``Ledger.open_read_only``, every command that only reads) changes no byte
+   of the file and creates no file beside it, and works on read-only media. With no ``-wal``
+   (nor ``-journal``) beside the file it takes a read lock on SQLite's SHARED bytes and one
+   byte past them (``_READER_MARK``), checks again that there is no ``-wal``, and opens the file
+   ``immutable`` (SQLite then creates nothing and takes no lock of its own). The read lock blocks
+   a writer's last-close checkpoint (SQLite's EXCLUSIVE lock) from rewriting the file under it;
+   the ledger's writers run their periodic checkpoints themselves, only while no reader holds
+   the mark. Writers meanwhile append to a new ``-wal`` this reader does not see: it reads one
+   consistent, older state. With a ``-wal`` present it opens ``mode=ro`` (SQLite uses the files
+   there). The journal mode is never touched by a reader.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import sqlite3
 import stat
+import struct
+import threading
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -114,6 +129,16 @@ _INSERT_ENTRY: Final = (
 )
 _NODE_READ_CHUNK: Final = 400  # seqs per query in ``tree_nodes``
 _HEAD_ROW: Final = "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
+# SQLite's lock bytes in the main file (os_unix.c): PENDING_BYTE, RESERVED_BYTE = +1, then the
+# SHARED range of 510 bytes. EXCLUSIVE (a writer's checkpoint on its last close, or a rollback
+# journal writer) is a write lock on the SHARED range: a read lock there holds it off.
+_PENDING_BYTE: Final = 0x40000000
+_SHARED_FIRST: Final = _PENDING_BYTE + 2
+_SHARED_SIZE: Final = 510
+# One byte past SQLite's: held by a reader that opened the file immutable. SQLite never locks
+# it; the ledger's writers test it before each checkpoint (``Ledger._checkpoint``).
+_READER_MARK: Final = _PENDING_BYTE + 512
+_CHECKPOINT_EVERY: Final = 256  # commits between a writer's checkpoints (SQLite: 1000 pages)
 
 
 class StoredObject:
@@ -148,10 +173,22 @@ def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
 class Ledger:
     """An open ledger file. One per command; not shared between threads."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, *, clock: Clock) -> None:
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        *,
+        clock: Clock,
+        file: _OpenFile | None = None,
+        read_only: bool = False,
+    ) -> None:
         self.path = path
         self._conn = conn
         self._clock = clock
+        self._file = file  # this process's descriptors of the file (``_OpenFile``)
+        self.read_only = read_only
+        self._holds_read_lock = False  # the readers' lock of rule 7, released on close
+        self._commits = 0  # since this connection's last checkpoint attempt
         # What this connection last committed (rule 6). A write transaction takes it, and only
         # a successful COMMIT puts it back: a rollback or an error leaves None (read the file).
         self._tip: _Tip | None = None
@@ -167,10 +204,26 @@ class Ledger:
         conn = _connect(p)
         try:
             _check_is_ledger(conn, p)
+            file = _OpenFile.acquire(p)
         except BaseException:
             conn.close()
             raise
-        return cls(p, conn, clock=clock)
+        return cls(p, conn, clock=clock, file=file)
+
+    @classmethod
+    def open_read_only(cls, path: str | os.PathLike[str]) -> Ledger:
+        """Open an existing ledger to read it, changing nothing (rule 7); writing refuses."""
+        p = Path(path)
+        _check_ledger_path(p, must_exist=True)
+        file = _OpenFile.acquire(p)
+        try:
+            conn, locked = _connect_read_only(p, file)
+        except BaseException:
+            file.release()
+            raise
+        ledger = cls(p, conn, clock=system_clock, file=file, read_only=True)
+        ledger._holds_read_lock = locked
+        return ledger
 
     @classmethod
     def create(
@@ -206,6 +259,11 @@ class Ledger:
     def _create_once(cls, p: Path, *, origin: str, clock: Clock) -> tuple[Ledger, bool]:
         conn = _connect(p)
         try:
+            file = _OpenFile.acquire(p)  # SQLite has created the file on connecting
+        except BaseException:
+            conn.close()
+            raise
+        try:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -225,12 +283,12 @@ class Ledger:
                     ):
                         conn.execute("ROLLBACK")
                         _check_is_ledger(conn, p)
-                        return cls(p, conn, clock=clock), False
+                        return cls(p, conn, clock=clock, file=file), False
                     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version = {STORE_FORMAT}")
                     for statement in _split_sql(SCHEMA):
                         conn.execute(statement)
-                    ledger = cls(p, conn, clock=clock)
+                    ledger = cls(p, conn, clock=clock, file=file)
                     writer = Writer(ledger)
                     writer.append(GENESIS_KIND, {"origin": origin})
                     conn.execute("COMMIT")
@@ -242,16 +300,26 @@ class Ledger:
                     conn.execute("ROLLBACK")
                 raise
             _check_is_ledger(conn, p)
-            return cls(p, conn, clock=clock), False
+            return cls(p, conn, clock=clock, file=file), False
         except sqlite3.DatabaseError as exc:
             conn.close()
+            file.release()
             raise _db_error(p, exc) from None
         except BaseException:
             conn.close()
+            file.release()
             raise
 
     def close(self) -> None:
         self._conn.close()
+        # After the connection: closing a descriptor drops this process's POSIX locks on the
+        # file, so ``_OpenFile`` closes its own only when no connection of ours is left.
+        if self._file is not None:
+            if self._holds_read_lock:
+                self._file.unlock_reading()
+                self._holds_read_lock = False
+            self._file.release()
+            self._file = None
 
     def __enter__(self) -> Ledger:
         return self
@@ -393,6 +461,7 @@ class Ledger:
                 raise
             raise failure from None
         self._tip = writer._kept_tip()
+        self._committed()
 
     def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
         """Append one entry in its own transaction."""
@@ -407,7 +476,24 @@ class Ledger:
                 raise
             raise failure from None
         self._tip = writer._kept_tip()
+        self._committed()
         return entry
+
+    def _committed(self) -> None:
+        """SQLite's automatic checkpoint is off (``_connect``): it would rewrite the main file
+        under a reader that opened it immutable. Every ``_CHECKPOINT_EVERY`` commits this
+        writer checkpoints itself, unless such a reader holds the mark (rule 7); then it tries
+        again after its next commit. The last connection's close checkpoints the rest."""
+        self._commits += 1
+        if self._commits < _CHECKPOINT_EVERY or self._file is None:
+            return
+        if self._file.reader_present():
+            return
+        self._commits = 0
+        try:
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.DatabaseError:
+            pass  # only an optimisation: a busy or failed checkpoint is retried later
 
     def _failed(self, exc: BaseException) -> BaseException:
         """Roll back; what to raise for ``exc`` (a database error becomes a stable refusal)."""
@@ -416,6 +502,12 @@ class Ledger:
 
     def _begin(self) -> Writer:
         """``BEGIN IMMEDIATE`` and a Writer on the head as of that lock; rolls back on error."""
+        if self.read_only:
+            raise StoreError(
+                "ledger-read-only",
+                f"{self.path} was opened read-only (Ledger.open_read_only); open it with"
+                " Ledger.open to write",
+            )
         # Taken before the lock: whatever happens next, only a successful COMMIT puts it back.
         tip, self._tip = self._tip, None
         try:
@@ -636,12 +728,67 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA recursive_triggers = ON")
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Ledger._committed
     except sqlite3.DatabaseError as exc:
         raise _db_error(path, exc) from None
     return conn
 
 
-def _check_is_ledger(conn: sqlite3.Connection, path: Path) -> None:
+def _connect_read_only(path: Path, file: _OpenFile) -> tuple[sqlite3.Connection, bool]:
+    """A connection that reads ``path`` and writes nothing, anywhere (rule 7), and whether it
+    keeps the readers' lock (it is immutable: the caller releases the lock after closing it)."""
+    timeout = busy_timeout_ms()
+    file.lock_for_reading(time.monotonic() + timeout / 1000, path)
+    try:
+        # Checked under the lock: no writer can now delete a -wal or fold one into the file.
+        # Beside the file itself: SQLite names the -wal after the path with symlinks resolved.
+        real = os.path.realpath(path)
+        immutable = not any(os.path.lexists(f"{real}{side}") for side in ("-wal", "-journal"))
+        conn = _open_read_only(path, timeout, immutable=immutable)
+    except BaseException:
+        file.unlock_reading()
+        raise
+    if not immutable:
+        # A mode=ro connection holds SQLite's own SHARED lock once it has read (WAL mode keeps
+        # it): the mark, which would hold off every writer's checkpoint, is not needed.
+        file.unlock_reading()
+    return conn, immutable
+
+
+def _open_read_only(path: Path, timeout: int, *, immutable: bool) -> sqlite3.Connection:
+    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+    try:
+        conn = sqlite3.connect(
+            f"file:{urllib.parse.quote(str(path))}?{flags}",
+            uri=True,
+            isolation_level=None,
+            timeout=timeout / 1000,
+            check_same_thread=True,
+        )
+    except sqlite3.DatabaseError as exc:
+        raise _db_error(path, exc) from None
+    try:
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+        conn.execute(f"PRAGMA busy_timeout = {timeout}")
+        _check_is_ledger(conn, path, writable=False)
+    except StoreError as exc:
+        conn.close()
+        if immutable or exc.code != "ledger-unreadable":
+            raise
+        raise StoreError(
+            "ledger-unreadable",
+            f"cannot read {path} without writing beside it: its write-ahead log {path}-wal is"
+            f" there but {path}-shm is missing or unreadable and the folder is read-only; copy"
+            " the file with its -wal into a writable folder, or let its owner open it once"
+            " (which folds the log into the file)",
+        ) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _check_is_ledger(conn: sqlite3.Connection, path: Path, *, writable: bool = True) -> None:
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -675,8 +822,9 @@ def _check_is_ledger(conn: sqlite3.Connection, path: Path) -> None:
             "not-a-ledger",
             f"{path} is not a ledger file: its entries table has columns {', '.join(columns)}",
         )
-    # Only now, knowing the file is ours, may the persistent journal mode be touched.
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+    # Only now, knowing the file is ours, may the persistent journal mode be touched; and
+    # only by a writer: a reader changes nothing (rule 7).
+    if writable and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
 
 
@@ -701,3 +849,116 @@ def _db_error(path: Path, exc: sqlite3.DatabaseError) -> LedgerError:
     if "ledger:" in text:
         return StoreError("ledger-trigger-refused", f"{path}: {text}")
     return StoreError("ledger-io-error", f"{path}: {text}", exit_code=EXIT_REFUSED)
+
+
+def _flock(kind: int, start: int, length: int) -> bytes:
+    # struct flock (Linux): l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks).
+    return struct.pack("hhqqi4x", kind, os.SEEK_SET, start, length, 0)
+
+
+class _OpenFile:
+    """This process's own descriptors of one ledger file (by device and inode), shared by every
+    ``Ledger`` on it. POSIX locks belong to the process: closing *any* descriptor of a file
+    drops all of them, SQLite's too, so these are closed only when the last ``Ledger`` of this
+    process on the file has closed its connection. The locks taken here are open-file-
+    description (OFD) locks: SQLite's closing its own descriptors does not drop them.
+
+    ``_lock_fd`` carries the readers' lock (rule 7: SQLite's SHARED range and ``_READER_MARK``);
+    ``_probe_fd`` is a second description, so a writer in this process sees that lock too.
+    """
+
+    _registry: ClassVar[dict[tuple[int, int], _OpenFile]] = {}
+    _guard: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, key: tuple[int, int], lock_fd: int, probe_fd: int) -> None:
+        self._key = key
+        self._lock_fd = lock_fd
+        self._probe_fd = probe_fd
+        self._users = 0
+        self._readers = 0
+
+    @classmethod
+    def acquire(cls, path: Path) -> _OpenFile:
+        with cls._guard:
+            try:
+                st = os.stat(path)
+            except OSError as exc:
+                raise StoreError(
+                    "ledger-unreadable", f"cannot read {path}: {exc.strerror}"
+                ) from None
+            shared = cls._registry.get((st.st_dev, st.st_ino))
+            if shared is None:
+                # Opened only when no Ledger here has the file: a descriptor opened now could
+                # never be closed early without dropping some connection's locks.
+                fds: list[int] = []
+                try:
+                    for _ in range(2):
+                        fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK))
+                except OSError as exc:
+                    for fd in fds:
+                        os.close(fd)
+                    raise StoreError(
+                        "ledger-unreadable", f"cannot read {path}: {exc.strerror}"
+                    ) from None
+                shared = cls(key=(st.st_dev, st.st_ino), lock_fd=fds[0], probe_fd=fds[1])
+                cls._registry[shared._key] = shared
+            shared._users += 1
+            return shared
+
+    def release(self) -> None:
+        with self._guard:
+            self._users -= 1
+            if self._users > 0:
+                return
+            del self._registry[self._key]
+            os.close(self._probe_fd)
+            os.close(self._lock_fd)
+
+    def lock_for_reading(self, deadline: float, path: Path) -> None:
+        """The readers' lock; waits (bounded) while a writer holds EXCLUSIVE to checkpoint."""
+        delay = 0.002
+        while True:
+            with self._guard:
+                if self._readers > 0:
+                    self._readers += 1  # one lock on the description serves every reader here
+                    return
+                try:
+                    fcntl.fcntl(
+                        self._lock_fd,
+                        fcntl.F_OFD_SETLK,
+                        _flock(fcntl.F_RDLCK, _SHARED_FIRST, _READER_MARK + 1 - _SHARED_FIRST),
+                    )
+                    self._readers = 1
+                    return
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise StoreError(
+                            "ledger-unreadable",
+                            f"cannot lock {path} for reading ({exc.strerror}): its file system"
+                            " may not support locks; copy it to a local disk",
+                        ) from None
+                    if time.monotonic() > deadline:
+                        raise StoreError(
+                            "ledger-busy",
+                            f"{path} stayed locked by a writer for {busy_timeout_ms() / 1000:g} s;"
+                            " try again (LEDGER_BUSY_TIMEOUT_MS sets the wait)",
+                        ) from None
+            time.sleep(delay)  # outside the guard: other Ledgers of this process go on
+            delay = min(delay * 2, 0.1)
+
+    def unlock_reading(self) -> None:
+        with self._guard:
+            self._readers -= 1
+            if self._readers == 0:
+                fcntl.fcntl(
+                    self._lock_fd,
+                    fcntl.F_OFD_SETLK,
+                    _flock(fcntl.F_UNLCK, _SHARED_FIRST, _READER_MARK + 1 - _SHARED_FIRST),
+                )
+
+    def reader_present(self) -> bool:
+        """Whether a reader (any process, this one included) holds ``_READER_MARK``."""
+        answer = fcntl.fcntl(
+            self._probe_fd, fcntl.F_OFD_GETLK, _flock(fcntl.F_WRLCK, _READER_MARK, 1)
+        )
+        return bool(struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK)

@@ -7,17 +7,19 @@ auditor read, the auditor checks them itself, and the report is the one a single
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 from collections.abc import Collection
 from pathlib import Path
 
+import blake3
 import msgspec
 import pytest
-from helpers import append_entries, attacker, make_ledger, run_cli
+from helpers import append_entries, attacker, checkpointed_copy, make_ledger, run_cli
 
 from ledger import audit as audit_module
-from ledger.audit import audit
+from ledger.audit import RowDigest, RowResult, audit
 from ledger.store import Ledger
 
 
@@ -49,19 +51,19 @@ def test_an_append_between_the_two_snapshots_is_noticed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A writer appends after the auditor's snapshot began and before the worker's: the worker
-    has seen one more entry, so its answer is dropped and the auditor checks its own rows."""
+    checks only the rows up to the auditor's head, the digests agree, and the report is the one
+    of the auditor's snapshot (the late entry is not in it, and is no violation)."""
     path = tmp_path / "ledger.db"
     make_ledger(path, 30)
     expected = _report(path, parallel=False)
     real_start = audit_module._RowWorker.start
 
     def start_after_an_append(
-        conn: sqlite3.Connection, wanted_sizes: Collection[int]
+        conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int
     ) -> audit_module._RowWorker | None:
-        conn.execute("SELECT count(*) FROM entries").fetchone()  # the auditor's snapshot begins
-        with Ledger.open(path) as writer:
+        with Ledger.open(path) as writer:  # the auditor's snapshot has begun
             append_entries(writer, 1, tag="late")
-        return real_start(conn, wanted_sizes)
+        return real_start(conn, wanted_sizes, upto)
 
     monkeypatch.setattr(audit_module._RowWorker, "start", staticmethod(start_after_an_append))
     assert _report(path, parallel=True) == expected
@@ -113,24 +115,169 @@ def test_the_thousand_kept_violations_are_the_first_ones_whichever_process_found
     assert _report(path, parallel=True) == alone
 
 
-def test_index_damage_is_found_by_the_workers_integrity_check(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With a worker, SQLite's integrity check runs there (after its rows); its verdict is the
-    one reported, and this process does not run the check again."""
-    path = tmp_path / "ledger.db"
-    make_ledger(path, 30)
+def _damage_the_kind_index(path: Path) -> None:
     with attacker(path, drop_triggers=False) as conn:
         conn.execute("PRAGMA writable_schema = ON")
         conn.execute(
             "UPDATE sqlite_master SET sql = 'CREATE INDEX entries_kind ON entries (seq, kind)'"
             " WHERE name = 'entries_kind'"
         )
+
+
+def test_index_damage_is_found_on_the_auditors_own_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a worker too, SQLite's integrity check runs once, on the auditor's connection,
+    inside its snapshot: never on a second reader whose file nobody compared with this one."""
+    path = tmp_path / "ledger.db"
+    make_ledger(path, 30)
+    _damage_the_kind_index(path)
     alone = _report(path, parallel=False)
     assert b"database-corrupt" in alone
+    real = audit_module._integrity_problems
+    ran_on: list[sqlite3.Connection] = []
 
-    def not_here(conn: sqlite3.Connection) -> list[str]:
-        raise AssertionError("the integrity check ran in the auditor, not in the worker")
+    def recorded(conn: sqlite3.Connection) -> list[str]:
+        ran_on.append(conn)
+        return real(conn)
 
-    monkeypatch.setattr(audit_module, "_integrity_problems", not_here)
-    assert _report(path, parallel=True) == alone
+    monkeypatch.setattr(audit_module, "_integrity_problems", recorded)
+    with Ledger.open(path) as ledger:
+        report = msgspec.json.encode(audit(ledger, parallel=True))
+        own = ledger._conn
+    assert report == alone
+    assert ran_on == [own]
+
+
+def _swap_at_start(monkeypatch: pytest.MonkeyPatch, path: Path, original: Path) -> list[int]:
+    """Give the worker another file than the auditor's: once the auditor's snapshot has begun
+    (its connection holds the file open), the file at the path is replaced by ``original``,
+    and the worker, which opens the path, reads that. This is what an owner who puts the
+    honest rows back the moment the worker starts achieves, without the timing."""
+    real_start = audit_module._RowWorker.start
+    started: list[int] = []
+
+    def start_on_the_original(
+        conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int
+    ) -> audit_module._RowWorker | None:
+        os.replace(original, path)
+        worker = real_start(conn, wanted_sizes, upto)
+        assert worker is not None
+        started.append(upto)
+        return worker
+
+    monkeypatch.setattr(audit_module._RowWorker, "start", staticmethod(start_on_the_original))
+    return started
+
+
+def test_swap_rows_while_worker_reads_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner rewrites entry 15's body (a REJECT made a SUPPORT: only ``body`` changes, the
+    stored hash and nodes stay) and shows the worker the honest file. Before, the worker's
+    answer was believed because its row count and last hash agreed: ``intact``. Now its digest
+    differs from the auditor's, the auditor checks its own rows and finds the forgery."""
+    path = tmp_path / "ledger.db"
+    make_ledger(path, 40)
+    original = checkpointed_copy(path, tmp_path / "original.db")
+    with attacker(path) as conn:
+        body = conn.execute("SELECT body FROM entries WHERE seq = 15").fetchone()[0]
+        forged = body.replace(b'"green":true', b'"green":false')
+        assert forged != body
+        conn.execute("UPDATE entries SET body = ? WHERE seq = 15", (forged,))
+    forged_alone = msgspec.json.decode(_report(path, parallel=False))
+    assert {v["code"] for v in forged_alone["violations"]} >= {"entry-hash-mismatch"}
+    started = _swap_at_start(monkeypatch, path, original)
+    with Ledger.open(path) as ledger:
+        report = audit(ledger, parallel=True)
+    assert started == [40]  # the worker ran, on the honest file
+    codes = [v.code for v in report.violations]
+    assert "file-changed-during-audit" in codes
+    assert "entry-hash-mismatch" in codes
+    assert [v.seq for v in report.violations if v.code == "entry-hash-mismatch"] == [15]
+    assert not report.ok
+
+
+def test_index_damage_shown_to_the_auditor_only_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The auditor's file has a damaged index (rows the rules find by index can differ from the
+    table); the worker is shown a clean copy. The integrity check is not the worker's to run
+    (before, its clean verdict was reported): the damage is reported."""
+    path = tmp_path / "ledger.db"
+    make_ledger(path, 30)
+    original = checkpointed_copy(path, tmp_path / "original.db")
+    _damage_the_kind_index(path)
+    _swap_at_start(monkeypatch, path, original)
+    with Ledger.open(path) as ledger:
+        report = audit(ledger, parallel=True)
+    assert "database-corrupt" in [v.code for v in report.violations]
+
+
+def test_an_honest_file_gives_the_worker_the_same_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No rewrite: the worker's answer is used (the auditor does not check the rows again) and
+    no file-changed-during-audit is reported."""
+    path = tmp_path / "ledger.db"
+    make_ledger(path, 30)
+
+    def no_second_pass(conn: sqlite3.Connection, rows: object) -> RowResult:
+        raise AssertionError("the auditor checked the rows again")
+
+    monkeypatch.setattr(audit_module, "_check_all_rows", no_second_pass)
+    with Ledger.open(path) as ledger:
+        report = audit(ledger, parallel=True)
+    assert report.ok, report.violations
+
+
+def test_the_row_digest_tells_every_column_apart() -> None:
+    """Each value is tagged and length-prefixed: moving bytes between columns, or storing the
+    same text as another storage class, gives another digest."""
+    base = (1, "a", "b", "k", b"n", b"body")
+    variants = [
+        (1, "ab", "", "k", b"n", b"body"),
+        (1, b"a", "b", "k", b"n", b"body"),
+        ("1", "a", "b", "k", b"n", b"body"),
+        (1, "a", "b", "k", b"nb", b"ody"),
+        (1, "a", "b", "k", b"n", b"bodY"),
+    ]
+
+    def digest_of(row: tuple[object, ...]) -> bytes:
+        d = RowDigest()
+        d.add(*row)
+        return d.digest()
+
+    digests = {digest_of(base), *map(digest_of, variants)}
+    assert len(digests) == 1 + len(variants)
+
+
+def test_the_row_digest_is_the_documented_encoding() -> None:
+    """LEDGER.md section 6: per value a storage-class byte, an 8-byte big-endian length, the
+    bytes; the six columns in the order seq, prev_hash, entry_hash, kind, nodes, body."""
+
+    def value(tag: bytes, data: bytes) -> bytes:
+        return tag + len(data).to_bytes(8, "big") + data
+
+    rows = [
+        (12, "blake3:ab", "blake3:cd", "calibration.recorded", b"\x00" * 32, b'{"a":1}'),
+        (13, None, 2.5, "k\u00e9", b"", "text body"),
+    ]
+    expected = blake3.blake3(
+        value(b"i", b"12")
+        + value(b"t", b"blake3:ab")
+        + value(b"t", b"blake3:cd")
+        + value(b"t", b"calibration.recorded")
+        + value(b"b", b"\x00" * 32)
+        + value(b"b", b'{"a":1}')
+        + value(b"i", b"13")
+        + value(b"n", b"")
+        + value(b"f", b"2.5")
+        + value(b"t", "k\u00e9".encode())
+        + value(b"b", b"")
+        + value(b"t", b"text body")
+    ).digest()
+    digest = RowDigest()
+    for row in rows:
+        digest.add(*row)
+    assert digest.digest() == expected
