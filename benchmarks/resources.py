@@ -183,19 +183,20 @@ def _cohort(_tmp: Path, quick: bool) -> tuple[bytes, str]:
     target = limit if not quick else min(limit, 4 * MIB)
     doc = json.loads((ROOT / "tests/data/contracts/benchmark-cohort-v0.1.json").read_bytes())
     template = doc["tasks"][0]
-    per = len(json.dumps(template, separators=(",", ":"))) + 16
-    count = (target - 4096) // per
-    tasks = []
-    for i in range(count):
+    frame = len(json.dumps(dict(doc, tasks=[]), separators=(",", ":")))
+    tasks: list[Any] = []
+    total = frame
+    while True:
+        i = len(tasks)
         task = json.loads(json.dumps(template))
-        task["id"] = f"example/cohort/{i:06d}"
-        task["work_unit"]["id"] = f"example/cohort/{i:06d}"
+        task["id"] = task["work_unit"]["id"] = f"example/cohort/{i:06d}"
         task["evaluator"]["plan_id"] = f"example/cohort/{i:06d}/evaluator"
+        size = len(json.dumps(task, separators=(",", ":"))) + 1  # and its comma
+        if total + size > target:
+            break
         tasks.append(task)
+        total += size
     data = json.dumps(dict(doc, tasks=tasks), separators=(",", ":")).encode()
-    while len(data) > target:
-        tasks.pop()
-        data = json.dumps(dict(doc, tasks=tasks), separators=(",", ":")).encode()
     return data, f"{_fmt_size(limit)} limit: {len(tasks):,} tasks ({len(data):,} B)"
 
 
