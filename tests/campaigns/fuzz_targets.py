@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -380,8 +381,6 @@ _ROW_KINDS = (
 
 
 def _row_fields(data: bytes) -> tuple[int, str, str]:
-    import re
-
     seq = re.search(rb'"seq":(\d{1,18})[,}]', data)
     prev = re.search(rb'"prev":"([^"\\]{0,80})"', data)
     kind = re.search(rb'"kind":"([a-z.]{1,40})"', data)
