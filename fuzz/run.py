@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -67,8 +68,15 @@ def _where(exc: BaseException) -> str:
 
 
 def _child(name: str, libfuzzer_args: list[str]) -> None:
+    import tempfile
+
     import atheris
 
+    # The targets' scratch folders (bundle, cohort, export) go where the parent removes them:
+    # libFuzzer ends this process with exit(), past the targets' own cleanup.
+    scratch = ROOT / ".fuzz" / "tmp" / name
+    scratch.mkdir(parents=True, exist_ok=True)
+    tempfile.tempdir = str(scratch)
     targets = _instrumented_targets()
     target = targets.TARGETS[name]  # type: ignore[attr-defined]
     canonical = targets.canonical_summary  # type: ignore[attr-defined]
@@ -153,6 +161,7 @@ def _run_target(name: str, corpus: str, seconds: int) -> dict[str, object]:
     started = time.monotonic()
     proc = subprocess.run(args, capture_output=True, text=True, errors="replace", cwd=ROOT)
     elapsed = time.monotonic() - started
+    shutil.rmtree(ROOT / ".fuzz" / "tmp" / name, ignore_errors=True)
     out = proc.stdout + proc.stderr
     execs = re.search(r"stat::number_of_executed_units:\s*(\d+)", out)
     rate = re.search(r"stat::average_exec_per_sec:\s*(\d+)", out)
