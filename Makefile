@@ -4,8 +4,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+FUZZ_STAMP := $(VENV)/.fuzz-stamp
+FUZZ_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck unit schemas fixtures bench bench-quick soak clean
+.PHONY: demo test lint typecheck unit schemas fixtures bench bench-quick soak fuzz resources clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -41,5 +43,18 @@ bench-quick: $(STAMP)
 soak: $(STAMP)
 	LEDGER_SOAK=1 $(BIN)/pytest -q tests/campaigns
 
+# The coverage-guided campaign: atheris (the optional extra `fuzz`) in the same .venv, each
+# target for FUZZ_SECONDS seconds; findings go to tests/corpus/crashes/ (fuzz/run.py says how).
+$(FUZZ_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,fuzz]'
+	@touch $(FUZZ_STAMP)
+
+fuzz: $(FUZZ_STAMP)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(BIN)/python fuzz/run.py
+
+# Peak memory and time of every reader at its documented limit (the table in SECURITY.md).
+resources: $(STAMP)
+	$(BIN)/python benchmarks/resources.py
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis .fuzz

@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # Tests import ``helpers`` by name, whatever pytest's import mode.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers import FIXED_TIME, make_ledger
+
+# Property tests are derandomized everywhere by default: `make test` (and CI, which runs it) sees
+# the same examples on every machine, so a red run reproduces and a green one is not luck. Cases
+# found while exploring are pinned with @example beside the test. `HYPOTHESIS_PROFILE=explore`
+# draws fresh random examples (and remembers failures in .hypothesis/) to look for new cases.
+# A test's own @settings (e.g. its max_examples) still overrides these defaults.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    max_examples=100,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "explore", max_examples=1000, deadline=None, print_blob=True, derandomize=False
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ledger.contracts import decode_burn_notice, decode_cohort
@@ -118,6 +118,11 @@ def test_truncated_and_spliced_bytes_never_raise(name: str, cut: int) -> None:
 
 @FAST
 @given(value=json_values)
+# Pinned edges: the signed 64-bit range's ends and one past each, negative zero, empty key.
+@example(value=[2**63 - 1, -(2**63)])
+@example(value={"": 2**63})
+@example(value=[-(2**63) - 1])
+@example(value=[-0.0, 1e-7, 5e-324])
 def test_read_json_agrees_with_json_dumps(value: Any) -> None:
     data = json.dumps(value).encode("utf-8")
     result = read_json(data, max_bytes=1 << 20, max_depth=64)

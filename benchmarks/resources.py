@@ -1,0 +1,512 @@
+"""Peak memory and time of every reader of untrusted input at its documented limit.
+
+``.venv/bin/python benchmarks/resources.py [--quick] [--max-memory-mib N] [--only NAME]``
+prints a Markdown table (the resource table in SECURITY.md).
+
+Each measurement is a fresh process tree: a small launcher starts one child, waits for it, and
+reads the child's peak RSS with ``resource.getrusage(RUSAGE_CHILDREN)`` (so nothing the parent
+or an earlier measurement allocated counts). The child imports the modules, reads the input file
+into memory and then, timed with ``perf_counter``, calls the reader once. Its baseline is the same
+child that stops before the call (same imports, same input bytes in memory); ``python -c pass``
+is printed too. "extra" is peak minus baseline: what the reader itself needed. Each child runs
+under ``RLIMIT_AS`` (``--max-memory-mib``, default 4096) and a time guard, so a reader that is not
+bounded shows up as ``MemoryError`` / ``timeout`` in the table instead of taking the machine.
+
+Limits are read from the code (``verifiers.diff.DEFAULT_MAX_PATCH_BYTES``,
+``verifiers.contracts.LIMITS``, ``ledger.checkpoint.MAX_*``, ``ledger.transparency``'s export
+line limit, ...), so a run after a limit changes measures the new one. An export line is measured
+at ``min(limit, 64 MiB)`` (``--quick``: 8 MiB); the table says which size was used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MIB = 1024 * 1024
+
+LAUNCHER = textwrap.dedent(
+    """
+    import json, resource, subprocess, sys
+    limit = int(sys.argv[1]) * 1024 * 1024
+    timeout = float(sys.argv[2])
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    try:
+        proc = subprocess.run(sys.argv[3:], preexec_fn=cap, capture_output=True, text=True,
+                              timeout=timeout)
+        out = {"code": proc.returncode, "stdout": proc.stdout[-2000:],
+               "stderr": proc.stderr[-2000:]}
+    except subprocess.TimeoutExpired:
+        out = {"code": None, "stdout": "", "stderr": "timeout"}
+    out["max_rss_kib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(json.dumps(out))
+    """
+)
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    sys.path.insert(0, {root!r})
+    {setup}
+    path = {path!r}
+    data = open(path, "rb").read()
+    if {run}:
+        t0 = time.perf_counter()
+        result = None
+        try:
+    {call}
+        except MemoryError:
+            result = "MemoryError"
+        seconds = time.perf_counter() - t0
+    else:
+        seconds, result = 0.0, None
+    print(json.dumps({{"seconds": seconds, "result": str(result)[:120], "bytes": len(data)}}))
+    """
+)
+
+
+@dataclass
+class Case:
+    input: str  # the row's input name
+    function: str  # what is measured
+    build: Callable[[Path, bool], tuple[bytes, str]]  # -> (input bytes, size label)
+    setup: str  # imports (the baseline does these too)
+    call: str  # sets ``result``; ``data`` holds the input bytes, ``path`` the file
+
+
+def _indent(code: str) -> str:
+    return textwrap.indent(textwrap.dedent(code).strip(), " " * 8)
+
+
+def _fmt_size(n: int) -> str:
+    if n >= MIB and n % MIB == 0:
+        return f"{n // MIB} MiB"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024} KiB"
+    return f"{n:,} B"
+
+
+# -- inputs ----------------------------------------------------------------------------------
+
+
+def _patch_limit() -> int:
+    from verifiers.diff import DEFAULT_MAX_PATCH_BYTES
+
+    return int(DEFAULT_MAX_PATCH_BYTES)
+
+
+def _valid_patch(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
+    limit = _patch_limit()
+    head = b"diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n"
+    line = b"+added line of text\n"  # 20 bytes: about 420,000 lines at 8 MiB
+    n = (limit - len(head) - 40) // len(line)
+    data = head + f"@@ -0,0 +1,{n} @@\n".encode() + line * n
+    return data, f"{_fmt_size(limit)} limit: one file, {n:,} added lines ({len(data):,} B)"
+
+
+def _header_patch(size: int) -> Callable[[Path, bool], tuple[bytes, str]]:
+    def build(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
+        # One unquoted header whose every " b/" could be where the new name starts.
+        start = b"diff --git a/x b/"
+        data = start + b" b/" * ((size - len(start) - 1) // 3)
+        data += b"\n"
+        return data, f"{_fmt_size(size)}: one `diff --git a/x b/ b/ b/ ...` line"
+
+    return build
+
+
+def _manifest_limit() -> int:
+    from verifiers.contracts import LIMITS
+
+    return int(LIMITS["result-manifest"].max_bytes)
+
+
+def _manifest(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
+    limit = _manifest_limit()
+    seed = json.loads((ROOT / "tests/corpus/bundle_manifest/bundles-good.json").read_bytes())
+    template = seed["logs"][0]
+    logs: list[Any] = []
+    data = b""
+    while True:
+        entry = dict(template, locator=f"logs/{len(logs):06d}.txt")
+        trial = json.dumps(dict(seed, logs=[*logs, entry]), separators=(",", ":")).encode()
+        if len(trial) > limit:
+            break
+        logs.append(entry)
+        data = trial
+        if len(logs) % 64 == 0:  # grow in chunks: compute the size once per chunk
+            per = len(json.dumps(entry, separators=(",", ":"))) + 1
+            more = max(0, (limit - len(data)) // per - 2)
+            logs.extend(
+                dict(template, locator=f"logs/{len(logs) + i:06d}.txt") for i in range(more)
+            )
+            data = json.dumps(dict(seed, logs=logs), separators=(",", ":")).encode()
+    return data, f"{_fmt_size(limit)} limit: {len(logs):,} log entries ({len(data):,} B)"
+
+
+def _bundle_dir(tmp: Path, _quick: bool) -> tuple[bytes, str]:
+    data, label = _manifest(tmp, _quick)
+    bundle = tmp / "bundle"
+    (bundle / "logs").mkdir(parents=True, exist_ok=True)
+    (bundle / "result-manifest.json").write_bytes(data)
+    from verifiers.bundle import MAX_LOCATORS
+
+    for i in range(int(MAX_LOCATORS) + 1):
+        (bundle / "logs" / f"{i:06d}.txt").write_bytes(b"x" * 4096)
+    return data, label + f"; the first {MAX_LOCATORS} files exist (4 KiB each)"
+
+
+def _cohort_limit() -> int:
+    from verifiers.contracts import LIMITS
+
+    return int(LIMITS["benchmark-cohort"].max_bytes)
+
+
+def _cohort(_tmp: Path, quick: bool) -> tuple[bytes, str]:
+    limit = _cohort_limit()
+    target = limit if not quick else min(limit, 4 * MIB)
+    doc = json.loads((ROOT / "tests/data/contracts/benchmark-cohort-v0.1.json").read_bytes())
+    template = doc["tasks"][0]
+    frame = len(json.dumps(dict(doc, tasks=[]), separators=(",", ":")))
+    tasks: list[Any] = []
+    total = frame
+    while True:
+        i = len(tasks)
+        task = json.loads(json.dumps(template))
+        task["id"] = task["work_unit"]["id"] = f"example/cohort/{i:06d}"
+        task["evaluator"]["plan_id"] = f"example/cohort/{i:06d}/evaluator"
+        size = len(json.dumps(task, separators=(",", ":"))) + 1  # and its comma
+        if total + size > target:
+            break
+        tasks.append(task)
+        total += size
+    data = json.dumps(dict(doc, tasks=tasks), separators=(",", ":")).encode()
+    return data, f"{_fmt_size(limit)} limit: {len(tasks):,} tasks ({len(data):,} B)"
+
+
+def _export_limit() -> int:
+    from ledger import transparency
+
+    for name in ("MAX_EXPORT_LINE", "MAX_EXPORT_LINE_BYTES", "MAX_LINE_BYTES"):
+        if hasattr(transparency, name):
+            return int(getattr(transparency, name))
+    return 512 * MIB
+
+
+def _export_line(_tmp: Path, quick: bool) -> tuple[bytes, str]:
+    import hashlib
+
+    from verifiers.canonical import blake3_address
+
+    limit = _export_limit()
+    size = min(limit, (8 if quick else 64) * MIB)
+    # One object line whose base64 body fills the line (base64 is 4/3 of the object's bytes).
+    head = b'{"type":"header","format":"evidence-ledger-export/1","tree_size":0,"root_hash":"'
+    head += base64.b64encode(hashlib.sha256(b"").digest()) + b'"}\n'
+    body = b"\x00" * ((size - 400) * 3 // 4)
+    line = json.dumps(
+        {
+            "type": "object",
+            "digest": blake3_address(body),
+            "sha256": "sha256:" + hashlib.sha256(body).hexdigest(),
+            "media_type": "application/octet-stream",
+            "size": len(body),
+            "body": base64.b64encode(body).decode(),
+        }
+    ).encode()
+    data = head + line + b"\n"
+    return data, f"limit {_fmt_size(limit)}; measured: one object line of {_fmt_size(size)}"
+
+
+def _keys() -> tuple[str, str]:
+    from ledger.checkpoint import signer_from_seed, verifier_key_for
+
+    signer = signer_from_seed("bench.example/log", bytes(range(32)))
+    return signer, verifier_key_for(signer)
+
+
+def _note(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
+    from ledger.checkpoint import MAX_NOTE_BYTES, MAX_SIGNATURES, SIGNATURE_PREFIX, sign_note
+
+    signer, _ = _keys()
+    # Text filling the note up to the limit, one real signature plus MAX_SIGNATURES - 1 others.
+    others = [
+        f"{SIGNATURE_PREFIX}other{i}.example {base64.b64encode(bytes(68)).decode()}\n"
+        for i in range(int(MAX_SIGNATURES) - 1)
+    ]
+    room = int(MAX_NOTE_BYTES) - sum(len(o.encode()) for o in others) - 200
+    text = "bench.example/log\n" + ("x" * 99 + "\n") * (room // 100)
+    note = sign_note(text, signer) + "".join(others)
+    data = note.encode()
+    return data, f"{_fmt_size(MAX_NOTE_BYTES)} limit, {MAX_SIGNATURES} signatures ({len(data):,} B)"
+
+
+def _key(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
+    from ledger.checkpoint import MAX_KEY_CHARS
+
+    _, verifier = _keys()
+    rest = verifier.split("+", 1)[1]
+    # The longest key string the parser takes in: a name padded to the limit (it is refused as
+    # a name, after the whole string was split and checked).
+    data = ("n" * (int(MAX_KEY_CHARS) - len(rest) - 1) + "+" + rest).encode()
+    return data, f"{MAX_KEY_CHARS:,} characters"
+
+
+def _checkpoint(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
+    from ledger.checkpoint import MAX_CHECKPOINT_BYTES
+
+    head = "bench.example/log\n5\n" + base64.b64encode(bytes(range(32))).decode() + "\n"
+    room = int(MAX_CHECKPOINT_BYTES) - len(head)
+    data = (head + ("e" * 63 + "\n") * (room // 64)).encode()
+    return data, f"{_fmt_size(MAX_CHECKPOINT_BYTES)} limit, {room // 64:,} extension lines"
+
+
+def _tlog_proof(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
+    from ledger.checkpoint import (
+        MAX_PROOF_HASHES,
+        MAX_SIGNATURES,
+        MAX_TLOG_PROOF_BYTES,
+        SIGNATURE_PREFIX,
+        format_tlog_proof,
+        sign_note,
+    )
+
+    signer, _ = _keys()
+    # The largest checkpoint, signed, with MAX_SIGNATURES - 1 further signature lines: the
+    # checkpoint's own limit (64 KiB) bounds the note inside a proof below the proof's limit.
+    body, _ = _checkpoint(_tmp, _quick)
+    others = "".join(
+        f"{SIGNATURE_PREFIX}other{i}.example {base64.b64encode(bytes(68)).decode()}\n"
+        for i in range(int(MAX_SIGNATURES) - 1)
+    )
+    note = sign_note(body.decode(), signer) + others
+    data = format_tlog_proof(0, [bytes(32)] * int(MAX_PROOF_HASHES), note).encode()
+    return data, (
+        f"{_fmt_size(MAX_TLOG_PROOF_BYTES)} limit; {MAX_PROOF_HASHES} hashes, a 64 KiB checkpoint,"
+        f" {MAX_SIGNATURES} signatures ({len(data):,} B)"
+    )
+
+
+def _entry_body(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
+    from ledger.entries import MAX_ENTRY_BYTES
+    from verifiers.canonical import canonical_bytes
+
+    filler = "x" * (int(MAX_ENTRY_BYTES) - 400)
+    body = canonical_bytes(
+        {
+            "format": 1,
+            "seq": 1,
+            "prev": "blake3:" + "0" * 64,
+            "kind": "calibration.recorded",
+            "time": "2026-01-31T12:00:00Z",
+            "refs": [],
+            "payload": {"note": filler},
+        }
+    )
+    return body, f"{_fmt_size(MAX_ENTRY_BYTES)} limit ({len(body):,} B)"
+
+
+CHECKPOINT_SETUP = "from ledger import checkpoint as cp"
+ENTRY_CALL = """
+from ledger import audit
+c = audit._Collector()
+e = audit._check_body(1, "blake3:" + "0" * 64, "h", "calibration.recorded", data, None, c, 0,
+                      canonical=True)
+result = sorted({v.code for _, v in c.kept}) or "entry"
+"""
+
+
+def cases(quick: bool) -> list[Case]:
+    header_sizes = [64 * 1024] if quick else [64 * 1024, 1 * MIB, _patch_limit()]
+    out = [
+        Case(
+            "patch",
+            "`parse_diff`",
+            _valid_patch,
+            "from verifiers.diff import parse_diff",
+            "p = parse_diff(data); result = (len(p.files), sorted({f.code for f in p.findings}))",
+        )
+    ]
+    for size in header_sizes:
+        out.append(
+            Case(
+                "patch (adversarial header)",
+                "`parse_diff`",
+                _header_patch(size),
+                "from verifiers.diff import parse_diff",
+                "p = parse_diff(data); result = sorted({f.code for f in p.findings})",
+            )
+        )
+    out += [
+        Case(
+            "manifest",
+            "`decode_result_manifest`",
+            _manifest,
+            "from verifiers.contracts import decode_result_manifest",
+            "d = decode_result_manifest(data); result = 'ok' if d.value else d.errors[:1]",
+        ),
+        Case(
+            "manifest + bundle folder",
+            "`read_bundle`",
+            _bundle_dir,
+            "from pathlib import Path\nfrom verifiers.bundle import read_bundle",
+            "s = read_bundle(Path(path).parent / 'bundle', limit_for=lambda _l: 4096);"
+            " result = type(s).__name__",
+        ),
+        Case(
+            "cohort",
+            "`decode_cohort` + `definition_digest`",
+            _cohort,
+            "from ledger.contracts import decode_cohort, definition_digest",
+            "d = decode_cohort(data)\n"
+            "result = definition_digest(d.value)[:15] if d.value else d.errors[:1]",
+        ),
+        Case(
+            "export line",
+            "`open_export`",
+            _export_line,
+            "from pathlib import Path\nfrom ledger.transparency import open_export",
+            "try:\n"
+            "    result = len(open_export(Path(path)).withheld)\n"
+            "except Exception as exc:\n"
+            "    result = f'{type(exc).__name__}: {exc}'[:80]",
+        ),
+        Case(
+            "signed note",
+            "`open_note` (one key)",
+            _note,
+            CHECKPOINT_SETUP,
+            "text = data.decode()\n"
+            "skey = cp.signer_from_seed('bench.example/log', bytes(range(32)))\n"
+            "vkey = cp.verifier_key_for(skey)\n"
+            "result = cp.open_note(text, [vkey])[1]",
+        ),
+        Case(
+            "key",
+            "`parse_verifier_key`",
+            _key,
+            CHECKPOINT_SETUP,
+            "try:\n"
+            "    result = cp.parse_verifier_key(data.decode())\n"
+            "except cp.CheckpointError as exc:\n"
+            "    result = exc.code",
+        ),
+        Case(
+            "checkpoint",
+            "`parse_checkpoint`",
+            _checkpoint,
+            CHECKPOINT_SETUP,
+            "result = cp.parse_checkpoint(data.decode()).size",
+        ),
+        Case(
+            "tlog proof",
+            "`parse_tlog_proof`",
+            _tlog_proof,
+            CHECKPOINT_SETUP,
+            "result = cp.parse_tlog_proof(data.decode()).index",
+        ),
+        Case(
+            "entry body",
+            "audit body check",
+            _entry_body,
+            "",
+            ENTRY_CALL,
+        ),
+    ]
+    return out
+
+
+# -- measuring -------------------------------------------------------------------------------
+
+
+def measure(argv: list[str], max_memory_mib: int, timeout: float) -> dict[str, Any]:
+    launcher = [sys.executable, "-c", LAUNCHER, str(max_memory_mib), str(timeout), *argv]
+    proc = subprocess.run(launcher, capture_output=True, text=True, check=True)
+    out: dict[str, Any] = json.loads(proc.stdout)
+    if out["code"] == 0 and out["stdout"].strip():
+        out.update(json.loads(out["stdout"].strip().splitlines()[-1]))
+    return out
+
+
+def child_argv(case: Case, path: Path, run: bool) -> list[str]:
+    code = CHILD.format(
+        root=str(ROOT), setup=case.setup, path=str(path), run=run, call=_indent(case.call)
+    )
+    return [sys.executable, "-c", code]
+
+
+def _mib(kib: int) -> str:
+    return f"{kib / 1024:.1f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller inputs where they scale")
+    parser.add_argument("--max-memory-mib", type=int, default=4096)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--only", help="measure only the inputs whose name contains this")
+    args = parser.parse_args()
+
+    empty = measure([sys.executable, "-c", "pass"], args.max_memory_mib, args.timeout)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ledger-resources-") as tmp:
+        for case in cases(args.quick):
+            if args.only and args.only not in case.input:
+                continue
+            folder = Path(tmp) / f"case{len(rows)}"
+            folder.mkdir()
+            data, label = case.build(folder, args.quick)
+            path = folder / "input.bin"
+            path.write_bytes(data)
+            base = measure(child_argv(case, path, False), args.max_memory_mib, args.timeout)
+            run = measure(child_argv(case, path, True), args.max_memory_mib, args.timeout)
+            rows.append((case, label, len(data), base, run))
+            print(f"measured {case.input}: {label}", file=sys.stderr, flush=True)
+
+    version = sys.version.split()[0]
+    print(f"`python -c pass`: peak RSS {_mib(empty['max_rss_kib'])} MiB. Python {version},")
+    print(
+        f"{os.cpu_count()} CPUs; each child capped at {args.max_memory_mib} MiB of address space."
+    )
+    print()
+    print(
+        "| input | reader | size | peak RSS MiB | baseline MiB | extra MiB | extra / input bytes"
+        " | peak / baseline | time s | result |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+    for case, label, size, base, run in rows:
+        if run.get("code") != 0:
+            tail = run.get("stderr", "").strip().splitlines()[-1:] or ["?"]
+            outcome = "timeout" if run.get("code") is None else f"exit {run['code']}: {tail[0]}"
+            result, seconds = outcome[:80], "-"
+        else:
+            result, seconds = run["result"], f"{run['seconds']:.3f}"
+        extra = max(0, run["max_rss_kib"] - base["max_rss_kib"])  # below 0 is noise
+        ratio = run["max_rss_kib"] / max(base["max_rss_kib"], 1)
+        per_byte = extra * 1024 / max(size, 1)
+        print(
+            f"| {case.input} | {case.function} | {label} | {_mib(run['max_rss_kib'])} |"
+            f" {_mib(base['max_rss_kib'])} | {_mib(extra)} | {per_byte:.2f} | {ratio:.2f} |"
+            f" {seconds} | {result.replace('|', '/')} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
