@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from campaign_lib import size
@@ -43,6 +44,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 SEED = 20260203
+ROOT_CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 LOOP = size(3_000, 1_000_000)
 EXAMPLES = size(300, 5_000)
 
@@ -96,3 +98,20 @@ def _fuzz(target: Target) -> None:
 @pytest.mark.parametrize("name", list(QUICK_TARGETS))
 def test_hypothesis_mutations_find_no_crash_and_no_nondeterminism(name: str) -> None:
     _fuzz(TARGETS[name])
+
+
+CRASHES = sorted((ROOT_CORPUS / "crashes").glob("*.bin"))
+
+
+@pytest.mark.parametrize("path", CRASHES, ids=[p.stem for p in CRASHES])
+def test_every_input_the_fuzzers_crashed_on_now_keeps_its_contract(path: Path) -> None:
+    """Each saved crash (tests/corpus/crashes/<target>-*.bin) is a regression test: a finding
+    past the patch's end, the export reader's UnicodeDecodeError, OverflowError and
+    RecursionError, the entry decoder's RecursionError."""
+    target = TARGETS[path.name.split("-", 1)[0]]
+    _, failure = check_once(target, path.read_bytes())
+    assert failure is None, failure
+
+
+def test_the_saved_crashes_are_found() -> None:
+    assert len(CRASHES) >= 6
