@@ -385,3 +385,13 @@ def test_property_fast_canonical_bytes_equals_reference(value: Any) -> None:
 )
 def test_fast_is_canonical_agrees_on_edge_cases(data: bytes) -> None:
     assert is_canonical(data) == reference_is_canonical(data)
+
+
+def test_a_flat_body_with_many_brackets_is_canonical_not_too_deep() -> None:
+    """258 flat objects in one list (a bundle.observed of 256 observations has that many) were
+    taken for 258 levels of nesting and called non-canonical."""
+    from verifiers.canonical import MAX_DEPTH, canonical_bytes, is_canonical
+
+    for count in (MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2, MAX_DEPTH + 3, 1000):
+        data = canonical_bytes({"items": [{"n": i} for i in range(count)]})
+        assert is_canonical(data), count

@@ -208,7 +208,10 @@ _NEVER_CANONICAL_DEPTH: Final = MAX_DEPTH + 2
 
 
 def _too_deep(data: bytes) -> bool:
-    return nesting_depth(data, _NEVER_CANONICAL_DEPTH) >= _NEVER_CANONICAL_DEPTH
+    # nesting_depth is exact only above its limit (at or below it, it may answer with the count
+    # of brackets): ask with the limit one below the depth that is refused.
+    limit = _NEVER_CANONICAL_DEPTH - 1
+    return nesting_depth(data, limit) > limit
 
 
 def is_canonical(data: bytes) -> bool:
