@@ -175,9 +175,7 @@ def test_genesis_without_origin_is_genesis_invalid(ledgers: Ledgers, fresh: Any)
     assert_violation(ledgers.root, db, 0, "genesis-invalid", "--no-replay")
 
 
-def test_entry_dated_before_the_one_before_is_time_regressed(
-    ledgers: Ledgers, fresh: Any
-) -> None:
+def test_entry_dated_before_the_one_before_is_time_regressed(ledgers: Ledgers, fresh: Any) -> None:
     db = fresh("frozen")
     seq = last_seq(db)
     rewrite_body(db, seq, lambda body: {**body, "time": "2026-10-01T12:00:00Z"})
@@ -227,7 +225,7 @@ def honest_frozen(ledgers: Ledgers) -> tuple[dict[str, Any], dict[str, tuple[byt
 
 
 def forge_freeze(ledgers: Ledgers, db: Path, edit: Callable[[dict[str, Any], Any], None]) -> int:
-    """Append test/cohort-a's cohort.frozen to a calibrated ledger after ``edit(payload, blobs)``."""
+    """Append test/cohort-a's cohort.frozen to a calibrated ledger, edited by ``edit``."""
     payload, blobs = honest_frozen(ledgers)
     edit(payload, blobs)
     return append_with_objects(db, "cohort.frozen", payload, blobs)
@@ -359,7 +357,7 @@ def test_freeze_with_a_plan_bound_to_another_workunit_is_plan_binding_invalid(
     )
 
 
-# -- burns ------------------------------------------------------------------------------------------
+# -- burns ----------------------------------------------------------------------------------------
 
 
 def honest_burn(ledgers: Ledgers) -> tuple[dict[str, Any], dict[str, tuple[bytes, str]]]:
@@ -367,9 +365,7 @@ def honest_burn(ledgers: Ledgers) -> tuple[dict[str, Any], dict[str, tuple[bytes
     return copy.deepcopy(payload), objects_of(ledgers.burned, [payload["notice"]["object"]])
 
 
-def test_burn_of_a_cohort_never_frozen_is_burn_without_freeze(
-    ledgers: Ledgers, fresh: Any
-) -> None:
+def test_burn_of_a_cohort_never_frozen_is_burn_without_freeze(ledgers: Ledgers, fresh: Any) -> None:
     db = fresh("calibrated")
     payload, blobs = honest_burn(ledgers)
     seq = append_with_objects(db, "cohort.burned", payload, blobs)
@@ -561,4 +557,3 @@ def test_calibration_report_the_matrix_does_not_give_is_calibration_replay_misma
     assert_violation(
         ledgers.root, db, seq, "calibration-replay-mismatch", message="re-running the calibration"
     )
-
