@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck unit schemas fixtures bench bench-quick soak clean
+.PHONY: demo test lint typecheck unit schemas fixtures bench bench-quick soak mutants clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,6 +37,10 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python benchmarks/run.py --quick
+
+# Switch off one rule check at a time; every mutant should be killed (scripts/mutants.py).
+mutants: $(STAMP)
+	$(BIN)/python scripts/mutants.py $(MUTANTS_ARGS)
 
 soak: $(STAMP)
 	LEDGER_SOAK=1 $(BIN)/pytest -q tests/campaigns
