@@ -10,6 +10,7 @@ the forgery's and nothing else's.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,8 +109,6 @@ def rewrite_body(db: Path, seq: int, edit: Callable[[dict[str, Any]], Any]) -> N
     """Replace entry ``seq``'s body with ``edit(body)`` (bytes, or a value made canonical),
     recompute its entry_hash and re-link the next row, so only the edit itself is wrong."""
     with attacker(db) as conn:
-        import json
-
         old = json.loads(bytes(conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,))
                                .fetchone()[0]))  # fmt: skip
         new = edit(old)
@@ -143,6 +142,22 @@ def test_body_of_format_2_is_unknown_entry_format(ledgers: Ledgers, fresh: Any) 
     db = fresh("calibrated")
     rewrite_body(db, 1, lambda body: {**body, "format": 2})
     assert_violation(ledgers.root, db, 1, "unknown-entry-format", "--no-replay")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda body: {**body, "seq": body["seq"] + 1},
+        lambda body: {**body, "prev": "blake3:" + "ab" * 32},
+    ],
+    ids=["seq", "prev"],
+)
+def test_body_that_names_another_seq_or_prev_than_its_row_is_body_row_mismatch(
+    ledgers: Ledgers, fresh: Any, edit: Callable[[dict[str, Any]], Any]
+) -> None:
+    db = fresh("calibrated")
+    rewrite_body(db, 1, edit)
+    assert_violation(ledgers.root, db, 1, "body-row-mismatch", "--no-replay")
 
 
 def test_entry_of_an_invented_kind_is_unknown_kind(ledgers: Ledgers, fresh: Any) -> None:
@@ -260,6 +275,11 @@ def _task_dropped(payload: dict[str, Any], blobs: Any) -> None:
     payload["tasks"].pop()
 
 
+def _task_listed_twice(payload: dict[str, Any], blobs: Any) -> None:
+    """The same set of tasks as the document, but one of them committed twice."""
+    payload["tasks"].append(copy.deepcopy(payload["tasks"][0]))
+
+
 def _document_not_a_cohort(payload: dict[str, Any], blobs: Any) -> None:
     """The document reference names the WorkUnit's bytes (with their true digest)."""
     payload["document"] = {
@@ -276,6 +296,7 @@ def _document_not_a_cohort(payload: dict[str, Any], blobs: Any) -> None:
         _task_split_changed,
         _task_plan_id_changed,
         _task_dropped,
+        _task_listed_twice,
         _document_not_a_cohort,
     ],
 )
@@ -331,6 +352,21 @@ def test_freeze_with_a_plan_that_does_not_decode_is_plan_binding_invalid(
     assert_violation(ledgers.root, db, seq, "plan-binding-invalid", "--no-replay")
 
 
+def test_freeze_with_a_workunit_that_does_not_decode_is_plan_binding_invalid(
+    ledgers: Ledgers, fresh: Any
+) -> None:
+    """Task 0's WorkUnit reference names its plan's bytes: no WorkUnit decodes from them."""
+    db = fresh("calibrated")
+
+    def edit(payload: dict[str, Any], blobs: Any) -> None:
+        task = payload["tasks"][0]
+        task["work_unit"]["object"] = task["plan"]["object"]
+        task["work_unit"]["digest"] = task["plan"]["digest"]
+
+    seq = forge_freeze(ledgers, db, edit)
+    assert_violation(ledgers.root, db, seq, "plan-binding-invalid", "--no-replay")
+
+
 def test_freeze_with_a_plan_bound_to_another_workunit_is_plan_binding_invalid(
     ledgers: Ledgers, fresh: Any
 ) -> None:
@@ -339,8 +375,6 @@ def test_freeze_with_a_plan_bound_to_another_workunit_is_plan_binding_invalid(
     db = fresh("calibrated")
 
     def edit(payload: dict[str, Any], blobs: dict[str, tuple[bytes, str]]) -> None:
-        import json
-
         task = payload["tasks"][0]
         work_unit = json.loads(blobs[task["work_unit"]["object"]][0])
         work_unit["version"] = 2
@@ -414,15 +448,14 @@ def test_burn_that_misstates_the_frozen_cohort_is_burn_mismatch(
 # -- verification results -------------------------------------------------------------------------
 
 
-def append_pair(db: Path, source: Path, **changes: Any) -> tuple[int, int]:
+def append_pair(
+    db: Path, source: Path, bundle_changes: dict[str, Any] | None = None, **changes: Any
+) -> tuple[int, int]:
     """``source``'s last bundle.observed + verification.recorded appended again to ``db``, the
-    bundle's observations replaced by ``changes.pop('observations')`` and the result's payload
-    updated with the rest."""
+    bundle's payload updated with ``bundle_changes`` and the result's with ``changes``."""
     entries = rows(source)
-    bundle = copy.deepcopy(entries[-2]["payload"])
+    bundle = {**copy.deepcopy(entries[-2]["payload"]), **(bundle_changes or {})}
     result = copy.deepcopy(entries[-1]["payload"])
-    if "observations" in changes:
-        bundle["observations"] = changes.pop("observations")
     with open_ledger(db) as ledger, ledger.writer() as w:
         b = w.append(
             "bundle.observed",
@@ -478,6 +511,50 @@ def test_result_judged_with_another_tasks_plan_is_plan_not_committed(
     assert_violation(ledgers.root, db, seq, "plan-not-committed", "--no-replay")
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"bundle_entry": 3},
+        {"task": "test/cohort-a/task-001"},
+        {"cohort": "test/cohort-other"},
+        {"cohort_entry": 1},
+    ],
+    ids=["bundle_entry", "task", "cohort", "cohort_entry"],
+)
+def test_result_that_is_not_its_bundles_is_result_without_bundle(
+    ledgers: Ledgers, fresh: Any, changes: dict[str, Any]
+) -> None:
+    """Right after a bundle.observed, a result that names another bundle, task, cohort or freeze
+    than that bundle does is not that bundle's result."""
+    db = fresh("frozen")
+    _, seq = append_pair(db, ledgers.frozen, **changes)
+    assert_violation(ledgers.root, db, seq, "result-without-bundle", "--no-replay")
+
+
+def test_bundle_naming_another_freeze_of_its_cohort_is_bundle_not_committed(
+    ledgers: Ledgers, fresh: Any
+) -> None:
+    """The task is committed, but by the freeze at seq 2, not the entry the bundle names."""
+    db = fresh("frozen")
+    seq, _ = append_pair(db, ledgers.frozen, {"cohort_entry": 1}, cohort_entry=1)
+    assert_violation(ledgers.root, db, seq, "bundle-not-committed", "--no-replay")
+
+
+@pytest.mark.parametrize(
+    "changes", [{"outcome": "reject"}, {"runner_version": "9.9"}], ids=["outcome", "runner"]
+)
+def test_result_whose_outcome_or_runner_the_replay_does_not_give_is_replay_mismatch(
+    ledgers: Ledgers, fresh: Any, changes: dict[str, str]
+) -> None:
+    """The stored VerificationResult replays byte for byte, but the entry's own outcome or
+    runner version is not what the replay gives."""
+    db = fresh("frozen")
+    _, seq = append_pair(db, ledgers.frozen, **changes)
+    assert_violation(
+        ledgers.root, db, seq, "replay-mismatch", message="recorded outcome or runner version"
+    )
+
+
 def _observations(ledgers: Ledgers) -> list[dict[str, Any]]:
     return copy.deepcopy(rows(ledgers.frozen)[-2]["payload"]["observations"])
 
@@ -503,21 +580,22 @@ def test_bundle_whose_stored_bytes_cannot_rebuild_it_is_replay_failed(
     db = fresh("frozen")
     observations = _observations(ledgers)
     edit(_patch_of(observations))
-    _, seq = append_pair(db, ledgers.frozen, observations=observations)
+    _, seq = append_pair(db, ledgers.frozen, {"observations": observations})
     assert_violation(ledgers.root, db, seq, "replay-failed", message=reason)
     exit_code, report = audit(ledgers.root, db, "--no-replay")
     assert exit_code == 0, report  # only the replay can see it
 
 
-def test_result_replayed_with_a_plan_that_no_longer_decodes_is_replay_failed(
-    ledgers: Ledgers, fresh: Any
+@pytest.mark.parametrize("document", ["plan", "work_unit"])
+def test_result_replayed_with_a_document_that_no_longer_decodes_is_replay_failed(
+    ledgers: Ledgers, fresh: Any, document: str
 ) -> None:
-    """The result names task-000's committed plan, but the stored plan object was rewritten in
-    place (triggers dropped, digest columns kept): the replay cannot decode it."""
+    """The result names task-000's committed plan and WorkUnit, but one stored object was
+    rewritten in place (triggers dropped, digest columns kept): the replay cannot decode it."""
     db = fresh("frozen")
-    plan_object = rows(ledgers.frozen)[-1]["payload"]["plan"]["object"]
+    address = rows(ledgers.frozen)[-1]["payload"][document]["object"]
     with attacker(db) as conn:
-        conn.execute("UPDATE objects SET body = ? WHERE digest = ?", (b"{}", plan_object))
+        conn.execute("UPDATE objects SET body = ? WHERE digest = ?", (b"{}", address))
     seq = rows(db)[-1]["seq"]
     assert_violation(ledgers.root, db, seq, "replay-failed", message="does not decode")
 
@@ -557,3 +635,42 @@ def test_calibration_report_the_matrix_does_not_give_is_calibration_replay_misma
     assert_violation(
         ledgers.root, db, seq, "calibration-replay-mismatch", message="re-running the calibration"
     )
+
+
+RED = {"0.1": False, "0.1.1": False, "0.2.0": False, "0.3.0": False}
+
+
+def append_red_calibration(db: Path) -> int:
+    """A calibration entry that honestly records a red matrix for every adapter."""
+    data = canonical_bytes({"green": False, "green_by_adapter": RED, "rows": []})
+    with open_ledger(db) as ledger, ledger.writer() as w:
+        address = w.put_object(data, "application/json")
+        payload = {
+            "green": False,
+            "adapters": RED,
+            "rows": 0,
+            "report": {"object": address, "digest": sha256_hex_digest(data)},
+        }
+        return w.append("calibration.recorded", payload, [address]).seq
+
+
+def test_freeze_after_a_red_calibration_is_calibration_missing(
+    ledgers: Ledgers, fresh: Any
+) -> None:
+    """The latest calibration of each adapter is red: a green one earlier does not count."""
+    db = fresh("calibrated")
+    append_red_calibration(db)
+    exit_code, report = audit(ledgers.root, db, "--no-replay")
+    assert exit_code == 0, report
+    seq = forge_freeze(ledgers, db, lambda payload, blobs: None)
+    assert_violation(ledgers.root, db, seq, "calibration-missing", "--no-replay")
+
+
+def test_freeze_command_after_a_red_calibration_is_refused(ledgers: Ledgers, fresh: Any) -> None:
+    db = fresh("calibrated")
+    append_red_calibration(db)
+    before = rows(db)
+    result = cli(ledgers.root, db, "freeze", str(ledgers.root / "test-cohort-a"), "--json")
+    assert result.code == 2, result.stdout
+    assert result.error_code() == "calibration-missing"
+    assert rows(db) == before

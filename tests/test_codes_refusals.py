@@ -211,6 +211,8 @@ def test_control_the_calibration_plan_binds() -> None:
     ("code", "edit"),
     [
         ("unsupported-plan-version", lambda p: p.update(schema_version="0.9")),
+        # not a string at all (unhashable): refused, not a TypeError from the table lookup
+        ("unsupported-plan-version", lambda p: p.update(schema_version=["0.2"])),
         ("adapter-version-mismatch", lambda p: p["verifier"].update(adapter_version="0.2.0")),
         ("adapter-version-mismatch", lambda p: p["verifier"].update(id="someone-else")),
         ("adapter-version-mismatch", lambda p: p["verifier"].update(type="human")),
