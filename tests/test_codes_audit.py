@@ -138,6 +138,15 @@ def test_body_without_its_time_is_body_malformed(ledgers: Ledgers, fresh: Any) -
     assert_violation(ledgers.root, db, 1, "body-malformed", "--no-replay")
 
 
+def test_body_stored_as_text_is_body_malformed(ledgers: Ledgers, fresh: Any) -> None:
+    """The same bytes stored as TEXT instead of a BLOB: hash, chain and tree still agree, only
+    the storage class gives it away."""
+    db = fresh("calibrated")
+    with attacker(db) as conn:
+        conn.execute("UPDATE entries SET body = CAST(body AS TEXT) WHERE seq = 1")
+    assert_violation(ledgers.root, db, 1, "body-malformed", "--no-replay", message="not a BLOB")
+
+
 def test_body_of_format_2_is_unknown_entry_format(ledgers: Ledgers, fresh: Any) -> None:
     db = fresh("calibrated")
     rewrite_body(db, 1, lambda body: {**body, "format": 2})
@@ -203,6 +212,26 @@ def test_every_entry_deleted_is_ledger_empty(ledgers: Ledgers, fresh: Any) -> No
         conn.execute("DELETE FROM entries")
         conn.execute("DELETE FROM objects")
     assert_violation(ledgers.root, db, None, "ledger-empty", "--no-replay")
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        "sha256 = 'sha256:' || lower(hex(randomblob(32)))",
+        "size = size + 1",
+        "media_type = 'text/html'",
+    ],
+    ids=["sha256", "size", "media_type"],
+)
+def test_object_row_with_one_column_rewritten_is_object_digest_mismatch(
+    ledgers: Ledgers, fresh: Any, column: str
+) -> None:
+    """Bytes and address untouched, one descriptive column of the calibration report's row
+    changed: reported at seq 1, the entry that references it."""
+    db = fresh("calibrated")
+    with attacker(db) as conn:
+        conn.execute(f"UPDATE objects SET {column}")
+    assert_violation(ledgers.root, db, 1, "object-digest-mismatch", "--no-replay")
 
 
 # -- entries appended with the library, as an attacker would --------------------------------------
