@@ -19,6 +19,7 @@ survives. ``tests/test_docs.py`` is never used: it reads the source, not the beh
     python scripts/mutants.py --list           # only list them
     python scripts/mutants.py --only burn-mismatch --only genesis-invalid
     python scripts/mutants.py --max-seconds 1800   # stop starting mutants after 30 min
+    python scripts/mutants.py --jobs 2             # two at a time, each in its own copy
 
 Exit status: 0 when every mutant run was killed, 1 when one survived, 2 on a usage error.
 """
@@ -27,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import os
+import queue
 import re
 import shutil
 import subprocess
@@ -195,7 +198,7 @@ def collect(only: set[str] | None = None) -> list[Mutant]:
                 code = _code_of(node, constants)
                 if code is not None:
                     add(path, node, "skip", [code], ast.Pass())
-    mutants.sort(key=lambda m: (m.path, m.line, m.kind))
+    mutants.sort(key=lambda m: (TARGETS.index(m.path), m.line, m.kind))
     return [Mutant(i, m.path, m.line, m.kind, m.code, m.source) for i, m in enumerate(mutants, 1)]
 
 
@@ -249,54 +252,78 @@ def _pytest(copy: Path, files: list[str], timeout: float) -> str:
     return "passed" if proc.returncode == 0 else "failed"
 
 
-def run(mutants: list[Mutant], *, timeout: float, max_seconds: float | None) -> list[str]:
+def _prepare(copy: Path) -> dict[str, str]:
+    """Copy the tree, check that its packages are the ones imported there, check that the
+    focused tests pass unmutated (so a failure later is the mutant's); the tests' strings."""
+    shutil.copytree(REPO, copy, ignore=COPY_IGNORE, symlinks=True)
+    check = subprocess.run(
+        [sys.executable, "-c", "import ledger, verifiers; print(ledger.__file__)"],
+        cwd=copy,
+        env={**os.environ, "PYTHONPATH": str(copy)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    if not check.stdout.strip().startswith(str(copy)):
+        raise SystemExit(f"the copy's packages are not the ones imported: {check.stdout}")
+    baseline = ["tests/test_codes_audit.py", "tests/test_codes_refusals.py"]
+    if _pytest(copy, baseline, 900) != "passed":
+        raise SystemExit(f"the unmutated copy fails {baseline}; fix that first")
+    return {
+        str(p.relative_to(copy)): _test_strings(p)
+        for p in sorted((copy / "tests").rglob("test_*.py"))
+    }
+
+
+def _one(copy: Path, mutant: Mutant, tests: dict[str, str], timeout: float) -> str:
+    target = copy / mutant.path
+    original = target.read_text("utf-8")
+    status = "passed"
+    try:
+        target.write_text(mutant.source, "utf-8")
+        for stage in tests_for(mutant.code.split("/"), tests):
+            status = _pytest(copy, stage, timeout)
+            if status != "passed":
+                break
+    finally:
+        target.write_text(original, "utf-8")
+    return {"failed": "killed", "timeout": "killed (timeout)"}.get(status, "survived")
+
+
+def run(
+    mutants: list[Mutant], *, timeout: float, max_seconds: float | None, jobs: int
+) -> list[str]:
+    """Run every mutant (``jobs`` at a time, each in its own copy of the tree)."""
     started = time.monotonic()
-    results: list[str] = []
+    results: dict[int, str] = {}
     with tempfile.TemporaryDirectory(prefix="ledger-mutants-") as tmp:
-        copy = Path(tmp) / "tree"
-        shutil.copytree(REPO, copy, ignore=COPY_IGNORE, symlinks=True)
-        check = subprocess.run(
-            [sys.executable, "-c", "import ledger, verifiers; print(ledger.__file__)"],
-            cwd=copy,
-            env={**os.environ, "PYTHONPATH": str(copy)},
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        if not check.stdout.strip().startswith(str(copy)):
-            raise SystemExit(f"the copy's packages are not the ones imported: {check.stdout}")
-        tests = {
-            str(p.relative_to(copy)): _test_strings(p)
-            for p in sorted((copy / "tests").rglob("test_*.py"))
-        }
-        # Unmutated, the focused tests pass in the copy: a failure below is the mutant's.
-        baseline = ["tests/test_codes_audit.py", "tests/test_codes_refusals.py"]
-        if _pytest(copy, baseline, timeout) != "passed":
-            raise SystemExit(f"the unmutated copy fails {baseline}; fix that first")
-        for mutant in mutants:
+        copies: queue.Queue[Path] = queue.Queue()
+        tests: dict[str, str] = {}
+        for n in range(jobs):
+            tests = _prepare(Path(tmp) / f"tree-{n}")
+            copies.put(Path(tmp) / f"tree-{n}")
+
+        def work(mutant: Mutant) -> None:
             if max_seconds is not None and time.monotonic() - started > max_seconds:
-                results.append("not-run")
-                continue
-            target = copy / mutant.path
-            original = target.read_text("utf-8")
+                results[mutant.id] = "not-run"
+                return
+            copy = copies.get()
             t0 = time.monotonic()
             try:
-                target.write_text(mutant.source, "utf-8")
-                status = "passed"
-                for stage in tests_for(mutant.code.split("/"), tests):
-                    status = _pytest(copy, stage, timeout)
-                    if status != "passed":
-                        break
+                verdict = _one(copy, mutant, tests, timeout)
             finally:
-                target.write_text(original, "utf-8")
-            verdict = {"failed": "killed", "timeout": "killed (timeout)"}.get(status, "survived")
-            results.append(verdict)
+                copies.put(copy)
+            results[mutant.id] = verdict
             print(
                 f"  #{mutant.id:<3} {mutant.path}:{mutant.line:<4} {mutant.kind:<6}"
                 f" {mutant.code:<40} {verdict} ({time.monotonic() - t0:.0f} s)",
                 flush=True,
             )
-    return results
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            for future in [pool.submit(work, m) for m in mutants]:
+                future.result()
+    return [results[m.id] for m in mutants]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-seconds", type=float, default=None, help="start no mutant after this long"
     )
+    parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (one copy each)")
     args = parser.parse_args(argv)
     mutants = collect(set(args.only) if args.only else None)
     if args.id:
@@ -322,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     print(f"{len(mutants)} mutants over {', '.join(TARGETS)}", flush=True)
-    results = run(mutants, timeout=args.timeout, max_seconds=args.max_seconds)
+    results = run(mutants, timeout=args.timeout, max_seconds=args.max_seconds, jobs=args.jobs)
     print()
     print(f"{'id':<5} {'where':<28} {'kind':<6} {'code':<40} result")
     for m, verdict in zip(mutants, results, strict=True):
