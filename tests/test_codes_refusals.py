@@ -274,23 +274,37 @@ def test_verify_of_a_bundle_path_through_a_file_is_refused(tmp_path: Path, froze
     refused(tmp_path, frozen, "bundle-unreadable", "verify", str(tmp_path / "plain-file" / "b"))
 
 
-def test_verify_with_a_stored_plan_rewritten_in_place_is_refused(
-    tmp_path: Path, frozen: Path
-) -> None:
-    """The file's owner replaced the committed plan's bytes (triggers dropped): verify refuses to
-    judge with it and points at the audit."""
-    with Ledger.open(frozen) as ledger:
+def _committed(db: Path, document: str) -> str:
+    with Ledger.open(db) as ledger:
         payload = next(e for e in ledger.entries() if e.kind == "cohort.frozen").payload
+    return str(payload["tasks"][0][document]["object"])
+
+
+@pytest.mark.parametrize("document", ["plan", "work_unit"])
+def test_verify_with_a_stored_document_rewritten_in_place_is_refused(
+    tmp_path: Path, frozen: Path, document: str
+) -> None:
+    """The file's owner replaced the committed plan's or WorkUnit's bytes (triggers dropped):
+    verify refuses to judge with them."""
     with attacker(frozen) as conn:
         conn.execute(
-            "UPDATE objects SET body = ? WHERE digest = ?",
-            (b"{}", payload["tasks"][0]["plan"]["object"]),
+            "UPDATE objects SET body = ? WHERE digest = ?", (b"{}", _committed(frozen, document))
         )
     bundle = make_bundle(tmp_path, "good")
     result = refused(
         tmp_path, frozen, "ledger-corrupt", "verify", str(bundle), "--task", f"{COHORT}/task-000"
     )
     assert "no longer decodes" in result.json()["error"]["message"]
+
+
+def test_verify_with_the_committed_plan_deleted_is_refused(tmp_path: Path, frozen: Path) -> None:
+    with attacker(frozen) as conn:
+        conn.execute("DELETE FROM objects WHERE digest = ?", (_committed(frozen, "plan"),))
+    bundle = make_bundle(tmp_path, "good")
+    result = refused(
+        tmp_path, frozen, "object-missing", "verify", str(bundle), "--task", f"{COHORT}/task-000"
+    )
+    assert "ledger audit" in result.json()["error"]["message"]
 
 
 # -- the ledger file -----------------------------------------------------------------------------
