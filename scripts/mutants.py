@@ -10,8 +10,9 @@ refusal with a code becomes mutants:
   clause of a rule switched off, the others kept).
 
 Each mutant is written into a private copy of the tree (the working tree is never touched) and
-the tests that name its code run there: first the test files whose string literals contain the
-code, then, if those all pass, ``tests/test_commitment.py`` and ``tests/test_audit_tamper.py``
+the tests that name its code run there, in stages, each only if the one before passed: the test
+functions whose source names the code, the test files whose string literals contain it, then
+``tests/test_commitment.py`` and ``tests/test_audit_tamper.py``, then the campaigns that name it
 (``pytest -x -q -p no:cacheprovider``). A failing run kills the mutant; a mutant no test notices
 survives. ``tests/test_docs.py`` is never used: it reads the source, not the behaviour.
 
@@ -202,29 +203,49 @@ def collect(only: set[str] | None = None) -> list[Mutant]:
     return [Mutant(i, m.path, m.line, m.kind, m.code, m.source) for i, m in enumerate(mutants, 1)]
 
 
-def _test_strings(path: Path) -> str:
-    tree = ast.parse(path.read_text("utf-8"))
-    return "\n".join(
+@dataclass(frozen=True)
+class TestFile:
+    strings: str  # every string literal of the file, one a line
+    functions: dict[str, str]  # test function name -> its source, decorators included
+
+
+def _test_file(path: Path) -> TestFile:
+    text = path.read_text("utf-8")
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    functions = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            functions[node.name] = "\n".join(lines[start - 1 : node.end_lineno])
+    strings = "\n".join(
         node.value
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     )
+    return TestFile(strings, functions)
 
 
-def tests_for(codes: list[str], tests: dict[str, str]) -> list[list[str]]:
-    """The stages of test files for these codes, each run only if the one before passed:
-    the top-level test files whose strings name a code (the focused ``test_codes_*`` first),
-    then the ALWAYS files not among them, then the campaigns that name a code (slow)."""
+def _names_code(text: str, codes: list[str]) -> bool:
+    return any(re.search(rf"(?<![a-z0-9-]){re.escape(c)}(?![a-z0-9-])", text) for c in codes)
 
-    def names(name: str) -> bool:
-        return any(
-            re.search(rf"(?<![a-z0-9-]){re.escape(c)}(?![a-z0-9-])", tests[name]) for c in codes
-        )
 
-    naming = [name for name in tests if name not in NEVER and names(name)]
+def tests_for(codes: list[str], tests: dict[str, TestFile]) -> list[list[str]]:
+    """The stages of tests for these codes, each run only if the one before passed: the test
+    functions whose own source names a code (the focused ``test_codes_*`` first), then the rest
+    of the top-level test files whose strings name one, then the ALWAYS files not among them,
+    then the campaigns that name a code (slow)."""
+    naming = [n for n, t in tests.items() if n not in NEVER and _names_code(t.strings, codes)]
     top = [n for n in naming if "/campaigns/" not in n]
     top.sort(key=lambda n: (not Path(n).name.startswith("test_codes_"), n))
+    functions = [
+        f"{name}::{function}"
+        for name in top
+        for function, source in tests[name].functions.items()
+        if _names_code(source, codes)
+    ]
     return [
+        functions,
         top,
         [name for name in ALWAYS if name not in top],
         [n for n in naming if "/campaigns/" in n],
@@ -252,7 +273,7 @@ def _pytest(copy: Path, files: list[str], timeout: float) -> str:
     return "passed" if proc.returncode == 0 else "failed"
 
 
-def _prepare(copy: Path) -> dict[str, str]:
+def _prepare(copy: Path) -> dict[str, TestFile]:
     """Copy the tree, check that its packages are the ones imported there, check that the
     focused tests pass unmutated (so a failure later is the mutant's); the tests' strings."""
     shutil.copytree(REPO, copy, ignore=COPY_IGNORE, symlinks=True)
@@ -270,12 +291,11 @@ def _prepare(copy: Path) -> dict[str, str]:
     if _pytest(copy, baseline, 900) != "passed":
         raise SystemExit(f"the unmutated copy fails {baseline}; fix that first")
     return {
-        str(p.relative_to(copy)): _test_strings(p)
-        for p in sorted((copy / "tests").rglob("test_*.py"))
+        str(p.relative_to(copy)): _test_file(p) for p in sorted((copy / "tests").rglob("test_*.py"))
     }
 
 
-def _one(copy: Path, mutant: Mutant, tests: dict[str, str], timeout: float) -> str:
+def _one(copy: Path, mutant: Mutant, tests: dict[str, TestFile], timeout: float) -> str:
     target = copy / mutant.path
     original = target.read_text("utf-8")
     status = "passed"
@@ -298,7 +318,7 @@ def run(
     results: dict[int, str] = {}
     with tempfile.TemporaryDirectory(prefix="ledger-mutants-") as tmp:
         copies: queue.Queue[Path] = queue.Queue()
-        tests: dict[str, str] = {}
+        tests: dict[str, TestFile] = {}
         for n in range(jobs):
             tests = _prepare(Path(tmp) / f"tree-{n}")
             copies.put(Path(tmp) / f"tree-{n}")
