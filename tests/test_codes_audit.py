@@ -366,6 +366,21 @@ def test_freeze_naming_a_wrong_workunit_digest_is_object_sha256_mismatch(
     )
 
 
+def test_freeze_pairing_a_plan_with_another_adapter_is_adapter_pairing_invalid(
+    ledgers: Ledgers, fresh: Any
+) -> None:
+    """Task 0's v0.2 plan committed to the substring adapter (0.2.0, itself calibrated green):
+    the frozen meaning of the plan would change."""
+    db = fresh("calibrated")
+
+    def edit(payload: dict[str, Any], blobs: Any) -> None:
+        assert payload["tasks"][0]["plan"]["schema_version"] == "0.2"
+        payload["tasks"][0]["adapter_version"] = "0.2.0"
+
+    seq = forge_freeze(ledgers, db, edit)
+    assert_violation(ledgers.root, db, seq, "adapter-pairing-invalid", "--no-replay")
+
+
 def test_freeze_with_a_plan_that_does_not_decode_is_plan_binding_invalid(
     ledgers: Ledgers, fresh: Any
 ) -> None:
@@ -558,6 +573,32 @@ def test_result_that_is_not_its_bundles_is_result_without_bundle(
     db = fresh("frozen")
     _, seq = append_pair(db, ledgers.frozen, **changes)
     assert_violation(ledgers.root, db, seq, "result-without-bundle", "--no-replay")
+
+
+def test_bundle_and_result_split_by_another_entry_are_both_reported(
+    ledgers: Ledgers, fresh: Any
+) -> None:
+    """A calibration entry slipped between a bundle.observed and its result: the bundle has no
+    result right after it, and the result does not follow its bundle (the pending bundle is
+    closed by the entry in between, not carried over to a later result)."""
+    db = fresh("frozen")
+    entries = rows(ledgers.frozen)
+    bundle = copy.deepcopy(entries[-2]["payload"])
+    result = copy.deepcopy(entries[-1]["payload"])
+    with open_ledger(db) as ledger, ledger.writer() as w:
+        b = w.append(
+            "bundle.observed",
+            bundle,
+            sorted({o["object"] for o in bundle["observations"] if o["object"]}),
+        )
+        append_one(w, "between", 0)
+        refs = {result["result"]["object"], result["plan"]["object"], result["work_unit"]["object"]}
+        r = w.append("verification.recorded", {**result, "bundle_entry": b.seq}, sorted(refs))
+    exit_code, report = audit(ledgers.root, db, "--no-replay")
+    assert exit_code == 1
+    found = [(v["seq"], v["code"]) for v in report["violations"]]
+    assert found == [(b.seq, "bundle-without-result"), (r.seq, "result-without-bundle")], found
+    assert "followed by calibration.recorded" in report["violations"][0]["message"]
 
 
 def test_bundle_naming_another_freeze_of_its_cohort_is_bundle_not_committed(
