@@ -132,6 +132,23 @@ def test_body_with_spaces_is_body_not_canonical(ledgers: Ledgers, fresh: Any) ->
     assert_violation(ledgers.root, db, 1, "body-not-canonical", "--no-replay")
 
 
+def test_body_not_canonical_is_seen_by_the_parallel_row_checker(
+    ledgers: Ledgers, fresh: Any
+) -> None:
+    """With the row checks in a second process (LEDGER_AUDIT_PARALLEL=on), canonical form is
+    that process's check: the auditor's own decode skips it."""
+    db = fresh("calibrated")
+    rewrite_body(db, 1, lambda body: canonical_bytes(body).replace(b'{"', b'{ "', 1))
+    result = run_cli(
+        ["--db", str(db), "audit", "--json", "--no-replay"],
+        env={**ENV, "LEDGER_AUDIT_PARALLEL": "on"},
+        cwd=ledgers.root,
+    )
+    assert result.code == 1, result.stdout + result.stderr
+    found = {(v["seq"], v["code"]) for v in result.json()["violations"]}
+    assert (1, "body-not-canonical") in found, found
+
+
 def test_body_without_its_time_is_body_malformed(ledgers: Ledgers, fresh: Any) -> None:
     db = fresh("calibrated")
     rewrite_body(db, 1, lambda body: {k: v for k, v in body.items() if k != "time"})

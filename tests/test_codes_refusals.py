@@ -21,7 +21,7 @@ import pytest
 from commit_helpers import FAMILIES, cohort_doc, make_bundle, task_doc, write_json
 from helpers import CliResult, attacker, checkpointed_copy, file_state, run_cli
 
-from ledger import cohorts, store
+from ledger import cohorts, commit, store
 from ledger.contracts import decode_cohort
 from ledger.errors import LedgerError
 from ledger.store import Ledger
@@ -305,6 +305,27 @@ def test_verify_with_the_committed_plan_deleted_is_refused(tmp_path: Path, froze
         tmp_path, frozen, "object-missing", "verify", str(bundle), "--task", f"{COHORT}/task-000"
     )
     assert "ledger audit" in result.json()["error"]["message"]
+
+
+def test_manifest_changed_between_its_two_reads_is_refused(
+    tmp_path: Path, frozen: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify reads the manifest once to choose the task and again with the bundle; a writer
+    that changes it in between (here: right after the first read) gets a refusal, not a verdict
+    on bytes other than those that chose the plan."""
+    bundle = make_bundle(tmp_path, "good")
+    first_read = commit._read_manifest_only
+
+    def read_then_change(bundle_dir: Path) -> bytes | None:
+        probe = first_read(bundle_dir)
+        manifest = bundle_dir / "result-manifest.json"
+        manifest.write_bytes(manifest.read_bytes() + b"\n")
+        return probe
+
+    monkeypatch.setattr(commit, "_read_manifest_only", read_then_change)
+    refused(
+        tmp_path, frozen, "bundle-changed", "verify", str(bundle), "--task", f"{COHORT}/task-000"
+    )
 
 
 # -- the ledger file -----------------------------------------------------------------------------
