@@ -165,6 +165,23 @@ def test_missing_hidden_plans_folder_is_refused(tmp_path: Path, db: Path) -> Non
     )  # fmt: skip
 
 
+def test_hidden_plans_folder_with_too_many_files_is_refused(tmp_path: Path, db: Path) -> None:
+    """More plan files than the documented 10,000 are refused before any is read; at the limit
+    the files are read (and here the first, not a plan, is refused for what it is)."""
+    tasks = tasks_for(tmp_path)
+    _hidden(tasks[0])
+    folder = write_cohort(tmp_path, tasks)
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    assert cohorts.MAX_HIDDEN_PLAN_FILES == 10_000
+    for i in range(cohorts.MAX_HIDDEN_PLAN_FILES):
+        (hidden / f"plan-{i:05d}.json").write_bytes(b"{}")
+    args = ("freeze", str(folder), "--hidden-plans", str(hidden))
+    refused(tmp_path, db, "document-invalid", *args)
+    (hidden / "one-more.json").write_bytes(b"{}")
+    refused(tmp_path, db, "too-many-files", *args)
+
+
 def test_missing_cohort_folder_is_refused(tmp_path: Path, db: Path) -> None:
     refused(tmp_path, db, "folder-unusable", "freeze", str(tmp_path / "no-such-cohort"))
 
