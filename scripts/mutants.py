@@ -22,7 +22,8 @@ survives. ``tests/test_docs.py`` is never used: it reads the source, not the beh
     python scripts/mutants.py --max-seconds 1800   # stop starting mutants after 30 min
     python scripts/mutants.py --jobs 2             # two at a time, each in its own copy
 
-Exit status: 0 when every mutant run was killed, 1 when one survived, 2 on a usage error.
+Exit status: 0 when every mutant run was killed, 1 when one survived or a run errored, 2 on a
+usage error.
 """
 
 from __future__ import annotations
@@ -270,7 +271,9 @@ def _pytest(copy: Path, files: list[str], timeout: float) -> str:
         )
     except subprocess.TimeoutExpired:
         return "timeout"
-    return "passed" if proc.returncode == 0 else "failed"
+    # 1: tests failed (the mutant is seen). Anything else (a collection error, no test, a crash
+    # of pytest itself) says nothing about the mutant and is reported as an error.
+    return {0: "passed", 1: "failed"}.get(proc.returncode, f"error (pytest exit {proc.returncode})")
 
 
 def _prepare(copy: Path) -> dict[str, TestFile]:
@@ -307,6 +310,8 @@ def _one(copy: Path, mutant: Mutant, tests: dict[str, TestFile], timeout: float)
                 break
     finally:
         target.write_text(original, "utf-8")
+    if status.startswith("error"):
+        return status
     return {"failed": "killed", "timeout": "killed (timeout)"}.get(status, "survived")
 
 
@@ -382,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(f"{n} {v}" for v, n in counts.items())
         + f" in {time.monotonic() - started:.0f} s"
     )
-    return 1 if "survived" in results else 0
+    return 1 if any(r == "survived" or r.startswith("error") for r in results) else 0
 
 
 if __name__ == "__main__":
