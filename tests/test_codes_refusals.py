@@ -249,6 +249,36 @@ def test_plan_that_cannot_judge_its_workunit_is_refused(
     assert _binding_refusal(edit) == code
 
 
+EXTRA_VALIDATOR = {"id": "extra-check", "type": "review", "required": True}
+
+
+@pytest.mark.parametrize(
+    ("plan_ids", "reason"),
+    [
+        # the WorkUnit requires a validator the plan does not list (the plan's own set is the
+        # adapter's): the plan would skip a check its WorkUnit demands
+        (["result-manifest-schema", "independent-review"], "must equal the WorkUnit"),
+        # plan and WorkUnit agree on a set the adapter does not implement
+        (
+            ["result-manifest-schema", "independent-review", "extra-check"],
+            "backend implements exactly",
+        ),
+    ],
+    ids=["workunit-requires-more", "adapter-implements-less"],
+)
+def test_validator_sets_that_do_not_line_up_are_refused(plan_ids: list[str], reason: str) -> None:
+    work_unit = copy.deepcopy(PATCH_WORK_UNIT)
+    work_unit["validators"] = [*work_unit["validators"], EXTRA_VALIDATOR]
+    digest = canonical_digest(work_unit)
+    plan = copy.deepcopy(PLANS["v0.2-whole-line"])
+    plan["binding"]["work_unit_digest"] = digest
+    plan["required_validator_ids"] = plan_ids
+    with pytest.raises(PlanBindingError) as caught:
+        check_binding(plan, work_unit, digest)
+    assert caught.value.code == "validator-set-mismatch"
+    assert reason in caught.value.message
+
+
 # -- burn ----------------------------------------------------------------------------------------
 
 
