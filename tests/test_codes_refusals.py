@@ -186,6 +186,21 @@ def test_missing_cohort_folder_is_refused(tmp_path: Path, db: Path) -> None:
     refused(tmp_path, db, "folder-unusable", "freeze", str(tmp_path / "no-such-cohort"))
 
 
+@pytest.mark.parametrize("table", ["_BACKEND_OF_VERSION", "ADAPTERS"])
+def test_plan_version_the_contract_admits_but_no_adapter_judges_is_refused(
+    tmp_path: Path, db: Path, monkeypatch: pytest.MonkeyPatch, table: str
+) -> None:
+    """Today every plan version the contract decodes (0.1-0.4) has a backend and an adapter, so
+    the guard is for the day a version is added to the contract first: simulated by taking 0.4
+    out of one of the two tables the loader consults."""
+    monkeypatch.setattr(
+        cohorts, table, {k: v for k, v in getattr(cohorts, table).items() if k != "0.4"}
+    )
+    folder = write_cohort(tmp_path, tasks_for(tmp_path))
+    result = refused(tmp_path, db, "unsupported-plan-version", "freeze", str(folder))
+    assert "plan version 0.4 has no adapter" in result.json()["error"]["message"]
+
+
 def _fields(struct: Any, **changes: Any) -> Any:
     return SimpleNamespace(**({f: getattr(struct, f) for f in struct.__struct_fields__} | changes))
 
