@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck unit schemas fixtures bench bench-quick soak fuzz resources clean
+.PHONY: demo test lint typecheck unit schemas fixtures bench bench-quick soak fuzz resources mutants clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -39,6 +39,10 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python benchmarks/run.py --quick
+
+# Switch off one rule check at a time; every mutant should be killed (scripts/mutants.py).
+mutants: $(STAMP)
+	$(BIN)/python scripts/mutants.py $(MUTANTS_ARGS)
 
 soak: $(STAMP)
 	LEDGER_SOAK=1 $(BIN)/pytest -q tests/campaigns

@@ -1,5 +1,10 @@
 """Keep the documentation in step with the code: every command, error code, audit violation code
-and schema file the code defines is documented (README.md for commands, LEDGER.md for the rest)."""
+and schema file the code defines is documented (README.md for commands, LEDGER.md for the rest).
+
+Codes in both directions: every refusal code the packages raise is in LEDGER.md section 11, every
+audit violation code they report in section 6 and every diff finding code in section 9; and every
+code those sections document is asserted by at least one test (its exact string, in a string
+literal of a test file other than this one; comments and docstrings do not count)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 LEDGER_MD = (REPO / "LEDGER.md").read_text("utf-8")
 README = (REPO / "README.md").read_text("utf-8")
 CODE_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
+PACKAGE_FILES = sorted([*(REPO / "ledger").glob("*.py"), *(REPO / "verifiers").rglob("*.py")])
+# Backticked kebab-case words in sections 6, 9 and 11 that are not codes (add with the reason).
+NOT_CODES: frozenset[str] = frozenset()
 
 
 def _commands() -> list[str]:
@@ -27,8 +35,7 @@ def _commands() -> list[str]:
 def _raised_codes() -> set[str]:
     """First string argument of every ``SomethingError("code", ...)`` call in the packages."""
     found: set[str] = set()
-    files = [*(REPO / "ledger").glob("*.py"), *(REPO / "verifiers").rglob("*.py")]
-    for path in files:
+    for path in PACKAGE_FILES:
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if not isinstance(node, ast.Call) or not node.args:
                 continue
@@ -54,23 +61,127 @@ def _violation_codes() -> set[str]:
     return codes
 
 
+def _string_constants() -> dict[str, str]:
+    """``NAME = "value"`` / ``NAME: Final = "value"`` at module level, over both packages."""
+    found: dict[str, str] = {}
+    for path in PACKAGE_FILES:
+        for node in ast.parse(path.read_text("utf-8")).body:
+            target = value = None
+            if isinstance(node, ast.AnnAssign):
+                target, value = node.target, node.value
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            if (
+                isinstance(target, ast.Name)
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+            ):
+                found.setdefault(target.id, value.value)
+    return found
+
+
+def _reported_violation_codes() -> dict[str, str]:
+    """code -> where, for the code argument (third, or ``code=``) of every ``Violation(...)``
+    call in the packages, literal or a module constant; plus every constant of the audit and
+    rule modules (``_violation_codes``)."""
+    constants = _string_constants()
+    found = {code: "ledger/audit.py or ledger/rules.py" for code in _violation_codes()}
+    for path in PACKAGE_FILES:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name != "Violation":
+                continue
+            args = [*node.args[2:3], *(k.value for k in node.keywords if k.arg == "code")]
+            for arg in args:
+                code = None
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    code = arg.value
+                elif isinstance(arg, ast.Name | ast.Attribute):
+                    code = constants.get(arg.id if isinstance(arg, ast.Name) else arg.attr)
+                where = f"{path.relative_to(REPO)}:{node.lineno}"
+                assert code is not None, f"{where}: Violation code not a literal or a constant"
+                found.setdefault(code, where)
+    return found
+
+
+def _diff_finding_codes() -> dict[str, str]:
+    """code -> line, for every finding ``verifiers/diff.py`` builds: the code argument of
+    ``add``/``_only``/``DiffFinding`` calls and the first item of ``(code, message)`` pairs."""
+    path = REPO / "verifiers" / "diff.py"
+    found: dict[str, str] = {}
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        candidates: list[ast.expr] = []
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name in ("add", "_only", "DiffFinding"):
+                candidates = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "code")]
+        elif isinstance(node, ast.Tuple) and len(node.elts) == 2:
+            candidates = node.elts[:1]
+        for arg in candidates:
+            if (
+                isinstance(arg, ast.Constant)
+                and isinstance(arg.value, str)
+                and CODE_RE.fullmatch(arg.value)
+            ):
+                found.setdefault(arg.value, f"verifiers/diff.py:{arg.lineno}")
+    return found
+
+
+def _section(number: int) -> str:
+    match = re.search(rf"^## {number}\. .*?(?=^## |\Z)", LEDGER_MD, flags=re.S | re.M)
+    assert match, f"LEDGER.md has no section {number}"
+    return match.group(0)
+
+
+def _ticked_codes(text: str) -> set[str]:
+    return {c for c in re.findall(r"`([^`\n]+)`", text) if CODE_RE.fullmatch(c)} - NOT_CODES
+
+
+def documented_codes() -> dict[str, set[str]]:
+    """Section -> the codes it documents: section 6 every backticked code (tables and prose),
+    section 9 the "Finding codes" list, section 11 the first column of its table."""
+    finding_codes = _section(9).split("### Finding codes", 1)
+    assert len(finding_codes) == 2, "LEDGER.md section 9 lost its '### Finding codes' list"
+    refusals = [line.split("|")[1] for line in _section(11).splitlines() if line.startswith("| `")]
+    return {
+        "6": _ticked_codes(_section(6)),
+        "9": _ticked_codes(finding_codes[1].split("\n### ", 1)[0]),
+        "11": _ticked_codes("\n".join(refusals)),
+    }
+
+
+def _test_strings() -> str:
+    """Every string literal of every test file but this one, docstrings left out, one a line."""
+    strings: list[str] = []
+    for path in sorted(REPO.joinpath("tests").rglob("*.py")):
+        if path.name == Path(__file__).name:
+            continue
+        tree = ast.parse(path.read_text("utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        strings.extend(
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        )
+    return "\n".join(strings)
+
+
 @pytest.mark.parametrize("command", _commands())
 def test_every_command_is_in_the_readme(command: str) -> None:
     assert re.search(rf"ledger {re.escape(command)}\b", README), f"README lacks `ledger {command}`"
-
-
-def test_every_raised_error_code_is_in_ledger_md() -> None:
-    codes = _raised_codes()
-    assert len(codes) > 40  # the scan itself works
-    missing = sorted(code for code in codes if f"`{code}`" not in LEDGER_MD)
-    assert not missing, f"LEDGER.md section 11 lacks: {missing}"
-
-
-def test_every_audit_violation_code_is_in_ledger_md() -> None:
-    codes = _violation_codes()
-    assert {"prev-mismatch", "replay-mismatch", "checkpoint-mismatch"} <= codes
-    missing = sorted(code for code in codes if f"`{code}`" not in LEDGER_MD)
-    assert not missing, f"LEDGER.md section 6 lacks: {missing}"
 
 
 def test_every_schema_file_is_named_in_ledger_md() -> None:
@@ -86,3 +197,52 @@ def test_readme_keeps_exactly_the_two_setup_commands() -> None:
     setup = README.split("## Set up", 1)[1].split("##", 1)[0]
     commands = re.findall(r"^\s{4}(make \S+)", setup, flags=re.M)
     assert commands == ["make demo", "make test"]
+
+
+def test_the_code_scans_find_what_they_look_for() -> None:
+    """The scans below would pass vacuously if a refactor hid the codes from them."""
+    documented = documented_codes()
+    assert {"seq-gap", "outcome-mismatch", "export-header-mismatch"} <= documented["6"]
+    assert {"not-bytes", "dotgit-path", "invalid-limit"} <= documented["9"]
+    assert {"usage-error", "snapshot-blob-mismatch", "folder-unusable"} <= documented["11"]
+    assert {"time-regressed", "burn-mismatch", "export-header-mismatch"} <= set(
+        _reported_violation_codes()
+    )
+    assert {"empty-path", "invalid-limit", "too-many-hunks"} <= set(_diff_finding_codes())
+    assert "utf-8" not in _diff_finding_codes()
+    assert "plan-missing" in _raised_codes()
+
+
+def test_every_raised_error_code_is_in_section_11() -> None:
+    documented = documented_codes()["11"]
+    codes = _raised_codes()
+    assert len(codes) > 40  # the scan itself works
+    missing = sorted(codes - documented)
+    assert not missing, f"LEDGER.md section 11 (Error codes table) lacks: {missing}"
+
+
+def test_every_reported_violation_code_is_in_section_6() -> None:
+    documented = documented_codes()["6"]
+    missing = {c: w for c, w in _reported_violation_codes().items() if c not in documented}
+    assert not missing, f"LEDGER.md section 6 lacks these audit violation codes: {missing}"
+
+
+def test_every_diff_finding_code_is_in_section_9() -> None:
+    documented = documented_codes()["9"]
+    missing = {c: w for c, w in _diff_finding_codes().items() if c not in documented}
+    assert not missing, f"LEDGER.md section 9 (Finding codes) lacks: {missing}"
+
+
+@pytest.mark.parametrize("section", ["6", "9", "11"])
+def test_every_documented_code_is_asserted_by_a_test(section: str) -> None:
+    strings = _test_strings()
+    missing = sorted(
+        code
+        for code in documented_codes()[section]
+        if not re.search(rf"(?<![a-z0-9-]){re.escape(code)}(?![a-z0-9-])", strings)
+    )
+    assert not missing, (
+        f"LEDGER.md section {section} documents codes that no test asserts: {missing}."
+        " Write a test that provokes each and asserts the exact code string (a word that is"
+        " not a code goes into NOT_CODES in tests/test_docs.py)."
+    )
