@@ -713,14 +713,14 @@ def test_calibration_report_the_matrix_does_not_give_is_calibration_replay_misma
     ledgers: Ledgers, fresh: Any
 ) -> None:
     """A self-consistent calibration entry whose report is not what re-running the built-in
-    matrix gives: only the replay sees it."""
+    matrix gives (its rows are not calibration rows at all): only the replay sees it."""
     db = fresh("calibrated")
     with open_ledger(db) as ledger, ledger.writer() as w:
         seq = append_one(w, "forged", 0).seq
     exit_code, report = audit(ledgers.root, db, "--no-replay")
     assert exit_code == 0, report
     assert_violation(
-        ledgers.root, db, seq, "calibration-replay-mismatch", message="re-running the calibration"
+        ledgers.root, db, seq, "calibration-replay-mismatch", message="is not a report of rows"
     )
 
 
