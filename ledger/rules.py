@@ -34,7 +34,7 @@ from .commit import (
     imported_burn,
     outcome_digests,
 )
-from .contracts import decode_cohort, definition_digest
+from .contracts import decode_burn_notice, decode_cohort, definition_digest
 from .entries import Entry
 from .payloads import (
     BundleObserved,
@@ -123,9 +123,9 @@ class CommitmentRules:
         self.skipped: dict[tuple[str, str], int] = {}
         self._state = LedgerState()
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
-        # cohort id -> the observed tasks its import must name (a stored document whose stage
-        # is burned: freeze recorded its burn from the document, rule 4).
-        self._imported: dict[str, list[str]] = {}
+        # cohort id -> (reason, observed tasks, notice references) its import must give (a
+        # stored document whose stage is burned: freeze recorded its burn from it, rule 4).
+        self._imported: dict[str, tuple[str, list[str], dict[str, Any]]] = {}
         # plan object -> decoded plan (None: does not decode), for rule 9's candidate lookup.
         self._plans: dict[str, EvaluatorPlan | None] = {}
         self._calibration_rows: dict[tuple[str, str, str, str], bytes] | None = None
@@ -357,8 +357,8 @@ class CommitmentRules:
             return
         cohort = decoded.value
         if cohort.stage == "burned":
-            observed = imported_burn(cohort.extensions, [t.id for t in cohort.tasks])[1]
-            self._imported[payload.cohort] = sorted(set(observed))
+            reason, observed, extra = imported_burn(cohort.extensions, [t.id for t in cohort.tasks])
+            self._imported[payload.cohort] = (reason, sorted(set(observed)), extra)
         computed = definition_digest(cohort)
         declared = cohort.definition_digest if isinstance(cohort.definition_digest, str) else None
         problems = self._differences(
@@ -505,7 +505,7 @@ class CommitmentRules:
             or payload.definition_digest != committed.definition_digest
             or any(t not in committed.tasks for t in payload.observed_tasks)
             or observed != set(payload.observed_work_units)
-            or (imported is not None and sorted(set(payload.observed_tasks)) != imported)
+            or (imported is not None and sorted(set(payload.observed_tasks)) != imported[1])
         ):
             report(
                 Violation(
@@ -516,8 +516,80 @@ class CommitmentRules:
                     " the frozen cohort",
                 )
             )
-        self._document(entry, payload.notice.object, payload.notice.digest, "burn notice", report)
+        notice = self._document(
+            entry, payload.notice.object, payload.notice.digest, "burn notice", report
+        )
+        if notice is not None:
+            self._check_notice(entry, payload, notice, imported, report)
         self._state.apply(entry)
+
+    @staticmethod
+    def _check_notice(
+        entry: Entry,
+        payload: CohortBurned,
+        data: bytes,
+        imported: tuple[str, list[str], dict[str, Any]] | None,
+        report: Report,
+    ) -> None:
+        """The stored BurnNotice says what the entry says (what ``burn`` writes): its cohort,
+        digest, reason and observed tasks; for an import, also the document's reason and
+        references. The notice is what a reader of the burn sees (``ledger show``); exposure
+        is folded from the payload, so a notice naming other tasks would be a second story."""
+        decoded = decode_burn_notice(data)
+        if decoded.value is None:
+            first = decoded.errors[0] if decoded.errors else None
+            why = f"{first.path or '/'}: {first.message}" if first is not None else "invalid"
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    BURN_MISMATCH,
+                    f"the stored burn notice is not a BurnNotice 0.1 ({why})",
+                )
+            )
+            return
+        notice = decoded.value
+        # (what, its value, what it must equal, where that comes from)
+        pairs: list[tuple[str, object, object, str]] = [
+            ("notice's cohort_id", notice.cohort_id, payload.cohort, "entry"),
+            (
+                "notice's definition_digest",
+                notice.definition_digest,
+                payload.definition_digest,
+                "entry",
+            ),
+            ("notice's reason", notice.reason, payload.reason, "entry"),
+            (
+                "notice's observed_task_ids",
+                notice.observed_task_ids,
+                sorted(set(payload.observed_tasks)),
+                "entry",
+            ),
+        ]
+        if imported is not None:
+            references = {
+                key: value
+                for key in (
+                    "observed_solution_pr",
+                    "observed_solution_merge_commit",
+                    "successor_issue",
+                )
+                if not isinstance(value := getattr(notice, key), msgspec.UnsetType)
+            }
+            pairs += [
+                ("entry's reason", payload.reason, imported[0], "cohort document's import"),
+                ("notice's references", references, imported[2], "cohort document's import"),
+            ]
+        for what, value, expected, source in pairs:
+            if value != expected:
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        BURN_MISMATCH,
+                        f"the burn {what} {value!r} differs from the {source}'s {expected!r}",
+                    )
+                )
 
     def _committed_task(
         self, cohort: str, task: str
