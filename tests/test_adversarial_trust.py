@@ -6,17 +6,20 @@ the library, or a candidate with a bundle) and asserting what the audit says (SE
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from commit_helpers import make_cohort
+from commit_helpers import cohort_doc, make_cohort, task_doc, write_json
 from helpers import CliResult, run_cli
+from test_public_export import COHORT, HIDDEN_TASK, hidden_plan, write_bundle
 
 from ledger import commit
 from ledger.commit import JSON
+from ledger.rules import SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from ledger.store import Ledger
-from verifiers.canonical import canonical_bytes
+from verifiers.canonical import blake3_address, canonical_bytes, canonical_digest
 
 TIME = "2026-11-01T12:00:00Z"
 
@@ -60,14 +63,14 @@ def _burn_with_notice(db: Path, notice: dict[str, Any] | bytes) -> int:
                     "reason": "task-000 was solved in public",
                     "observed_tasks": [task.task],
                     "observed_work_units": [task.work_unit_digest],
-                    "notice": {"object": address, "digest": canonical_digest_of(data)},
+                    "notice": {"object": address, "digest": sha256_of(data)},
                 },
                 [address],
             )
         return entry.seq
 
 
-def canonical_digest_of(data: bytes) -> str:
+def sha256_of(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -126,3 +129,157 @@ def test_honest_burn_notice_is_intact(workspace: tuple[Path, Path]) -> None:
     _burn_with_notice(db, honest_notice(db))
     burned = cli(root, db, "audit", "--json")
     assert burned.code == 0, burned.stdout
+
+
+# -- public export: objects a hidden-task reference shares with a public document -------------
+
+
+def _hidden_ledger(root: Path) -> Path:
+    """The ledger of tests/test_public_export.py: a cohort whose task-000 has a hidden plan."""
+    db = root / "ledger.db"
+    env = {"LEDGER_TIME": TIME}
+    assert run_cli(["--db", str(db), "init", "--origin", "test.example/pub"], env=env).code == 0
+    assert run_cli(["--db", str(db), "calibrate"], env=env).code == 0
+    hidden_dir = root / "hidden"
+    plan = hidden_plan()
+    write_json(hidden_dir / "plan.json", plan)
+    keys = ["v0.2-whole-line", "v0.3-fragment", "v0.3-transition", "v0.4-transition"]
+    keys.append("v0.2-fragment")
+    families = ["bug_fix", "test_failure", "bounded_feature", "refactor", "documentation_contract"]
+    tasks = [
+        task_doc(root, f"{COHORT}/task-{i:03d}", key, family=families[i])
+        for i, key in enumerate(keys)
+    ]
+    tasks[0]["evaluator"] = {
+        "visibility": "hidden",
+        "plan_id": plan["id"],
+        "plan_digest": canonical_digest(plan),
+        "backend": "unified_diff",
+    }
+    folder, hidden = root / "cohort", str(hidden_dir)
+    write_json(folder / "cohort.json", cohort_doc(COHORT, tasks))
+    frozen = run_cli(
+        ["--db", str(db), "freeze", str(folder), "--root", str(root), "--hidden-plans", hidden],
+        env=env,
+    )
+    assert frozen.code == 0, frozen.stderr
+    return db
+
+
+def _public_documents(db: Path) -> dict[str, bytes]:
+    """The cohort document and calibration report: public by what they are."""
+    with Ledger.open(db) as ledger:
+        found = {}
+        for entry in ledger.entries():
+            if entry.kind == "calibration.recorded":
+                found["calibration report"] = entry.payload["report"]["object"]
+            if entry.kind == "cohort.frozen":
+                found["cohort document"] = entry.payload["document"]["object"]
+        return {what: ledger.get_object(address).body for what, address in found.items()}  # type: ignore[union-attr]
+
+
+def _verify_hidden(root: Path, db: Path, name: str, patch: bytes) -> None:
+    bundle = write_bundle(root, name, patch)
+    result = run_cli(
+        ["--db", str(db), "verify", str(bundle), "--task", HIDDEN_TASK, "--json"],
+        env={"LEDGER_TIME": TIME},
+    )
+    assert result.code == 1 and result.json()["outcome"] == "reject", result.stdout
+
+
+def _public_audit(root: Path, db: Path) -> dict[str, Any]:
+    public = root / "public.jsonl"
+    assert run_cli(["--db", str(db), "export", "--public", "--out", str(public)]).code == 0
+    result = run_cli(["audit", "--from-export", str(public), "--json"], env={"LEDGER_TIME": TIME})
+    report: dict[str, Any] = result.json()
+    report["exit"] = result.code
+    report["withheld_digests"] = {
+        json.loads(line)["digest"]
+        for line in public.read_text().splitlines()
+        if json.loads(line).get("withheld")
+    }
+    return report
+
+
+def test_candidate_shipping_the_calibration_report_cannot_make_the_public_audit_skip_it(
+    tmp_path: Path,
+) -> None:
+    """A candidate on the hidden task ships, as its patch, the exact bytes of the ledger's
+    calibration report and cohort document (both public: `ledger show` prints them). Before the
+    fix, `export --public` withheld them (every object a hidden bundle observed), and the
+    public audit then skipped the calibration replay and every cohort-document comparison
+    without counting either."""
+    db = _hidden_ledger(tmp_path)
+    documents = _public_documents(db)
+    _verify_hidden(tmp_path, db, "ships-calibration", documents["calibration report"])
+    _verify_hidden(tmp_path, db, "ships-cohort", documents["cohort document"])
+    report = _public_audit(tmp_path, db)
+    addresses = {blake3_address(data) for data in documents.values()}
+    assert not report["withheld_digests"] & addresses
+    assert report["exit"] == 0 and report["verdict"] == "intact-with-skips"
+    assert {(s["check"], s["reason"]) for s in report["skipped"]} == {
+        ("outcome-before-plan", SKIP_PLAN_WITHHELD),
+        ("outcome-check", SKIP_RESULT_WITHHELD),
+        ("plan-binding", SKIP_PLAN_WITHHELD),
+        ("replay", SKIP_PLAN_WITHHELD),
+    }
+
+
+def _forge_calibration(db: Path) -> bytes:
+    """Append a calibration.recorded whose report says a red row was ok (flags consistent with
+    the forged rows): the full audit reports calibration-replay-mismatch."""
+    with Ledger.open(db) as ledger:
+        entry = next(e for e in ledger.entries() if e.kind == "calibration.recorded")
+        stored = ledger.get_object(entry.payload["report"]["object"])
+        assert stored is not None
+        report = json.loads(stored.body)
+        row = next(r for r in report["rows"] if r["expected"] != r["observed"] or r["ok"])
+        row["observed"] = "escalate" if row["observed"] != "escalate" else "support"
+        data = canonical_bytes(report)
+        with ledger.writer() as w:
+            address = w.put_object(data, JSON)
+            w.append(
+                "calibration.recorded",
+                entry.payload | {"report": {"object": address, "digest": sha256_of(data)}},
+                [address],
+            )
+    return data
+
+
+def test_owner_withholding_a_forged_calibration_report_through_a_hidden_bundle_is_caught(
+    tmp_path: Path,
+) -> None:
+    """The owner appends a forged calibration report, then verifies a bundle on the hidden task
+    whose patch is that report's bytes, so that `export --public` withholds it: the public
+    audit said intact-with-skips, naming only the hidden task's skips."""
+    db = _hidden_ledger(tmp_path)
+    forged = _forge_calibration(db)
+    full = run_cli(["--db", str(db), "audit", "--json"], env={"LEDGER_TIME": TIME})
+    assert full.code == 1
+    assert {v["code"] for v in full.json()["violations"]} == {"calibration-replay-mismatch"}
+    _verify_hidden(tmp_path, db, "ships-forged-report", forged)
+    report = _public_audit(tmp_path, db)
+    assert blake3_address(forged) not in report["withheld_digests"]
+    assert report["exit"] == 1
+    assert {v["code"] for v in report["violations"]} == {"calibration-replay-mismatch"}
+
+
+def test_owner_editing_the_export_to_withhold_a_public_document_is_caught(
+    tmp_path: Path,
+) -> None:
+    """The owner withholds the forged report in the export file himself (a hidden bundle does
+    name it): a document a public-role reference names may never be withheld."""
+    db = _hidden_ledger(tmp_path)
+    forged = _forge_calibration(db)
+    _verify_hidden(tmp_path, db, "ships-forged-report", forged)
+    public = tmp_path / "public.jsonl"
+    assert run_cli(["--db", str(db), "export", "--public", "--out", str(public)]).code == 0
+    rows = [json.loads(line) for line in public.read_text().splitlines()]
+    line = next(x for x in rows if x.get("digest") == blake3_address(forged))
+    del line["body"]
+    line["withheld"] = True
+    public.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    result = run_cli(["audit", "--from-export", str(public), "--json"], env={"LEDGER_TIME": TIME})
+    assert result.code == 1
+    codes = {v["code"] for v in result.json()["violations"]}
+    assert "object-missing" in codes

@@ -195,6 +195,7 @@ def test_public_export_audit_reports_each_skip_and_a_distinct_verdict(built: Bui
     # is replayed (its bundle shares no withheld bytes).
     assert (built.audit["replayed"], report["replayed"]) == (3, 1)
     assert report["skipped"] == [
+        {"check": "outcome-before-plan", "count": 2, "reason": SKIP_PLAN_WITHHELD},
         {"check": "outcome-check", "count": 2, "reason": SKIP_RESULT_WITHHELD},
         {"check": "plan-binding", "count": 1, "reason": SKIP_PLAN_WITHHELD},
         {"check": "replay", "count": 2, "reason": SKIP_PLAN_WITHHELD},
@@ -202,7 +203,8 @@ def test_public_export_audit_reports_each_skip_and_a_distinct_verdict(built: Bui
     text = run_cli(["audit", "--from-export", str(built.public)], env=ENV)
     assert text.code == 0
     assert text.stdout.splitlines()[-1].startswith(
-        f"intact, 2 outcome-checks skipped ({SKIP_RESULT_WITHHELD}),"
+        f"intact, 2 outcome-before-plans skipped ({SKIP_PLAN_WITHHELD}),"
+        f" 2 outcome-checks skipped ({SKIP_RESULT_WITHHELD}),"
         f" 1 plan-binding skipped ({SKIP_PLAN_WITHHELD}),"
         f" 2 replays skipped ({SKIP_PLAN_WITHHELD}): "
     )
