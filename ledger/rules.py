@@ -128,7 +128,8 @@ class CommitmentRules:
         self._imported: dict[str, tuple[str, list[str], dict[str, Any]]] = {}
         # plan object -> decoded plan (None: does not decode), for rule 9's candidate lookup.
         self._plans: dict[str, EvaluatorPlan | None] = {}
-        self._calibration_rows: dict[tuple[str, str, str, str], bytes] | None = None
+        # This code's calibration rows: key -> (canonical bytes, ok).
+        self._calibration_rows: dict[tuple[str, str, str, str], tuple[bytes, bool]] | None = None
         # Calibration rows replayed, and skipped (rows this code can no longer run).
         self.calibration_rows_replayed = 0
         self.calibration_rows_skipped = 0
@@ -869,13 +870,15 @@ class CommitmentRules:
                     report(Violation(entry.seq, entry.kind, CALIBRATION_REPLAY_MISMATCH, message))
         self._state.apply(entry)
 
-    def _current_calibration(self) -> dict[tuple[str, str, str, str], bytes]:
-        """This code's calibration rows, by (family, plan id, plan version, adapter version)."""
+    def _current_calibration(self) -> dict[tuple[str, str, str, str], tuple[bytes, bool]]:
+        """This code's calibration rows, by (family, plan id, plan version, adapter version):
+        their canonical bytes and whether this code passes them."""
         if self._calibration_rows is None:
             rows = calibration_report_bytes()[1]["rows"]
             self._calibration_rows = {
                 (r["family"], r["plan_id"], r["plan_version"], r["adapter_version"]): (
-                    canonical_bytes(r)
+                    canonical_bytes(r),
+                    bool(r["ok"]),
                 )
                 for r in rows
             }
@@ -918,10 +921,19 @@ class CommitmentRules:
                 self.calibration_rows_skipped += 1
                 self._skip("calibration-replay", SKIP_CALIBRATION_ROW_RETIRED)
                 continue
-            if canonical_bytes(msgspec.to_builtins(row)) != now:
+            if canonical_bytes(msgspec.to_builtins(row)) != now[0]:
                 problems.append(f"{name}: re-running it with this code gives another row")
             else:
                 self.calibration_rows_replayed += 1
+        # A row the report lacks is no violation (a later release may have added it), unless
+        # the report calls its adapter version green and this code fails it: a report cannot
+        # drop the one red row of a version and claim the version green.
+        for key, (_, ok) in sorted(current.items()):
+            if key not in seen and not ok and stored.green_by_adapter.get(key[3]) is True:
+                problems.append(
+                    f"the report calls {key[3]} green without row {key[0]} {key[1]}"
+                    f" ({key[2]}, {key[3]}), which this code fails"
+                )
         return problems
 
 

@@ -5,6 +5,7 @@ the library, or a candidate with a bundle) and asserting what the audit says (SE
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from pathlib import Path
@@ -15,7 +16,8 @@ from commit_helpers import cohort_doc, make_cohort, task_doc, write_json
 from helpers import CliResult, run_cli
 from test_public_export import COHORT, HIDDEN_TASK, hidden_plan, write_bundle
 
-from ledger import commit
+from ledger import commit, rules
+from ledger.audit import audit
 from ledger.commit import JSON
 from ledger.rules import SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from ledger.store import Ledger
@@ -283,3 +285,73 @@ def test_owner_editing_the_export_to_withhold_a_public_document_is_caught(
     assert result.code == 1
     codes = {v["code"] for v in result.json()["violations"]}
     assert "object-missing" in codes
+
+
+# -- calibration: a report that drops its red row -------------------------------------------------
+
+
+def _red_build(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A build whose own calibration matrix fails one row (a broken adapter): the report it
+    records honestly, and that row."""
+    honest = json.loads(commit.calibration_report_bytes()[0])
+    red = copy.deepcopy(honest)
+    row = next(r for r in red["rows"] if r["family"] == "wrong-marker")
+    row["observed"], row["ok"] = "support", False
+    red["green_by_adapter"][row["adapter_version"]] = False
+    red["green"] = False
+
+    def build() -> tuple[bytes, dict[str, Any]]:
+        return canonical_bytes(red), copy.deepcopy(red)
+
+    monkeypatch.setattr(rules, "calibration_report_bytes", build)
+    return red, row
+
+
+def _audit_calibration(tmp_path: Path, report: dict[str, Any]) -> list[tuple[int | None, str]]:
+    tmp_path.mkdir(exist_ok=True)
+    path = tmp_path / "calibration.db"
+    ledger, _ = Ledger.create(path, origin="test/calibration", clock=lambda: TIME)
+    data = canonical_bytes(report)
+    with ledger, ledger.writer() as w:
+        address = w.put_object(data, JSON)
+        w.append(
+            "calibration.recorded",
+            {
+                "green": report["green"],
+                "adapters": report["green_by_adapter"],
+                "rows": len(report["rows"]),
+                "report": {"object": address, "digest": sha256_of(data)},
+            },
+            [address],
+        )
+    with Ledger.open(path) as ledger:
+        found = audit(ledger, observers=[rules.CommitmentRules(ledger)])
+    return [(v.seq, v.code) for v in found.violations]
+
+
+def test_calibration_report_dropping_its_red_row_to_claim_green_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner of a build whose adapter fails a calibration row records the report without
+    that row and with the version green (flags consistent with the kept rows), so that freeze
+    accepts the adapter. An audit with the same build re-runs the row and finds it red."""
+    red, row = _red_build(monkeypatch)
+    assert _audit_calibration(tmp_path / "honest", red) == []  # the red report is honest
+    forged = copy.deepcopy(red)
+    forged["rows"] = [r for r in red["rows"] if r != row]
+    forged["green_by_adapter"][row["adapter_version"]] = True
+    forged["green"] = True
+    assert _audit_calibration(tmp_path, forged) == [(1, "calibration-replay-mismatch")]
+
+
+def test_calibration_report_lacking_a_row_this_code_passes_is_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upgrade case stays allowed: a report without a row (a later release added it) that
+    this code passes, or that the report does not claim green, is no violation."""
+    red, row = _red_build(monkeypatch)
+    lacking = copy.deepcopy(red)
+    green = next(r for r in red["rows"] if r["adapter_version"] != row["adapter_version"])
+    lacking["rows"] = [r for r in red["rows"] if r != green]
+    assert lacking["green_by_adapter"][green["adapter_version"]] is True
+    assert _audit_calibration(tmp_path, lacking) == []
