@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
-from verifiers.canonical import MAX_DEPTH, canonical_bytes
+from verifiers.canonical import MAX_DEPTH, blake3_address, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
     EvaluatorPlan,
@@ -25,7 +25,7 @@ from verifiers.contracts import (
 from verifiers.jsonread import nesting_depth
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
 
-from .audit import Violation
+from .audit import OBJECT_DIGEST_MISMATCH, Violation
 from .commit import (
     CommittedCohort,
     CommittedTask,
@@ -45,7 +45,7 @@ from .payloads import (
     VerificationRecorded,
     payload_struct,
 )
-from .store import Ledger
+from .store import Ledger, StoredObject
 
 PAYLOAD_INVALID: Final = "payload-invalid"
 COHORT_REFROZEN: Final = "cohort-refrozen"
@@ -135,6 +135,7 @@ class CommitmentRules:
         self.calibration_rows_skipped = 0
         self._plan_visibility: dict[str, tuple[str, int]] = {}  # plan digest -> first (vis, seq)
         self.replayed = 0
+        self._unsound: set[str] = set()  # objects whose bytes, as read, were not their address
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -168,8 +169,33 @@ class CommitmentRules:
                 )
             )
 
-    def _object(self, address: str) -> bytes | None:
+    def _read(self, entry: Entry, address: str, report: Report) -> StoredObject | None:
+        """The object at ``address``, if the bytes read now hash to it.
+
+        The object pass runs after the rules, on bytes it reads again: its proof is about those
+        bytes, not about these. An owner who rewrites the file in place can show the rules one
+        body and the object pass another (the page cache does not hold a big ledger). So every
+        body a rule uses is hashed here, as read: a verdict covers exactly the bytes it used."""
         obj = self._ledger.get_object(address)
+        if obj is None:
+            return None
+        if blake3_address(obj.body) != address:
+            if address not in self._unsound:
+                self._unsound.add(address)
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        OBJECT_DIGEST_MISMATCH,
+                        f"object {address}: the bytes the commitment rules read do not hash to"
+                        " its address (changed in the file, or changed while it was audited)",
+                    )
+                )
+            return None
+        return obj
+
+    def _object(self, entry: Entry, address: str, report: Report) -> bytes | None:
+        obj = self._read(entry, address, report)
         return None if obj is None else obj.body
 
     def _document(
@@ -177,18 +203,18 @@ class CommitmentRules:
     ) -> bytes | None:
         """The stored bytes at ``address``, which must hash to the reference ``digest``.
 
-        Compared with the stored ``sha256`` column: the object pass of the audit proves every
-        column equals the hash of its body, so hashing the body again here would prove nothing.
+        Compared with the stored ``sha256`` column: ``_read`` proves these bytes are the ones at
+        ``address``, and the object pass proves the column is the sha256 of those bytes.
         What the bytes are (a document of which kind) is said by this reference and decided by
         decoding them, never by the object's ``media_type``: that label is whatever the first
         writer of these bytes chose (a candidate may ship a future WorkUnit's exact bytes as a
         bundle file, stored first as ``application/octet-stream``), and objects are never
         rewritten (LEDGER.md section 2, "Fields no hash covers").
         """
-        obj = self._ledger.get_object(address)
+        obj = self._read(entry, address, report)
         if obj is None:
             # Withheld: its listed sha256 must still be the committed one. Otherwise the chain
-            # audit reports object-missing.
+            # audit reports object-missing (or _read reported the bytes).
             self._check_withheld(entry, address, digest, None, what, report)
             return None
         if obj.sha256 != digest:
@@ -630,9 +656,9 @@ class CommitmentRules:
         self._pending_bundle = (entry, payload)
         self._state.apply(entry)
 
-    def _plan(self, address: str) -> EvaluatorPlan | None:
+    def _plan(self, entry: Entry, address: str, report: Report) -> EvaluatorPlan | None:
         if address not in self._plans:
-            data = self._object(address)
+            data = self._object(entry, address, report)
             self._plans[address] = None if data is None else decode_evaluator_plan(data).value
         return self._plans[address]
 
@@ -640,7 +666,7 @@ class CommitmentRules:
         self, entry: Entry, payload: BundleObserved, task: CommittedTask, report: Report
     ) -> None:
         """Rule 9, from the stored bytes: the same digests ``verify`` checks."""
-        plan = self._plan(task.plan_object)
+        plan = self._plan(entry, task.plan_object, report)
         if plan is None:
             if task.plan_object in self._withheld:
                 self._skip("outcome-before-plan", SKIP_PLAN_WITHHELD)
@@ -651,7 +677,7 @@ class CommitmentRules:
         ]
         first = payload.observations[0] if payload.observations else None
         manifest = (
-            self._object(first.object)
+            self._object(entry, first.object, report)
             if first is not None and first.role == "manifest" and first.object is not None
             else None
         )
@@ -795,11 +821,11 @@ class CommitmentRules:
                 }
             )
             if item.object is not None and item.sha256 is not None:
-                data = self._object(item.object)
+                data = self._object(entry, item.object, report)
                 if data is not None:
                     blobs[item.sha256] = data
-        plan_bytes = self._object(payload.plan.object)
-        wu_bytes = self._object(payload.work_unit.object)
+        plan_bytes = self._object(entry, payload.plan.object, report)
+        wu_bytes = self._object(entry, payload.work_unit.object, report)
         if plan_bytes is None or wu_bytes is None:
             return  # reported as object-missing by the chain audit
         plan = decode_evaluator_plan(plan_bytes).value

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,11 @@ from ledger.audit import audit
 from ledger.commit import JSON
 from ledger.rules import SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from ledger.store import Ledger
+from verifiers.bundle import snapshot_from_parts
+from verifiers.calibration import GOOD_PATCH, PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import blake3_address, canonical_bytes, canonical_digest
+from verifiers.contracts import decode_evaluator_plan
+from verifiers.runner import run
 
 TIME = "2026-11-01T12:00:00Z"
 
@@ -355,3 +360,111 @@ def test_calibration_report_lacking_a_row_this_code_passes_is_intact(
     lacking["rows"] = [r for r in red["rows"] if r != green]
     assert lacking["green_by_adapter"][green["adapter_version"]] is True
     assert _audit_calibration(tmp_path, lacking) == []
+
+
+# -- objects: the bytes the rules use are the bytes the object check proved ------------------
+
+
+class _RestoreAfter:
+    """The owner's move, at the moment the audit has replayed entry ``seq``: put the honest
+    plan bytes back into the file and let the auditor's page cache drop them (on a ledger of
+    more than the cache's 2 MB, the object pass re-reads them from the file anyway)."""
+
+    name = "owner restoring the plan"
+
+    def __init__(self, ledger: Ledger, path: Path, seq: int, offset: int, honest: bytes) -> None:
+        self.ledger, self.path, self.seq, self.offset, self.honest = (
+            ledger,
+            path,
+            seq,
+            offset,
+            honest,
+        )
+
+    def observe(self, entry: Any, report: Any) -> None:
+        if entry.seq == self.seq:
+            with self.path.open("r+b") as f:
+                f.seek(self.offset)
+                f.write(self.honest)
+            self.ledger._conn.execute("PRAGMA shrink_memory")
+
+    def finish(self, report: Any) -> None:
+        pass
+
+
+def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
+    workspace: tuple[Path, Path],
+) -> None:
+    """The owner appends a forged SUPPORT for a patch the committed plan rejects, computed with
+    another plan P' of the same length, writes P' over the plan's bytes in the file before the
+    audit and the honest plan back once the rules have replayed the forgery: the replay used
+    P', the object pass (which runs after the rules) hashed P. Before the fix the rules trusted
+    the object pass's proof of bytes they had not read: `intact`."""
+    root, db = workspace
+    assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
+    task = "test/cohort-a/task-000"  # plan v0.2-whole-line
+    plan = PLANS["v0.2-whole-line"]
+    honest = canonical_bytes(plan)
+    other = copy.deepcopy(plan)
+    other["backend"]["required_added_text"] = ["<!-- patch-evaluator expectex -->"]
+    forged_plan = canonical_bytes(other)
+    assert len(forged_plan) == len(honest)
+    patch = GOOD_PATCH.replace(b"expected", b"expectex")
+    bundle = write_bundle(root, "tweak", patch)
+    # The honest verdict, computed on a scratch copy (it rejects: the line is not the plan's).
+    scratch = root / "scratch.db"
+    shutil.copy(db, scratch)
+    judged = cli(root, scratch, "verify", str(bundle), "--task", task, "--json")
+    assert judged.code == 1 and judged.json()["outcome"] == "reject"
+    with Ledger.open(scratch) as ledger:
+        observed, recorded = list(ledger.entries())[-2:]
+        blobs = {
+            o["object"]: ledger.get_object(o["object"]).body  # type: ignore[union-attr]
+            for o in observed.payload["observations"]
+            if o["object"]
+        }
+    snapshot = snapshot_from_parts(
+        observed.payload["observations"],
+        {"sha256:" + hashlib.sha256(b).hexdigest(): b for b in blobs.values()},
+    )
+    outcome = run(
+        decode_evaluator_plan(forged_plan).value,  # type: ignore[arg-type]
+        PATCH_WORK_UNIT,
+        snapshot,
+        started_at=TIME,
+        finished_at=TIME,
+    )
+    assert outcome.outcome == "support"
+    with Ledger.open(db, clock=lambda: TIME) as ledger, ledger.writer() as w:
+        for data in blobs.values():
+            w.put_object(data, "application/octet-stream")
+        w.append("bundle.observed", observed.payload, observed.body.refs)
+        result = w.put_object(outcome.result_bytes, JSON)
+        forged = w.append(
+            "verification.recorded",
+            recorded.payload
+            | {
+                "outcome": "support",
+                "result": {"object": result, "digest": sha256_of(outcome.result_bytes)},
+            },
+            sorted({*recorded.body.refs, result} - {recorded.payload["result"]["object"]}),
+        )
+    code, violations = audit_violations(root, db)
+    assert (code, [(s, c) for s, c, _ in violations]) == (1, [(forged.seq, "replay-mismatch")])
+    # The race: P' in the file for the rules, P back for the object pass.
+    assert not Path(f"{db}-wal").exists()
+    data = db.read_bytes()
+    assert data.count(honest) == 1
+    offset = data.index(honest)
+    with db.open("r+b") as f:
+        f.seek(offset)
+        f.write(forged_plan)
+    with Ledger.open_read_only(db) as ledger:
+        restore = _RestoreAfter(ledger, db, forged.seq, offset, honest)
+        checked = rules.CommitmentRules(ledger)
+        found = audit(ledger, observers=[checked, restore])
+    assert db.read_bytes() == data  # the file is honest again
+    assert not found.ok
+    # Reported where the rules first read the plan (the freeze's binding check), once.
+    assert [(v.seq, v.code) for v in found.violations] == [(2, "object-digest-mismatch")]
+    assert checked.replayed == 0  # never on bytes that are not their address
