@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commit_helpers import cohort_doc, make_cohort, task_doc, write_json
+from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import CliResult, run_cli
+from test_commitment_rules import _observe_then_freeze_supporting_plan, custom_cohort, strict_plan
 from test_public_export import COHORT, HIDDEN_TASK, hidden_plan, write_bundle
 
 from ledger import commit, rules
@@ -468,3 +469,72 @@ def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
     # Reported where the rules first read the plan (the freeze's binding check), once.
     assert [(v.seq, v.code) for v in found.violations] == [(2, "object-digest-mismatch")]
     assert checked.replayed == 0  # never on bytes that are not their address
+
+
+# -- rule 9 (outcome before plan): evasions by rewriting the bundle around the same patch ---------
+
+
+def _rewrite_manifest(bundle: Path, edit: Any) -> None:
+    path = bundle / "result-manifest.json"
+    manifest = json.loads(path.read_text())
+    edit(manifest)
+    write_json(path, manifest)
+
+
+def test_seen_patch_under_another_locator_is_refused(workspace: tuple[Path, Path]) -> None:
+    """The rejected patch moved to another file name, the manifest rewritten to point there."""
+    root, db = workspace
+    bundle = _observe_then_freeze_supporting_plan(root, db)
+    (bundle / "changes.patch").rename(bundle / "renamed.patch")
+
+    def edit(manifest: dict[str, Any]) -> None:
+        for artifact in manifest["produced_artifacts"]:
+            if artifact["locator"] == "changes.patch":
+                artifact["locator"] = "renamed.patch"
+
+    _rewrite_manifest(bundle, edit)
+    refused = cli(root, db, "verify", str(bundle), "--task", "test/b/task-000", "--json")
+    assert refused.code == 2 and refused.error_code() == "outcome-before-plan"
+
+
+def test_seen_patch_listed_twice_gets_no_support(workspace: tuple[Path, Path]) -> None:
+    """The candidate artifact listed twice (so rule 9 cannot name one candidate): the verifier
+    refuses to pick one either, so the seen patch is never supported."""
+    root, db = workspace
+    bundle = _observe_then_freeze_supporting_plan(root, db)
+    (bundle / "copy.patch").write_bytes((bundle / "changes.patch").read_bytes())
+
+    def edit(manifest: dict[str, Any]) -> None:
+        (artifact,) = [a for a in manifest["produced_artifacts"] if a["locator"] == "changes.patch"]
+        manifest["produced_artifacts"].append(artifact | {"locator": "copy.patch"})
+
+    _rewrite_manifest(bundle, edit)
+    judged = cli(root, db, "verify", str(bundle), "--task", "test/b/task-000", "--json")
+    assert judged.code in (1, 2), judged.stdout
+    assert judged.code == 2 or judged.json()["outcome"] != "support"
+    assert audit_violations(root, db)[0] == 0
+
+
+def test_seen_patch_shipped_first_as_a_log_is_refused(workspace: tuple[Path, Path]) -> None:
+    """The patch observed before the freeze in another role (a log of another bundle): the
+    comparison is by sha256 in any role."""
+    root, db = workspace
+    assert cli(root, db, "freeze", str(custom_cohort(root, "test/a", plan=strict_plan()))).code == 0
+    carrier = make_bundle(root, "good", "carrier")
+    (carrier / "stdout.txt").write_bytes((carrier / "changes.patch").read_bytes())
+
+    def edit(manifest: dict[str, Any]) -> None:
+        for log in manifest.get("logs", []):
+            if log["locator"] == "stdout.txt":
+                log["digest"] = (
+                    "sha256:" + hashlib.sha256((carrier / "stdout.txt").read_bytes()).hexdigest()
+                )
+
+    _rewrite_manifest(carrier, edit)
+    (carrier / "changes.patch").write_bytes(b"")
+    first = cli(root, db, "verify", str(carrier), "--task", "test/a/task-000", "--json")
+    assert first.code in (0, 1), first.stdout + first.stderr
+    assert cli(root, db, "freeze", str(custom_cohort(root, "test/b"))).code == 0
+    bundle = make_bundle(root, "good")
+    refused = cli(root, db, "verify", str(bundle), "--task", "test/b/task-000", "--json")
+    assert refused.code == 2 and refused.error_code() == "outcome-before-plan"
