@@ -215,16 +215,18 @@ def hidden_task_objects(ledger: Ledger) -> set[str]:
     freeze's seq and the task id) observed, manifest and files: a candidate that passes holds
     the plan's required strings; and the VerificationResult of each ``verification.recorded``
     for it, which quotes them; less every object a reference names as a public document (a
-    cohort document, WorkUnit, public plan, calibration report or burn notice). Reads the raw
+    cohort document, WorkUnit, public plan, calibration report, burn notice, or the
+    VerificationResult of a task that is not hidden). Reads the raw
     rows and skips what does not decode: it also runs on tampered exports, whose bodies the
     audit reports."""
     objects: set[str] = set()
     hidden_tasks: set[tuple[int, str]] = set()
     # Objects a reference names as a document that is public by what it is: a cohort document,
-    # a WorkUnit, a public plan, a calibration report, a burn notice. They hold nothing derived
-    # from a hidden plan, so they are never withheld, even when a hidden task's bundle holds
-    # the same bytes (a candidate may ship them): withheld, the public audit would skip what
-    # checks them (the calibration replay, the cohort document comparison) without a count.
+    # a WorkUnit, a public plan, a calibration report, a burn notice, a public task's result.
+    # They hold nothing derived from a hidden plan, so they are never withheld, even when a
+    # hidden task's bundle holds the same bytes (a candidate may ship them): withheld, the
+    # public audit would skip what checks them (the calibration replay, the cohort document
+    # comparison) uncounted, or under the hidden task's own reason.
     public: set[str] = set()
     for seq, _prev, _hash, kind, body in ledger.raw_entries():
         if kind not in _READ_KINDS:
@@ -255,6 +257,12 @@ def hidden_task_objects(ledger: Ledger) -> set[str]:
             continue
         key = (payload.get("cohort_entry"), payload.get("task"))
         if key not in hidden_tasks:
+            result = payload.get("result") if kind == "verification.recorded" else None
+            if isinstance(result, dict) and isinstance(result.get("object"), str):
+                # A public task's VerificationResult quotes a public plan only. Withheld (its
+                # bytes shared by a hidden bundle), a forged verdict would have its outcome
+                # check and replay skipped under the hidden task's own reason.
+                public.add(result["object"])
             continue
         if kind == "bundle.observed":
             named = [item.get("object") for item in _dicts(payload.get("observations"))]

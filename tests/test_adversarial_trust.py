@@ -538,3 +538,53 @@ def test_seen_patch_shipped_first_as_a_log_is_refused(workspace: tuple[Path, Pat
     bundle = make_bundle(root, "good")
     refused = cli(root, db, "verify", str(bundle), "--task", "test/b/task-000", "--json")
     assert refused.code == 2 and refused.error_code() == "outcome-before-plan"
+
+
+def test_forged_public_verdict_withheld_through_a_hidden_bundle_is_caught(
+    tmp_path: Path,
+) -> None:
+    """The owner appends a forged SUPPORT for a public task (its VerificationResult edited to
+    recommend support), then verifies a bundle on the hidden task whose patch is that result's
+    bytes: `export --public` withheld the forged result, and the public audit skipped its
+    outcome check and replay under the very reason the hidden task's honest skips give."""
+    db = _hidden_ledger(tmp_path)
+    public_task = f"{COHORT}/task-001"
+    scratch = tmp_path / "scratch.db"
+    shutil.copy(db, scratch)
+    bundle = write_bundle(tmp_path, "wrong", GOOD_PATCH.replace(b"expected", b"unexpected"))
+    judged = run_cli(
+        ["--db", str(scratch), "verify", str(bundle), "--task", public_task, "--json"],
+        env={"LEDGER_TIME": TIME},
+    )
+    assert judged.code == 1 and judged.json()["outcome"] == "reject", judged.stdout
+    with Ledger.open(scratch) as ledger:
+        observed, recorded = list(ledger.entries())[-2:]
+        blobs = [
+            ledger.get_object(o["object"]).body  # type: ignore[union-attr]
+            for o in observed.payload["observations"]
+            if o["object"]
+        ]
+        result = json.loads(ledger.get_object(recorded.payload["result"]["object"]).body)  # type: ignore[union-attr]
+    result["decision_support"]["recommendation"] = "accept_candidate"
+    forged = canonical_bytes(result)
+    with Ledger.open(db, clock=lambda: TIME) as ledger, ledger.writer() as w:
+        for data in blobs:
+            w.put_object(data, "application/octet-stream")
+        w.append("bundle.observed", observed.payload, observed.body.refs)
+        address = w.put_object(forged, JSON)
+        entry = w.append(
+            "verification.recorded",
+            recorded.payload
+            | {"outcome": "support", "result": {"object": address, "digest": sha256_of(forged)}},
+            sorted({*recorded.body.refs, address} - {recorded.payload["result"]["object"]}),
+        )
+    full = run_cli(["--db", str(db), "audit", "--json"], env={"LEDGER_TIME": TIME})
+    assert full.code == 1
+    assert [(v["seq"], v["code"]) for v in full.json()["violations"]] == [
+        (entry.seq, "replay-mismatch")
+    ]
+    _verify_hidden(tmp_path, db, "ships-forged-result", forged)
+    report = _public_audit(tmp_path, db)
+    assert address not in report["withheld_digests"]
+    assert report["exit"] == 1
+    assert [(v["seq"], v["code"]) for v in report["violations"]] == [(entry.seq, "replay-mismatch")]
