@@ -588,3 +588,65 @@ def test_forged_public_verdict_withheld_through_a_hidden_bundle_is_caught(
     assert address not in report["withheld_digests"]
     assert report["exit"] == 1
     assert [(v["seq"], v["code"]) for v in report["violations"]] == [(entry.seq, "replay-mismatch")]
+
+
+# -- verification.recorded: every field it states, against what commits it ---------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code"),
+    [
+        ("runner_version", "9.9", "replay-mismatch"),
+        ("outcome", "escalate", "outcome-mismatch"),
+        ("adapter", "deterministic-json-verifier", "adapter-pairing-invalid"),
+        ("adapter_version", "0.3.0", "adapter-pairing-invalid"),
+        ("task", "test/cohort-a/task-001", "result-without-bundle"),
+        ("cohort", "test/cohort-b", "result-without-bundle"),
+        ("cohort_entry", 1, "result-without-bundle"),
+        ("bundle_entry", 2, "result-without-bundle"),
+        ("work_unit.digest", "sha256:" + "2" * 64, "plan-not-committed"),
+        ("plan.digest", "sha256:" + "3" * 64, "plan-not-committed"),
+        ("plan.schema_version", "0.3", "plan-not-committed"),
+    ],
+)
+def test_verification_entry_lying_about_one_field_is_caught(
+    workspace: tuple[Path, Path], field: str, value: Any, code: str
+) -> None:
+    """The owner re-appends an honest bundle.observed and its verification.recorded with one
+    field of the verdict entry changed: each field is compared with its bundle entry, its
+    committed task, the adapter table, its stored result or its replay."""
+    root, db = workspace
+    assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
+    bundle = make_bundle(root, "good")
+    judged = cli(root, db, "verify", str(bundle), "--task", "test/cohort-a/task-000", "--json")
+    assert judged.code == 0, judged.stdout + judged.stderr
+    with Ledger.open(db, clock=lambda: TIME) as ledger:
+        observed, recorded = list(ledger.entries())[-2:]
+        payload = copy.deepcopy(recorded.payload)
+        with ledger.writer() as w:
+            again = w.append("bundle.observed", observed.payload, observed.body.refs)
+            payload["bundle_entry"] = again.seq
+            where, _, name = field.rpartition(".")
+            (payload[where] if where else payload)[name] = value
+            forged = w.append("verification.recorded", payload, recorded.body.refs)
+    assert audit_violations(root, db)[0] == 1
+    found = {(s, c) for s, c, _ in audit_violations(root, db)[1]}
+    assert (forged.seq, code) in found
+    assert {s for s, _ in found} <= {again.seq, forged.seq}
+
+
+def test_verification_entry_reappended_unchanged_is_intact(workspace: tuple[Path, Path]) -> None:
+    root, db = workspace
+    assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
+    bundle = make_bundle(root, "good")
+    assert cli(root, db, "verify", str(bundle), "--task", "test/cohort-a/task-000").code == 0
+    with Ledger.open(db, clock=lambda: TIME) as ledger:
+        observed, recorded = list(ledger.entries())[-2:]
+        with ledger.writer() as w:
+            again = w.append("bundle.observed", observed.payload, observed.body.refs)
+            w.append(
+                "verification.recorded",
+                recorded.payload | {"bundle_entry": again.seq},
+                recorded.body.refs,
+            )
+    assert audit_violations(root, db) == (0, [])
