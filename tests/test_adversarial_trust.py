@@ -25,7 +25,14 @@ from ledger.rules import SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from ledger.store import Ledger
 from verifiers.bundle import snapshot_from_parts
 from verifiers.calibration import GOOD_PATCH, PATCH_WORK_UNIT, PLANS
-from verifiers.canonical import blake3_address, canonical_bytes, canonical_digest
+from verifiers.canonical import (
+    blake3_address,
+    canonical_bytes,
+    canonical_digest,
+    checking_decoder,
+    decode_checking_canonical,
+    is_canonical,
+)
 from verifiers.contracts import decode_evaluator_plan
 from verifiers.runner import run
 
@@ -650,3 +657,21 @@ def test_verification_entry_reappended_unchanged_is_intact(workspace: tuple[Path
                 recorded.body.refs,
             )
     assert audit_violations(root, db) == (0, [])
+
+
+# -- a candidate's locator count against the audit's canonical check -----------------------------
+
+
+@pytest.mark.parametrize("openers", [256, 257, 258, 259, 300])
+def test_body_with_as_many_brackets_as_the_depth_limit_is_canonical(openers: int) -> None:
+    """A candidate controls how many observations (one object each) a bundle.observed body
+    holds. A shallow body with exactly 258 opening brackets (a manifest of about 250 locators)
+    was read as too deep, so the honest entry was body-not-canonical in every later audit."""
+    value = {"payload": {"observations": [{} for _ in range(openers - 3)]}}
+    data = canonical_bytes(value)
+    assert data.count(b"{") + data.count(b"[") == openers
+    assert is_canonical(data)
+    assert decode_checking_canonical(data, checking_decoder(Any))[1]
+    # Depth still decides where it should: 258 levels deep is refused.
+    deep = b"[" * 258 + b"]" * 258
+    assert not is_canonical(deep)
