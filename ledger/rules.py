@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
-from verifiers.canonical import MAX_DEPTH, canonical_bytes
+from verifiers.canonical import MAX_DEPTH, blake3_address, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
     EvaluatorPlan,
@@ -25,7 +25,7 @@ from verifiers.contracts import (
 from verifiers.jsonread import nesting_depth
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
 
-from .audit import Violation
+from .audit import OBJECT_DIGEST_MISMATCH, Violation
 from .commit import (
     CommittedCohort,
     CommittedTask,
@@ -34,7 +34,7 @@ from .commit import (
     imported_burn,
     outcome_digests,
 )
-from .contracts import decode_cohort, definition_digest
+from .contracts import decode_burn_notice, decode_cohort, definition_digest
 from .entries import Entry
 from .payloads import (
     BundleObserved,
@@ -45,7 +45,7 @@ from .payloads import (
     VerificationRecorded,
     payload_struct,
 )
-from .store import Ledger
+from .store import Ledger, StoredObject
 
 PAYLOAD_INVALID: Final = "payload-invalid"
 COHORT_REFROZEN: Final = "cohort-refrozen"
@@ -123,17 +123,19 @@ class CommitmentRules:
         self.skipped: dict[tuple[str, str], int] = {}
         self._state = LedgerState()
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
-        # cohort id -> the observed tasks its import must name (a stored document whose stage
-        # is burned: freeze recorded its burn from the document, rule 4).
-        self._imported: dict[str, list[str]] = {}
+        # cohort id -> (reason, observed tasks, notice references) its import must give (a
+        # stored document whose stage is burned: freeze recorded its burn from it, rule 4).
+        self._imported: dict[str, tuple[str, list[str], dict[str, Any]]] = {}
         # plan object -> decoded plan (None: does not decode), for rule 9's candidate lookup.
         self._plans: dict[str, EvaluatorPlan | None] = {}
-        self._calibration_rows: dict[tuple[str, str, str, str], bytes] | None = None
+        # This code's calibration rows: key -> (canonical bytes, ok).
+        self._calibration_rows: dict[tuple[str, str, str, str], tuple[bytes, bool]] | None = None
         # Calibration rows replayed, and skipped (rows this code can no longer run).
         self.calibration_rows_replayed = 0
         self.calibration_rows_skipped = 0
         self._plan_visibility: dict[str, tuple[str, int]] = {}  # plan digest -> first (vis, seq)
         self.replayed = 0
+        self._unsound: set[str] = set()  # objects whose bytes, as read, were not their address
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -167,8 +169,33 @@ class CommitmentRules:
                 )
             )
 
-    def _object(self, address: str) -> bytes | None:
+    def _read(self, entry: Entry, address: str, report: Report) -> StoredObject | None:
+        """The object at ``address``, if the bytes read now hash to it.
+
+        The object pass runs after the rules, on bytes it reads again: its proof is about those
+        bytes, not about these. An owner who rewrites the file in place can show the rules one
+        body and the object pass another (the page cache does not hold a big ledger). So every
+        body a rule uses is hashed here, as read: a verdict covers exactly the bytes it used."""
         obj = self._ledger.get_object(address)
+        if obj is None:
+            return None
+        if blake3_address(obj.body) != address:
+            if address not in self._unsound:
+                self._unsound.add(address)
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        OBJECT_DIGEST_MISMATCH,
+                        f"object {address}: the bytes the commitment rules read do not hash to"
+                        " its address (changed in the file, or changed while it was audited)",
+                    )
+                )
+            return None
+        return obj
+
+    def _object(self, entry: Entry, address: str, report: Report) -> bytes | None:
+        obj = self._read(entry, address, report)
         return None if obj is None else obj.body
 
     def _document(
@@ -176,18 +203,18 @@ class CommitmentRules:
     ) -> bytes | None:
         """The stored bytes at ``address``, which must hash to the reference ``digest``.
 
-        Compared with the stored ``sha256`` column: the object pass of the audit proves every
-        column equals the hash of its body, so hashing the body again here would prove nothing.
+        Compared with the stored ``sha256`` column: ``_read`` proves these bytes are the ones at
+        ``address``, and the object pass proves the column is the sha256 of those bytes.
         What the bytes are (a document of which kind) is said by this reference and decided by
         decoding them, never by the object's ``media_type``: that label is whatever the first
         writer of these bytes chose (a candidate may ship a future WorkUnit's exact bytes as a
         bundle file, stored first as ``application/octet-stream``), and objects are never
         rewritten (LEDGER.md section 2, "Fields no hash covers").
         """
-        obj = self._ledger.get_object(address)
+        obj = self._read(entry, address, report)
         if obj is None:
             # Withheld: its listed sha256 must still be the committed one. Otherwise the chain
-            # audit reports object-missing.
+            # audit reports object-missing (or _read reported the bytes).
             self._check_withheld(entry, address, digest, None, what, report)
             return None
         if obj.sha256 != digest:
@@ -357,8 +384,8 @@ class CommitmentRules:
             return
         cohort = decoded.value
         if cohort.stage == "burned":
-            observed = imported_burn(cohort.extensions, [t.id for t in cohort.tasks])[1]
-            self._imported[payload.cohort] = sorted(set(observed))
+            reason, observed, extra = imported_burn(cohort.extensions, [t.id for t in cohort.tasks])
+            self._imported[payload.cohort] = (reason, sorted(set(observed)), extra)
         computed = definition_digest(cohort)
         declared = cohort.definition_digest if isinstance(cohort.definition_digest, str) else None
         problems = self._differences(
@@ -505,7 +532,7 @@ class CommitmentRules:
             or payload.definition_digest != committed.definition_digest
             or any(t not in committed.tasks for t in payload.observed_tasks)
             or observed != set(payload.observed_work_units)
-            or (imported is not None and sorted(set(payload.observed_tasks)) != imported)
+            or (imported is not None and sorted(set(payload.observed_tasks)) != imported[1])
         ):
             report(
                 Violation(
@@ -516,8 +543,80 @@ class CommitmentRules:
                     " the frozen cohort",
                 )
             )
-        self._document(entry, payload.notice.object, payload.notice.digest, "burn notice", report)
+        notice = self._document(
+            entry, payload.notice.object, payload.notice.digest, "burn notice", report
+        )
+        if notice is not None:
+            self._check_notice(entry, payload, notice, imported, report)
         self._state.apply(entry)
+
+    @staticmethod
+    def _check_notice(
+        entry: Entry,
+        payload: CohortBurned,
+        data: bytes,
+        imported: tuple[str, list[str], dict[str, Any]] | None,
+        report: Report,
+    ) -> None:
+        """The stored BurnNotice says what the entry says (what ``burn`` writes): its cohort,
+        digest, reason and observed tasks; for an import, also the document's reason and
+        references. The notice is what a reader of the burn sees (``ledger show``); exposure
+        is folded from the payload, so a notice naming other tasks would be a second story."""
+        decoded = decode_burn_notice(data)
+        if decoded.value is None:
+            first = decoded.errors[0] if decoded.errors else None
+            why = f"{first.path or '/'}: {first.message}" if first is not None else "invalid"
+            report(
+                Violation(
+                    entry.seq,
+                    entry.kind,
+                    BURN_MISMATCH,
+                    f"the stored burn notice is not a BurnNotice 0.1 ({why})",
+                )
+            )
+            return
+        notice = decoded.value
+        # (what, its value, what it must equal, where that comes from)
+        pairs: list[tuple[str, object, object, str]] = [
+            ("notice's cohort_id", notice.cohort_id, payload.cohort, "entry"),
+            (
+                "notice's definition_digest",
+                notice.definition_digest,
+                payload.definition_digest,
+                "entry",
+            ),
+            ("notice's reason", notice.reason, payload.reason, "entry"),
+            (
+                "notice's observed_task_ids",
+                notice.observed_task_ids,
+                sorted(set(payload.observed_tasks)),
+                "entry",
+            ),
+        ]
+        if imported is not None:
+            references = {
+                key: value
+                for key in (
+                    "observed_solution_pr",
+                    "observed_solution_merge_commit",
+                    "successor_issue",
+                )
+                if not isinstance(value := getattr(notice, key), msgspec.UnsetType)
+            }
+            pairs += [
+                ("entry's reason", payload.reason, imported[0], "cohort document's import"),
+                ("notice's references", references, imported[2], "cohort document's import"),
+            ]
+        for what, value, expected, source in pairs:
+            if value != expected:
+                report(
+                    Violation(
+                        entry.seq,
+                        entry.kind,
+                        BURN_MISMATCH,
+                        f"the burn {what} {value!r} differs from the {source}'s {expected!r}",
+                    )
+                )
 
     def _committed_task(
         self, cohort: str, task: str
@@ -557,9 +656,9 @@ class CommitmentRules:
         self._pending_bundle = (entry, payload)
         self._state.apply(entry)
 
-    def _plan(self, address: str) -> EvaluatorPlan | None:
+    def _plan(self, entry: Entry, address: str, report: Report) -> EvaluatorPlan | None:
         if address not in self._plans:
-            data = self._object(address)
+            data = self._object(entry, address, report)
             self._plans[address] = None if data is None else decode_evaluator_plan(data).value
         return self._plans[address]
 
@@ -567,7 +666,7 @@ class CommitmentRules:
         self, entry: Entry, payload: BundleObserved, task: CommittedTask, report: Report
     ) -> None:
         """Rule 9, from the stored bytes: the same digests ``verify`` checks."""
-        plan = self._plan(task.plan_object)
+        plan = self._plan(entry, task.plan_object, report)
         if plan is None:
             if task.plan_object in self._withheld:
                 self._skip("outcome-before-plan", SKIP_PLAN_WITHHELD)
@@ -578,7 +677,7 @@ class CommitmentRules:
         ]
         first = payload.observations[0] if payload.observations else None
         manifest = (
-            self._object(first.object)
+            self._object(entry, first.object, report)
             if first is not None and first.role == "manifest" and first.object is not None
             else None
         )
@@ -722,11 +821,11 @@ class CommitmentRules:
                 }
             )
             if item.object is not None and item.sha256 is not None:
-                data = self._object(item.object)
+                data = self._object(entry, item.object, report)
                 if data is not None:
                     blobs[item.sha256] = data
-        plan_bytes = self._object(payload.plan.object)
-        wu_bytes = self._object(payload.work_unit.object)
+        plan_bytes = self._object(entry, payload.plan.object, report)
+        wu_bytes = self._object(entry, payload.work_unit.object, report)
         if plan_bytes is None or wu_bytes is None:
             return  # reported as object-missing by the chain audit
         plan = decode_evaluator_plan(plan_bytes).value
@@ -797,13 +896,15 @@ class CommitmentRules:
                     report(Violation(entry.seq, entry.kind, CALIBRATION_REPLAY_MISMATCH, message))
         self._state.apply(entry)
 
-    def _current_calibration(self) -> dict[tuple[str, str, str, str], bytes]:
-        """This code's calibration rows, by (family, plan id, plan version, adapter version)."""
+    def _current_calibration(self) -> dict[tuple[str, str, str, str], tuple[bytes, bool]]:
+        """This code's calibration rows, by (family, plan id, plan version, adapter version):
+        their canonical bytes and whether this code passes them."""
         if self._calibration_rows is None:
             rows = calibration_report_bytes()[1]["rows"]
             self._calibration_rows = {
                 (r["family"], r["plan_id"], r["plan_version"], r["adapter_version"]): (
-                    canonical_bytes(r)
+                    canonical_bytes(r),
+                    bool(r["ok"]),
                 )
                 for r in rows
             }
@@ -846,10 +947,19 @@ class CommitmentRules:
                 self.calibration_rows_skipped += 1
                 self._skip("calibration-replay", SKIP_CALIBRATION_ROW_RETIRED)
                 continue
-            if canonical_bytes(msgspec.to_builtins(row)) != now:
+            if canonical_bytes(msgspec.to_builtins(row)) != now[0]:
                 problems.append(f"{name}: re-running it with this code gives another row")
             else:
                 self.calibration_rows_replayed += 1
+        # A row the report lacks is no violation (a later release may have added it), unless
+        # the report calls its adapter version green and this code fails it: a report cannot
+        # drop the one red row of a version and claim the version green.
+        for key, (_, ok) in sorted(current.items()):
+            if key not in seen and not ok and stored.green_by_adapter.get(key[3]) is True:
+                problems.append(
+                    f"the report calls {key[3]} green without row {key[0]} {key[1]}"
+                    f" ({key[2]}, {key[3]}), which this code fails"
+                )
         return problems
 
 

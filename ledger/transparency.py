@@ -197,6 +197,15 @@ def _dicts(value: object) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+# kind -> the payload field naming a document that is public by what it is.
+_PUBLIC_REFERENCES: Final = {
+    "cohort.frozen": "document",
+    "calibration.recorded": "report",
+    "cohort.burned": "notice",
+}
+_READ_KINDS: Final = (*_PUBLIC_REFERENCES, "bundle.observed", "verification.recorded")
+
+
 def hidden_task_objects(ledger: Ledger) -> set[str]:
     """Addresses named by a hidden-task reference: what ``export --public`` withholds, and
     exactly what an audit of an export accepts as withheld (LEDGER.md section 7).
@@ -205,27 +214,55 @@ def hidden_task_objects(ledger: Ledger) -> set[str]:
     "hidden". Its references are that plan; every object a ``bundle.observed`` for it (by the
     freeze's seq and the task id) observed, manifest and files: a candidate that passes holds
     the plan's required strings; and the VerificationResult of each ``verification.recorded``
-    for it, which quotes them. Reads the raw rows and skips what does not decode: it also runs
-    on tampered exports, whose bodies the audit reports."""
+    for it, which quotes them; less every object a reference names as a public document (a
+    cohort document, WorkUnit, public plan, calibration report, burn notice, or the
+    VerificationResult of a task that is not hidden). Reads the raw
+    rows and skips what does not decode: it also runs on tampered exports, whose bodies the
+    audit reports."""
     objects: set[str] = set()
     hidden_tasks: set[tuple[int, str]] = set()
+    # Objects a reference names as a document that is public by what it is: a cohort document,
+    # a WorkUnit, a public plan, a calibration report, a burn notice, a public task's result.
+    # They hold nothing derived from a hidden plan, so they are never withheld, even when a
+    # hidden task's bundle holds the same bytes (a candidate may ship them): withheld, the
+    # public audit would skip what checks them (the calibration replay, the cohort document
+    # comparison) uncounted, or under the hidden task's own reason.
+    public: set[str] = set()
     for seq, _prev, _hash, kind, body in ledger.raw_entries():
-        if kind not in ("cohort.frozen", "bundle.observed", "verification.recorded"):
+        if kind not in _READ_KINDS:
             continue
         payload = _raw_payload(body)
         if payload is None:
             continue
+        document = payload.get(_PUBLIC_REFERENCES.get(kind, ""))
+        if isinstance(document, dict) and isinstance(document.get("object"), str):
+            public.add(document["object"])
         if kind == "cohort.frozen":
             for task in _dicts(payload.get("tasks")):
                 plan = task.get("plan")
-                if isinstance(plan, dict) and plan.get("visibility") == "hidden":
+                work_unit = task.get("work_unit")
+                if isinstance(work_unit, dict) and isinstance(work_unit.get("object"), str):
+                    public.add(work_unit["object"])
+                if not isinstance(plan, dict):
+                    continue
+                if plan.get("visibility") == "hidden":
                     if isinstance(plan.get("object"), str):
                         objects.add(plan["object"])
                     if isinstance(task.get("task"), str):
                         hidden_tasks.add((seq, task["task"]))
+                elif isinstance(plan.get("object"), str):
+                    public.add(plan["object"])
+            continue
+        if kind not in ("bundle.observed", "verification.recorded"):
             continue
         key = (payload.get("cohort_entry"), payload.get("task"))
         if key not in hidden_tasks:
+            result = payload.get("result") if kind == "verification.recorded" else None
+            if isinstance(result, dict) and isinstance(result.get("object"), str):
+                # A public task's VerificationResult quotes a public plan only. Withheld (its
+                # bytes shared by a hidden bundle), a forged verdict would have its outcome
+                # check and replay skipped under the hidden task's own reason.
+                public.add(result["object"])
             continue
         if kind == "bundle.observed":
             named = [item.get("object") for item in _dicts(payload.get("observations"))]
@@ -233,7 +270,7 @@ def hidden_task_objects(ledger: Ledger) -> set[str]:
             result = payload.get("result")
             named = [result.get("object")] if isinstance(result, dict) else []
         objects.update(address for address in named if isinstance(address, str))
-    return objects
+    return objects - public
 
 
 def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, int]:

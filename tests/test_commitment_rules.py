@@ -375,8 +375,12 @@ def test_audit_reports_an_import_that_names_fewer_tasks_than_the_document(
             tasks={},
         )
         work_units = {t.task.id: t.work_unit_doc.digest for t in loaded.tasks}
+        # The import's own reason and references: only the observed tasks differ.
+        reason, _, extra = commit.imported_burn(
+            loaded.cohort.extensions, [t.task.id for t in loaded.tasks]
+        )
         burn = commit._append_burn(
-            w, committed, "imported", [loaded.tasks[0].task.id], work_units, {}
+            w, committed, reason, [loaded.tasks[0].task.id], work_units, extra
         )
     assert audit_violations(root, db) == (1, [(burn.seq, "burn-mismatch")])
 

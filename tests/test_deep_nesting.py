@@ -18,6 +18,8 @@ from commit_helpers import make_bundle
 from helpers import AUDIT, CliResult, attacker, make_ledger, run_cli
 
 from ledger.entries import MAX_BODY_DEPTH
+from ledger.store import Ledger
+from verifiers.canonical import sha256_hex_digest
 
 DEPTHS = [1_000, 100_000]
 PLANTED = 2  # the seq whose body is replaced
@@ -132,19 +134,36 @@ def test_deeply_nested_body_planted_in_an_export_is_body_malformed(
 def test_deeply_nested_stored_document_is_a_violation_not_a_crash(
     tmp_path: Path, depth: int
 ) -> None:
-    # The calibration report of seq 2 replaced by a deep array, its sha256 column left as the
-    # entry states it, so the rules' decoder is reached: a violation, not a RecursionError.
+    # A calibration report that is a deep array, stored under its own address and sha256 by an
+    # owner who appends the entry, so the rules' decoder is reached: a violation, not a
+    # RecursionError. (A deep body under another object's address is object-digest-mismatch
+    # before any rule decodes it: the rules use only bytes that hash to their address.)
     db = tmp_path / "ledger.db"
     make_ledger(db, 4)
-    with attacker(db) as conn:
-        (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (PLANTED,)).fetchone()
-        address = json.loads(body)["payload"]["report"]["object"]
-        conn.execute("UPDATE objects SET body = ? WHERE digest = ?", (deep_value(depth), address))
+    data = deep_value(depth)
+    with Ledger.open(db) as ledger:
+        calibration = next(e for e in ledger.entries() if e.kind == "calibration.recorded")
+        with ledger.writer() as w:
+            address = w.put_object(data, "application/json")
+            planted = w.append(
+                "calibration.recorded",
+                calibration.payload
+                | {"report": {"object": address, "digest": sha256_hex_digest(data)}},
+                [address],
+            )
     result = no_crash(run_cli(["--db", str(db), *AUDIT]))
     assert result.code == 1
     codes = {(v["seq"], v["code"]) for v in result.json()["violations"]}
-    assert (PLANTED, "calibration-replay-mismatch") in codes
-    assert (PLANTED, "object-digest-mismatch") in codes
+    assert codes == {(planted.seq, "calibration-replay-mismatch")}
+    with attacker(db) as conn:
+        (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (PLANTED,)).fetchone()
+        honest = json.loads(body)["payload"]["report"]["object"]
+        conn.execute("UPDATE objects SET body = ? WHERE digest = ?", (data, honest))
+    result = no_crash(run_cli(["--db", str(db), *AUDIT]))
+    assert result.code == 1
+    assert (PLANTED, "object-digest-mismatch") in {
+        (v["seq"], v["code"]) for v in result.json()["violations"]
+    }
     # `show` of the deep document prints its bytes instead of parsing them.
     shown = no_crash(run_cli(["--db", str(db), "show", address, "--json"]))
     assert shown.code == 0

@@ -340,6 +340,7 @@ def test_public_export_audits_clean_skipping_only_hidden_replays(built: Built) -
     # names it). Each skip is counted with its reason; the verdict says so.
     assert report["replayed"] == built.audit["replayed"] - 3
     assert report["verdict"] == "intact-with-skips" and built.audit["verdict"] == "intact"
+    # Rule 9 cannot find the hidden task's candidate without its plan (counted too).
     assert report["skipped"] == [
         {"check": "outcome-before-plan", "count": 1, "reason": SKIP_PLAN_WITHHELD},
         {"check": "outcome-check", "count": 1, "reason": SKIP_RESULT_WITHHELD},
