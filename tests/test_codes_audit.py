@@ -674,17 +674,36 @@ def test_bundle_whose_stored_bytes_cannot_rebuild_it_is_replay_failed(
 
 
 @pytest.mark.parametrize("document", ["plan", "work_unit"])
-def test_result_replayed_with_a_document_that_no_longer_decodes_is_replay_failed(
+def test_result_replayed_with_a_document_that_does_not_decode_is_replay_failed(
     ledgers: Ledgers, fresh: Any, document: str
 ) -> None:
-    """The result names task-000's committed plan and WorkUnit, but one stored object was
-    rewritten in place (triggers dropped, digest columns kept): the replay cannot decode it."""
+    """The result names, as its plan or WorkUnit, a stored object whose bytes are honestly
+    hashed but are no such document: the replay cannot decode it. (Rewriting the committed
+    object in place instead is object-digest-mismatch: the rules hash every object as they
+    read it, tests/test_adversarial_trust.py.)"""
     db = fresh("frozen")
-    address = rows(ledgers.frozen)[-1]["payload"][document]["object"]
+    data = canonical_bytes({"not": "a document"})
+    with open_ledger(db) as ledger, ledger.writer() as w:
+        address = w.put_object(data, "application/json")
+    _, seq = append_pair(
+        db, ledgers.frozen, **{document: {**_result_field(ledgers, document), "object": address}}
+    )
+    assert_violation(ledgers.root, db, seq, "replay-failed", message="does not decode")
+
+
+def test_committed_document_rewritten_in_place_is_object_digest_mismatch(
+    ledgers: Ledgers, fresh: Any
+) -> None:
+    db = fresh("frozen")
+    address = rows(ledgers.frozen)[-1]["payload"]["plan"]["object"]
     with attacker(db) as conn:
         conn.execute("UPDATE objects SET body = ? WHERE digest = ?", (b"{}", address))
-    seq = rows(db)[-1]["seq"]
-    assert_violation(ledgers.root, db, seq, "replay-failed", message="does not decode")
+    assert_violation(ledgers.root, db, 2, "object-digest-mismatch")
+
+
+def _result_field(ledgers: Ledgers, document: str) -> dict[str, Any]:
+    field: dict[str, Any] = rows(ledgers.frozen)[-1]["payload"][document]
+    return field
 
 
 # -- calibration ----------------------------------------------------------------------------------

@@ -476,6 +476,11 @@ def test_freeze_refuses_evidence_whose_bytes_are_not_what_the_cohort_states(
     assert _refused(root, db, _cohort_with_evidence(root, attempt)) == "evidence-mismatch"
     (root / "evidence/result-manifest.json").write_bytes(b"[1, 2]")
     assert _refused(root, db, cohort) == "evidence-mismatch"
+    # Strict JSON with no canonical form (the reference's digest is not defined for it).
+    (root / "evidence/result-manifest.json").write_bytes(b'{"id": "attempt-manifest-1", "x": 1e16}')
+    result = cli(root, db, "freeze", str(cohort), "--json")
+    assert result.code == 2 and result.error_code() == "evidence-mismatch", result.stdout
+    assert "has no canonical form" in result.json()["error"]["message"]
 
 
 def test_freeze_refuses_verified_negative_case_without_its_evidence(

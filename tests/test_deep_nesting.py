@@ -77,6 +77,21 @@ def test_audit_of_a_deeply_nested_body_is_body_malformed(deep_db: Path, parallel
 
 
 @pytest.mark.parametrize("deep_db", DEPTHS, indirect=True)
+def test_a_too_deep_body_gives_the_same_report_with_and_without_the_row_worker(
+    deep_db: Path,
+) -> None:
+    """A body too deep to decode is not canonical either: the single-process audit says so as
+    the row-check worker does, so the two reports stay byte for byte the same."""
+    alone, paired = (
+        run_cli(["--db", str(deep_db), *AUDIT], env={"LEDGER_AUDIT_PARALLEL": mode})
+        for mode in ("off", "on")
+    )
+    assert alone.stdout == paired.stdout
+    codes = [(v["seq"], v["code"]) for v in alone.json()["violations"]]
+    assert (PLANTED, "body-not-canonical") in codes and (PLANTED, "body-malformed") in codes
+
+
+@pytest.mark.parametrize("deep_db", DEPTHS, indirect=True)
 @pytest.mark.parametrize(
     "command",
     [
