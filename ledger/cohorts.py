@@ -153,7 +153,12 @@ def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = Non
                 f" {', '.join(missing)}",
             )
     hidden = _load_hidden_plans(hidden_plans) if hidden_plans is not None else {}
-    tasks = tuple(_load_task(task, root=root, hidden=hidden) for task in cohort.tasks)
+    # One read per evidence file: a cohort may name the same file from every attempt, and
+    # reading it again for each would cost the file's size per ~300 cohort bytes.
+    evidence: _EvidenceSeen = {}
+    tasks = tuple(
+        _load_task(task, root=root, hidden=hidden, evidence=evidence) for task in cohort.tasks
+    )
     return LoadedCohort(
         cohort=cohort, document=_document(decoded), definition_digest=digest, tasks=tasks
     )
@@ -187,6 +192,7 @@ def _load_task(
     *,
     root: Path,
     hidden: Mapping[str, tuple[EvaluatorPlan, LoadedDocument]],
+    evidence: _EvidenceSeen,
 ) -> LoadedTask:
     where = f"task {task.id}"
     wu_bytes = read_relative(
@@ -265,7 +271,7 @@ def _load_task(
         check_binding(plan_raw if plan_raw is not None else plan, wu_decoded.raw, wu_doc.digest)
     except PlanBindingError as exc:
         raise CommitError(exc.code, f"{where}: {exc.message}") from None
-    _check_evidence(task, root)
+    _check_evidence(task, root, evidence)
     adapter, adapter_version = ADAPTERS[version]
     return LoadedTask(
         task=task,
@@ -282,7 +288,11 @@ def _load_task(
 _NEGATIVE_EVIDENCE_LIMIT: Final = LIMITS["verification-result"]
 
 
-def _check_evidence(task: CohortTask, root: Path) -> None:
+# (path, byte limit, depth limit) -> (canonical digest, id) of an evidence file already read.
+_EvidenceSeen = dict[tuple[str, int, int], tuple[str, object]]
+
+
+def _check_evidence(task: CohortTask, root: Path, seen: _EvidenceSeen) -> None:
     """Every evidence file the task names exists and is what the cohort says (reference:
     ``tools/benchmark_cohort.py`` refuses a cohort whose evidence files are absent or drifted)."""
     where = f"task {task.id}"
@@ -293,7 +303,7 @@ def _check_evidence(task: CohortTask, root: Path) -> None:
             (attempt.verification_result, "VerificationResult", "verification-result"),
         ):
             _check_evidence_file(
-                root, ref.path, ref.digest, ref.id, LIMITS[kind], what=f"{label}: {what}"
+                root, ref.path, ref.digest, ref.id, LIMITS[kind], seen, what=f"{label}: {what}"
             )
     negative = task.negative_case
     if (
@@ -307,6 +317,7 @@ def _check_evidence(task: CohortTask, root: Path) -> None:
             negative.evidence_digest,
             None,
             _NEGATIVE_EVIDENCE_LIMIT,
+            seen,
             what=f"{where}: negative-case evidence",
         )
 
@@ -317,27 +328,33 @@ def _check_evidence_file(
     digest: str,
     object_id: str | None,
     limits: ContractLimits,
+    seen: _EvidenceSeen,
     *,
     what: str,
 ) -> None:
-    data = read_relative(root, relpath, limits.max_bytes, what=what, code="evidence-missing")
-    read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
-    value = read.value if read.ok else None
-    if not isinstance(value, dict):
-        raise CommitError("evidence-mismatch", f"{what} {relpath!r} is not a JSON object")
-    try:
-        actual = canonical_digest(value)
-    except CanonicalFormError as exc:
-        raise CommitError(
-            "evidence-mismatch", f"{what} {relpath!r} has no canonical form: {exc}"
-        ) from None
+    key = (relpath, limits.max_bytes, limits.max_depth)
+    known = seen.get(key)
+    if known is None:
+        data = read_relative(root, relpath, limits.max_bytes, what=what, code="evidence-missing")
+        read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+        value = read.value if read.ok else None
+        if not isinstance(value, dict):
+            raise CommitError("evidence-mismatch", f"{what} {relpath!r} is not a JSON object")
+        try:
+            known = (canonical_digest(value), value.get("id"))
+        except CanonicalFormError as exc:
+            raise CommitError(
+                "evidence-mismatch", f"{what} {relpath!r} has no canonical form: {exc}"
+            ) from None
+        seen[key] = known
+    actual, actual_id = known
     if actual != digest:
         raise CommitError(
             "evidence-mismatch",
             f"{what} {relpath!r} has digest {actual}, the cohort says {digest}",
         )
-    if object_id is not None and value.get("id") != object_id:
+    if object_id is not None and actual_id != object_id:
         raise CommitError(
             "evidence-mismatch",
-            f"{what} {relpath!r} has id {value.get('id')!r}, the cohort says {object_id!r}",
+            f"{what} {relpath!r} has id {actual_id!r}, the cohort says {object_id!r}",
         )

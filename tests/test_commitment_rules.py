@@ -14,6 +14,7 @@ from commit_helpers import FAMILIES, cohort_doc, make_bundle, make_cohort, task_
 from helpers import CliResult, run_cli
 
 from ledger import commit
+from ledger.errors import CommitError
 from ledger.store import Ledger
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
@@ -501,3 +502,41 @@ def test_freeze_accepts_evidence_that_is_present_and_matches(
     cohort = _cohort_with_evidence(root, _attempt_files(root))
     frozen = cli(root, db, "freeze", str(cohort), "--json")
     assert frozen.code == 0 and frozen.json()["created"] is True, frozen.stdout + frozen.stderr
+
+
+def test_evidence_named_by_many_attempts_is_read_once(
+    workspace: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hostile-input review: every attempt naming the same evidence files made freeze read and
+    # parse them again (a 32 MiB cohort of ~100,000 attempts over a 1 MiB VerificationResult:
+    # about 100 GiB read for one freeze). Each file is now read once per load.
+    from ledger import cohorts
+
+    root, db = workspace
+    attempt = _attempt_files(root)
+    directory = _cohort_with_evidence(root, attempt)
+    path = directory / "cohort.json"
+    doc = json.loads(path.read_text())
+    doc["tasks"][2]["evidence"]["attempts"] = [
+        {**attempt, "attempt_id": f"attempt-{k:03d}"} for k in range(200)
+    ]
+    doc["tasks"][3]["evidence"] = {"status": "verified", "attempts": [attempt]}
+    write_json(path, doc)
+    reads: list[str] = []
+    original = cohorts.read_file_under
+
+    def counting(folder: Path, locator: str, limit: int) -> Any:
+        reads.append(locator)
+        return original(folder, locator, limit)
+
+    monkeypatch.setattr(cohorts, "read_file_under", counting)
+    loaded = cohorts.load_cohort(directory, root=root)
+    assert len(loaded.tasks) == len(doc["tasks"])
+    assert reads.count("evidence/verification-result.json") == 1
+    assert reads.count("evidence/result-manifest.json") == 1
+    # Read once, still checked for every attempt: one attempt with a wrong id is refused.
+    doc["tasks"][3]["evidence"]["attempts"][0]["verification_result"]["id"] = "someone-else"
+    write_json(path, doc)
+    with pytest.raises(CommitError) as refused:
+        cohorts.load_cohort(directory, root=root)
+    assert refused.value.code == "evidence-mismatch"
