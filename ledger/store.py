@@ -161,6 +161,11 @@ def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
             "entry-malformed",
             f"entry {seq} body is stored as {type(body).__name__}, not bytes; run `ledger audit`",
         )
+    if not isinstance(hash_, str):
+        raise StoreError(
+            "entry-malformed",
+            f"entry {seq} hash is stored as {type(hash_).__name__}, not text; run `ledger audit`",
+        )
     try:
         decoded = decode_body(body)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -225,7 +225,8 @@ def hidden_task_objects(ledger: Ledger) -> set[str]:
                         hidden_tasks.add((seq, task["task"]))
             continue
         key = (payload.get("cohort_entry"), payload.get("task"))
-        if key not in hidden_tasks:
+        # A tampered body may hold a list or an object here: unhashable, and never a hidden task.
+        if not isinstance(key[0], int) or not isinstance(key[1], str) or key not in hidden_tasks:
             continue
         if kind == "bundle.observed":
             named = [item.get("object") for item in _dicts(payload.get("observations"))]
@@ -234,6 +235,18 @@ def hidden_task_objects(ledger: Ledger) -> set[str]:
             named = [result.get("object")] if isinstance(result, dict) else []
         objects.update(address for address in named if isinstance(address, str))
     return objects
+
+
+def _check_stored(what: str, texts: tuple[object, ...], body: object, size: object = 0) -> None:
+    if (
+        not all(isinstance(text, str) for text in texts)
+        or not isinstance(body, bytes)
+        or not isinstance(size, int)
+    ):
+        raise StoreError(
+            "entry-malformed",
+            f"{what} has a column the ledger does not write (tampered file); run `ledger audit`",
+        )
 
 
 def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, int]:
@@ -252,6 +265,9 @@ def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, i
         }
         out.write(json.dumps(header, sort_keys=True) + "\n")
         for seq, prev, hash_, kind, body in ledger.raw_entries():
+            # Only what the ledger itself writes is exported: a column of another storage class
+            # (a tampered file) has no faithful JSON form, so the export refuses it.
+            _check_stored(f"entry {seq}", (prev, hash_, kind), body)
             row = {
                 "type": "entry",
                 "seq": seq,
@@ -265,6 +281,7 @@ def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, i
         for digest, sha256, media_type, size, body in conn.execute(
             "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest"
         ):
+            _check_stored(f"object {digest!r}", (digest, sha256, media_type), body, size)
             item: dict[str, Any] = {
                 "type": "object",
                 "digest": digest,
