@@ -512,7 +512,7 @@ def test_evidence_named_by_many_attempts_is_read_once(
     # about 100 GiB read for one freeze). Each file is now read once per load.
     from ledger import cohorts
 
-    root, db = workspace
+    root, _db = workspace
     attempt = _attempt_files(root)
     directory = _cohort_with_evidence(root, attempt)
     path = directory / "cohort.json"
