@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -155,9 +155,12 @@ def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = Non
     hidden = _load_hidden_plans(hidden_plans) if hidden_plans is not None else {}
     # One read per evidence file: a cohort may name the same file from every attempt, and
     # reading it again for each would cost the file's size per ~300 cohort bytes.
+    # The same holds for a WorkUnit or public plan that several tasks share (allowed).
     evidence: _EvidenceSeen = {}
+    documents = _DocumentsSeen()
     tasks = tuple(
-        _load_task(task, root=root, hidden=hidden, evidence=evidence) for task in cohort.tasks
+        _load_task(task, root=root, hidden=hidden, evidence=evidence, documents=documents)
+        for task in cohort.tasks
     )
     return LoadedCohort(
         cohort=cohort, document=_document(decoded), definition_digest=digest, tasks=tasks
@@ -193,16 +196,20 @@ def _load_task(
     root: Path,
     hidden: Mapping[str, tuple[EvaluatorPlan, LoadedDocument]],
     evidence: _EvidenceSeen,
+    documents: _DocumentsSeen,
 ) -> LoadedTask:
     where = f"task {task.id}"
-    wu_bytes = read_relative(
-        root, task.work_unit.path, LIMITS["work-unit"].max_bytes, what=f"{where}: WorkUnit"
-    )
-    wu_decoded = decode_work_unit(wu_bytes)
-    if wu_decoded.value is None:
-        raise _refuse_decode(f"{where}: WorkUnit {task.work_unit.path}", wu_decoded)
-    work_unit = wu_decoded.value
-    wu_doc = _document(wu_decoded)
+    wu_known = documents.work_units.get(task.work_unit.path)
+    if wu_known is None:
+        wu_bytes = read_relative(
+            root, task.work_unit.path, LIMITS["work-unit"].max_bytes, what=f"{where}: WorkUnit"
+        )
+        wu_read = decode_work_unit(wu_bytes)
+        if wu_read.value is None:
+            raise _refuse_decode(f"{where}: WorkUnit {task.work_unit.path}", wu_read)
+        wu_known = (wu_read.value, wu_read, _document(wu_read))
+        documents.work_units[task.work_unit.path] = wu_known
+    work_unit, wu_decoded, wu_doc = wu_known
     if wu_doc.digest != task.work_unit.digest:
         raise CommitError(
             "work-unit-digest-mismatch",
@@ -219,13 +226,17 @@ def _load_task(
     if evaluator.visibility == "public":
         if not isinstance(evaluator.plan_path, str):
             raise CommitError("plan-missing", f"{where}: a public plan needs plan_path")
-        plan_bytes = read_relative(
-            root, evaluator.plan_path, LIMITS["evaluator-plan"].max_bytes, what=f"{where}: plan"
-        )
-        plan_decoded = decode_evaluator_plan(plan_bytes)
-        if plan_decoded.value is None:
-            raise _refuse_decode(f"{where}: plan {evaluator.plan_path}", plan_decoded)
-        plan, plan_doc = plan_decoded.value, _document(plan_decoded)
+        plan_known = documents.plans.get(evaluator.plan_path)
+        if plan_known is None:
+            plan_bytes = read_relative(
+                root, evaluator.plan_path, LIMITS["evaluator-plan"].max_bytes, what=f"{where}: plan"
+            )
+            plan_read = decode_evaluator_plan(plan_bytes)
+            if plan_read.value is None:
+                raise _refuse_decode(f"{where}: plan {evaluator.plan_path}", plan_read)
+            plan_known = (plan_read.value, plan_read, _document(plan_read))
+            documents.plans[evaluator.plan_path] = plan_known
+        plan, plan_decoded, plan_doc = plan_known
         plan_raw: dict[str, Any] | None = plan_decoded.raw
     else:
         plan_raw = None
@@ -286,6 +297,18 @@ def _load_task(
 
 # Evidence a verified negative case names may be a VerificationResult or another JSON document.
 _NEGATIVE_EVIDENCE_LIMIT: Final = LIMITS["verification-result"]
+
+
+@dataclass
+class _DocumentsSeen:
+    """WorkUnits and public plans already read and decoded in this load, by path."""
+
+    work_units: dict[str, tuple[WorkUnit, Decoded[WorkUnit], LoadedDocument]] = field(
+        default_factory=dict
+    )
+    plans: dict[str, tuple[EvaluatorPlan, Decoded[EvaluatorPlan], LoadedDocument]] = field(
+        default_factory=dict
+    )
 
 
 # (path, byte limit, depth limit) -> (canonical digest, id) of an evidence file already read.

@@ -504,7 +504,7 @@ def test_freeze_accepts_evidence_that_is_present_and_matches(
     assert frozen.code == 0 and frozen.json()["created"] is True, frozen.stdout + frozen.stderr
 
 
-def test_evidence_named_by_many_attempts_is_read_once(
+def test_evidence_and_shared_documents_named_many_times_are_read_once(
     workspace: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Hostile-input review: every attempt naming the same evidence files made freeze read and
@@ -534,6 +534,10 @@ def test_evidence_named_by_many_attempts_is_read_once(
     assert len(loaded.tasks) == len(doc["tasks"])
     assert reads.count("evidence/verification-result.json") == 1
     assert reads.count("evidence/result-manifest.json") == 1
+    # The five tasks share one WorkUnit and one plan: each is read and decoded once too (a
+    # 32 MiB cohort of tasks over one 256 KiB WorkUnit read it ~50,000 times).
+    assert reads.count("test-evidence/work-unit.json") == 1
+    assert reads.count("test-evidence/plan.json") == 1
     # Read once, still checked for every attempt: one attempt with a wrong id is refused.
     doc["tasks"][3]["evidence"]["attempts"][0]["verification_result"]["id"] = "someone-else"
     write_json(path, doc)
