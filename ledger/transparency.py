@@ -346,12 +346,18 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             where = f"{path}:{number}"
             # Every line `export` writes is one object: anything else (NUL bytes of /dev/zero
             # or a sparse file, a SQLite header) is refused at its first byte, unread.
-            first = handle.read(1)
-            if not first:
-                return
-            if first != b"{":
-                raise UsageError("export-malformed", f"{where}: not a JSON object")
-            line = first + handle.readline(MAX_EXPORT_LINE)
+            try:
+                first = handle.read(1)
+                if not first:
+                    return
+                if first != b"{":
+                    raise UsageError("export-malformed", f"{where}: not a JSON object")
+                line = first + handle.readline(MAX_EXPORT_LINE)
+            except OSError as exc:
+                # A "regular" file whose reads fail (/proc/self/mem, a failing disk).
+                raise UsageError(
+                    "export-unreadable", f"cannot read {where}: {exc.strerror}"
+                ) from None
             total += len(line)
             if total > MAX_EXPORT_BYTES:
                 raise UsageError(
