@@ -152,7 +152,8 @@ def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = Non
                 f"cohort {cohort.id} is {cohort.stage} but has no task of family"
                 f" {', '.join(missing)}",
             )
-    hidden = _load_hidden_plans(hidden_plans) if hidden_plans is not None else {}
+    wanted = {t.evaluator.plan_digest for t in cohort.tasks if t.evaluator.visibility != "public"}
+    hidden = _load_hidden_plans(hidden_plans, wanted) if hidden_plans is not None else {}
     # One read per evidence file: a cohort may name the same file from every attempt, and
     # reading it again for each would cost the file's size per ~300 cohort bytes.
     # The same holds for a WorkUnit or public plan that several tasks share (allowed).
@@ -167,7 +168,9 @@ def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = Non
     )
 
 
-def _load_hidden_plans(folder: Path) -> Mapping[str, tuple[EvaluatorPlan, LoadedDocument]]:
+def _load_hidden_plans(
+    folder: Path, wanted: set[str]
+) -> Mapping[str, tuple[EvaluatorPlan, LoadedDocument]]:
     try:
         names = sorted(os.listdir(folder))
     except OSError as exc:
@@ -186,7 +189,10 @@ def _load_hidden_plans(folder: Path) -> Mapping[str, tuple[EvaluatorPlan, Loaded
         if decoded.value is None:
             raise _refuse_decode(f"{folder}/{name}", decoded)
         doc = _document(decoded)
-        plans[doc.digest] = (decoded.value, doc)
+        # Only the plans a hidden task names are kept: a folder of 10,000 plans of 256 KiB
+        # each would otherwise stay in memory whole (several GiB) for one freeze.
+        if doc.digest in wanted:
+            plans[doc.digest] = (decoded.value, doc)
     return plans
 
 

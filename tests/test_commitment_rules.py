@@ -544,3 +544,26 @@ def test_evidence_and_shared_documents_named_many_times_are_read_once(
     with pytest.raises(CommitError) as refused:
         cohorts.load_cohort(directory, root=root)
     assert refused.value.code == "evidence-mismatch"
+
+
+def test_hidden_plans_folder_keeps_only_the_plans_the_cohort_names(tmp_path: Path) -> None:
+    # Hostile-input review: every plan of the --hidden-plans folder (up to 10,000 files of
+    # 256 KiB) was decoded and kept for the whole load, several GiB at the bound. Only the
+    # plans a hidden task names are kept now; the others are still read and checked.
+    from ledger import cohorts
+
+    source = Path(__file__).resolve().parent.parent / "cohorts/phase-b2-successor-hidden-plans"
+    folder = tmp_path / "hidden"
+    folder.mkdir()
+    digests = []
+    for k, path in enumerate(sorted(source.glob("*.json"))):
+        (folder / f"{k}.json").write_bytes(path.read_bytes())
+        decoded = decode_evaluator_plan(path.read_bytes())
+        digests.append(canonical_digest(decoded.raw))
+    assert digests
+    kept = cohorts._load_hidden_plans(folder, {digests[0]})
+    assert set(kept) == {digests[0]}
+    assert cohorts._load_hidden_plans(folder, set()) == {}
+    (folder / "broken.json").write_bytes(b"{")
+    with pytest.raises(CommitError):
+        cohorts._load_hidden_plans(folder, set())
