@@ -208,7 +208,9 @@ _NEVER_CANONICAL_DEPTH: Final = MAX_DEPTH + 2
 
 
 def _too_deep(data: bytes) -> bool:
-    return nesting_depth(data, _NEVER_CANONICAL_DEPTH) >= _NEVER_CANONICAL_DEPTH
+    # Exact depth: nesting_depth returns the bracket count (an upper bound) when that count is
+    # within its limit, so the limit passed is one less than the depth that refuses.
+    return nesting_depth(data, _NEVER_CANONICAL_DEPTH - 1) >= _NEVER_CANONICAL_DEPTH
 
 
 def is_canonical(data: bytes) -> bool:
