@@ -154,6 +154,12 @@ class _Collector:
         self.phase = P_CHAIN
 
     def __call__(self, violation: Violation) -> None:
+        kind: object = violation.kind
+        if kind is not None and not isinstance(kind, str):
+            # A kind column the ledger did not write (a BLOB or a number in a tampered file):
+            # reported as text, the way a TEXT column with invalid UTF-8 is read.
+            text = kind.decode("utf-8", "replace") if isinstance(kind, bytes) else repr(kind)
+            violation = msgspec.structs.replace(violation, kind=text)
         self.count += 1
         self.kept.append(((self.row, self.phase, self.count), violation))
         if len(self.kept) >= 2 * MAX_REPORTED:

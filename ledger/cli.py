@@ -792,6 +792,12 @@ def export(
                 counts = run_export(ledger, handle, public=public)
         except OSError as exc:
             raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
+        except LedgerError:
+            # A refused export leaves no partial file that could pass for the whole ledger
+            # (only a regular file is removed: never a device or what a symlink names).
+            if out.is_file() and not out.is_symlink():
+                out.unlink()
+            raise
     if as_json:
         _emit_json({"out": str(out), "public": public, **counts})
     else:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -152,14 +152,25 @@ def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = Non
                 f"cohort {cohort.id} is {cohort.stage} but has no task of family"
                 f" {', '.join(missing)}",
             )
-    hidden = _load_hidden_plans(hidden_plans) if hidden_plans is not None else {}
-    tasks = tuple(_load_task(task, root=root, hidden=hidden) for task in cohort.tasks)
+    wanted = {t.evaluator.plan_digest for t in cohort.tasks if t.evaluator.visibility != "public"}
+    hidden = _load_hidden_plans(hidden_plans, wanted) if hidden_plans is not None else {}
+    # One read per evidence file: a cohort may name the same file from every attempt, and
+    # reading it again for each would cost the file's size per ~300 cohort bytes.
+    # The same holds for a WorkUnit or public plan that several tasks share (allowed).
+    evidence: _EvidenceSeen = {}
+    documents = _DocumentsSeen()
+    tasks = tuple(
+        _load_task(task, root=root, hidden=hidden, evidence=evidence, documents=documents)
+        for task in cohort.tasks
+    )
     return LoadedCohort(
         cohort=cohort, document=_document(decoded), definition_digest=digest, tasks=tasks
     )
 
 
-def _load_hidden_plans(folder: Path) -> Mapping[str, tuple[EvaluatorPlan, LoadedDocument]]:
+def _load_hidden_plans(
+    folder: Path, wanted: set[str]
+) -> Mapping[str, tuple[EvaluatorPlan, LoadedDocument]]:
     try:
         names = sorted(os.listdir(folder))
     except OSError as exc:
@@ -178,7 +189,10 @@ def _load_hidden_plans(folder: Path) -> Mapping[str, tuple[EvaluatorPlan, Loaded
         if decoded.value is None:
             raise _refuse_decode(f"{folder}/{name}", decoded)
         doc = _document(decoded)
-        plans[doc.digest] = (decoded.value, doc)
+        # Only the plans a hidden task names are kept: a folder of 10,000 plans of 256 KiB
+        # each would otherwise stay in memory whole (several GiB) for one freeze.
+        if doc.digest in wanted:
+            plans[doc.digest] = (decoded.value, doc)
     return plans
 
 
@@ -187,16 +201,21 @@ def _load_task(
     *,
     root: Path,
     hidden: Mapping[str, tuple[EvaluatorPlan, LoadedDocument]],
+    evidence: _EvidenceSeen,
+    documents: _DocumentsSeen,
 ) -> LoadedTask:
     where = f"task {task.id}"
-    wu_bytes = read_relative(
-        root, task.work_unit.path, LIMITS["work-unit"].max_bytes, what=f"{where}: WorkUnit"
-    )
-    wu_decoded = decode_work_unit(wu_bytes)
-    if wu_decoded.value is None:
-        raise _refuse_decode(f"{where}: WorkUnit {task.work_unit.path}", wu_decoded)
-    work_unit = wu_decoded.value
-    wu_doc = _document(wu_decoded)
+    wu_known = documents.work_units.get(task.work_unit.path)
+    if wu_known is None:
+        wu_bytes = read_relative(
+            root, task.work_unit.path, LIMITS["work-unit"].max_bytes, what=f"{where}: WorkUnit"
+        )
+        wu_read = decode_work_unit(wu_bytes)
+        if wu_read.value is None:
+            raise _refuse_decode(f"{where}: WorkUnit {task.work_unit.path}", wu_read)
+        wu_known = (wu_read.value, wu_read, _document(wu_read))
+        documents.work_units[task.work_unit.path] = wu_known
+    work_unit, wu_decoded, wu_doc = wu_known
     if wu_doc.digest != task.work_unit.digest:
         raise CommitError(
             "work-unit-digest-mismatch",
@@ -213,13 +232,17 @@ def _load_task(
     if evaluator.visibility == "public":
         if not isinstance(evaluator.plan_path, str):
             raise CommitError("plan-missing", f"{where}: a public plan needs plan_path")
-        plan_bytes = read_relative(
-            root, evaluator.plan_path, LIMITS["evaluator-plan"].max_bytes, what=f"{where}: plan"
-        )
-        plan_decoded = decode_evaluator_plan(plan_bytes)
-        if plan_decoded.value is None:
-            raise _refuse_decode(f"{where}: plan {evaluator.plan_path}", plan_decoded)
-        plan, plan_doc = plan_decoded.value, _document(plan_decoded)
+        plan_known = documents.plans.get(evaluator.plan_path)
+        if plan_known is None:
+            plan_bytes = read_relative(
+                root, evaluator.plan_path, LIMITS["evaluator-plan"].max_bytes, what=f"{where}: plan"
+            )
+            plan_read = decode_evaluator_plan(plan_bytes)
+            if plan_read.value is None:
+                raise _refuse_decode(f"{where}: plan {evaluator.plan_path}", plan_read)
+            plan_known = (plan_read.value, plan_read, _document(plan_read))
+            documents.plans[evaluator.plan_path] = plan_known
+        plan, plan_decoded, plan_doc = plan_known
         plan_raw: dict[str, Any] | None = plan_decoded.raw
     else:
         plan_raw = None
@@ -265,7 +288,7 @@ def _load_task(
         check_binding(plan_raw if plan_raw is not None else plan, wu_decoded.raw, wu_doc.digest)
     except PlanBindingError as exc:
         raise CommitError(exc.code, f"{where}: {exc.message}") from None
-    _check_evidence(task, root)
+    _check_evidence(task, root, evidence)
     adapter, adapter_version = ADAPTERS[version]
     return LoadedTask(
         task=task,
@@ -282,7 +305,23 @@ def _load_task(
 _NEGATIVE_EVIDENCE_LIMIT: Final = LIMITS["verification-result"]
 
 
-def _check_evidence(task: CohortTask, root: Path) -> None:
+@dataclass
+class _DocumentsSeen:
+    """WorkUnits and public plans already read and decoded in this load, by path."""
+
+    work_units: dict[str, tuple[WorkUnit, Decoded[WorkUnit], LoadedDocument]] = field(
+        default_factory=dict
+    )
+    plans: dict[str, tuple[EvaluatorPlan, Decoded[EvaluatorPlan], LoadedDocument]] = field(
+        default_factory=dict
+    )
+
+
+# (path, byte limit, depth limit) -> (canonical digest, id) of an evidence file already read.
+_EvidenceSeen = dict[tuple[str, int, int], tuple[str, object]]
+
+
+def _check_evidence(task: CohortTask, root: Path, seen: _EvidenceSeen) -> None:
     """Every evidence file the task names exists and is what the cohort says (reference:
     ``tools/benchmark_cohort.py`` refuses a cohort whose evidence files are absent or drifted)."""
     where = f"task {task.id}"
@@ -293,7 +332,7 @@ def _check_evidence(task: CohortTask, root: Path) -> None:
             (attempt.verification_result, "VerificationResult", "verification-result"),
         ):
             _check_evidence_file(
-                root, ref.path, ref.digest, ref.id, LIMITS[kind], what=f"{label}: {what}"
+                root, ref.path, ref.digest, ref.id, LIMITS[kind], seen, what=f"{label}: {what}"
             )
     negative = task.negative_case
     if (
@@ -307,6 +346,7 @@ def _check_evidence(task: CohortTask, root: Path) -> None:
             negative.evidence_digest,
             None,
             _NEGATIVE_EVIDENCE_LIMIT,
+            seen,
             what=f"{where}: negative-case evidence",
         )
 
@@ -317,27 +357,33 @@ def _check_evidence_file(
     digest: str,
     object_id: str | None,
     limits: ContractLimits,
+    seen: _EvidenceSeen,
     *,
     what: str,
 ) -> None:
-    data = read_relative(root, relpath, limits.max_bytes, what=what, code="evidence-missing")
-    read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
-    value = read.value if read.ok else None
-    if not isinstance(value, dict):
-        raise CommitError("evidence-mismatch", f"{what} {relpath!r} is not a JSON object")
-    try:
-        actual = canonical_digest(value)
-    except CanonicalFormError as exc:
-        raise CommitError(
-            "evidence-mismatch", f"{what} {relpath!r} has no canonical form: {exc}"
-        ) from None
+    key = (relpath, limits.max_bytes, limits.max_depth)
+    known = seen.get(key)
+    if known is None:
+        data = read_relative(root, relpath, limits.max_bytes, what=what, code="evidence-missing")
+        read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+        value = read.value if read.ok else None
+        if not isinstance(value, dict):
+            raise CommitError("evidence-mismatch", f"{what} {relpath!r} is not a JSON object")
+        try:
+            known = (canonical_digest(value), value.get("id"))
+        except CanonicalFormError as exc:
+            raise CommitError(
+                "evidence-mismatch", f"{what} {relpath!r} has no canonical form: {exc}"
+            ) from None
+        seen[key] = known
+    actual, actual_id = known
     if actual != digest:
         raise CommitError(
             "evidence-mismatch",
             f"{what} {relpath!r} has digest {actual}, the cohort says {digest}",
         )
-    if object_id is not None and value.get("id") != object_id:
+    if object_id is not None and actual_id != object_id:
         raise CommitError(
             "evidence-mismatch",
-            f"{what} {relpath!r} has id {value.get('id')!r}, the cohort says {object_id!r}",
+            f"{what} {relpath!r} has id {actual_id!r}, the cohort says {object_id!r}",
         )

@@ -161,6 +161,11 @@ def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
             "entry-malformed",
             f"entry {seq} body is stored as {type(body).__name__}, not bytes; run `ledger audit`",
         )
+    if not isinstance(hash_, str):
+        raise StoreError(
+            "entry-malformed",
+            f"entry {seq} hash is stored as {type(hash_).__name__}, not text; run `ledger audit`",
+        )
     try:
         decoded = decode_body(body)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -708,11 +713,19 @@ def busy_timeout_ms() -> int:
     text = os.environ.get("LEDGER_BUSY_TIMEOUT_MS")
     if text is None:
         return BUSY_TIMEOUT_MS
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 600_000:
+    # Digits bounded before int(): int() of over 4,300 digits (leading zeros too) raises.
+    digits = text.lstrip("0")
+    if not (
+        text.isascii()
+        and text.isdigit()
+        and len(digits) <= 6
+        and 1 <= int(digits or "0") <= 600_000
+    ):
+        shown = text if len(text) <= 40 else text[:40] + "..."
         raise UsageError(
-            "bad-busy-timeout", f"LEDGER_BUSY_TIMEOUT_MS={text!r} must be 1..600000 milliseconds"
+            "bad-busy-timeout", f"LEDGER_BUSY_TIMEOUT_MS={shown!r} must be 1..600000 milliseconds"
         )
-    return int(text)
+    return int(digits)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

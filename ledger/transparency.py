@@ -256,7 +256,8 @@ def hidden_task_objects(ledger: Ledger) -> set[str]:
         if kind not in ("bundle.observed", "verification.recorded"):
             continue
         key = (payload.get("cohort_entry"), payload.get("task"))
-        if key not in hidden_tasks:
+        # A tampered body may hold a list or an object here: unhashable, and never a hidden task.
+        if not isinstance(key[0], int) or not isinstance(key[1], str) or key not in hidden_tasks:
             result = payload.get("result") if kind == "verification.recorded" else None
             if isinstance(result, dict) and isinstance(result.get("object"), str):
                 # A public task's VerificationResult quotes a public plan only. Withheld (its
@@ -271,6 +272,18 @@ def hidden_task_objects(ledger: Ledger) -> set[str]:
             named = [result.get("object")] if isinstance(result, dict) else []
         objects.update(address for address in named if isinstance(address, str))
     return objects - public
+
+
+def _check_stored(what: str, texts: tuple[object, ...], body: object, size: object = 0) -> None:
+    if (
+        not all(isinstance(text, str) for text in texts)
+        or not isinstance(body, bytes)
+        or not isinstance(size, int)
+    ):
+        raise StoreError(
+            "entry-malformed",
+            f"{what} has a column the ledger does not write (tampered file); run `ledger audit`",
+        )
 
 
 def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, int]:
@@ -289,6 +302,9 @@ def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, i
         }
         out.write(json.dumps(header, sort_keys=True) + "\n")
         for seq, prev, hash_, kind, body in ledger.raw_entries():
+            # Only what the ledger itself writes is exported: a column of another storage class
+            # (a tampered file) has no faithful JSON form, so the export refuses it.
+            _check_stored(f"entry {seq}", (prev, hash_, kind), body)
             row = {
                 "type": "entry",
                 "seq": seq,
@@ -302,6 +318,7 @@ def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, i
         for digest, sha256, media_type, size, body in conn.execute(
             "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest"
         ):
+            _check_stored(f"object {digest!r}", (digest, sha256, media_type), body, size)
             item: dict[str, Any] = {
                 "type": "object",
                 "digest": digest,
@@ -366,12 +383,18 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             where = f"{path}:{number}"
             # Every line `export` writes is one object: anything else (NUL bytes of /dev/zero
             # or a sparse file, a SQLite header) is refused at its first byte, unread.
-            first = handle.read(1)
-            if not first:
-                return
-            if first != b"{":
-                raise UsageError("export-malformed", f"{where}: not a JSON object")
-            line = first + handle.readline(MAX_EXPORT_LINE)
+            try:
+                first = handle.read(1)
+                if not first:
+                    return
+                if first != b"{":
+                    raise UsageError("export-malformed", f"{where}: not a JSON object")
+                line = first + handle.readline(MAX_EXPORT_LINE)
+            except OSError as exc:
+                # A "regular" file whose reads fail (/proc/self/mem, a failing disk).
+                raise UsageError(
+                    "export-unreadable", f"cannot read {where}: {exc.strerror}"
+                ) from None
             total += len(line)
             if total > MAX_EXPORT_BYTES:
                 raise UsageError(

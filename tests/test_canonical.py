@@ -387,11 +387,19 @@ def test_fast_is_canonical_agrees_on_edge_cases(data: bytes) -> None:
     assert is_canonical(data) == reference_is_canonical(data)
 
 
-def test_a_flat_body_with_many_brackets_is_canonical_not_too_deep() -> None:
-    """258 flat objects in one list (a bundle.observed of 256 observations has that many) were
-    taken for 258 levels of nesting and called non-canonical."""
-    from verifiers.canonical import MAX_DEPTH, canonical_bytes, is_canonical
+@pytest.mark.parametrize("brackets", [257, 258, 259, 300])
+def test_shallow_document_with_exactly_258_brackets_is_canonical(brackets: int) -> None:
+    # Hostile-input review: the depth pre-check took the bracket count (what nesting_depth
+    # returns below its limit) for the depth, so a shallow body with exactly 258 brackets was
+    # "never canonical". A bundle naming 250 logs made such a bundle.observed body, and the
+    # audit of that honest ledger said body-not-canonical forever.
+    import msgspec
 
-    for count in (MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2, MAX_DEPTH + 3, 1000):
-        data = canonical_bytes({"items": [{"n": i} for i in range(count)]})
-        assert is_canonical(data), count
+    from verifiers.canonical import decode_checking_canonical, is_canonical
+
+    value = {"a": [{} for _ in range(brackets - 2)]}
+    data = canonical_bytes(value)
+    assert data.count(b"{") + data.count(b"[") == brackets
+    assert is_canonical(data)
+    decoded, canon = decode_checking_canonical(data, msgspec.json.Decoder())
+    assert decoded == value and canon

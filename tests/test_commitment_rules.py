@@ -14,6 +14,7 @@ from commit_helpers import FAMILIES, cohort_doc, make_bundle, make_cohort, task_
 from helpers import CliResult, run_cli
 
 from ledger import commit
+from ledger.errors import CommitError
 from ledger.store import Ledger
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
@@ -510,3 +511,68 @@ def test_freeze_accepts_evidence_that_is_present_and_matches(
     cohort = _cohort_with_evidence(root, _attempt_files(root))
     frozen = cli(root, db, "freeze", str(cohort), "--json")
     assert frozen.code == 0 and frozen.json()["created"] is True, frozen.stdout + frozen.stderr
+
+
+def test_evidence_and_shared_documents_named_many_times_are_read_once(
+    workspace: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hostile-input review: every attempt naming the same evidence files made freeze read and
+    # parse them again (a 32 MiB cohort of ~100,000 attempts over a 1 MiB VerificationResult:
+    # about 100 GiB read for one freeze). Each file is now read once per load.
+    from ledger import cohorts
+
+    root, _db = workspace
+    attempt = _attempt_files(root)
+    directory = _cohort_with_evidence(root, attempt)
+    path = directory / "cohort.json"
+    doc = json.loads(path.read_text())
+    doc["tasks"][2]["evidence"]["attempts"] = [
+        {**attempt, "attempt_id": f"attempt-{k:03d}"} for k in range(200)
+    ]
+    doc["tasks"][3]["evidence"] = {"status": "verified", "attempts": [attempt]}
+    write_json(path, doc)
+    reads: list[str] = []
+    original = cohorts.read_file_under
+
+    def counting(folder: Path, locator: str, limit: int) -> Any:
+        reads.append(locator)
+        return original(folder, locator, limit)
+
+    monkeypatch.setattr(cohorts, "read_file_under", counting)
+    loaded = cohorts.load_cohort(directory, root=root)
+    assert len(loaded.tasks) == len(doc["tasks"])
+    assert reads.count("evidence/verification-result.json") == 1
+    assert reads.count("evidence/result-manifest.json") == 1
+    # The five tasks share one WorkUnit and one plan: each is read and decoded once too (a
+    # 32 MiB cohort of tasks over one 256 KiB WorkUnit read it ~50,000 times).
+    assert reads.count("test-evidence/work-unit.json") == 1
+    assert reads.count("test-evidence/plan.json") == 1
+    # Read once, still checked for every attempt: one attempt with a wrong id is refused.
+    doc["tasks"][3]["evidence"]["attempts"][0]["verification_result"]["id"] = "someone-else"
+    write_json(path, doc)
+    with pytest.raises(CommitError) as refused:
+        cohorts.load_cohort(directory, root=root)
+    assert refused.value.code == "evidence-mismatch"
+
+
+def test_hidden_plans_folder_keeps_only_the_plans_the_cohort_names(tmp_path: Path) -> None:
+    # Hostile-input review: every plan of the --hidden-plans folder (up to 10,000 files of
+    # 256 KiB) was decoded and kept for the whole load, several GiB at the bound. Only the
+    # plans a hidden task names are kept now; the others are still read and checked.
+    from ledger import cohorts
+
+    source = Path(__file__).resolve().parent.parent / "cohorts/phase-b2-successor-hidden-plans"
+    folder = tmp_path / "hidden"
+    folder.mkdir()
+    digests = []
+    for k, path in enumerate(sorted(source.glob("*.json"))):
+        (folder / f"{k}.json").write_bytes(path.read_bytes())
+        decoded = decode_evaluator_plan(path.read_bytes())
+        digests.append(canonical_digest(decoded.raw))
+    assert digests
+    kept = cohorts._load_hidden_plans(folder, {digests[0]})
+    assert set(kept) == {digests[0]}
+    assert cohorts._load_hidden_plans(folder, set()) == {}
+    (folder / "broken.json").write_bytes(b"{")
+    with pytest.raises(CommitError):
+        cohorts._load_hidden_plans(folder, set())

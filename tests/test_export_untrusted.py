@@ -78,6 +78,13 @@ def test_fifo_as_an_export_is_refused_without_blocking(tmp_path: Path) -> None:
     assert refused(result, "export-unreadable").endswith("is not a regular file")
 
 
+def test_regular_file_whose_reads_fail_is_refused_not_a_crash() -> None:
+    # Hostile-input review: /proc/self/mem is a regular file by fstat (size 0) whose first read
+    # fails with EIO; the reader let that OSError out as internal-error.
+    result = run_cli_subprocess(["audit", "--from-export", "/proc/self/mem", "--json"], timeout=30)
+    assert "Input/output error" in refused(result, "export-unreadable")
+
+
 def test_symlink_as_an_export_is_refused(intact: tuple[Path, Path], tmp_path: Path) -> None:
     link = tmp_path / "link.jsonl"
     link.symlink_to(intact[1])

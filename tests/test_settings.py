@@ -29,6 +29,14 @@ def run(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Completed
         ("LEDGER_BUSY_TIMEOUT_MS", "0", "bad-busy-timeout"),
         ("LEDGER_BUSY_TIMEOUT_MS", "600001", "bad-busy-timeout"),
         ("LEDGER_BUSY_TIMEOUT_MS", "1e3", "bad-busy-timeout"),
+        # Hostile-input review: more than 4,300 digits made int() raise (internal-error).
+        ("LEDGER_BUSY_TIMEOUT_MS", "0" * 5000 + "1" * 5000, "bad-busy-timeout"),
+        ("LEDGER_BUSY_TIMEOUT_MS", "9" * 5000, "bad-busy-timeout"),
+        ("LEDGER_BUSY_TIMEOUT_MS", "0" * 5000 + "700000", "bad-busy-timeout"),
+        ("LEDGER_BUSY_TIMEOUT_MS", "\u0661\u0660", "bad-busy-timeout"),
+        ("LEDGER_BUSY_TIMEOUT_MS", "", "bad-busy-timeout"),
+        ("LEDGER_TIME", "\u0662\u0660\u0662\u0666-01-31T12:00:00Z", "bad-time"),
+        ("LEDGER_TIME", "9" * 5000, "bad-time"),
     ],
 )
 def test_bad_setting_is_refused_and_nothing_is_created(
@@ -38,6 +46,13 @@ def test_bad_setting_is_refused_and_nothing_is_created(
     assert proc.returncode == 2
     assert json.loads(proc.stdout)["error"]["code"] == code
     assert not (tmp_path / "l.db").exists()
+
+
+def test_busy_timeout_of_many_leading_zeros_is_its_value(tmp_path: Path) -> None:
+    # 5,000 leading zeros: still 250 ms, not an int() crash (internal-error before).
+    proc = run(tmp_path, {"LEDGER_BUSY_TIMEOUT_MS": "0" * 5000 + "250"}, "init", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "l.db").exists()
 
 
 def test_fixed_time_is_the_entry_time(tmp_path: Path) -> None:

@@ -96,13 +96,15 @@ class _Scan:
     def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(pairs)
         if len(result) != len(pairs):
+            # A dict keeps first-seen order with O(1) membership: a list made an object of n
+            # duplicated keys quadratic (16,000 keys, 4 s; a 32 MiB cohort, hours).
             seen: set[str] = set()
-            dups: list[str] = []
+            dups: dict[str, None] = {}
             for key, _ in pairs:
-                if key in seen and key not in dups:
-                    dups.append(key)
+                if key in seen:
+                    dups[key] = None
                 seen.add(key)
-            self.duplicates[id(result)] = dups
+            self.duplicates[id(result)] = list(dups)
             self.flagged = True
         return result
 
