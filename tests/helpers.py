@@ -146,10 +146,36 @@ class CliResult:
         return self.stderr.split(":")[1].strip()
 
 
+_IMPORTED_FOR_NOBODY: list[bool] = []
+
+
+def _import_everything_the_cli_may_import() -> None:
+    """Import, as root, every module a CLI run might import lazily. The dropped child cannot
+    read the checkout or its .venv when they sit in a private folder (a clone under /root or
+    in ``mktemp -d``); with everything already in ``sys.modules`` it never needs to."""
+    import importlib
+    import pkgutil
+
+    if _IMPORTED_FOR_NOBODY:
+        return
+    _IMPORTED_FOR_NOBODY.append(True)
+    for name in ("ledger", "verifiers", "typer", "click", "rich", "msgspec"):
+        package = importlib.import_module(name)
+        for info in pkgutil.walk_packages(package.__path__, f"{name}."):
+            if info.name.endswith(("__main__", ".audit_rows")) or ".tests" in info.name:
+                continue
+            try:
+                importlib.import_module(info.name)
+            except Exception:  # optional extras of a dependency (rich.jupyter needs IPython)
+                pass
+
+
 def as_nobody(work: Callable[[], Any]) -> Any:
     """``work()`` in a forked child that, when we are root, first drops to uid/gid 65534; its
     JSON-able result comes back through a pipe. Root reads a chmod-000 file regardless, so as
     root this is the only honest way to see what a user who lacks read permission gets."""
+    if os.geteuid() == 0:
+        _import_everything_the_cli_may_import()
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never return into pytest
@@ -157,11 +183,14 @@ def as_nobody(work: Callable[[], Any]) -> Any:
         try:
             os.close(read_fd)
             if os.geteuid() == 0:
+                os.chdir("/")  # the checkout may sit in a folder nobody may enter (mktemp -d)
                 os.setgroups([])
                 os.setgid(65534)
                 os.setuid(65534)
             os.write(write_fd, json.dumps(work()).encode())
             status = 0
+        except BaseException:
+            os.write(write_fd, traceback.format_exc().encode())
         finally:
             os._exit(status)
     os.close(write_fd)

@@ -216,7 +216,13 @@ def test_public_task_without_plan_path_is_refused_by_the_loader(tmp_path: Path) 
     # The Structs refuse to exist without plan_path; a stand-in with the same fields does.
     evaluator = _fields(task.evaluator, plan_path=msgspec.UNSET)
     with pytest.raises(LedgerError) as caught:
-        cohorts._load_task(_fields(task, evaluator=evaluator), root=tmp_path, hidden={})
+        cohorts._load_task(
+            _fields(task, evaluator=evaluator),
+            root=tmp_path,
+            hidden={},
+            evidence={},
+            documents=cohorts._DocumentsSeen(),
+        )
     assert caught.value.code == "plan-missing"
     # and the file form of the same defect
     broken = copy.deepcopy(doc)
