@@ -577,10 +577,7 @@ def audit(
             _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
         if report.ok:
             extra = f", replayed {replayed} verifications" if replayed else ""
-            skips = "".join(
-                f", {x.count} {x.check}{'' if x.count == 1 else 's'} skipped ({x.reason})"
-                for x in report.skipped
-            )
+            skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
             _say(
                 f"intact{skips}: {report.entries} entries, {report.objects} objects{extra};"
                 f" checked {', '.join(report.checks)}"

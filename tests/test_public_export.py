@@ -203,10 +203,10 @@ def test_public_export_audit_reports_each_skip_and_a_distinct_verdict(built: Bui
     text = run_cli(["audit", "--from-export", str(built.public)], env=ENV)
     assert text.code == 0
     assert text.stdout.splitlines()[-1].startswith(
-        f"intact, 2 outcome-before-plans skipped ({SKIP_PLAN_WITHHELD}),"
-        f" 2 outcome-checks skipped ({SKIP_RESULT_WITHHELD}),"
-        f" 1 plan-binding skipped ({SKIP_PLAN_WITHHELD}),"
-        f" 2 replays skipped ({SKIP_PLAN_WITHHELD}): "
+        f"intact, outcome-before-plan skipped 2x ({SKIP_PLAN_WITHHELD}),"
+        f" outcome-check skipped 2x ({SKIP_RESULT_WITHHELD}),"
+        f" plan-binding skipped 1x ({SKIP_PLAN_WITHHELD}),"
+        f" replay skipped 2x ({SKIP_PLAN_WITHHELD}): "
     )
     full = run_cli(["audit", "--from-export", str(built.full)], env=ENV)
     assert full.code == 0 and full.stdout.splitlines()[-1].startswith("intact: ")
