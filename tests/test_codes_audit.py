@@ -251,6 +251,23 @@ def test_object_row_with_one_column_rewritten_is_object_digest_mismatch(
     assert_violation(ledgers.root, db, 1, "object-digest-mismatch", "--no-replay")
 
 
+def test_bundle_file_rewritten_with_its_sha256_and_size_columns_is_object_digest_mismatch(
+    ledgers: Ledgers, fresh: Any
+) -> None:
+    """A stored bundle file (which no rule reads without replay) replaced by other bytes whose
+    sha256 and size columns were recomputed: only its blake3 address still tells."""
+    db = fresh("frozen")
+    patch = _patch_of(rows(ledgers.frozen)[-2]["payload"]["observations"])
+    forged = b"diff --git a/x b/x\n"
+    with attacker(db) as conn:
+        conn.execute(
+            "UPDATE objects SET body = ?, sha256 = ?, size = ? WHERE digest = ?",
+            (forged, sha256_hex_digest(forged), len(forged), patch["object"]),
+        )
+    seq = rows(db)[-2]["seq"]
+    assert_violation(ledgers.root, db, seq, "object-digest-mismatch", "--no-replay")
+
+
 # -- entries appended with the library, as an attacker would --------------------------------------
 
 
@@ -503,6 +520,36 @@ def test_burn_that_misstates_the_frozen_cohort_is_burn_mismatch(
     payload, blobs = honest_burn(ledgers)
     payload[field] = value
     seq = append_with_objects(db, "cohort.burned", payload, blobs)
+    assert_violation(ledgers.root, db, seq, "burn-mismatch", "--no-replay")
+
+
+@pytest.mark.parametrize(
+    ("field", "notice_field", "value"),
+    [
+        ("definition_digest", "definition_digest", ZERO_DIGEST),
+        (
+            "observed_tasks",
+            "observed_task_ids",
+            ["test/cohort-a/not-a-task", "test/cohort-a/task-000"],  # sorted, as burns are
+        ),
+    ],
+)
+def test_burn_whose_notice_tells_the_same_lie_is_still_burn_mismatch(
+    ledgers: Ledgers, fresh: Any, field: str, notice_field: str, value: Any
+) -> None:
+    """Payload and notice agree with each other (so the notice comparison is satisfied) but not
+    with the frozen cohort: the burn's own comparison with the freeze must still see it."""
+    db = fresh("frozen")
+    payload, blobs = honest_burn(ledgers)
+    ((notice_bytes, media),) = blobs.values()
+    notice = json.loads(notice_bytes)
+    notice[notice_field] = value
+    data = canonical_bytes(notice)
+    with open_ledger(db) as ledger, ledger.writer() as w:
+        address = w.put_object(data, media)
+        payload[field] = value
+        payload["notice"] = {"object": address, "digest": sha256_hex_digest(data)}
+        seq = w.append("cohort.burned", payload, [address]).seq
     assert_violation(ledgers.root, db, seq, "burn-mismatch", "--no-replay")
 
 
