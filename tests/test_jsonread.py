@@ -136,16 +136,11 @@ def test_never_raises_on_non_bytes() -> None:
 def test_many_distinct_duplicated_keys_stay_linear() -> None:
     # Hostile-input review: an object of n keys each written twice made the duplicate listing
     # quadratic (a list membership test per key: 16,000 keys took 4 s, 100,000 about 150 s; a
-    # 32 MiB cohort would take hours). Linear now: well under a second here, 20 s is slack for
-    # a loaded machine, and still far below the old cost.
-    import time
-
+    # 32 MiB cohort would take hours). Linear now: well under a second. No clock here (speed
+    # belongs in benchmarks/); a quadratic regression turns this test into minutes.
     n = 100_000
     data = ("{" + ",".join(f'"k{i}":0,"k{i}":1' for i in range(n)) + "}").encode()
-    started = time.perf_counter()
     _, errors = read(data, max_bytes=len(data))
-    elapsed = time.perf_counter() - started
     assert len(errors) == n
     assert errors[0] == FieldError("/k0", "duplicate object key")
     assert errors[-1] == FieldError(f"/k{n - 1}", "duplicate object key")
-    assert elapsed < 20, f"{elapsed:.1f} s for {n} duplicated keys"
