@@ -415,31 +415,22 @@ def test_freeze_pairing_a_plan_with_another_adapter_is_adapter_pairing_invalid(
     assert_violation(ledgers.root, db, seq, "adapter-pairing-invalid", "--no-replay")
 
 
-def test_freeze_with_a_plan_that_does_not_decode_is_plan_binding_invalid(
-    ledgers: Ledgers, fresh: Any
+@pytest.mark.parametrize(
+    ("document", "other"),
+    [("plan", "work_unit"), ("work_unit", "plan")],
+    ids=["plan-names-the-workunit-bytes", "workunit-names-the-plan-bytes"],
+)
+def test_freeze_with_a_document_that_does_not_decode_is_plan_binding_invalid(
+    ledgers: Ledgers, fresh: Any, document: str, other: str
 ) -> None:
-    """Task 0's plan reference names the WorkUnit's bytes: no plan decodes from them."""
+    """Task 0's plan (or WorkUnit) reference names the other document's bytes: no plan (or
+    WorkUnit) decodes from them."""
     db = fresh("calibrated")
 
     def edit(payload: dict[str, Any], blobs: Any) -> None:
         task = payload["tasks"][0]
-        task["plan"]["object"] = task["work_unit"]["object"]
-        task["plan"]["digest"] = task["work_unit"]["digest"]
-
-    seq = forge_freeze(ledgers, db, edit)
-    assert_violation(ledgers.root, db, seq, "plan-binding-invalid", "--no-replay")
-
-
-def test_freeze_with_a_workunit_that_does_not_decode_is_plan_binding_invalid(
-    ledgers: Ledgers, fresh: Any
-) -> None:
-    """Task 0's WorkUnit reference names its plan's bytes: no WorkUnit decodes from them."""
-    db = fresh("calibrated")
-
-    def edit(payload: dict[str, Any], blobs: Any) -> None:
-        task = payload["tasks"][0]
-        task["work_unit"]["object"] = task["plan"]["object"]
-        task["work_unit"]["digest"] = task["plan"]["digest"]
+        task[document]["object"] = task[other]["object"]
+        task[document]["digest"] = task[other]["digest"]
 
     seq = forge_freeze(ledgers, db, edit)
     assert_violation(ledgers.root, db, seq, "plan-binding-invalid", "--no-replay")
