@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	@$(BIN)/python scripts/demo.py
+	@$(BIN)/python -m tools.demo
 
 test: lint typecheck unit
 
@@ -29,10 +29,10 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 schemas: $(STAMP)
-	$(BIN)/python -m ledger.schemas
+	$(BIN)/python -m tools.schemas
 
 fixtures: $(STAMP)
-	$(BIN)/python -m verifiers.calibration --write-fixtures fixtures/calibration
+	$(BIN)/python -m tools.calibration_fixtures --write-fixtures fixtures/calibration
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
@@ -40,9 +40,9 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BIN)/python benchmarks/run.py --quick
 
-# Switch off one rule check at a time; every mutant should be killed (scripts/mutants.py).
+# Switch off one rule check at a time; every mutant should be killed (tools/mutants.py).
 mutants: $(STAMP)
-	$(BIN)/python scripts/mutants.py $(MUTANTS_ARGS)
+	$(BIN)/python -m tools.mutants $(MUTANTS_ARGS)
 
 soak: $(STAMP)
 	LEDGER_SOAK=1 $(BIN)/pytest -q tests/campaigns

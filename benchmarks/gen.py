@@ -18,17 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ledger import examples
-from ledger.commit import (
-    CommittedTask,
-    calibrate,
-    committed_plan,
-    freeze,
-    read_state,
-    record_verification,
-    verify,
-)
-from ledger.store import Ledger, Writer
+from ledger.operations.calibrate import calibrate
+from ledger.operations.freeze import freeze
+from ledger.operations.verify import record_verification, verify
+from ledger.state import CommittedTask, committed_plan, read_state
+from ledger.store.sqlite import Ledger, Writer
+from tools import examples
 from verifiers.runner import read_bundle_for_plan, run
 
 FIXED_TIME = "2026-03-01T12:00:00Z"

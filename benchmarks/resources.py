@@ -13,9 +13,10 @@ under ``RLIMIT_AS`` (``--max-memory-mib``, default 4096) and a time guard, so a 
 bounded shows up as ``MemoryError`` / ``timeout`` in the table instead of taking the machine.
 
 Limits are read from the code (``verifiers.diff.DEFAULT_MAX_PATCH_BYTES``,
-``verifiers.contracts.LIMITS``, ``ledger.checkpoint.MAX_*``, ``ledger.transparency``'s export
-line limit, ...), so a run after a limit changes measures the new one. An export line is measured
-at ``min(limit, 64 MiB)`` (``--quick``: 8 MiB); the table says which size was used.
+``verifiers.contracts.LIMITS``, ``ledger.transparency.notes.MAX_*``,
+``ledger.transparency.export.MAX_EXPORT_LINE``, ...), so a run after a limit changes measures the
+new one. An export line is measured at ``min(limit, 64 MiB)`` (``--quick``: 8 MiB); the table
+says which size was used.
 """
 
 from __future__ import annotations
@@ -201,12 +202,9 @@ def _cohort(_tmp: Path, quick: bool) -> tuple[bytes, str]:
 
 
 def _export_limit() -> int:
-    from ledger import transparency
+    from ledger.transparency.export import MAX_EXPORT_LINE
 
-    for name in ("MAX_EXPORT_LINE", "MAX_EXPORT_LINE_BYTES", "MAX_LINE_BYTES"):
-        if hasattr(transparency, name):
-            return int(getattr(transparency, name))
-    return 512 * MIB
+    return MAX_EXPORT_LINE
 
 
 def _export_line(_tmp: Path, quick: bool) -> tuple[bytes, str]:
@@ -235,14 +233,19 @@ def _export_line(_tmp: Path, quick: bool) -> tuple[bytes, str]:
 
 
 def _keys() -> tuple[str, str]:
-    from ledger.checkpoint import signer_from_seed, verifier_key_for
+    from ledger.transparency.notes import signer_from_seed, verifier_key_for
 
     signer = signer_from_seed("bench.example/log", bytes(range(32)))
     return signer, verifier_key_for(signer)
 
 
 def _note(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
-    from ledger.checkpoint import MAX_NOTE_BYTES, MAX_SIGNATURES, SIGNATURE_PREFIX, sign_note
+    from ledger.transparency.notes import (
+        MAX_NOTE_BYTES,
+        MAX_SIGNATURES,
+        SIGNATURE_PREFIX,
+        sign_note,
+    )
 
     signer, _ = _keys()
     # Text filling the note up to the limit, one real signature plus MAX_SIGNATURES - 1 others.
@@ -258,7 +261,7 @@ def _note(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
 
 
 def _key(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
-    from ledger.checkpoint import MAX_KEY_CHARS
+    from ledger.transparency.notes import MAX_KEY_CHARS
 
     _, verifier = _keys()
     rest = verifier.split("+", 1)[1]
@@ -269,7 +272,7 @@ def _key(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
 
 
 def _checkpoint(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
-    from ledger.checkpoint import MAX_CHECKPOINT_BYTES
+    from ledger.transparency.notes import MAX_CHECKPOINT_BYTES
 
     head = "bench.example/log\n5\n" + base64.b64encode(bytes(range(32))).decode() + "\n"
     room = int(MAX_CHECKPOINT_BYTES) - len(head)
@@ -278,7 +281,7 @@ def _checkpoint(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
 
 
 def _tlog_proof(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
-    from ledger.checkpoint import (
+    from ledger.transparency.notes import (
         MAX_PROOF_HASHES,
         MAX_SIGNATURES,
         MAX_TLOG_PROOF_BYTES,
@@ -304,7 +307,7 @@ def _tlog_proof(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
 
 
 def _entry_body(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
-    from ledger.entries import MAX_ENTRY_BYTES
+    from ledger.format.entries import MAX_ENTRY_BYTES
     from verifiers.canonical import canonical_bytes
 
     filler = "x" * (int(MAX_ENTRY_BYTES) - 400)
@@ -322,11 +325,12 @@ def _entry_body(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
     return body, f"{_fmt_size(MAX_ENTRY_BYTES)} limit ({len(body):,} B)"
 
 
-CHECKPOINT_SETUP = "from ledger import checkpoint as cp"
+CHECKPOINT_SETUP = "from ledger.transparency import notes as cp"
 ENTRY_CALL = """
-from ledger import audit
-c = audit._Collector()
-e = audit._check_body(1, "blake3:" + "0" * 64, "h", "calibration.recorded", data, None, c, 0,
+from ledger.audit.engine import _check_body
+from ledger.audit.report import _Collector
+c = _Collector()
+e = _check_body(1, "blake3:" + "0" * 64, "h", "calibration.recorded", data, None, c, 0,
                       canonical=True)
 result = sorted({v.code for _, v in c.kept}) or "entry"
 """
@@ -373,7 +377,7 @@ def cases(quick: bool) -> list[Case]:
             "cohort",
             "`decode_cohort` + `definition_digest`",
             _cohort,
-            "from ledger.contracts import decode_cohort, definition_digest",
+            "from ledger.documents.cohort import decode_cohort, definition_digest",
             "d = decode_cohort(data)\n"
             "result = definition_digest(d.value)[:15] if d.value else d.errors[:1]",
         ),

@@ -35,17 +35,15 @@ import gen
 import msgspec
 import unidiff
 
-from ledger import examples, merkle, transparency
-from ledger.audit import audit
-from ledger.commit import calibrate, freeze
-from ledger.rules import CommitmentRules
-from ledger.store import Ledger
-from verifiers.canonical import (
-    blake3_address,
-    canonical_bytes,
-    is_canonical,
-    sha256_hex_digest,
-)
+from ledger.audit.engine import audit
+from ledger.audit.rules import CommitmentRules
+from ledger.operations.calibrate import calibrate
+from ledger.operations.freeze import freeze
+from ledger.store.sqlite import Ledger
+from ledger.transparency import merkle
+from ledger.transparency import proofs as transparency
+from tools import examples
+from verifiers.canonical import blake3_address, canonical_bytes, is_canonical, sha256_hex_digest
 from verifiers.contracts import decode_evaluator_plan, decode_work_unit
 from verifiers.diff import parse_diff
 from verifiers.runner import read_bundle_for_plan, run

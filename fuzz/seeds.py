@@ -44,7 +44,7 @@ def _read_json_seeds() -> None:
 def _cli(root: Path, *args: str) -> None:
     env = {**os.environ, "LEDGER_DB": str(root / "seed.db"), "LEDGER_TIME": "2026-11-01T12:00:00Z"}
     subprocess.run(
-        [sys.executable, "-m", "ledger.cli", *args],
+        [sys.executable, "-m", "ledger.cli.commands", *args],
         cwd=root,
         env=env,
         check=True,
@@ -56,8 +56,8 @@ def _ledger_seeds() -> None:
     # One entry of every kind: init, calibrate, freeze, verify (observed + recorded), burn.
     from commit_helpers import make_bundle, make_cohort
 
-    from ledger.store import Ledger
-    from ledger.transparency import export
+    from ledger.store.sqlite import Ledger
+    from ledger.transparency.export import export
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -92,7 +92,7 @@ def _ledger_seeds() -> None:
 def _checkpoint_seeds() -> None:
     from fuzz_targets import _keys
 
-    from ledger.checkpoint import (
+    from ledger.transparency.notes import (
         Checkpoint,
         format_checkpoint,
         format_tlog_proof,

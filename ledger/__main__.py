@@ -1,5 +1,5 @@
 """``python -m ledger``: the same as the ``ledger`` command."""
 
-from .entry import main
+from ledger.cli.main import main
 
 main()

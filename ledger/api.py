@@ -1,6 +1,7 @@
 """The library behind every command, in one place for harnesses that call it without a
 subprocess. Each function returns typed values and raises ``LedgerError`` subclasses (with the
-codes of LEDGER.md section 11); none prints. ``ledger.cli`` only parses arguments and renders.
+codes of LEDGER.md section 11); none prints. ``ledger.cli.commands`` only parses arguments and
+renders.
 
     from ledger import api
     with api.open_ledger("ledger.db") as ledger:
@@ -20,18 +21,20 @@ from pathlib import Path
 
 import msgspec
 
-from .audit import AuditReport, Skipped, Violation, audit
-from .checkpoint import Checkpoint
-from .commit import burn, calibrate, freeze, verify
-from .rules import CommitmentRules
-from .store import Ledger
-from .transparency import (
+from ledger.audit.engine import audit
+from ledger.audit.report import AuditReport, Skipped, Violation
+from ledger.audit.rules import CommitmentRules
+from ledger.operations.burn import burn
+from ledger.operations.calibrate import calibrate
+from ledger.operations.freeze import freeze
+from ledger.operations.verify import verify
+from ledger.store.sqlite import Ledger
+from ledger.transparency.export import export, hidden_task_objects, open_export
+from ledger.transparency.notes import Checkpoint
+from ledger.transparency.proofs import (
     check_origin,
     checkpoint,
     checkpoint_note,
-    export,
-    hidden_task_objects,
-    open_export,
     prove_consistency,
     prove_inclusion,
 )

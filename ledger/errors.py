@@ -2,7 +2,8 @@
 
 Every refusal carries a stable ``code`` (kebab-case, listed in LEDGER.md "Error codes"), a one-line
 human ``message`` that says what was wrong and how to mend it, and the process ``exit_code``.
-The library raises; only ``ledger.cli`` catches (once) and renders. The library never prints.
+The library raises; only ``ledger.cli.commands`` catches (once) and renders. The library never
+prints.
 """
 
 from __future__ import annotations

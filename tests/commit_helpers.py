@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger.contracts import definition_digest
+from ledger.documents.cohort import definition_digest
 from verifiers.calibration import BUNDLES, PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
 
@@ -145,10 +145,10 @@ class _ChangingWriter:
 
 
 def append_frozen_with(db: Path, loaded: Any, change: Callable[[dict[str, Any]], None]) -> int:
-    """Append the cohort.frozen entry of ``loaded`` (a ``commit.load_cohort`` result), its
+    """Append the cohort.frozen entry of ``loaded`` (a ``load_cohort`` result), its
     payload first edited in place by ``change``, bypassing every freeze-time refusal; its seq."""
-    from ledger import commit
-    from ledger.store import Ledger
+    from ledger.operations.freeze import _append_frozen
+    from ledger.store.sqlite import Ledger
 
     with Ledger.open(db) as ledger, ledger.writer() as w:
-        return int(commit._append_frozen(_ChangingWriter(w, change), loaded).seq)  # type: ignore[arg-type]
+        return int(_append_frozen(_ChangingWriter(w, change), loaded).seq)  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger.store import Ledger, Writer
+from ledger.store.sqlite import Ledger, Writer
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 FIXED_TIME = "2026-01-31T12:00:00Z"
@@ -219,7 +219,7 @@ def run_cli(
     An exception that escapes ``main`` is what a user would see as a traceback: it is rendered
     to stderr with exit code 1, exactly as the interpreter would, so tests can assert its absence.
     """
-    from ledger.cli import main
+    from ledger.cli.commands import main
 
     out, err = io.StringIO(), io.StringIO()
     saved_env = dict(os.environ)
@@ -261,9 +261,9 @@ def run_cli_subprocess(
     cwd: Path | None = None,
     timeout: float = 60,
 ) -> CliResult:
-    """Run ``python -m ledger.cli ARGS`` in a fresh interpreter."""
+    """Run ``python -m ledger.cli.commands ARGS`` in a fresh interpreter."""
     proc = subprocess.run(
-        [sys.executable, "-m", "ledger.cli", *args],
+        [sys.executable, "-m", "ledger.cli.commands", *args],
         capture_output=True,
         text=True,
         env=cli_env(env),

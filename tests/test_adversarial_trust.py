@@ -18,11 +18,12 @@ from helpers import CliResult, run_cli
 from test_commitment_rules import _observe_then_freeze_supporting_plan, custom_cohort, strict_plan
 from test_public_export import COHORT, HIDDEN_TASK, hidden_plan, write_bundle
 
-from ledger import commit, rules
-from ledger.audit import audit
-from ledger.commit import JSON
-from ledger.rules import SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
-from ledger.store import Ledger
+from ledger.audit import rules
+from ledger.audit.engine import audit
+from ledger.audit.rules import SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
+from ledger.operations.verify import JSON
+from ledger.state import calibration_report_bytes, read_state
+from ledger.store.sqlite import Ledger
 from verifiers.bundle import snapshot_from_parts
 from verifiers.calibration import GOOD_PATCH, PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import (
@@ -64,7 +65,7 @@ def _burn_with_notice(db: Path, notice: dict[str, Any] | bytes) -> int:
     """A burn of test/cohort-a that observes task-000 (the payload `burn` writes), whose notice
     object is ``notice`` instead of the one `burn` would write."""
     with Ledger.open(db) as ledger:
-        committed = commit.read_state(ledger).cohorts["test/cohort-a"]
+        committed = read_state(ledger).cohorts["test/cohort-a"]
         task = committed.tasks["test/cohort-a/task-000"]
         data = notice if isinstance(notice, bytes) else canonical_bytes(notice)
         with ledger.writer() as w:
@@ -91,7 +92,7 @@ def sha256_of(data: bytes) -> str:
 
 def honest_notice(db: Path) -> dict[str, Any]:
     with Ledger.open(db) as ledger:
-        committed = commit.read_state(ledger).cohorts["test/cohort-a"]
+        committed = read_state(ledger).cohorts["test/cohort-a"]
     return {
         "schema_version": "0.1",
         "cohort_id": committed.cohort,
@@ -306,7 +307,7 @@ def test_owner_editing_the_export_to_withhold_a_public_document_is_caught(
 def _red_build(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], dict[str, Any]]:
     """A build whose own calibration matrix fails one row (a broken adapter): the report it
     records honestly, and that row."""
-    honest = json.loads(commit.calibration_report_bytes()[0])
+    honest = json.loads(calibration_report_bytes()[0])
     red = copy.deepcopy(honest)
     row = next(r for r in red["rows"] if r["family"] == "wrong-marker")
     row["observed"], row["ok"] = "support", False

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from commit_helpers import make_bundle, make_cohort
 
-from ledger import api, merkle
+from ledger import api
 from ledger.errors import LedgerError
+from ledger.transparency import merkle
 
 
 def test_the_whole_job_in_process(tmp_path: Path) -> None:

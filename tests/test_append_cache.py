@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 from helpers import append_one, attacker, fixed_clock, make_ledger
 
-from ledger import merkle
-from ledger.audit import audit
-from ledger.entries import GENESIS_PREV
+from ledger.audit.engine import audit
 from ledger.errors import UsageError
-from ledger.store import Ledger
-from ledger.transparency import LedgerNodes
+from ledger.format.entries import GENESIS_PREV
+from ledger.store.sqlite import Ledger
+from ledger.transparency import merkle
+from ledger.transparency.proofs import LedgerNodes
 
 
 def _mth(leaves: list[bytes]) -> bytes:
-    """RFC 9162 Merkle tree hash, written out independently of ledger.merkle."""
+    """RFC 9162 Merkle tree hash, written out independently of ledger.transparency.merkle."""
     if len(leaves) == 1:
         return hashlib.sha256(b"\x00" + leaves[0]).digest()
     k = 1

@@ -1,4 +1,4 @@
-"""The audit's second process (the row checks of big ledgers, ``ledger.audit_rows``).
+"""The audit's second process (the row checks of big ledgers, ``ledger.audit.worker``).
 
 Its answer is only an optimisation: whenever it cannot be trusted to describe the very rows the
 auditor read, the auditor checks them itself, and the report is the one a single process gives.
@@ -18,9 +18,11 @@ import msgspec
 import pytest
 from helpers import append_entries, attacker, checkpointed_copy, make_ledger, run_cli
 
-from ledger import audit as audit_module
-from ledger.audit import RowDigest, RowResult, audit
-from ledger.store import Ledger
+from ledger.audit import engine, worker
+from ledger.audit.engine import audit
+from ledger.audit.report import MAX_REPORTED
+from ledger.audit.rows import RowDigest, RowResult
+from ledger.store.sqlite import Ledger
 
 
 def _report(path: Path, *, parallel: bool) -> bytes:
@@ -56,16 +58,16 @@ def test_an_append_between_the_two_snapshots_is_noticed(
     path = tmp_path / "ledger.db"
     make_ledger(path, 30)
     expected = _report(path, parallel=False)
-    real_start = audit_module._RowWorker.start
+    real_start = worker._RowWorker.start
 
     def start_after_an_append(
         conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int
-    ) -> audit_module._RowWorker | None:
+    ) -> worker._RowWorker | None:
         with Ledger.open(path) as writer:  # the auditor's snapshot has begun
             append_entries(writer, 1, tag="late")
         return real_start(conn, wanted_sizes, upto)
 
-    monkeypatch.setattr(audit_module._RowWorker, "start", staticmethod(start_after_an_append))
+    monkeypatch.setattr(worker._RowWorker, "start", staticmethod(start_after_an_append))
     assert _report(path, parallel=True) == expected
     assert _report(path, parallel=False) != expected  # the late entry is there for the next audit
 
@@ -107,7 +109,7 @@ def test_the_thousand_kept_violations_are_the_first_ones_whichever_process_found
     report = msgspec.json.decode(alone)
     # genesis: its nodes; each other entry: its kind, its nodes, its now unreferenced object
     assert report["violation_count"] == 1 + 3 * 700
-    assert len(report["violations"]) == audit_module.MAX_REPORTED
+    assert len(report["violations"]) == MAX_REPORTED
     # 1 + 2 x 499 for seqs 0..499, then the first check of seq 500 (its kind)
     assert {v["seq"] for v in report["violations"]} == set(range(501))
     assert _report(path, parallel=True) == alone
@@ -134,14 +136,14 @@ def test_index_damage_is_found_on_the_auditors_own_connection(
     _damage_the_kind_index(path)
     alone = _report(path, parallel=False)
     assert b"database-corrupt" in alone
-    real = audit_module._integrity_problems
+    real = engine._integrity_problems
     ran_on: list[sqlite3.Connection] = []
 
     def recorded(conn: sqlite3.Connection) -> list[str]:
         ran_on.append(conn)
         return real(conn)
 
-    monkeypatch.setattr(audit_module, "_integrity_problems", recorded)
+    monkeypatch.setattr(engine, "_integrity_problems", recorded)
     with Ledger.open(path) as ledger:
         report = msgspec.json.encode(audit(ledger, parallel=True))
         own = ledger._conn
@@ -154,19 +156,19 @@ def _swap_at_start(monkeypatch: pytest.MonkeyPatch, path: Path, original: Path) 
     (its connection holds the file open), the file at the path is replaced by ``original``,
     and the worker, which opens the path, reads that. This is what an owner who puts the
     honest rows back the moment the worker starts achieves, without the timing."""
-    real_start = audit_module._RowWorker.start
+    real_start = worker._RowWorker.start
     started: list[int] = []
 
     def start_on_the_original(
         conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int
-    ) -> audit_module._RowWorker | None:
+    ) -> worker._RowWorker | None:
         os.replace(original, path)
         worker = real_start(conn, wanted_sizes, upto)
         assert worker is not None
         started.append(upto)
         return worker
 
-    monkeypatch.setattr(audit_module._RowWorker, "start", staticmethod(start_on_the_original))
+    monkeypatch.setattr(worker._RowWorker, "start", staticmethod(start_on_the_original))
     return started
 
 
@@ -225,7 +227,7 @@ def test_an_honest_file_gives_the_worker_the_same_digest(
     def no_second_pass(conn: sqlite3.Connection, rows: object) -> RowResult:
         raise AssertionError("the auditor checked the rows again")
 
-    monkeypatch.setattr(audit_module, "_check_all_rows", no_second_pass)
+    monkeypatch.setattr(engine, "_check_all_rows", no_second_pass)
     with Ledger.open(path) as ledger:
         report = audit(ledger, parallel=True)
     assert report.ok, report.violations

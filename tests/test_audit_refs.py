@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger.audit import audit
-from ledger.entries import encode_body, entry_hash
-from ledger.store import Ledger
+from ledger.audit.engine import audit
+from ledger.format.entries import encode_body, entry_hash
+from ledger.store.sqlite import Ledger
 
 A = "blake3:" + "a" * 64
 B = "blake3:" + "b" * 64

@@ -19,7 +19,7 @@ import pytest
 from commit_helpers import FAMILIES, cohort_doc, make_bundle, task_doc, write_json
 from helpers import FIXED_TIME, run_cli
 
-from ledger.store import Ledger
+from ledger.store.sqlite import Ledger
 from verifiers.bundle import (
     DEFAULT_MAX_MANIFEST_BYTES,
     ReadPolicy,

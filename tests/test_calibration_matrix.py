@@ -149,7 +149,7 @@ def test_committed_fixture_folder_matches_what_the_code_writes() -> None:
         if path.is_file()
     }
     assert sorted(on_disk) == sorted(expected), (
-        "run: python -m verifiers.calibration --write-fixtures fixtures/calibration"
+        "run: python -m tools.calibration_fixtures --write-fixtures fixtures/calibration"
     )
     for name, data in expected.items():
         assert on_disk[name] == data, name
@@ -172,7 +172,7 @@ def test_fixture_folders_read_back_give_the_same_results() -> None:
 
 
 def test_write_fixtures_cli_writes_the_same_tree(tmp_path: Path) -> None:
-    from verifiers.calibration import main
+    from tools.calibration_fixtures import main
 
     assert main(["--write-fixtures", str(tmp_path)]) == 0
     written = {

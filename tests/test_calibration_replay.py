@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from helpers import run_cli
 
-from ledger.audit import audit
-from ledger.commit import calibration_report_bytes
-from ledger.rules import CommitmentRules
-from ledger.store import Ledger
+from ledger.audit.engine import audit
+from ledger.audit.rules import CommitmentRules
+from ledger.state import calibration_report_bytes
+from ledger.store.sqlite import Ledger
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 HONEST: dict[str, Any] = calibration_report_bytes()[1]

@@ -12,7 +12,7 @@ from verifiers.calibration import FORBIDDEN_PATCH, GOOD_PATCH
 
 def check_patch(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "check-patch", str(path), *extra],
+        [sys.executable, "-m", "ledger.cli.commands", "check-patch", str(path), *extra],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,4 +1,4 @@
-"""Checkpoints, signed notes, note keys and tlog proofs (ledger.checkpoint)."""
+"""Checkpoints, signed notes, note keys and tlog proofs (ledger.transparency.notes)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from ledger.checkpoint import (
+from ledger.errors import LedgerError
+from ledger.transparency.merkle import MemoryNodes, inclusion_proof, leaf_hash
+from ledger.transparency.notes import (
     Checkpoint,
     CheckpointError,
     checkpoint_of_note,
@@ -30,8 +32,6 @@ from ledger.checkpoint import (
     verifier_key_for,
     verify_tlog_proof,
 )
-from ledger.errors import LedgerError
-from ledger.merkle import MemoryNodes, inclusion_proof, leaf_hash
 
 VECTORS = Path(__file__).parent / "vectors"
 GO: dict[str, Any] = json.loads((VECTORS / "go_sumdb_note.json").read_text(encoding="utf-8"))

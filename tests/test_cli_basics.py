@@ -31,7 +31,7 @@ from helpers import (
     run_cli_subprocess,
 )
 
-from ledger.store import Ledger
+from ledger.store.sqlite import Ledger
 
 ERROR_LINE = re.compile(r"^ledger: ([a-z0-9]+(?:-[a-z0-9]+)*): \S.*\n\Z")
 COMMANDS: dict[str, list[str]] = {

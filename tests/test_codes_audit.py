@@ -21,7 +21,7 @@ import pytest
 from commit_helpers import make_bundle, make_cohort
 from helpers import append_one, attacker, checkpointed_copy, run_cli
 
-from ledger.store import Ledger
+from ledger.store.sqlite import Ledger
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 TIME = "2026-11-01T12:00:00Z"

@@ -21,10 +21,12 @@ import pytest
 from commit_helpers import FAMILIES, cohort_doc, make_bundle, task_doc, write_json
 from helpers import CliResult, attacker, checkpointed_copy, file_state, run_cli
 
-from ledger import cohorts, commit, store
-from ledger.contracts import decode_cohort
+from ledger.documents import cohort_folder as cohorts
+from ledger.documents.cohort import decode_cohort
 from ledger.errors import LedgerError
-from ledger.store import Ledger
+from ledger.operations import verify as verify_module
+from ledger.store import sqlite as store
+from ledger.store.sqlite import Ledger
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
 from verifiers.diff import MAX_HUNKS, parse_diff
@@ -382,7 +384,7 @@ def test_manifest_changed_between_its_two_reads_is_refused(
     that changes it in between (here: right after the first read) gets a refusal, not a verdict
     on bytes other than those that chose the plan."""
     bundle = make_bundle(tmp_path, "good")
-    first_read = commit._read_manifest_only
+    first_read = verify_module._read_manifest_only
 
     def read_then_change(bundle_dir: Path) -> bytes | None:
         probe = first_read(bundle_dir)
@@ -390,7 +392,7 @@ def test_manifest_changed_between_its_two_reads_is_refused(
         manifest.write_bytes(manifest.read_bytes() + b"\n")
         return probe
 
-    monkeypatch.setattr(commit, "_read_manifest_only", read_then_change)
+    monkeypatch.setattr(verify_module, "_read_manifest_only", read_then_change)
     refused(
         tmp_path, frozen, "bundle-changed", "verify", str(bundle), "--task", f"{COHORT}/task-000"
     )

@@ -20,8 +20,7 @@ import pytest
 from commit_helpers import append_frozen_with, make_cohort
 from test_commitment import audit_json, codes, run_cli
 
-from ledger import commit
-from ledger.cohorts import LoadedDocument
+from ledger.documents.cohort_folder import LoadedDocument, load_cohort
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 DOC = "cohort document"
@@ -65,7 +64,7 @@ def _mismatches(report: dict[str, Any], seq: int) -> set[tuple[str, str]]:
 
 def _freeze_lie(root: Path, db: Path, change: Callable[[dict[str, Any]], None]) -> int:
     make_cohort(root, "test/cohort-l")
-    loaded = commit.load_cohort(root / "test-cohort-l", root=root)
+    loaded = load_cohort(root / "test-cohort-l", root=root)
     return append_frozen_with(db, loaded, change)
 
 
@@ -152,7 +151,7 @@ def test_cohort_frozen_relabelling_a_public_plan_as_hidden_is_caught_without_its
     root, db = workspace
     assert run_cli(root, db, "freeze", str(make_cohort(root))).returncode == 0
     make_cohort(root, "test/cohort-h")
-    loaded = commit.load_cohort(root / "test-cohort-h", root=root)
+    loaded = load_cohort(root / "test-cohort-h", root=root)
     seq = append_frozen_with(db, loaded, _set("tasks.0.plan.visibility", "hidden"))
     code, report = audit_json(root, db, "--no-replay")
     assert code == 1
@@ -172,7 +171,7 @@ def test_cohort_document_whose_own_definition_digest_is_wrong_is_cohort_document
     audit finds the document contradicting itself, whatever the entry says."""
     root, db = workspace
     make_cohort(root, "test/cohort-d")
-    loaded = commit.load_cohort(root / "test-cohort-d", root=root)
+    loaded = load_cohort(root / "test-cohort-d", root=root)
     doc = json.loads(loaded.document.canonical)
     doc["definition_digest"] = OTHER_DIGEST
     data = canonical_bytes(doc)

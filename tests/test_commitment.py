@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 from commit_helpers import make_bundle, make_cohort, write_json
 
-from ledger import commit
-from ledger.audit import audit
-from ledger.rules import CommitmentRules
-from ledger.store import Ledger
+from ledger.audit.engine import audit
+from ledger.audit.rules import CommitmentRules
+from ledger.documents.cohort_folder import load_cohort
+from ledger.operations.freeze import _append_frozen
+from ledger.operations.verify import verify
+from ledger.store.sqlite import Ledger
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 def run_cli(cwd: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LEDGER_DB": str(db), "LEDGER_TIME": "2026-11-01T12:00:00Z"}
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli", *args],
+        [sys.executable, "-m", "ledger.cli.commands", *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -63,10 +65,10 @@ def codes(report: dict[str, Any]) -> set[str]:
 
 
 def test_verify_has_no_way_to_take_a_plan_file() -> None:
-    params = set(inspect.signature(commit.verify).parameters)
+    params = set(inspect.signature(verify).parameters)
     assert params == {"ledger", "bundle_dir", "cohort", "task"}
     proc = subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "verify", "--help"],
+        [sys.executable, "-m", "ledger.cli.commands", "verify", "--help"],
         capture_output=True,
         text=True,
         check=True,
@@ -417,9 +419,9 @@ def test_audit_detects_exposed_workunit_frozen_as_held_out(workspace: tuple[Path
     root, db = workspace
     _frozen_ledger(root, db)
     make_cohort(root, "test/cohort-e", split="held_out")
-    loaded = commit.load_cohort(root / "test-cohort-e", root=root)
+    loaded = load_cohort(root / "test-cohort-e", root=root)
     with Ledger.open(db) as ledger, ledger.writer() as w:
-        entry = commit._append_frozen(w, loaded)  # bypass the freeze-time refusal
+        entry = _append_frozen(w, loaded)  # bypass the freeze-time refusal
     code, report = audit_json(root, db, "--no-replay")
     assert code == 1 and report["first_bad_seq"] == entry.seq
     assert "workunit-exposed" in codes(report)
@@ -428,9 +430,9 @@ def test_audit_detects_exposed_workunit_frozen_as_held_out(workspace: tuple[Path
 def test_audit_detects_second_freeze_of_same_cohort(workspace: tuple[Path, Path]) -> None:
     root, db = workspace
     run_cli(root, db, "freeze", str(make_cohort(root)))
-    loaded = commit.load_cohort(root / "test-cohort-a", root=root)
+    loaded = load_cohort(root / "test-cohort-a", root=root)
     with Ledger.open(db) as ledger, ledger.writer() as w:
-        entry = commit._append_frozen(w, loaded)
+        entry = _append_frozen(w, loaded)
     code, report = audit_json(root, db)
     assert code == 1 and report["first_bad_seq"] == entry.seq
     assert "cohort-refrozen" in codes(report)
@@ -460,7 +462,7 @@ def test_verify_killed_between_bundle_and_result_leaves_neither(
     script = textwrap.dedent(
         f"""
         import sys, time
-        from ledger import store
+        from ledger.store import sqlite as store
         original = store.Writer.append
         def slow_append(self, kind, payload, refs=()):
             entry = original(self, kind, payload, refs)
@@ -469,7 +471,7 @@ def test_verify_killed_between_bundle_and_result_leaves_neither(
                 time.sleep(60)
             return entry
         store.Writer.append = slow_append
-        from ledger.cli import main
+        from ledger.cli.commands import main
         main(["--db", {str(db)!r}, "verify", {str(bundle)!r}, "--task", "test/cohort-a/task-000"])
         """
     )

@@ -13,9 +13,13 @@ import pytest
 from commit_helpers import FAMILIES, cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import CliResult, run_cli
 
-from ledger import commit
+from ledger.documents.cohort_folder import load_cohort
 from ledger.errors import CommitError
-from ledger.store import Ledger
+from ledger.operations.burn import append_burn
+from ledger.operations.freeze import _append_frozen
+from ledger.operations.verify import record_verification
+from ledger.state import CommittedCohort, committed_plan, imported_burn, outcome_digests, read_state
+from ledger.store.sqlite import Ledger
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
 from verifiers.contracts import decode_evaluator_plan
@@ -180,14 +184,14 @@ def test_audit_reports_a_verdict_by_a_plan_frozen_after_its_outcome(
     root, db = workspace
     bundle = _observe_then_freeze_supporting_plan(root, db)
     with Ledger.open(db) as ledger:
-        state = commit.read_state(ledger)
+        state = read_state(ledger)
         chosen = state.cohorts["test/b"].tasks["test/b/task-000"]
-        plan, work_unit = commit.committed_plan(ledger, chosen)
+        plan, work_unit = committed_plan(ledger, chosen)
         snapshot = read_bundle_for_plan(bundle, plan)
         with ledger.writer() as w:
             outcome = run(plan, work_unit, snapshot, started_at=w.time, finished_at=w.time)
             assert outcome.outcome == "support"
-            bundle_entry, _ = commit.record_verification(w, chosen, snapshot, outcome)
+            bundle_entry, _ = record_verification(w, chosen, snapshot, outcome)
     code, violations = audit_violations(root, db)
     assert code == 1
     assert violations == [(bundle_entry.seq, "outcome-before-plan")]
@@ -213,19 +217,19 @@ def test_outcome_digests_follow_the_plans_candidate_artifact() -> None:
     ]
     patch_plan = decode_evaluator_plan(json.dumps(PLANS["v0.2-whole-line"]).encode())
     assert patch_plan.value is not None
-    assert commit.outcome_digests(patch_plan.value, manifest, observations) == ("M", "P")
+    assert outcome_digests(patch_plan.value, manifest, observations) == ("M", "P")
     json_doc = copy.deepcopy(PLANS["v0.1-json"])
     json_doc["candidate_artifact_id"] = "other"
     json_plan = decode_evaluator_plan(json.dumps(json_doc).encode())
     assert json_plan.value is not None
-    assert commit.outcome_digests(json_plan.value, manifest, observations) == ("M", "O")
+    assert outcome_digests(json_plan.value, manifest, observations) == ("M", "O")
     # An artifact that was not read, or a manifest that names it twice, adds nothing.
     unread = [*observations[:1], {**observations[1], "status": "missing", "sha256": None}]
-    assert commit.outcome_digests(patch_plan.value, manifest, unread) == ("M",)
+    assert outcome_digests(patch_plan.value, manifest, unread) == ("M",)
     twice = json.dumps(
         {"produced_artifacts": [{"id": "candidate-patch", "locator": "a"}] * 2}
     ).encode()
-    assert commit.outcome_digests(patch_plan.value, twice, observations) == ("M",)
+    assert outcome_digests(patch_plan.value, twice, observations) == ("M",)
 
 
 # -- rule 5: exposure follows the task --------------------------------------------------------
@@ -276,9 +280,9 @@ def test_audit_reports_an_edited_workunit_frozen_as_held_out(workspace: tuple[Pa
     outcome_seq = _expose_calibration_work_unit(root, db)
     edited = _edited_work_unit()
     custom_cohort(root, "test/held", work_unit=edited, plan=rebound_plan(edited), split="held_out")
-    loaded = commit.load_cohort(root / "test-held", root=root)
+    loaded = load_cohort(root / "test-held", root=root)
     with Ledger.open(db) as ledger, ledger.writer() as w:
-        entry = commit._append_frozen(w, loaded)  # the freeze-time refusal bypassed
+        entry = _append_frozen(w, loaded)  # the freeze-time refusal bypassed
     code, violations = audit_violations(root, db)
     assert code == 1
     assert violations == [(entry.seq, "workunit-exposed")] * 5
@@ -366,10 +370,10 @@ def test_audit_reports_an_import_that_names_fewer_tasks_than_the_document(
     """A burn for a document with no observed task that names one task only: every WorkUnit
     of this cohort is the same, so only the import rule of burn-mismatch can see it."""
     root, db = workspace
-    loaded = commit.load_cohort(_first_five_earlier_revision(root), root=root)
+    loaded = load_cohort(_first_five_earlier_revision(root), root=root)
     with Ledger.open(db) as ledger, ledger.writer() as w:
-        frozen = commit._append_frozen(w, loaded)
-        committed = commit.CommittedCohort(
+        frozen = _append_frozen(w, loaded)
+        committed = CommittedCohort(
             cohort=loaded.cohort.id,
             frozen_entry=frozen.seq,
             definition_digest=loaded.definition_digest,
@@ -377,10 +381,10 @@ def test_audit_reports_an_import_that_names_fewer_tasks_than_the_document(
         )
         work_units = {t.task.id: t.work_unit_doc.digest for t in loaded.tasks}
         # The import's own reason and references: only the observed tasks differ.
-        reason, _, extra = commit.imported_burn(
+        reason, _, extra = imported_burn(
             loaded.cohort.extensions, [t.task.id for t in loaded.tasks]
         )
-        burn = commit._append_burn(
+        burn = append_burn(
             w, committed, reason, [loaded.tasks[0].task.id], work_units, extra
         )
     assert audit_violations(root, db) == (1, [(burn.seq, "burn-mismatch")])
@@ -393,9 +397,9 @@ def test_audit_reports_a_burn_whose_work_units_are_not_its_tasks(
     root, db = workspace
     assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
     with Ledger.open(db) as ledger:
-        committed = commit.read_state(ledger).cohorts["test/cohort-a"]
+        committed = read_state(ledger).cohorts["test/cohort-a"]
         with ledger.writer() as w:
-            burn = commit._append_burn(
+            burn = append_burn(
                 w,
                 committed,
                 "observed",
@@ -519,7 +523,7 @@ def test_evidence_and_shared_documents_named_many_times_are_read_once(
     # Hostile-input review: every attempt naming the same evidence files made freeze read and
     # parse them again (a 32 MiB cohort of ~100,000 attempts over a 1 MiB VerificationResult:
     # about 100 GiB read for one freeze). Each file is now read once per load.
-    from ledger import cohorts
+    from ledger.documents import cohort_folder as cohorts
 
     root, _db = workspace
     attempt = _attempt_files(root)
@@ -559,7 +563,7 @@ def test_hidden_plans_folder_keeps_only_the_plans_the_cohort_names(tmp_path: Pat
     # Hostile-input review: every plan of the --hidden-plans folder (up to 10,000 files of
     # 256 KiB) was decoded and kept for the whole load, several GiB at the bound. Only the
     # plans a hidden task names are kept now; the others are still read and checked.
-    from ledger import cohorts
+    from ledger.documents import cohort_folder as cohorts
 
     source = Path(__file__).resolve().parent.parent / "cohorts/phase-b2-successor-hidden-plans"
     folder = tmp_path / "hidden"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from helpers import AUDIT, ORIGIN, make_ledger, python_child, run_cli
 
-from ledger.audit import audit
-from ledger.store import Ledger
+from ledger.audit.engine import audit
+from ledger.store.sqlite import Ledger
 
 WRITERS = 4
 PER_WRITER = 200

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from ledger.contracts import BenchmarkCohort, BurnNotice, decode_burn_notice, decode_cohort
+from ledger.documents.cohort import BenchmarkCohort, BurnNotice, decode_burn_notice, decode_cohort
 from verifiers.canonical import canonical_bytes
 from verifiers.contracts import (
     LIMITS,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ledger.contracts import (
+from ledger.documents.cohort import (
     cohort_definition_projection,
     decode_burn_notice,
     decode_cohort,

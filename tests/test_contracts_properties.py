@@ -12,7 +12,7 @@ import msgspec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ledger.contracts import decode_burn_notice, decode_cohort
+from ledger.documents.cohort import decode_burn_notice, decode_cohort
 from verifiers.canonical import canonical_bytes
 from verifiers.contracts import (
     Decoded,

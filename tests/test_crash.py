@@ -16,8 +16,8 @@ from pathlib import Path
 
 from helpers import AUDIT, make_ledger, python_child, run_cli
 
-from ledger.audit import audit
-from ledger.store import Ledger
+from ledger.audit.engine import audit
+from ledger.store.sqlite import Ledger
 
 ROUNDS = 20
 SEED = 20260131

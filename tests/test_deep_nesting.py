@@ -17,8 +17,8 @@ import pytest
 from commit_helpers import make_bundle
 from helpers import AUDIT, CliResult, attacker, make_ledger, run_cli
 
-from ledger.entries import MAX_BODY_DEPTH
-from ledger.store import Ledger
+from ledger.format.entries import MAX_BODY_DEPTH
+from ledger.store.sqlite import Ledger
 from verifiers.canonical import sha256_hex_digest
 
 DEPTHS = [1_000, 100_000]

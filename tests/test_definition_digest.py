@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ledger.contracts import definition_digest
+from ledger.documents.cohort import definition_digest
 
 HERE = Path(__file__).parent
 FIXTURE = HERE / "data" / "reference" / "phase-b2-first-five.definition.json"

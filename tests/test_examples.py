@@ -10,8 +10,8 @@ from typing import Any
 
 from helpers import REPO_DIR, CliResult, run_cli, run_cli_subprocess
 
-from ledger.contracts import decode_cohort, definition_digest
-from ledger.examples import (
+from ledger.documents.cohort import decode_cohort, definition_digest
+from tools.examples import (
     ALL_BUNDLES,
     DEMO_COHORT_ID,
     EXPECTED_FILE,

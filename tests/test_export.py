@@ -19,7 +19,7 @@ import pytest
 from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import FIXED_TIME, CliResult, run_cli
 
-from ledger.rules import SKIP_BUNDLE_WITHHELD, SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
+from ledger.audit.rules import SKIP_BUNDLE_WITHHELD, SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from verifiers.calibration import PLANS
 from verifiers.canonical import canonical_bytes, canonical_digest
 

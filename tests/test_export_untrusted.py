@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from helpers import CliResult, make_ledger, run_cli, run_cli_subprocess
 
-from ledger import transparency
-from ledger.transparency import MAX_EXPORT_BYTES
+from ledger.transparency import export as export_module
+from ledger.transparency.export import MAX_EXPORT_BYTES
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +119,9 @@ def test_sqlite_file_passed_as_an_export_is_refused(intact: tuple[Path, Path]) -
 def test_line_over_the_line_limit_is_refused_without_reading_it_whole(
     intact: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transparency, "MAX_EXPORT_LINE", 4096)
+    monkeypatch.setattr(export_module, "MAX_EXPORT_LINE", 4096)
     read: list[int] = []
-    real_open = transparency._open_export_file
+    real_open = export_module._open_export_file
 
     def counting_open(path: Path) -> object:
         handle = real_open(path)
@@ -135,7 +135,7 @@ def test_line_over_the_line_limit_is_refused_without_reading_it_whole(
         handle.readline = bounded  # type: ignore[method-assign]
         return handle
 
-    monkeypatch.setattr(transparency, "_open_export_file", counting_open)
+    monkeypatch.setattr(export_module, "_open_export_file", counting_open)
     long_line = b'{"type": "entry", "pad": "' + b"x" * 1_000_000 + b'"}\n'
     message = refused(audit(with_line(tmp_path, intact[1], 3, long_line)), "export-malformed")
     assert message.endswith(":3: line longer than 4096 bytes")

@@ -1,4 +1,5 @@
-"""Unit tests of ledger.merkle: hashing, the stored-node model, batched reads, refusals."""
+"""Unit tests of ledger.transparency.merkle: hashing, the stored-node model, batched reads,
+refusals."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from ledger.errors import LedgerError
-from ledger.merkle import (
+from ledger.transparency.merkle import (
     EMPTY_ROOT,
     CompactRange,
     MemoryNodes,

@@ -10,7 +10,7 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.merkle import (
+from ledger.transparency.merkle import (
     MemoryNodes,
     consistency_proof,
     inclusion_proof,
@@ -24,7 +24,8 @@ BODIES = [f"entry-{i}".encode() for i in range(MAX_N)]
 TREE = MemoryNodes(BODIES)
 
 # ---------------------------------------------------------------------------------------------
-# Reference definitions, written from RFC 9162 section 2.1 without looking at ledger.merkle.
+# Reference definitions, written from RFC 9162 section 2.1 without looking at
+# ledger.transparency.merkle.
 
 
 def _h(data: bytes) -> bytes:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ledger.merkle import (
+from ledger.transparency.merkle import (
     EMPTY_ROOT,
     MemoryNodes,
     consistency_proof,
@@ -299,7 +299,8 @@ def test_export_loader_stores_each_rows_nodes_as_the_reference_tree_has_them(
 ) -> None:
     """``open_export`` puts into row ``seq`` the reference hashes of the perfect subtrees leaf
     ``seq`` completes, level 0 first (store rule 5); its tree answers roots and proofs."""
-    from ledger.transparency import LedgerNodes, open_export
+    from ledger.transparency.export import open_export
+    from ledger.transparency.proofs import LedgerNodes
 
     nodes_hex: list[list[str]] = TREE["node_hashes_hex"]
     lines = [{"type": "header", "format": "evidence-ledger-export/1", "tree_size": 8}]

@@ -26,8 +26,8 @@ from commit_helpers import (
 )
 from test_commitment import audit_json, codes, entries, run_cli
 
-from ledger import commit
-from ledger.store import Ledger
+from ledger.documents.cohort_folder import load_cohort
+from ledger.store.sqlite import Ledger
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest, sha256_hex_digest
 
@@ -105,7 +105,7 @@ def test_future_workunit_plan_and_cohort_shipped_in_bundles_do_not_break_the_hon
 ) -> None:
     root, db = workspace
     future = _future_cohort(root)
-    loaded = commit.load_cohort(future, root=root)
+    loaded = load_cohort(future, root=root)
     planted = {
         "cohort": loaded.document.canonical,
         "work-unit": loaded.tasks[0].work_unit_doc.canonical,
@@ -185,7 +185,7 @@ def test_entry_stating_another_digest_than_its_object_is_object_sha256_mismatch(
     """A cohort.frozen whose stated digest is not the sha256 of the object it names."""
     root, db = workspace
     make_cohort(root, "test/cohort-c")
-    loaded = commit.load_cohort(root / "test-cohort-c", root=root)
+    loaded = load_cohort(root / "test-cohort-c", root=root)
     other = entries(db)[2]["payload"]["tasks"][0]["plan"]["digest"]
 
     def change(payload: dict[str, Any]) -> None:

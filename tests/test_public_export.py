@@ -21,13 +21,9 @@ from commit_helpers import cohort_doc, task_doc, write_json
 from helpers import FIXED_TIME, CliResult, run_cli
 
 from ledger import api
-from ledger.checkpoint import Checkpoint
+from ledger.audit.rules import SKIP_NOT_REQUESTED, SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from ledger.errors import LedgerError
-from ledger.rules import (
-    SKIP_NOT_REQUESTED,
-    SKIP_PLAN_WITHHELD,
-    SKIP_RESULT_WITHHELD,
-)
+from ledger.transparency.notes import Checkpoint
 from verifiers.calibration import GOOD_PATCH, PLANS, patch_bundle
 from verifiers.canonical import canonical_bytes, canonical_digest
 

@@ -1,6 +1,6 @@
 """Reading commands open the ledger read-only: they change no byte of the file, create no file
 beside it, leave its journal mode alone, and work on a read-only copy on read-only media
-(LEDGER.md section 2, "Read-only open"; ``ledger.store`` rule 7).
+(LEDGER.md section 2, "Read-only open"; ``ledger.store.sqlite`` rule 7).
 
 Before, ``ledger audit`` switched the journal mode of the file it checked, every reading
 command failed on a read-only file or mount, and a reader in a shared folder left ``-wal`` and
@@ -33,9 +33,9 @@ from helpers import (
     run_cli,
 )
 
-from ledger.audit import audit
+from ledger.audit.engine import audit
 from ledger.errors import StoreError
-from ledger.store import Ledger
+from ledger.store.sqlite import Ledger
 
 # Every command that only reads, with arguments that succeed on ``make_ledger(path, 6)``.
 READERS: dict[str, list[str]] = {
@@ -178,7 +178,9 @@ def test_read_only_media(tmp_path: Path) -> None:
         pytest.skip(f"this machine does not allow a bind mount here: {probe.stderr.strip()}")
     before = folder_state(source)
     for name, args in sorted(READERS.items()):
-        cli = " ".join([sys.executable, "-m", "ledger.cli", "--db", f"{mount}/ledger.db", *args])
+        cli = " ".join(
+            [sys.executable, "-m", "ledger.cli.commands", "--db", f"{mount}/ledger.db", *args]
+        )
         script = (
             f"mount --bind {source} {mount} && mount -o remount,ro,bind {mount}"
             f" && ! touch {mount}/probe 2>/dev/null && exec {cli}"
@@ -268,7 +270,7 @@ def test_a_writer_never_checkpoints_into_the_file_under_a_reader(tmp_path: Path)
     main = _sha(path)
     with Ledger.open_read_only(path) as reader:
         child = python_child(
-            "import helpers, sys; from ledger.store import Ledger\n"
+            "import helpers, sys; from ledger.store.sqlite import Ledger\n"
             f"with Ledger.open({str(path)!r}, clock=helpers.fixed_clock) as w:\n"
             "    helpers.append_entries(w, 600, tag='late')\n",
             stdout=subprocess.PIPE,
@@ -324,7 +326,7 @@ def test_readers_alongside_concurrent_writers_see_consistent_snapshots(tmp_path:
     make_ledger(path, 5)
     writer = python_child(
         "import helpers\n"
-        "from ledger.store import Ledger\n"
+        "from ledger.store.sqlite import Ledger\n"
         "for n in range(20):\n"
         f"    with Ledger.open({str(path)!r}, clock=helpers.fixed_clock) as w:\n"
         "        helpers.append_entries(w, 5, tag=f'c{n}')\n",

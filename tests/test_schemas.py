@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import schemas
+from tools import schemas
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 

@@ -13,7 +13,7 @@ import pytest
 
 def run(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "--db", str(tmp_path / "l.db"), *args],
+        [sys.executable, "-m", "ledger.cli.commands", "--db", str(tmp_path / "l.db"), *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

@@ -11,10 +11,10 @@ import blake3
 import pytest
 from helpers import FIXED_TIME, ORIGIN, append_entries, fixed_clock, make_ledger
 
-from ledger.audit import audit
-from ledger.entries import GENESIS_PREV
+from ledger.audit.engine import audit
 from ledger.errors import StoreError, UsageError
-from ledger.store import APPLICATION_ID, STORE_FORMAT, Ledger, Writer
+from ledger.format.entries import GENESIS_PREV
+from ledger.store.sqlite import APPLICATION_ID, STORE_FORMAT, Ledger, Writer
 
 GENESIS_BODY = (
     b'{"format":1,"kind":"ledger.created","payload":{"origin":"test.example/ledger"},'
@@ -80,7 +80,7 @@ def test_chain_links_every_entry_to_the_one_before(tmp_path: Path) -> None:
 
 
 def _mth(leaves: list[bytes]) -> bytes:
-    """RFC 9162 Merkle tree hash, written out independently of ledger.merkle."""
+    """RFC 9162 Merkle tree hash, written out independently of ledger.transparency.merkle."""
     if len(leaves) == 1:
         return hashlib.sha256(b"\x00" + leaves[0]).digest()
     k = 1

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from helpers import run_cli
 
-from ledger.entries import valid_time
 from ledger.errors import UsageError
-from ledger.store import Ledger
+from ledger.format.entries import valid_time
+from ledger.store.sqlite import Ledger
 
 BOGUS = {
     "arabic-indic-digits": "\u0662\u0660\u0662\u0666-01-31T12:00:00Z",

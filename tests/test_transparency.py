@@ -1,9 +1,9 @@
 """Checkpoints and proofs through the CLI (LEDGER.md "Merkle tree, checkpoints and proofs").
 
 Every proof the CLI prints is checked by an RFC 9162 verifier written here from the recursive
-definitions (MTH, PATH, SUBPROOF), independent of ``ledger.merkle``. The attacks are played with
-plain sqlite3 on a copy of the file: a rewrite whose chain is recomputed, a full rewrite (chain
-and tree), and a truncation; each is named with the test that stops it.
+definitions (MTH, PATH, SUBPROOF), independent of ``ledger.transparency.merkle``. The attacks are
+played with plain sqlite3 on a copy of the file: a rewrite whose chain is recomputed, a full
+rewrite (chain and tree), and a truncation; each is named with the test that stops it.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from helpers import (
     run_cli_subprocess,
 )
 
-from ledger import merkle
-from ledger.checkpoint import (
+from ledger.store.sqlite import Ledger
+from ledger.transparency import merkle
+from ledger.transparency.notes import (
     CheckpointError,
     checkpoint_of_note,
     parse_tlog_proof,
     verify_tlog_proof,
 )
-from ledger.store import Ledger
 from verifiers.canonical import blake3_address, canonical_bytes, sha256_hex_digest
 
 SIZE = 301  # genesis + 300 entries

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import AUDIT, FIXED_TIME, attacker, make_ledger, run_cli
 
-from ledger.entries import encode_body, entry_hash
+from ledger.format.entries import encode_body, entry_hash
 
 HEAD = "(SELECT MAX(seq) FROM entries)"
 HEAD_HASH = "(SELECT entry_hash FROM entries ORDER BY seq DESC LIMIT 1)"

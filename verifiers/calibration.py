@@ -22,14 +22,11 @@ Families and expected outcomes (seeds 000, 001 and 003):
 
 from __future__ import annotations
 
-import argparse
 import copy
 import hashlib
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 from verifiers.bundle import BundleSnapshot, snapshot_from_bytes
@@ -581,39 +578,6 @@ def fixture_files() -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
-def write_fixtures(directory: Path) -> list[Path]:
-    """Write the calibration families as real bundle folders under ``directory``."""
-    written: list[Path] = []
-    for relative, data in fixture_files().items():
-        target = directory / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        written.append(target)
-    return written
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m verifiers.calibration")
-    parser.add_argument("--write-fixtures", metavar="DIR", type=Path)
-    args = parser.parse_args(argv)
-    if args.write_fixtures is not None:
-        for path in write_fixtures(args.write_fixtures):
-            sys.stdout.write(f"{path}\n")
-        return 0
-    report = run_calibration()
-    for row in report.rows:
-        mark = "ok " if row.ok else "BAD"
-        sys.stdout.write(
-            f"{mark} {row.family:15} {row.plan_version} {row.adapter_version:6} "
-            f"expected: {row.expected} | observed: {row.observed}\n"
-        )
-    return 0 if report.green else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 __all__ = [
     "BUNDLES",
     "JSON_WORK_UNIT",
@@ -626,5 +590,4 @@ __all__ = [
     "run_calibration",
     "typed_plan",
     "typed_work_unit",
-    "write_fixtures",
 ]

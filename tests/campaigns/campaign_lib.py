@@ -25,12 +25,16 @@ from typing import Any
 from commit_helpers import make_bundle, make_cohort
 from helpers import cli_env
 
-from ledger import commit
-from ledger.audit import AuditReport, audit
-from ledger.checkpoint import Checkpoint
-from ledger.rules import CommitmentRules
-from ledger.store import Ledger
-from ledger.transparency import checkpoint
+from ledger.audit.engine import audit
+from ledger.audit.report import AuditReport
+from ledger.audit.rules import CommitmentRules
+from ledger.operations.burn import burn
+from ledger.operations.calibrate import calibrate
+from ledger.operations.freeze import freeze
+from ledger.operations.verify import verify
+from ledger.store.sqlite import Ledger
+from ledger.transparency.notes import Checkpoint
+from ledger.transparency.proofs import checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "corpus"
@@ -108,30 +112,30 @@ def build_realistic_ledger(workdir: Path, *, extra_rounds: int = 1) -> Realistic
     made = RealisticLedger(path=path, root=root)
     ledger, _ = Ledger.create(path, origin=ORIGIN, clock=StepClock())
     with ledger:
-        commit.calibrate(ledger)
-        commit.freeze(ledger, DEMO, root=REPO)
+        calibrate(ledger)
+        freeze(ledger, DEMO, root=REPO)
         made.checkpoints.append(checkpoint(ledger))
         for folder, outcome in expected_outcomes().items():
             if "successor" not in folder:
-                if commit.verify(ledger, REPO / folder).outcome != outcome:
+                if verify(ledger, REPO / folder).outcome != outcome:
                     raise RuntimeError(f"{folder}: unexpected outcome")
         made.checkpoints.append(checkpoint(ledger))
-        commit.freeze(ledger, PILOT, root=REPO)
-        commit.freeze(ledger, SUCCESSOR, root=REPO, hidden_plans=HIDDEN)
+        freeze(ledger, PILOT, root=REPO)
+        freeze(ledger, SUCCESSOR, root=REPO, hidden_plans=HIDDEN)
         for folder in expected_outcomes():
             if "successor" in folder:
-                commit.verify(ledger, REPO / folder, cohort=SUCCESSOR_ID)
+                verify(ledger, REPO / folder, cohort=SUCCESSOR_ID)
         made.checkpoints.append(checkpoint(ledger))
         cohort_dir = make_cohort(root, BASE_COHORT)
-        commit.freeze(ledger, cohort_dir, root=root)
+        freeze(ledger, cohort_dir, root=root)
         for _ in range(extra_rounds):
             for i, family in enumerate(CALIBRATION_FAMILIES):
                 bundle = make_bundle(root, family)
-                commit.verify(
+                verify(
                     ledger, bundle, cohort=BASE_COHORT, task=f"{BASE_COHORT}/task-{i:03d}"
                 )
         made.checkpoints.append(checkpoint(ledger))
-        commit.burn(
+        burn(
             ledger,
             BASE_COHORT,
             reason="campaign: solutions seen",
@@ -208,7 +212,7 @@ def pairs_are_whole(path: Path) -> None:
 
 
 def cli_command(db: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "ledger.cli", "--db", str(db), *args]
+    return [sys.executable, "-m", "ledger.cli.commands", "--db", str(db), *args]
 
 
 def campaign_env(extra: Mapping[str, str | None] | None = None) -> dict[str, str]:

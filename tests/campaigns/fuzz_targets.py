@@ -30,7 +30,7 @@ sys.path[:0] = [str(_HERE), str(_HERE.parent)]
 
 import msgspec  # noqa: E402
 
-from ledger.contracts import decode_burn_notice, decode_cohort  # noqa: E402
+from ledger.documents.cohort import decode_burn_notice, decode_cohort  # noqa: E402
 from ledger.errors import LedgerError  # noqa: E402
 from verifiers.bundle import read_bundle, snapshot_observations  # noqa: E402
 from verifiers.contracts import (  # noqa: E402
@@ -333,7 +333,7 @@ def cohort_root() -> Path:
 
 
 def run_cohort_loader(data: bytes) -> Any:
-    from ledger.cohorts import load_cohort
+    from ledger.documents.cohort_folder import load_cohort
 
     root = cohort_root()
     (root / "c" / "cohort.json").write_bytes(data)
@@ -392,13 +392,14 @@ def _row_fields(data: bytes) -> tuple[int, str, str]:
 
 
 def run_entry(data: bytes) -> Any:
-    from ledger import audit
-    from ledger.payloads import payload_struct
-    from ledger.store import _row_entry
+    from ledger.audit.engine import _check_body
+    from ledger.audit.report import _Collector
+    from ledger.format.payloads import payload_struct
+    from ledger.store.sqlite import _row_entry
 
     seq, prev, kind = _row_fields(data)
-    collector = audit._Collector()
-    entry = audit._check_body(
+    collector = _Collector()
+    entry = _check_body(
         seq, prev, "blake3:" + "0" * 64, kind, data, None, collector, 0, canonical=True
     )
     codes = sorted({v.code for _, v in collector.kept})
@@ -434,7 +435,7 @@ def export_dir() -> Path:
 
 
 def run_open_export(data: bytes) -> Any:
-    from ledger.transparency import open_export
+    from ledger.transparency.export import open_export
 
     path = export_dir() / "export.jsonl"
     path.write_bytes(data)
@@ -461,14 +462,14 @@ _FUZZ_SEED = bytes(range(32))
 
 
 def _keys() -> tuple[str, str]:
-    from ledger.checkpoint import signer_from_seed, verifier_key_for
+    from ledger.transparency.notes import signer_from_seed, verifier_key_for
 
     signer = signer_from_seed("fuzz.example/log", _FUZZ_SEED)
     return signer, verifier_key_for(signer)
 
 
 def run_checkpoint(data: bytes) -> Any:
-    from ledger.checkpoint import (
+    from ledger.transparency.notes import (
         CheckpointError,
         checkpoint_of_note,
         open_checkpoint,

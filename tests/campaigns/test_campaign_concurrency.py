@@ -34,8 +34,9 @@ from campaign_lib import (
 )
 from commit_helpers import make_bundle, make_cohort
 
-from ledger import commit
-from ledger.store import Ledger
+from ledger.operations.calibrate import calibrate
+from ledger.operations.freeze import freeze
+from ledger.store.sqlite import Ledger
 
 WAVES = size(3, 40)
 PER_WAVE = 8 if WAVES == 3 else 12
@@ -51,9 +52,9 @@ def _prepare(folder: Path) -> tuple[Path, Path]:
     root.mkdir(parents=True)
     ledger, _ = Ledger.create(db, origin="test.example/concurrency")
     with ledger:
-        commit.calibrate(ledger)
-        commit.freeze(ledger, REPO / "cohorts" / "demo", root=REPO)
-        commit.freeze(ledger, make_cohort(root, BASE), root=root)
+        calibrate(ledger)
+        freeze(ledger, REPO / "cohorts" / "demo", root=REPO)
+        freeze(ledger, make_cohort(root, BASE), root=root)
     for family in FAMILIES:
         make_bundle(root, family)
     return db, root

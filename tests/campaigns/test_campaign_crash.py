@@ -39,8 +39,9 @@ from campaign_lib import (
 )
 from commit_helpers import make_bundle, make_cohort
 
-from ledger import commit
-from ledger.store import Ledger
+from ledger.operations.calibrate import calibrate
+from ledger.operations.freeze import freeze
+from ledger.store.sqlite import Ledger
 
 SEED = 20260202
 KILLS = size(200, 3000)
@@ -78,9 +79,9 @@ def _workspace(folder: Path) -> Workspace:
     root.mkdir()
     ledger, _ = Ledger.create(db, origin="test.example/crash")
     with ledger:
-        commit.calibrate(ledger)
-        commit.freeze(ledger, REPO / "cohorts" / "demo", root=REPO)
-        commit.freeze(ledger, make_cohort(root, BASE), root=root)
+        calibrate(ledger)
+        freeze(ledger, REPO / "cohorts" / "demo", root=REPO)
+        freeze(ledger, make_cohort(root, BASE), root=root)
     for family in FAMILIES:
         make_bundle(root, family)
     return Workspace(db, root)

@@ -1,14 +1,14 @@
 """Fuzz campaign: the strict parsers and readers never raise and never answer twice differently.
 
 Targets: ``verifiers.diff.parse_diff``; ``verifiers.jsonread.read_json``; every ``decode_*`` of
-``verifiers.contracts`` and ``ledger.contracts``; the entry decoder (the audit's body check, the
-typed payload and the store's row reader); the checkpoint, signed-note, key and tlog-proof
+``verifiers.contracts`` and ``ledger.documents.cohort``; the entry decoder (the audit's body check,
+the typed payload and the store's row reader); the checkpoint, signed-note, key and tlog-proof
 parsers; the bundle reader over a real folder (``read_bundle``, the manifest is the
 fuzz input, beside files of every kind: symlink, FIFO, directory, nested, oversize); the cohort
-loader (``ledger.cohorts.load_cohort``, cohort.json is the fuzz input, the WorkUnit and plans it
-may name are real files). Seeds: ``tests/corpus/<target>/``. This is the quick variant: the
-coverage-guided campaign over the same targets (plus the export reader) is ``make fuzz``
-(``fuzz/run.py``, atheris).
+loader (``ledger.documents.cohort_folder.load_cohort``, cohort.json is the fuzz input, the WorkUnit
+and plans it may name are real files). Seeds: ``tests/corpus/<target>/``. This is the quick
+variant: the coverage-guided campaign over the same targets (plus the export reader) is
+``make fuzz`` (``fuzz/run.py``, atheris).
 
 Two engines per target: hypothesis (derandomized, so CI is reproducible; it shrinks a failing
 input) drawing seeded stacks of mutations of corpus inputs, and a plain novelty-guided loop

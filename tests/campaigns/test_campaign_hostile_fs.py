@@ -27,10 +27,11 @@ from campaign_lib import campaign_env, cli_command, full_audit
 from commit_helpers import make_bundle, make_cohort
 from helpers import as_nobody
 
-from ledger import commit
-from ledger.cohorts import load_cohort
+from ledger.documents.cohort_folder import load_cohort
 from ledger.errors import LedgerError
-from ledger.store import Ledger
+from ledger.operations.calibrate import calibrate
+from ledger.operations.freeze import freeze
+from ledger.store.sqlite import Ledger
 from verifiers.bundle import read_bundle
 
 SECRET = b"SECRET-outside-the-folder-7f3a"
@@ -56,8 +57,8 @@ def space(tmp_path_factory: pytest.TempPathFactory) -> Space:
     outside.mkdir()
     ledger, _ = Ledger.create(db, origin="test.example/hostile")
     with ledger:
-        commit.calibrate(ledger)
-        commit.freeze(ledger, make_cohort(root, BASE), root=root)
+        calibrate(ledger)
+        freeze(ledger, make_cohort(root, BASE), root=root)
     # Everything outside carries the secret, in shapes the reader would accept as valid.
     good = make_bundle(top, "good")
     manifest = json.loads((good / "result-manifest.json").read_bytes())

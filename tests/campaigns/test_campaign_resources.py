@@ -16,8 +16,9 @@ import pytest
 from campaign_lib import Measured, cli_command, full_audit, run_measured
 from commit_helpers import make_bundle, make_cohort
 
-from ledger import commit
-from ledger.store import Ledger
+from ledger.operations.calibrate import calibrate
+from ledger.operations.freeze import freeze
+from ledger.store.sqlite import Ledger
 
 RSS_LIMIT_KIB = 1 << 20  # 1 GiB
 HANG_GUARD = 120
@@ -32,8 +33,8 @@ def space(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root.mkdir()
     ledger, _ = Ledger.create(db, origin="test.example/resources")
     with ledger:
-        commit.calibrate(ledger)
-        commit.freeze(ledger, make_cohort(root, BASE), root=root)
+        calibrate(ledger)
+        freeze(ledger, make_cohort(root, BASE), root=root)
     return db, root
 
 

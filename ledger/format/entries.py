@@ -24,11 +24,10 @@ from typing import Any, Final
 
 import msgspec
 
+from ledger.errors import UsageError
+from ledger.format.payloads import TypedBody
 from verifiers.canonical import CanonicalFormError, blake3_address, canonical_bytes
 from verifiers.jsonread import nesting_depth
-
-from .errors import UsageError
-from .payloads import TypedBody
 
 FORMAT: Final = 1
 GENESIS_PREV: Final = "blake3:" + "0" * 64

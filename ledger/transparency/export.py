@@ -1,20 +1,11 @@
-"""Checkpoints, proofs and exports over the stored Merkle tree (LEDGER.md section 7).
+"""``ledger export`` and the strict export reader (LEDGER.md section 7).
 
-Rules:
-
-1. Leaf ``i`` of the tree is the exact body of entry ``seq = i``; the tree of size ``n`` covers
-   entries ``0 .. n-1``. Roots and proofs are read from the stored perfect-subtree nodes with
-   O(log n) reads; the audit separately proves those nodes equal what the bodies give.
-2. A checkpoint names the ledger by the origin recorded in its genesis entry. A checkpoint of
-   another origin is refused (``checkpoint-origin-mismatch``), never compared.
-3. ``prove --consistency`` refuses (``checkpoint-fork``) when the old checkpoint's root is not the
-   ledger's own root at that size: no proof can exist, and the mismatch is the evidence.
-4. An export is JSON Lines: one header, then every entry in seq order, then every object, each
-   byte string in standard base64. ``--public`` withholds the body of every object a
-   hidden-task reference names (``hidden_task_objects``: hidden plans, the bundles observed and
-   the results recorded for their tasks; addresses, digests and sizes stay), so a cohort can be
-   published without leaking its hidden plans.
-   ``open_export`` loads an export into a private in-memory ledger so the same audit runs on it.
+An export is JSON Lines: one header, then every entry in seq order, then every object, each byte
+string in standard base64. ``--public`` withholds the body of every object a hidden-task
+reference names (``hidden_task_objects``: hidden plans, the bundles observed and the results
+recorded for their tasks; addresses, digests and sizes stay), so a cohort can be published
+without leaking its hidden plans. ``open_export`` loads an export into a private in-memory ledger
+so the same audit runs on it.
 """
 
 from __future__ import annotations
@@ -26,20 +17,18 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Final
 
 import msgspec
 
+from ledger.errors import StoreError, UsageError
+from ledger.format.entries import Entry, check_body_depth
+from ledger.store.sqlite import MAX_OBJECT_BYTES, SCHEMA, Ledger, _split_sql
+from ledger.transparency import merkle
+from ledger.transparency.proofs import b64, checkpoint
 from verifiers.jsonread import INT_MAX, read_json
-
-from . import merkle
-from .checkpoint import Checkpoint, format_checkpoint, sign_checkpoint
-from .entries import Entry, check_body_depth
-from .errors import LedgerError, StoreError, UsageError
-from .store import MAX_OBJECT_BYTES, SCHEMA, Ledger, _split_sql
 
 EXPORT_FORMAT: Final = "evidence-ledger-export/1"
 # The longest line `export` can write: the base64 of the largest object, with room for its
@@ -48,136 +37,6 @@ MAX_EXPORT_LINE: Final = 4 * -(-MAX_OBJECT_BYTES // 3) + 64 * 1024
 # An export is loaded into memory to be audited: bounded, by its fstat size before reading and
 # by the bytes read while reading.
 MAX_EXPORT_BYTES: Final = 8 * 1024 * 1024 * 1024
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-class LedgerNodes:
-    """The stored tree as a ``merkle.NodeSource``."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        self._ledger = ledger
-
-    def get_nodes(self, keys: Sequence[tuple[int, int]]) -> Sequence[bytes]:
-        return self._ledger.tree_nodes(keys)
-
-
-def _size_or_current(ledger: Ledger, size: int | None) -> int:
-    current = ledger.size()
-    if size is None:
-        return current
-    if not 1 <= size <= current:
-        raise UsageError("proof-range-invalid", f"tree size {size} is not in 1..{current}")
-    return size
-
-
-def checkpoint(ledger: Ledger, size: int | None = None) -> Checkpoint:
-    """The checkpoint of the first ``size`` entries (default: all)."""
-    n = _size_or_current(ledger, size)
-    return Checkpoint(origin=ledger.origin(), size=n, root=merkle.root(n, LedgerNodes(ledger)))
-
-
-def checkpoint_note(ledger: Ledger, signer_key: str | None = None) -> tuple[Checkpoint, str]:
-    cp = checkpoint(ledger)
-    note = format_checkpoint(cp) if signer_key is None else sign_checkpoint(cp, signer_key)
-    return cp, note
-
-
-@dataclass(frozen=True, slots=True)
-class InclusionProof:
-    index: int
-    tree_size: int
-    root: bytes
-    leaf: bytes
-    leaf_hash: bytes
-    proof: list[bytes]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "tree_size": self.tree_size,
-            "root_hash": b64(self.root),
-            "leaf": b64(self.leaf),
-            "leaf_hash": b64(self.leaf_hash),
-            "proof": [b64(h) for h in self.proof],
-        }
-
-
-def prove_inclusion(ledger: Ledger, seq: int, *, size: int | None = None) -> InclusionProof:
-    n = _size_or_current(ledger, size)
-    if not 0 <= seq < n:
-        raise UsageError("proof-range-invalid", f"seq {seq} is not in the tree of size {n}")
-    entry = ledger.entry(seq)
-    if entry is None:
-        raise StoreError("ledger-corrupt", f"entry {seq} is missing; run `ledger audit`")
-    src = LedgerNodes(ledger)
-    return InclusionProof(
-        index=seq,
-        tree_size=n,
-        root=merkle.root(n, src),
-        leaf=entry.body_bytes,
-        leaf_hash=merkle.leaf_hash(entry.body_bytes),
-        proof=merkle.inclusion_proof(seq, n, src),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class ConsistencyProof:
-    old_size: int
-    new_size: int
-    old_root: bytes
-    new_root: bytes
-    proof: list[bytes]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "old_size": self.old_size,
-            "new_size": self.new_size,
-            "old_root": b64(self.old_root),
-            "new_root": b64(self.new_root),
-            "proof": [b64(h) for h in self.proof],
-        }
-
-
-def check_origin(ledger: Ledger, old: Checkpoint) -> None:
-    origin = ledger.origin()
-    if old.origin != origin:
-        raise UsageError(
-            "checkpoint-origin-mismatch",
-            f"the checkpoint is for {old.origin!r}, this ledger is {origin!r}",
-        )
-
-
-def prove_consistency(ledger: Ledger, old: Checkpoint) -> ConsistencyProof:
-    check_origin(ledger, old)
-    n = ledger.size()
-    if old.size > n:
-        raise LedgerError(
-            "checkpoint-truncated",
-            f"the checkpoint covers {old.size} entries but the ledger holds {n}: it was truncated",
-            exit_code=1,
-        )
-    src = LedgerNodes(ledger)
-    own = merkle.root(old.size, src) if old.size else merkle.EMPTY_ROOT
-    if own != old.root:
-        raise LedgerError(
-            "checkpoint-fork",
-            f"the ledger's root at size {old.size} differs from the checkpoint's: the first"
-            f" {old.size} entries were rewritten (run `ledger audit --checkpoint`)",
-            exit_code=1,
-        )
-    return ConsistencyProof(
-        old_size=old.size,
-        new_size=n,
-        old_root=old.root,
-        new_root=merkle.root(n, src),
-        proof=merkle.consistency_proof(old.size, n, src) if old.size else [],
-    )
-
-
-# -- export ----------------------------------------------------------------------------------------
 
 
 def _raw_payload(body: object) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """The example cohorts and result bundles, generated in code so they never drift.
 
-``python -m ledger.examples --write ROOT`` writes every file below relative to ROOT (the
+``python -m tools.examples --write ROOT`` writes every file below relative to ROOT (the
 repository root); ``--check ROOT`` exits 1 and lists each file that is missing, different or
 unexpected. The bytes are deterministic: no clock, no randomness, sorted iteration.
 
@@ -34,9 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from ledger.documents.cohort import definition_digest
 from verifiers.canonical import canonical_digest
-
-from .contracts import definition_digest
 
 # --------------------------------------------------------------------------- constants
 
@@ -1450,7 +1449,7 @@ def write(root: Path) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ledger.examples",
+        prog="python -m tools.examples",
         description="Write or check the example cohorts and result bundles.",
     )
     group = parser.add_mutually_exclusive_group(required=True)
@@ -1466,7 +1465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(line + "\n")
     if problems:
         sys.stdout.write(
-            f"{len(problems)} example files drifted; run python -m ledger.examples --write .\n"
+            f"{len(problems)} example files drifted; run python -m tools.examples --write .\n"
         )
         return 1
     return 0

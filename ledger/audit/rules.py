@@ -14,6 +14,27 @@ from typing import Any, Final
 
 import msgspec
 
+from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Violation
+from ledger.documents.cohort import decode_burn_notice, decode_cohort, definition_digest
+from ledger.format.entries import Entry
+from ledger.format.payloads import (
+    BundleObserved,
+    CalibrationRecorded,
+    CohortBurned,
+    CohortFrozen,
+    FrozenTask,
+    VerificationRecorded,
+    payload_struct,
+)
+from ledger.state import (
+    CommittedCohort,
+    CommittedTask,
+    LedgerState,
+    calibration_report_bytes,
+    imported_burn,
+    outcome_digests,
+)
+from ledger.store.sqlite import Ledger, StoredObject
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
 from verifiers.canonical import MAX_DEPTH, blake3_address, canonical_bytes
 from verifiers.contracts import (
@@ -24,28 +45,6 @@ from verifiers.contracts import (
 )
 from verifiers.jsonread import nesting_depth
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
-
-from .audit import OBJECT_DIGEST_MISMATCH, Violation
-from .commit import (
-    CommittedCohort,
-    CommittedTask,
-    LedgerState,
-    calibration_report_bytes,
-    imported_burn,
-    outcome_digests,
-)
-from .contracts import decode_burn_notice, decode_cohort, definition_digest
-from .entries import Entry
-from .payloads import (
-    BundleObserved,
-    CalibrationRecorded,
-    CohortBurned,
-    CohortFrozen,
-    FrozenTask,
-    VerificationRecorded,
-    payload_struct,
-)
-from .store import Ledger, StoredObject
 
 PAYLOAD_INVALID: Final = "payload-invalid"
 COHORT_REFROZEN: Final = "cohort-refrozen"

@@ -1,6 +1,6 @@
 """The console entry point, kept free of heavy imports so `ledger --version` starts fast.
 
-Everything else is handed to ``ledger.cli`` (typer is imported only then).
+Everything else is handed to ``ledger.cli.commands`` (typer is imported only then).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from ledger import __version__
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -16,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args == ["--version"]:
         sys.stdout.write(f"ledger {__version__}\n")
         raise SystemExit(0)
-    from .cli import main as cli_main
+    from ledger.cli.commands import main as cli_main
 
     cli_main(args)
 

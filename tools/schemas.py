@@ -1,7 +1,7 @@
 """Generate the JSON Schema (2020-12) files in ``schemas/`` from the contract Structs.
 
-``python -m ledger.schemas`` writes one file per contract and version
-(``schemas/<name>-v<version>.schema.json``); ``python -m ledger.schemas --check`` writes nothing
+``python -m tools.schemas`` writes one file per contract and version
+(``schemas/<name>-v<version>.schema.json``); ``python -m tools.schemas --check`` writes nothing
 and exits 1 listing every file that differs from what the code generates (or that no registry
 entry generates). Output is sorted, indented JSON with a trailing newline, so it is byte-stable.
 
@@ -21,9 +21,9 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from ledger.contracts import BenchmarkCohort, BurnNotice
-from ledger.entries import EntryBody
-from ledger.payloads import PAYLOADS
+from ledger.documents.cohort import BenchmarkCohort, BurnNotice
+from ledger.format.entries import EntryBody
+from ledger.format.payloads import PAYLOADS
 from verifiers.contracts import (
     ContractStruct,
     EvaluatorPlanV01,
@@ -240,7 +240,7 @@ def write(directory: Path) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ledger.schemas", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.schemas", description=__doc__)
     parser.add_argument("--check", action="store_true", help="report drift, write nothing")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="schema folder")
     args = parser.parse_args(argv)
@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in problems:
             sys.stderr.write(f"drifted: {args.dir / name}\n")
         if problems:
-            sys.stderr.write("run `python -m ledger.schemas` to regenerate\n")
+            sys.stderr.write("run `python -m tools.schemas` to regenerate\n")
             return 1
         return 0
     for name in write(args.dir):

@@ -56,10 +56,8 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from verifiers.canonical import INT_MAX, INT_MIN, blake3_address, sha256_hex_digest
-
-from . import merkle
-from .entries import (
+from ledger.errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
+from ledger.format.entries import (
     FORMAT,
     GENESIS_KIND,
     GENESIS_PREV,
@@ -74,7 +72,8 @@ from .entries import (
     system_clock,
     valid_time,
 )
-from .errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
+from ledger.transparency import merkle
+from verifiers.canonical import INT_MAX, INT_MIN, blake3_address, sha256_hex_digest
 
 APPLICATION_ID: Final = 0x4C444752  # "LDGR"
 # The file's layout (``PRAGMA user_version``), not the entry body format (``entries.FORMAT``).

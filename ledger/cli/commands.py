@@ -26,8 +26,8 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from . import __version__
-from .errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
+from ledger import __version__
+from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 app = typer.Typer(
     name="ledger",
@@ -125,7 +125,7 @@ def init(
     as_json: JsonOpt = False,
 ) -> int:
     """Create an empty ledger with its genesis entry (idempotent)."""
-    from .api import init_ledger
+    from ledger.api import init_ledger
 
     result = init_ledger(STATE.db, origin=origin)
     if as_json:
@@ -145,7 +145,7 @@ def log(
     as_json: JsonOpt = False,
 ) -> int:
     """List the entries in seq order."""
-    from .store import Ledger
+    from ledger.store.sqlite import Ledger
 
     with Ledger.open_read_only(STATE.db) as ledger:
         entries = ledger.entries(kinds=tuple(kind or ()))
@@ -194,7 +194,7 @@ def show(
     as_json: JsonOpt = False,
 ) -> int:
     """Show one entry (by seq or entry hash) or one stored object (by its blake3 address)."""
-    from .store import Ledger
+    from ledger.store.sqlite import Ledger
 
     with Ledger.open_read_only(STATE.db) as ledger:
         if re.fullmatch(r"[0-9]{1,64}", ref):
@@ -287,8 +287,8 @@ def freeze(
     another definition is refused (cohort-already-frozen). A cohort.json whose stage is already
     burned is recorded frozen and then burned, with the reason from its extensions.
     """
-    from .commit import freeze as run_freeze
-    from .store import Ledger
+    from ledger.operations.freeze import freeze as run_freeze
+    from ledger.store.sqlite import Ledger
 
     with Ledger.open(STATE.db) as ledger:
         result = run_freeze(ledger, cohort_dir, root=root, hidden_plans=hidden_plans)
@@ -321,8 +321,8 @@ def verify(
 
     Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written).
     """
-    from .commit import verify as run_verify
-    from .store import Ledger
+    from ledger.operations.verify import verify as run_verify
+    from ledger.store.sqlite import Ledger
 
     with Ledger.open(STATE.db) as ledger:
         result = run_verify(ledger, bundle, cohort=cohort, task=task)
@@ -374,8 +374,8 @@ def burn(
 ) -> int:
     """Append a burn notice: the cohort accepts no more verification, its digest stays, and the
     observed tasks' WorkUnits can never again be frozen as held_out."""
-    from .commit import burn as run_burn
-    from .store import Ledger
+    from ledger.operations.burn import burn as run_burn
+    from ledger.store.sqlite import Ledger
 
     with Ledger.open(STATE.db) as ledger:
         result = run_burn(ledger, cohort, reason=reason, observed_tasks=observed_task or ())
@@ -395,8 +395,8 @@ def calibrate(as_json: JsonOpt = False) -> int:
     Freezing a cohort needs a green calibration for each adapter version it uses.
     Exit 0 when green, 1 when any row failed (the red result is recorded all the same).
     """
-    from .commit import calibrate as run_calibrate
-    from .store import Ledger
+    from ledger.operations.calibrate import calibrate as run_calibrate
+    from ledger.store.sqlite import Ledger
 
     with Ledger.open(STATE.db) as ledger:
         result = run_calibrate(ledger)
@@ -530,8 +530,8 @@ def audit(
     From 20,000 entries on two CPUs a second process checks the rows; LEDGER_AUDIT_PARALLEL=off
     (or on) decides instead; the report is the same.
     """
-    from .api import audit_export, audit_ledger
-    from .store import Ledger
+    from ledger.api import audit_export, audit_ledger
+    from ledger.store.sqlite import Ledger
 
     checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
 
@@ -601,7 +601,7 @@ def _read_text_file(path: Path, limit: int, what: str) -> str:
 
 
 def _load_checkpoint(path: Path, key: Path | None) -> Any:
-    from .checkpoint import checkpoint_of_note, open_checkpoint
+    from ledger.transparency.notes import checkpoint_of_note, open_checkpoint
 
     note = _read_text_file(path, 256 * 1024, "checkpoint")
     if key is None:
@@ -624,8 +624,8 @@ def keygen(
     """Create an Ed25519 key pair for signing checkpoints (C2SP signed-note key format)."""
     import os
 
-    from .checkpoint import generate_key
-    from .store import Ledger
+    from ledger.store.sqlite import Ledger
+    from ledger.transparency.notes import generate_key
 
     if name is None:
         with Ledger.open_read_only(STATE.db) as ledger:
@@ -671,8 +671,8 @@ def checkpoint(
     Keep it somewhere the ledger's owner cannot rewrite; `ledger audit --checkpoint FILE` later
     proves the ledger only grew since.
     """
-    from .store import Ledger
-    from .transparency import checkpoint_note
+    from ledger.store.sqlite import Ledger
+    from ledger.transparency.proofs import checkpoint_note
 
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
     with Ledger.open_read_only(STATE.db) as ledger:
@@ -713,9 +713,9 @@ def prove(
     as_json: JsonOpt = False,
 ) -> int:
     """Inclusion proof of one entry, or consistency proof from an old checkpoint (RFC 9162)."""
-    from .checkpoint import format_checkpoint, format_tlog_proof
-    from .store import Ledger
-    from .transparency import check_origin, prove_consistency, prove_inclusion
+    from ledger.store.sqlite import Ledger
+    from ledger.transparency.notes import format_checkpoint, format_tlog_proof
+    from ledger.transparency.proofs import check_origin, prove_consistency, prove_inclusion
 
     if (seq is None) == (consistency is None):
         raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
@@ -756,7 +756,7 @@ def prove(
 
 
 def _checkpoint_of(ledger: Any, size: int) -> Any:
-    from .transparency import checkpoint as make_checkpoint
+    from ledger.transparency.proofs import checkpoint as make_checkpoint
 
     return make_checkpoint(ledger, size)
 
@@ -775,8 +775,8 @@ def export(
 ) -> int:
     """Write the ledger as JSON Lines (header, entries, objects): enough for
     `ledger audit --from-export FILE` without the SQLite file."""
-    from .store import Ledger
-    from .transparency import export as run_export
+    from ledger.store.sqlite import Ledger
+    from ledger.transparency.export import export as run_export
 
     with Ledger.open_read_only(STATE.db) as ledger:
         if out is None:

@@ -16,11 +16,11 @@ functions whose source names the code, the test files whose string literals cont
 (``pytest -x -q -p no:cacheprovider``). A failing run kills the mutant; a mutant no test notices
 survives. ``tests/test_docs.py`` is never used: it reads the source, not the behaviour.
 
-    python scripts/mutants.py                  # all mutants, a summary table at the end
-    python scripts/mutants.py --list           # only list them
-    python scripts/mutants.py --only burn-mismatch --only genesis-invalid
-    python scripts/mutants.py --max-seconds 1800   # stop starting mutants after 30 min
-    python scripts/mutants.py --jobs 2             # two at a time, each in its own copy
+    python -m tools.mutants                  # all mutants, a summary table at the end
+    python -m tools.mutants --list           # only list them
+    python -m tools.mutants --only burn-mismatch --only genesis-invalid
+    python -m tools.mutants --max-seconds 1800   # stop starting mutants after 30 min
+    python -m tools.mutants --jobs 2             # two at a time, each in its own copy
 
 Exit status: 0 when every mutant run was killed, 1 when one survived or a run errored, 2 on a
 usage error.
@@ -44,10 +44,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = (
-    "ledger/rules.py",
-    "ledger/audit.py",
-    "ledger/commit.py",
-    "ledger/cohorts.py",
+    "ledger/audit/rules.py",
+    "ledger/audit/engine.py",
+    "ledger/audit/rows.py",
+    "ledger/audit/worker.py",
+    "ledger/operations/freeze.py",
+    "ledger/operations/burn.py",
+    "ledger/operations/verify.py",
+    "ledger/state.py",
+    "ledger/documents/cohort_folder.py",
     "verifiers/runner.py",
 )
 ALWAYS = ("tests/test_commitment.py", "tests/test_audit_tamper.py")
@@ -168,7 +173,7 @@ def _mutated(source: str, node: ast.AST, new: ast.AST) -> str:
 
 def collect(only: set[str] | None = None) -> list[Mutant]:
     sources = {path: (REPO / path).read_text("utf-8") for path in TARGETS}
-    all_sources = [*(REPO / "ledger").glob("*.py"), *(REPO / "verifiers").rglob("*.py")]
+    all_sources = [*(REPO / "ledger").rglob("*.py"), *(REPO / "verifiers").rglob("*.py")]
     trees = {str(p): ast.parse(p.read_text("utf-8")) for p in all_sources}
     constants = _constants(trees)
     mutants: list[Mutant] = []

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ledger.entry import main
+from ledger.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 ORIGIN = "demo.evidence-ledger.example/ledger"

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from ledger.documents.cohort import BenchmarkCohort, CohortTask, decode_cohort, definition_digest
+from ledger.errors import CommitError, UsageError
 from verifiers.bundle import BundleRootError, read_file_under
 from verifiers.canonical import (
     CanonicalFormError,
@@ -43,9 +45,6 @@ from verifiers.contracts import (
 )
 from verifiers.jsonread import read_json
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
-
-from .contracts import BenchmarkCohort, CohortTask, decode_cohort, definition_digest
-from .errors import CommitError, UsageError
 
 COHORT_FILE: Final = "cohort.json"
 MAX_HIDDEN_PLAN_FILES: Final = 10_000

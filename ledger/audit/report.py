@@ -1,0 +1,143 @@
+"""What an audit reports: the violation codes of the chain, objects and tree, the violation and
+skip records, the report, the observer protocol the rules implement, and the collector that
+keeps the first ``MAX_REPORTED`` violations in the order one sequential pass finds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final, Protocol
+
+import msgspec
+
+from ledger.format.entries import Entry
+
+MAX_REPORTED: Final = 1000
+_RECENT_REFS: Final = 50_000  # addresses remembered to skip repeated TEMP inserts (~6 MB)
+# The only media types the ledger writes (documents, and bundle files as read).
+MEDIA_TYPES: Final = frozenset({"application/json", "application/octet-stream"})
+
+# Violation codes of the chain, objects and tree (rules add their own).
+SEQ_GAP: Final = "seq-gap"
+PREV_MISMATCH: Final = "prev-mismatch"
+ENTRY_HASH_MISMATCH: Final = "entry-hash-mismatch"
+BODY_NOT_CANONICAL: Final = "body-not-canonical"
+BODY_MALFORMED: Final = "body-malformed"
+BODY_ROW_MISMATCH: Final = "body-row-mismatch"
+BAD_FORMAT: Final = "unknown-entry-format"
+UNKNOWN_KIND: Final = "unknown-kind"
+GENESIS_INVALID: Final = "genesis-invalid"
+TIME_INVALID: Final = "time-invalid"
+TIME_REGRESSED: Final = "time-regressed"
+REFS_INVALID: Final = "refs-invalid"
+OBJECT_MISSING: Final = "object-missing"
+OBJECT_DIGEST_MISMATCH: Final = "object-digest-mismatch"
+OBJECT_UNREFERENCED: Final = "object-unreferenced"
+TREE_MISMATCH: Final = "tree-mismatch"
+EMPTY_LEDGER: Final = "ledger-empty"
+CHECKPOINT_TRUNCATED: Final = "checkpoint-truncated"
+DATABASE_CORRUPT: Final = "database-corrupt"
+CHECKPOINT_MISMATCH: Final = "checkpoint-mismatch"
+FILE_CHANGED: Final = "file-changed-during-audit"
+
+
+class Violation(msgspec.Struct, frozen=True):
+    seq: int | None
+    kind: str | None
+    code: str
+    message: str
+
+
+class Skipped(msgspec.Struct, frozen=True):
+    """A check the audit did not run ``count`` times, and why (LEDGER.md section 6)."""
+
+    check: str
+    count: int
+    reason: str
+
+
+class AuditReport(msgspec.Struct):
+    entries: int
+    objects: int
+    violations: list[Violation]
+    violation_count: int
+    tree_size: int
+    root_hash: bytes
+    checks: list[str]
+    replayed: int = 0  # verifications replayed (set by ``ledger.api``)
+    withheld: int = 0  # objects an export withholds that the audit accepted as withheld
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.violation_count == 0
+
+    @property
+    def verdict(self) -> str:
+        """``violations``; ``intact-with-skips`` when intact but some check was not run (a
+        public export's withheld bytes, ``--no-replay``); else ``intact``."""
+        if not self.ok:
+            return "violations"
+        return "intact-with-skips" if self.skipped else "intact"
+
+    @property
+    def first_bad_seq(self) -> int | None:
+        seqs = [v.seq for v in self.violations if v.seq is not None]
+        return min(seqs) if seqs else None
+
+
+class EntryObserver(Protocol):
+    """A rule fed every well-formed entry in seq order; it reports through ``report``."""
+
+    name: str
+
+    def observe(self, entry: Entry, report: Callable[[Violation], None]) -> None: ...
+
+    def finish(self, report: Callable[[Violation], None]) -> None: ...
+
+
+# Where a violation was found: (row index, phase, order). The phases are the order in which one
+# sequential pass checks a row; sorting by position rebuilds that order when the row checks ran
+# in another process (see ``audit``), so both ways give the same report, byte for byte.
+P_CHAIN: Final = 0  # storage class, seq gap, prev link, entry hash
+P_CANONICAL: Final = 1  # body-not-canonical
+P_BODY: Final = 2  # the body's fields (_check_body)
+P_TREE: Final = 3  # stored Merkle nodes
+P_RULES: Final = 4  # observers
+P_AFTER: Final = 5  # objects, integrity, observers' finish, checkpoints
+BEFORE_ROWS: Final = -1
+AFTER_ROWS: Final = 1 << 62
+
+Position = tuple[int, int, int]
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.kept: list[tuple[Position, Violation]] = []
+        self.count = 0
+        self.row = BEFORE_ROWS
+        self.phase = P_CHAIN
+
+    def __call__(self, violation: Violation) -> None:
+        kind: object = violation.kind
+        if kind is not None and not isinstance(kind, str):
+            # A kind column the ledger did not write (a BLOB or a number in a tampered file):
+            # reported as text, the way a TEXT column with invalid UTF-8 is read.
+            text = kind.decode("utf-8", "replace") if isinstance(kind, bytes) else repr(kind)
+            violation = msgspec.structs.replace(violation, kind=text)
+        self.count += 1
+        self.kept.append(((self.row, self.phase, self.count), violation))
+        if len(self.kept) >= 2 * MAX_REPORTED:
+            self.trim()
+
+    def trim(self) -> None:
+        """Keep the MAX_REPORTED first by position: what one sequential pass would keep, even
+        when the row checks were reported later (a worker's answer, or its fallback)."""
+        self.kept.sort(key=lambda item: item[0])
+        del self.kept[MAX_REPORTED:]
+
+    def at(self, row: int, phase: int) -> _Collector:
+        self.row, self.phase = row, phase
+        return self
+
+

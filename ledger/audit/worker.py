@@ -1,0 +1,134 @@
+"""The audit's row checks in a process of their own: ``python -m ledger.audit.worker FILE``.
+
+Started by ``ledger.audit.engine.audit`` on big ledgers. It reads ``[upto, checkpoint sizes]``
+(JSON) from stdin, checks every row up to seq ``upto`` of its own read-only snapshot of FILE (chain,
+canonical form, stored Merkle nodes: ``ledger.audit.rows.check_rows``) and writes one ``RowResult``
+as JSON to stdout, with the digest of the rows it read. It writes nothing else, anywhere; the
+audit decides whether the answer is usable (its digest must equal the auditor's own).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Collection
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from ledger.audit.rows import RowResult, check_rows
+from ledger.errors import UsageError
+from ledger.store.sqlite import Ledger
+
+PARALLEL_MIN_ROWS: Final = 20_000
+"""Below this many entries a second process costs more than it saves (``auto``)."""
+
+
+def parallel_setting() -> str:
+    """``LEDGER_AUDIT_PARALLEL``: ``auto`` (default), ``on`` or ``off``."""
+    value = os.environ.get("LEDGER_AUDIT_PARALLEL", "auto") or "auto"
+    if value not in ("auto", "on", "off"):
+        raise UsageError(
+            "bad-audit-parallel", f"LEDGER_AUDIT_PARALLEL={value!r} must be auto, on or off"
+        )
+    return value
+
+
+def _main_file(conn: sqlite3.Connection) -> str:
+    rows = conn.execute("PRAGMA database_list").fetchall()
+    return str(next((row[2] for row in rows if row[1] == "main"), "") or "")
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _wants_worker(conn: sqlite3.Connection, parallel: bool | None) -> bool:
+    setting = parallel_setting()
+    if parallel is None:
+        parallel = {"on": True, "off": False}.get(setting)
+    if parallel is False or not _main_file(conn):
+        return False
+    if parallel is True:
+        return True
+    head = conn.execute("SELECT max(seq) FROM entries").fetchone()[0]
+    return isinstance(head, int) and head + 1 >= PARALLEL_MIN_ROWS and _cpus() >= 2
+
+
+class _RowWorker:
+    """The row checks in a second process (``python -m ledger.audit.worker``), on its own
+    read-only snapshot of the rows up to this snapshot's head. The second process opens the
+    file by its path, later: whoever owns the file can show it other bytes. Its answer is used
+    only when its ``RowDigest`` equals the one of the rows this process read (equal ends are
+    not enough: the owner can rewrite a body and put it back). A crash or output that does not
+    decode means the rows are checked here; another digest also means ``file-changed-during-audit``
+    (``audit``)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+
+    @classmethod
+    def start(
+        cls, conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int
+    ) -> _RowWorker | None:
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ledger.audit.worker", _main_file(conn)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
+        except OSError:
+            return None
+        worker = cls(proc)
+        try:
+            if proc.stdin is not None:
+                proc.stdin.write(msgspec.json.encode([upto, sorted(wanted_sizes)]))
+                proc.stdin.close()
+        except OSError:
+            worker.stop()  # its answer would not be read: it must not outlive the audit
+            return None
+        return worker
+
+    def result(self, count: int, last: tuple[int, str] | None) -> RowResult | None:
+        try:
+            out = self._proc.stdout.read() if self._proc.stdout is not None else b""
+            if self._proc.wait() != 0:
+                return None
+            rows = msgspec.json.decode(out, type=RowResult)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        last_seen = None if rows.last_seq is None else (rows.last_seq, rows.last_hash)
+        if rows.rows != count or last_seen != last:
+            return None
+        return rows
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        return 2
+    upto, sizes = msgspec.json.decode(sys.stdin.buffer.read(), type=tuple[int, list[int]])
+    with Ledger.open_read_only(Path(argv[0])) as ledger, ledger.snapshot() as conn:
+        result = check_rows(conn, sizes, upto)
+    sys.stdout.buffer.write(msgspec.json.encode(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,25 @@
+"""Pre-outcome commitment: freeze, verify, burn and calibrate (one module each).
+
+Rules (LEDGER.md section 5, "Rules enforced by structure"; codes in section 11):
+
+1. A verifier runs only on a plan read back from the ledger: ``verify`` takes no plan argument;
+   it finds the task whose frozen entry commits a plan for the bundle's WorkUnit.
+2. ``verify`` refuses (nothing written) when no frozen cohort commits a plan for the bundle's
+   WorkUnit, when several do and no ``cohort`` is given, or when the cohort is burned. Otherwise one
+   transaction stores the bundle's files, appends ``bundle.observed``, runs the runner, stores the
+   VerificationResult and appends ``verification.recorded``: both entries or neither.
+3. A frozen cohort never changes: the same id with another definition is refused; re-freezing the
+   identical definition is a no-op.
+4. A burned cohort accepts no verification; its definition digest stays.
+5. Exposure: a WorkUnit with a recorded outcome, or named as observed by a burn, is never again
+   frozen as ``held_out``; exposure follows the WorkUnit's id (any version, any digest) as well as
+   its digest. A cohort imported as burned with no machine-readable observed task exposes all its
+   tasks.
+6. Version binding: plan version -> exactly one adapter (``verifiers.runner.ADAPTERS``).
+7. Freezing needs a green ``calibration.recorded`` (the latest one) for every adapter version
+   the cohort uses.
+8. Every state check that decides a write runs inside the write transaction, under the lock.
+9. Outcome before plan: ``verify`` refuses a bundle whose manifest or candidate artifact bytes were
+   observed in this ledger before the freeze of the cohort it is verified against
+   (``outcome_digests`` and ``LedgerState.observed_before``, shared with the audit).
+"""

@@ -1,0 +1,248 @@
+"""``ledger verify``: judge a bundle by its committed plan, record bundle and result together
+(rules 1, 2, 8 and 9 of ``ledger.operations``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError
+from ledger.format.entries import Entry
+from ledger.state import CommittedTask, LedgerState, committed_plan, outcome_digests, read_state
+from ledger.store.sqlite import Ledger, Writer
+from verifiers.bundle import BundleRootError, BundleSnapshot, read_bundle, snapshot_observations
+from verifiers.canonical import sha256_hex_digest
+from verifiers.contracts import LIMITS, EvaluatorPlan
+from verifiers.jsonread import read_json
+from verifiers.runner import PlanBindingError, RunOutcome, read_bundle_for_plan, run
+
+JSON: Final = "application/json"
+OCTETS: Final = "application/octet-stream"
+
+
+# -- verify -------------------------------------------------------------------------------------
+
+
+class VerifyResult(msgspec.Struct, frozen=True):
+    outcome: str
+    cohort: str
+    task: str
+    bundle_entry: int
+    result_entry: int
+    adapter: str
+    adapter_version: str
+    runner_version: str
+    verification_result: dict[str, Any]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.outcome == "support" else EXIT_FAILED
+
+
+def _manifest_claims(snapshot_manifest: bytes | None) -> tuple[str | None, int | None]:
+    """The WorkUnit id and version the (untrusted) manifest names, if it can say."""
+    if snapshot_manifest is None:
+        return None, None
+    limits = LIMITS["result-manifest"]
+    # Bounded like every document: a manifest nested 100,000 deep is the candidate's defect,
+    # recorded as a reject, never a crash before anything could be recorded.
+    read = read_json(snapshot_manifest, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    if not read.ok:
+        return None, None
+    value = read.value
+    if not isinstance(value, dict):
+        return None, None
+    wu_id = value.get("work_unit_id")
+    version = value.get("work_unit_version")
+    return (
+        wu_id if isinstance(wu_id, str) else None,
+        version if isinstance(version, int) and not isinstance(version, bool) else None,
+    )
+
+
+def select_task(
+    state: LedgerState,
+    work_unit_id: str | None,
+    work_unit_version: int | None,
+    *,
+    cohort: str | None,
+    task: str | None,
+) -> CommittedTask:
+    """The one committed task a bundle belongs to, or an operator-side refusal."""
+    cohorts = [state.cohorts[cohort]] if cohort is not None and cohort in state.cohorts else []
+    if cohort is not None and not cohorts:
+        raise CommitError("cohort-not-frozen", f"no frozen cohort {cohort} in this ledger")
+    if cohort is None:
+        cohorts = list(state.cohorts.values())
+    matches: list[CommittedTask] = []
+    for committed in cohorts:
+        for candidate in committed.tasks.values():
+            if task is not None:
+                if candidate.task == task:
+                    matches.append(candidate)
+            elif (
+                work_unit_id is not None
+                and candidate.work_unit_id == work_unit_id
+                and candidate.work_unit_version == work_unit_version
+            ):
+                matches.append(candidate)
+    if not matches:
+        if task is None and work_unit_id is None:
+            raise CommitError(
+                "task-unknown",
+                "the manifest does not name a WorkUnit; say which task it is with --task",
+            )
+        wanted = (
+            f"task {task}" if task is not None else f"WorkUnit {work_unit_id} v{work_unit_version}"
+        )
+        raise CommitError(
+            "no-committed-plan",
+            f"no frozen cohort commits a plan for {wanted}; freeze its cohort first",
+        )
+    if len(matches) > 1 and task is None:
+        # A WorkUnit reused by a successor: a burned cohort accepts nothing, so it cannot be the
+        # one meant. (Named explicitly, or the only match, it is refused below as burned.)
+        open_matches = [m for m in matches if state.cohorts[m.cohort].burned_entry is None]
+        if open_matches:
+            matches = open_matches
+    if len(matches) > 1:
+        names = ", ".join(sorted(f"{m.cohort}/{m.task}" for m in matches))
+        raise CommitError(
+            "cohort-ambiguous",
+            f"several frozen tasks match ({names}); choose one with --cohort or --task",
+        )
+    chosen = matches[0]
+    burned = state.cohorts[chosen.cohort].burned_entry
+    if burned is not None:
+        raise CommitError(
+            "cohort-burned",
+            f"cohort {chosen.cohort} was burned at seq {burned}; it accepts no verification",
+        )
+    return chosen
+
+
+def verify(
+    ledger: Ledger, bundle_dir: Path, *, cohort: str | None = None, task: str | None = None
+) -> VerifyResult:
+    """Judge a bundle by its committed plan and record bundle and result atomically."""
+    with ledger.writer() as w:
+        state = read_state(ledger)
+        probe = _read_manifest_only(bundle_dir)
+        wu_id, wu_version = _manifest_claims(probe)
+        chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
+        plan, work_unit = committed_plan(ledger, chosen)
+        snapshot = _read_snapshot(bundle_dir, plan, probe)
+        _check_outcome_before_plan(state, chosen, plan, snapshot)
+        time = w.time
+        try:
+            outcome = run(plan, work_unit, snapshot, started_at=time, finished_at=time)
+        except PlanBindingError as exc:
+            # Freeze checked the binding; reaching this means the stored plan changed meaning.
+            raise CommitError(exc.code, f"committed plan of {chosen.task}: {exc.message}") from None
+        bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
+    return VerifyResult(
+        outcome=outcome.outcome,
+        cohort=chosen.cohort,
+        task=chosen.task,
+        bundle_entry=bundle_entry.seq,
+        result_entry=result_entry.seq,
+        adapter=outcome.adapter,
+        adapter_version=outcome.adapter_version,
+        runner_version=outcome.runner_version,
+        verification_result=msgspec.json.decode(outcome.result_bytes),
+    )
+
+
+def _check_outcome_before_plan(
+    state: LedgerState, chosen: CommittedTask, plan: EvaluatorPlan, snapshot: BundleSnapshot
+) -> None:
+    """Rule 9: bytes this ledger saw before the plan was frozen cannot be judged by it."""
+    digests = outcome_digests(plan, snapshot.manifest, snapshot_observations(snapshot))
+    seen = state.observed_before(digests, chosen.cohort_entry)
+    if seen is not None:
+        digest, seq = seen
+        raise CommitError(
+            "outcome-before-plan",
+            f"the bundle's {digest} was observed at seq {seq}, before cohort {chosen.cohort} was"
+            f" frozen at seq {chosen.cohort_entry}: a plan frozen after its outcome was seen"
+            " cannot judge it",
+        )
+
+
+def _read_manifest_only(bundle_dir: Path) -> bytes | None:
+    try:
+        return read_bundle(
+            bundle_dir,
+            max_manifest_bytes=LIMITS["result-manifest"].max_bytes,
+            limit_for=lambda _locator: 0,
+        ).manifest
+    except BundleRootError as exc:
+        raise UsageError(exc.code, exc.message) from None
+
+
+def _read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -> BundleSnapshot:
+    """The bundle as the committed plan may read it: each file within its role's limit and all
+    of them within the plan's budget (``verifiers.bundle.plan_read_policy``), so one bundle never
+    puts more than the manifest plus that budget into the ledger."""
+    try:
+        snapshot = read_bundle_for_plan(bundle_dir, plan)
+    except BundleRootError as exc:
+        raise UsageError(exc.code, exc.message) from None
+    if snapshot.manifest != probe:
+        raise CommitError(
+            "bundle-changed", f"{bundle_dir}/result-manifest.json changed while being read; retry"
+        )
+    return snapshot
+
+
+def record_verification(
+    w: Writer, chosen: CommittedTask, snapshot: BundleSnapshot, outcome: RunOutcome
+) -> tuple[Entry, Entry]:
+    """Store bundle and result; append ``bundle.observed`` then ``verification.recorded``."""
+    observations = snapshot_observations(snapshot)
+    refs: list[str] = []
+    items = (snapshot.manifest_observation, *snapshot.files)
+    for described, observed in zip(observations, items, strict=True):
+        if observed.data is not None:
+            address = w.put_object(observed.data, OCTETS)
+            described["object"] = address
+            refs.append(address)
+        else:
+            described["object"] = None
+    bundle_payload = {
+        "cohort": chosen.cohort,
+        "cohort_entry": chosen.cohort_entry,
+        "task": chosen.task,
+        "observations": observations,
+    }
+    bundle_entry = w.append("bundle.observed", bundle_payload, refs)
+    result_address = w.put_object(outcome.result_bytes, JSON)
+    result_payload = {
+        "cohort": chosen.cohort,
+        "cohort_entry": chosen.cohort_entry,
+        "task": chosen.task,
+        "bundle_entry": bundle_entry.seq,
+        "work_unit": {"digest": chosen.work_unit_digest, "object": chosen.work_unit_object},
+        "plan": {
+            "id": chosen.plan_id,
+            "digest": chosen.plan_digest,
+            "object": chosen.plan_object,
+            "schema_version": chosen.plan_version,
+        },
+        "adapter": outcome.adapter,
+        "adapter_version": outcome.adapter_version,
+        "runner_version": outcome.runner_version,
+        "outcome": outcome.outcome,
+        "result": {"object": result_address, "digest": sha256_hex_digest(outcome.result_bytes)},
+    }
+    result_entry = w.append(
+        "verification.recorded",
+        result_payload,
+        [result_address, chosen.plan_object, chosen.work_unit_object],
+    )
+    return bundle_entry, result_entry
+
+
