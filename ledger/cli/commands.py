@@ -406,7 +406,6 @@ def verify(
 
     with Ledger.open(STATE.db) as ledger:
         result = run_verify(ledger, bundle, cohort=cohort, task=task)
-    doc = result.verification_result
     if as_json:
         _emit_json(
             {
@@ -418,10 +417,17 @@ def verify(
                 "adapter": result.adapter,
                 "adapter_version": result.adapter_version,
                 "runner_version": result.runner_version,
-                "verification_result": doc,
+                "verification_result": result.verification_result,
             }
         )
         return result.exit_code
+    _say_verification(result)
+    return result.exit_code
+
+
+def _say_verification(result: Any) -> None:
+    """The outcome line, then each check that did not pass and each finding."""
+    doc = result.verification_result
     _say(
         f"{result.outcome.upper()}: {result.cohort} / {result.task}"
         f" ({result.adapter} {result.adapter_version}; entries {result.bundle_entry},"
@@ -439,7 +445,6 @@ def verify(
         _say(
             f"  finding {item.get('severity')}/{item.get('category')}: {item.get('summary')}{where}"
         )
-    return result.exit_code
 
 
 @app.command()
@@ -629,45 +634,54 @@ def audit(
             report, replayed = audit_ledger(
                 ledger, replay=not no_replay, checkpoints=checkpoints, progress=progress
             )
-    skipped = [{"check": x.check, "count": x.count, "reason": x.reason} for x in report.skipped]
     if as_json:
-        _emit_json(
-            {
-                "ok": report.ok,
-                "verdict": report.verdict,
-                "entries": report.entries,
-                "objects": report.objects,
-                "withheld_objects": report.withheld,
-                "replayed": replayed,
-                "skipped": skipped,
-                "tree_size": report.tree_size,
-                "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
-                "checks": report.checks,
-                "violation_count": report.violation_count,
-                "first_bad_seq": report.first_bad_seq,
-                "violations": [
-                    {"seq": v.seq, "kind": v.kind, "code": v.code, "message": v.message}
-                    for v in report.violations
-                ],
-            }
+        _emit_json(_audit_json(report, replayed))
+    else:
+        _say_audit(report, replayed)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _audit_json(report: Any, replayed: int) -> dict[str, Any]:
+    """The ``audit --json`` document (LEDGER.md section 7, "JSON shapes printed by the CLI")."""
+    return {
+        "ok": report.ok,
+        "verdict": report.verdict,
+        "entries": report.entries,
+        "objects": report.objects,
+        "withheld_objects": report.withheld,
+        "replayed": replayed,
+        "skipped": [
+            {"check": x.check, "count": x.count, "reason": x.reason} for x in report.skipped
+        ],
+        "tree_size": report.tree_size,
+        "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
+        "checks": report.checks,
+        "violation_count": report.violation_count,
+        "first_bad_seq": report.first_bad_seq,
+        "violations": [
+            {"seq": v.seq, "kind": v.kind, "code": v.code, "message": v.message}
+            for v in report.violations
+        ],
+    }
+
+
+def _say_audit(report: Any, replayed: int) -> None:
+    """One line per violation, then the verdict line."""
+    for v in report.violations:
+        where = "-" if v.seq is None else str(v.seq)
+        _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
+    if report.ok:
+        extra = f", replayed {replayed} verifications" if replayed else ""
+        skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
+        _say(
+            f"intact{skips}: {report.entries} entries, {report.objects} objects{extra};"
+            f" checked {', '.join(report.checks)}"
         )
     else:
-        for v in report.violations:
-            where = "-" if v.seq is None else str(v.seq)
-            _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
-        if report.ok:
-            extra = f", replayed {replayed} verifications" if replayed else ""
-            skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
-            _say(
-                f"intact{skips}: {report.entries} entries, {report.objects} objects{extra};"
-                f" checked {', '.join(report.checks)}"
-            )
-        else:
-            _say(
-                f"VIOLATIONS: {report.violation_count} (first bad seq: {report.first_bad_seq}) "
-                f"in {report.entries} entries"
-            )
-    return EXIT_OK if report.ok else EXIT_FAILED
+        _say(
+            f"VIOLATIONS: {report.violation_count} (first bad seq: {report.first_bad_seq}) "
+            f"in {report.entries} entries"
+        )
 
 
 def _read_text_file(path: Path, limit: int, what: str) -> str:
@@ -801,14 +815,9 @@ def prove(
         raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
     with Ledger.open_read_only(STATE.db) as ledger:
         if consistency is not None:
-            old = _load_checkpoint(consistency, None)
-            proof = prove_consistency(ledger, old)
-            if as_json:
-                _emit_json(proof.to_json())
-            else:
-                _say(f"consistent: {proof.old_size} -> {proof.new_size} entries")
-                for item in proof.to_json()["proof"]:
-                    _say(item)
+            _say_consistency(
+                prove_consistency(ledger, _load_checkpoint(consistency, None)), as_json
+            )
             return EXIT_OK
         size = None
         kept_note: str | None = None
@@ -833,6 +842,15 @@ def prove(
         for item in doc["proof"]:
             _say(item)
     return EXIT_OK
+
+
+def _say_consistency(proof: Any, as_json: bool) -> None:
+    if as_json:
+        _emit_json(proof.to_json())
+        return
+    _say(f"consistent: {proof.old_size} -> {proof.new_size} entries")
+    for item in proof.to_json()["proof"]:
+        _say(item)
 
 
 def _checkpoint_of(ledger: Any, size: int) -> Any:
