@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import typer
 from helpers import (
     AUDIT,
     FIXED_TIME,
@@ -471,13 +472,14 @@ def test_help_and_version_exit_0_through_typer_as_well() -> None:
     assert version.code == 0 and version.stdout.startswith("ledger ") and version.stderr == ""
 
 
+@pytest.mark.parametrize("signal", [KeyboardInterrupt, typer.Abort], ids=["ctrl-c", "abort"])
 def test_ctrl_c_inside_a_command_is_refused_as_interrupted(
-    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch, signal: type[BaseException]
 ) -> None:
     from ledger.store import sqlite as store
 
     def interrupted(*_args: object, **_kwargs: object) -> None:
-        raise KeyboardInterrupt
+        raise signal
 
     monkeypatch.setattr(store.Ledger, "entries", interrupted)
     for as_json in (False, True):

@@ -80,13 +80,13 @@ class _LedgerGroup(TyperGroup):
         as_json = bool(ctx.meta.get(_JSON_META))
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort):
+        except typer.Exit:
             raise
         except LedgerError as exc:
             _fail(exc.code, exc.message, exc.exit_code, as_json)
         except typer.TyperException as exc:  # the parser's: bad option, missing argument
             _usage_error(exc, as_json)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, typer.Abort):
             _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
         except BrokenPipeError:
             raise typer.Exit(EXIT_OK) from None
