@@ -17,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "campaigns"), str(ROOT)]
 
+from helpers import ledger_command  # noqa: E402 (tests/ is on the path only from here)
+
 CORPUS = ROOT / "tests" / "corpus"
 
 
@@ -44,7 +46,7 @@ def _read_json_seeds() -> None:
 def _cli(root: Path, *args: str) -> None:
     env = {**os.environ, "LEDGER_DB": str(root / "seed.db"), "LEDGER_TIME": "2026-11-01T12:00:00Z"}
     subprocess.run(
-        [sys.executable, "-m", "ledger.cli.commands", *args],
+        [*ledger_command(), *args],
         cwd=root,
         env=env,
         check=True,

@@ -30,6 +30,8 @@ JSON_MEDIA = "application/json"
 AUDIT = ("audit", "--no-replay", "--json")
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_DIR = TESTS_DIR.parent
+# The installed console script (`[project.scripts]`), beside the interpreter running the tests.
+LEDGER_SCRIPT = Path(sys.executable).parent / "ledger"
 
 
 def fixed_clock() -> str:
@@ -159,7 +161,7 @@ def _import_everything_the_cli_may_import() -> None:
     if _IMPORTED_FOR_NOBODY:
         return
     _IMPORTED_FOR_NOBODY.append(True)
-    for name in ("ledger", "verifiers", "typer", "click", "rich", "msgspec"):
+    for name in ("ledger", "verifiers", "typer", "msgspec"):
         package = importlib.import_module(name)
         for info in pkgutil.walk_packages(package.__path__, f"{name}."):
             if info.name.endswith(("__main__", ".audit_rows")) or ".tests" in info.name:
@@ -214,12 +216,12 @@ def _env_with(overrides: Mapping[str, str | None]) -> dict[str, str]:
 def run_cli(
     args: Sequence[str], *, env: Mapping[str, str | None] | None = None, cwd: Path | None = None
 ) -> CliResult:
-    """Run ``ledger.cli.main`` in this process (fast), like the console script would.
+    """Run ``ledger.cli.main.main`` (the console script's function) in this process (fast).
 
     An exception that escapes ``main`` is what a user would see as a traceback: it is rendered
     to stderr with exit code 1, exactly as the interpreter would, so tests can assert its absence.
     """
-    from ledger.cli.commands import main
+    from ledger.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     saved_env = dict(os.environ)
@@ -254,6 +256,15 @@ def cli_env(overrides: Mapping[str, str | None] | None = None) -> dict[str, str]
     return env
 
 
+def ledger_command() -> list[str]:
+    """argv of the real ``ledger`` entry point (what a user runs), for a subprocess."""
+    if not LEDGER_SCRIPT.is_file():
+        raise FileNotFoundError(
+            f"no console script at {LEDGER_SCRIPT}: install the project (pip install -e .)"
+        )
+    return [str(LEDGER_SCRIPT)]
+
+
 def run_cli_subprocess(
     args: Sequence[str],
     *,
@@ -261,9 +272,9 @@ def run_cli_subprocess(
     cwd: Path | None = None,
     timeout: float = 60,
 ) -> CliResult:
-    """Run ``python -m ledger.cli.commands ARGS`` in a fresh interpreter."""
+    """Run the installed ``ledger`` console script with ARGS in a fresh interpreter."""
     proc = subprocess.run(
-        [sys.executable, "-m", "ledger.cli.commands", *args],
+        [*ledger_command(), *args],
         capture_output=True,
         text=True,
         env=cli_env(env),

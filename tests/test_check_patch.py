@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from helpers import ledger_command
 
 from verifiers.calibration import FORBIDDEN_PATCH, GOOD_PATCH
 
 
 def check_patch(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli.commands", "check-patch", str(path), *extra],
+        [*ledger_command(), "check-patch", str(path), *extra],
         capture_output=True,
         text=True,
         timeout=60,

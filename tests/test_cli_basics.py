@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import typer
 from helpers import (
     AUDIT,
     FIXED_TIME,
@@ -431,3 +432,81 @@ def test_ledger_db_variable_works_for_the_console_script(tmp_path: Path) -> None
 def test_usage_errors_are_one_line_with_exit_2(ledger_path: Path) -> None:
     for args in (["show"], ["no-such-command"], ["log", "--no-such-option"]):
         assert_refused(run_cli(["--db", str(ledger_path), *args]), "usage-error", as_json=False)
+
+
+# -- the error contract, held at the one place typer hands errors to (cli._LedgerGroup) ---------
+
+
+def test_usage_error_with_json_is_one_json_error_object(ledger_path: Path) -> None:
+    for args in (["show", "--json"], ["log", "--json", "--no-such-option"], ["--json", "init"]):
+        result = run_cli_subprocess(["--db", str(ledger_path), *args])
+        assert_refused(result, "usage-error", as_json=True)
+        assert "--help" in result.json()["error"]["message"]  # names the help to read
+
+
+def test_bad_root_option_is_a_usage_error_not_a_traceback(ledger_path: Path) -> None:
+    result = run_cli_subprocess(["--no-such-root-option", "log"])
+    assert_refused(result, "usage-error", as_json=False)
+    assert "`ledger --help`" in result.stderr
+
+
+def test_bad_int_argument_is_a_usage_error_naming_the_argument(ledger_path: Path) -> None:
+    result = run_cli_subprocess(["--db", str(ledger_path), "prove", "abc"])
+    assert_refused(result, "usage-error", as_json=False)
+    assert "'seq'" in result.stderr and "`ledger prove --help`" in result.stderr
+
+
+def test_no_arguments_prints_the_overview_on_stdout_and_exits_0() -> None:
+    result = run_cli_subprocess([])
+    assert result.code == 0 and result.stderr == "", result
+    assert result.stdout.startswith("Usage: ledger [OPTIONS] COMMAND [ARGS]...")
+    for command in ("init", "verify", "audit", "check-patch"):
+        assert f"\n  {command} " in result.stdout
+
+
+def test_help_and_version_exit_0_through_typer_as_well() -> None:
+    helped = run_cli_subprocess(["verify", "--help"])
+    assert helped.code == 0 and helped.stdout.startswith("Usage: ledger verify [OPTIONS]")
+    # Not the fast path of ledger.cli.main (which takes only a bare --version): typer's callback.
+    version = run_cli_subprocess(["--db", "x.db", "--version"])
+    assert version.code == 0 and version.stdout.startswith("ledger ") and version.stderr == ""
+
+
+@pytest.mark.parametrize("signal", [KeyboardInterrupt, typer.Abort], ids=["ctrl-c", "abort"])
+def test_ctrl_c_inside_a_command_is_refused_as_interrupted(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch, signal: type[BaseException]
+) -> None:
+    from ledger.store import sqlite as store
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise signal
+
+    monkeypatch.setattr(store.Ledger, "entries", interrupted)
+    for as_json in (False, True):
+        args = ["--db", str(ledger_path), "log", *(["--json"] if as_json else [])]
+        assert_refused(run_cli(args), "interrupted", as_json=as_json)
+
+
+def test_a_bug_is_an_internal_error_line_and_ledger_debug_shows_the_traceback(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger.store import sqlite as store
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(store.Ledger, "entries", broken)
+    result = run_cli(["--db", str(ledger_path), "log"], env={"LEDGER_DEBUG": None})
+    assert_refused(result, "internal-error", as_json=False)
+    assert "ZeroDivisionError: a bug; nothing was written" in result.stderr
+    debug = run_cli(["--db", str(ledger_path), "log"], env={"LEDGER_DEBUG": "1"})
+    assert debug.code == 1 and "Traceback" in debug.stderr and "ZeroDivisionError" in debug.stderr
+
+
+def test_exit_codes_returned_by_commands_reach_the_console_script(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.diff", tmp_path / "bad.diff"
+    good.write_bytes(b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
+    bad.write_bytes(b"diff --git a/x b/x\n--- a/x\n+++ b/y\n@@ -1 +1 @@\n-a\n+b\n")
+    assert run_cli_subprocess(["check-patch", str(good)]).code == 0
+    refused = run_cli_subprocess(["check-patch", str(bad)])
+    assert refused.code == 1 and refused.stdout.rstrip().endswith("findings"), refused

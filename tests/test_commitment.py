@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from commit_helpers import make_bundle, make_cohort, write_json
+from helpers import ledger_command
 
 from ledger.audit.engine import audit
 from ledger.audit.rules import CommitmentRules
@@ -29,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 def run_cli(cwd: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LEDGER_DB": str(db), "LEDGER_TIME": "2026-11-01T12:00:00Z"}
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli.commands", *args],
+        [*ledger_command(), *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -68,7 +69,7 @@ def test_verify_has_no_way_to_take_a_plan_file() -> None:
     params = set(inspect.signature(verify).parameters)
     assert params == {"ledger", "bundle_dir", "cohort", "task"}
     proc = subprocess.run(
-        [sys.executable, "-m", "ledger.cli.commands", "verify", "--help"],
+        [*ledger_command(), "verify", "--help"],
         capture_output=True,
         text=True,
         check=True,
@@ -471,7 +472,7 @@ def test_verify_killed_between_bundle_and_result_leaves_neither(
                 time.sleep(60)
             return entry
         store.Writer.append = slow_append
-        from ledger.cli.commands import main
+        from ledger.cli.main import main
         main(["--db", {str(db)!r}, "verify", {str(bundle)!r}, "--task", "test/cohort-a/task-000"])
         """
     )

@@ -14,7 +14,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from helpers import (
     attacker,
     cli_env,
     fixed_clock,
+    ledger_command,
     make_ledger,
     python_child,
     run_cli,
@@ -179,7 +179,7 @@ def test_read_only_media(tmp_path: Path) -> None:
     before = folder_state(source)
     for name, args in sorted(READERS.items()):
         cli = " ".join(
-            [sys.executable, "-m", "ledger.cli.commands", "--db", f"{mount}/ledger.db", *args]
+            [*ledger_command(), "--db", f"{mount}/ledger.db", *args]
         )
         script = (
             f"mount --bind {source} {mount} && mount -o remount,ro,bind {mount}"

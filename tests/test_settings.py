@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import ledger_command
 
 
 def run(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli.commands", "--db", str(tmp_path / "l.db"), *args],
+        [*ledger_command(), "--db", str(tmp_path / "l.db"), *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

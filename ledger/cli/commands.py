@@ -2,20 +2,34 @@
 
 Every command is a thin wrapper over a public function of the ``ledger`` package: it parses
 arguments, calls the library, and renders the result as text or (``--json``) one JSON document on
-stdout. Errors are caught once, in ``main``: one line ``ledger: <code>: <message>`` on stderr (or
-``{"error": {"code", "message"}}`` on stdout with ``--json``) and the error's exit code.
+stdout. Errors are rendered once, in ``_LedgerGroup``: one line ``ledger: <code>: <message>`` on
+stderr (or ``{"error": {"code", "message"}}`` on stdout with ``--json``) and the error's exit code.
 Exit codes: 0 ok / support / intact; 1 reject / violations found; 2 refused, nothing written.
 
 Human text is terminal-safe: every line goes through ``_visible``, so bytes a candidate or a
 stored document chose (a path with ``ESC [32m``, a bidi override) are shown as escapes and cannot
 redraw the screen; ``--json`` output, the checkpoint note, the tlog-proof and the export are
 machine formats and stay exact.
+
+Why typer, and used this way (the decision of issue 14 item 6): typer stays (a required
+dependency; its help pages and option parsing are what LEDGER.md's CLI contract shows). The app
+runs in typer's normal standalone mode through ``app()``; two documented extension points carry
+the contract: ``Typer(cls=_LedgerGroup)`` is the one place every error (a library refusal, a
+usage error from the vendored click parser, Ctrl-C, a bug) becomes ``ledger: <code>: <message>``
+and exit 2, and ``result_callback`` turns a command's returned exit code into ``typer.Exit``.
+No class-name checks, no private typer imports. Switched off, on purpose: shell completion
+(``--install-completion`` would change every help page and write into the user's shell rc),
+rich markup and pretty tracebacks (plain, byte-stable help; errors are ours, one line, never a
+traceback) -- so rich is never imported. typer is pinned to ``>=0.27,<0.29``: 0.27 and 0.28
+vendor click and print the same help and errors byte for byte, while 0.29 builds a pydantic
+``TypeAdapter`` for every parameter, which costs every start about 65 ms (a small ``verify``
+is ~0.2 s in all) and prints help as ``<list[str]>``; tests/test_cli_imports.py fails if a plain
+``verify`` or ``check-patch`` ever imports pydantic again.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import os
 import re
@@ -25,18 +39,84 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from ledger import __version__
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
+_JSON_META = "ledger.json"  # ctx.meta key (shared by nested contexts): render errors as JSON
+
+
+class _LedgerGroup(TyperGroup):
+    """The root command group: renders every error of a run once, in the CLI contract.
+
+    Contexts are typed ``Any``: the base class types them with typer's private vendored click.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # `ledger` alone prints the overview on stdout and exits 0 (typer's no_args_is_help
+        # would print it on stderr with exit 2, as an error).
+        if not args and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help())
+            raise typer.Exit(EXIT_OK)
+        return super().parse_args(ctx, args)
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: Any = None,
+        **extra: Any,
+    ) -> Any:
+        as_json = "--json" in args
+        try:
+            ctx = super().make_context(info_name, args, parent, **extra)
+        except typer.TyperException as exc:  # a bad root option: `ledger --no-such`
+            _usage_error(exc, as_json)
+        ctx.meta[_JSON_META] = as_json
+        return ctx
+
+    def invoke(self, ctx: Any) -> Any:
+        as_json = bool(ctx.meta.get(_JSON_META))
+        try:
+            return super().invoke(ctx)
+        except typer.Exit:
+            raise
+        except LedgerError as exc:
+            _fail(exc.code, exc.message, exc.exit_code, as_json)
+        except typer.TyperException as exc:  # the parser's: bad option, missing argument
+            _usage_error(exc, as_json)
+        except (KeyboardInterrupt, typer.Abort):
+            _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
+        except BrokenPipeError:
+            raise typer.Exit(EXIT_OK) from None
+        except Exception as exc:
+            # A bug, not a refusal: every write is one transaction, so nothing was written.
+            if os.environ.get("LEDGER_DEBUG"):
+                raise
+            _fail(
+                "internal-error",
+                f"{type(exc).__name__}: {exc}; nothing was written (a bug: please report it;"
+                " LEDGER_DEBUG=1 shows the traceback)",
+                EXIT_REFUSED,
+                as_json,
+            )
+
+
+def _exit_with(code: int | None, **_root_params: Any) -> None:
+    """``result_callback``: a command returns its exit code (0 ok, 1 reject/violations)."""
+    raise typer.Exit(code or EXIT_OK)
+
+
 app = typer.Typer(
     name="ledger",
+    cls=_LedgerGroup,
     help=(
         "A content-addressed, hash-chained evidence ledger for judging agent-produced patches.\n\n"
         "Freeze a cohort before any outcome exists, verify result bundles only against plans the "
         "ledger already committed, and let anyone audit the file."
     ),
-    no_args_is_help=True,
+    result_callback=_exit_with,
     add_completion=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
@@ -326,7 +406,6 @@ def verify(
 
     with Ledger.open(STATE.db) as ledger:
         result = run_verify(ledger, bundle, cohort=cohort, task=task)
-    doc = result.verification_result
     if as_json:
         _emit_json(
             {
@@ -338,10 +417,17 @@ def verify(
                 "adapter": result.adapter,
                 "adapter_version": result.adapter_version,
                 "runner_version": result.runner_version,
-                "verification_result": doc,
+                "verification_result": result.verification_result,
             }
         )
         return result.exit_code
+    _say_verification(result)
+    return result.exit_code
+
+
+def _say_verification(result: Any) -> None:
+    """The outcome line, then each check that did not pass and each finding."""
+    doc = result.verification_result
     _say(
         f"{result.outcome.upper()}: {result.cohort} / {result.task}"
         f" ({result.adapter} {result.adapter_version}; entries {result.bundle_entry},"
@@ -359,7 +445,6 @@ def verify(
         _say(
             f"  finding {item.get('severity')}/{item.get('category')}: {item.get('summary')}{where}"
         )
-    return result.exit_code
 
 
 @app.command()
@@ -549,45 +634,54 @@ def audit(
             report, replayed = audit_ledger(
                 ledger, replay=not no_replay, checkpoints=checkpoints, progress=progress
             )
-    skipped = [{"check": x.check, "count": x.count, "reason": x.reason} for x in report.skipped]
     if as_json:
-        _emit_json(
-            {
-                "ok": report.ok,
-                "verdict": report.verdict,
-                "entries": report.entries,
-                "objects": report.objects,
-                "withheld_objects": report.withheld,
-                "replayed": replayed,
-                "skipped": skipped,
-                "tree_size": report.tree_size,
-                "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
-                "checks": report.checks,
-                "violation_count": report.violation_count,
-                "first_bad_seq": report.first_bad_seq,
-                "violations": [
-                    {"seq": v.seq, "kind": v.kind, "code": v.code, "message": v.message}
-                    for v in report.violations
-                ],
-            }
+        _emit_json(_audit_json(report, replayed))
+    else:
+        _say_audit(report, replayed)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _audit_json(report: Any, replayed: int) -> dict[str, Any]:
+    """The ``audit --json`` document (LEDGER.md section 7, "JSON shapes printed by the CLI")."""
+    return {
+        "ok": report.ok,
+        "verdict": report.verdict,
+        "entries": report.entries,
+        "objects": report.objects,
+        "withheld_objects": report.withheld,
+        "replayed": replayed,
+        "skipped": [
+            {"check": x.check, "count": x.count, "reason": x.reason} for x in report.skipped
+        ],
+        "tree_size": report.tree_size,
+        "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
+        "checks": report.checks,
+        "violation_count": report.violation_count,
+        "first_bad_seq": report.first_bad_seq,
+        "violations": [
+            {"seq": v.seq, "kind": v.kind, "code": v.code, "message": v.message}
+            for v in report.violations
+        ],
+    }
+
+
+def _say_audit(report: Any, replayed: int) -> None:
+    """One line per violation, then the verdict line."""
+    for v in report.violations:
+        where = "-" if v.seq is None else str(v.seq)
+        _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
+    if report.ok:
+        extra = f", replayed {replayed} verifications" if replayed else ""
+        skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
+        _say(
+            f"intact{skips}: {report.entries} entries, {report.objects} objects{extra};"
+            f" checked {', '.join(report.checks)}"
         )
     else:
-        for v in report.violations:
-            where = "-" if v.seq is None else str(v.seq)
-            _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
-        if report.ok:
-            extra = f", replayed {replayed} verifications" if replayed else ""
-            skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
-            _say(
-                f"intact{skips}: {report.entries} entries, {report.objects} objects{extra};"
-                f" checked {', '.join(report.checks)}"
-            )
-        else:
-            _say(
-                f"VIOLATIONS: {report.violation_count} (first bad seq: {report.first_bad_seq}) "
-                f"in {report.entries} entries"
-            )
-    return EXIT_OK if report.ok else EXIT_FAILED
+        _say(
+            f"VIOLATIONS: {report.violation_count} (first bad seq: {report.first_bad_seq}) "
+            f"in {report.entries} entries"
+        )
 
 
 def _read_text_file(path: Path, limit: int, what: str) -> str:
@@ -721,14 +815,9 @@ def prove(
         raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
     with Ledger.open_read_only(STATE.db) as ledger:
         if consistency is not None:
-            old = _load_checkpoint(consistency, None)
-            proof = prove_consistency(ledger, old)
-            if as_json:
-                _emit_json(proof.to_json())
-            else:
-                _say(f"consistent: {proof.old_size} -> {proof.new_size} entries")
-                for item in proof.to_json()["proof"]:
-                    _say(item)
+            _say_consistency(
+                prove_consistency(ledger, _load_checkpoint(consistency, None)), as_json
+            )
             return EXIT_OK
         size = None
         kept_note: str | None = None
@@ -753,6 +842,15 @@ def prove(
         for item in doc["proof"]:
             _say(item)
     return EXIT_OK
+
+
+def _say_consistency(proof: Any, as_json: bool) -> None:
+    if as_json:
+        _emit_json(proof.to_json())
+        return
+    _say(f"consistent: {proof.old_size} -> {proof.new_size} entries")
+    for item in proof.to_json()["proof"]:
+        _say(item)
 
 
 def _checkpoint_of(ledger: Any, size: int) -> Any:
@@ -817,54 +915,18 @@ def _fail(code: str, message: str, exit_code: int, as_json: bool) -> NoReturn:
         _emit_json({"error": {"code": code, "message": message}})
     else:
         sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
-    raise SystemExit(exit_code)
+    raise typer.Exit(exit_code)
 
 
-@functools.cache
-def _command() -> Any:
-    """The click command tree, built once per process (typer rebuilds it on every call)."""
-    return typer.main.get_command(app)
+def _usage_error(exc: typer.TyperException, as_json: bool) -> NoReturn:
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+    _fail("usage-error", exc.format_message().replace("\n", " ") + hint, EXIT_REFUSED, as_json)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console entry point: run one command, render any error once, exit with its code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    as_json = "--json" in args
-    command = _command()
-    try:
-        result = command.main(args=args, prog_name="ledger", standalone_mode=False)
-    except LedgerError as exc:
-        _fail(exc.code, exc.message, exc.exit_code, as_json)
-    except typer.Exit as exc:
-        raise SystemExit(exc.exit_code) from None
-    except typer.Abort:
-        _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
-    except typer.TyperException as exc:
-        # typer's (vendored click) usage errors: bad option, missing argument, no arguments.
-        ctx = getattr(exc, "ctx", None)
-        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
-            sys.stdout.write(ctx.get_help() + "\n")
-            raise SystemExit(EXIT_OK) from None
-        formatter = getattr(exc, "format_message", None)
-        message = formatter() if callable(formatter) else str(exc)
-        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        _fail("usage-error", str(message).replace("\n", " ") + hint, EXIT_REFUSED, as_json)
-    except KeyboardInterrupt:
-        _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
-    except BrokenPipeError:
-        raise SystemExit(EXIT_OK) from None
-    except Exception as exc:
-        # A bug, not a refusal: every write is one transaction, so nothing was written.
-        if os.environ.get("LEDGER_DEBUG"):
-            raise
-        _fail(
-            "internal-error",
-            f"{type(exc).__name__}: {exc}; nothing was written (a bug: please report it;"
-            " LEDGER_DEBUG=1 shows the traceback)",
-            EXIT_REFUSED,
-            as_json,
-        )
-    raise SystemExit(result if isinstance(result, int) else EXIT_OK)
+    """Console entry point: run one command in typer's standalone mode (it exits)."""
+    app(args=list(sys.argv[1:] if argv is None else argv), prog_name="ledger")
 
 
 if __name__ == "__main__":  # pragma: no cover

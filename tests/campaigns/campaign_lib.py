@@ -13,7 +13,6 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from commit_helpers import make_bundle, make_cohort
-from helpers import cli_env
+from helpers import cli_env, ledger_command
 
 from ledger.audit.engine import audit
 from ledger.audit.report import AuditReport
@@ -212,7 +211,7 @@ def pairs_are_whole(path: Path) -> None:
 
 
 def cli_command(db: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "ledger.cli.commands", "--db", str(db), *args]
+    return [*ledger_command(), "--db", str(db), *args]
 
 
 def campaign_env(extra: Mapping[str, str | None] | None = None) -> dict[str, str]:

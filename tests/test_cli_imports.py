@@ -1,0 +1,115 @@
+"""Fast start: what the installed ``ledger`` console script imports for its hot paths.
+
+Attack / regression stopped: a start-up that pays for what the command never uses. typer 0.29
+builds a pydantic ``TypeAdapter`` for every parameter (about 65 ms of a 0.2 s ``verify``); rich
+(typer's pretty help and tracebacks) and cryptography (checkpoint signing) cost more still. Not a
+timing test: it reads ``python -X importtime`` of the real entry point and names the modules.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import LEDGER_SCRIPT, REPO_DIR, cli_env, run_cli
+
+from ledger import __version__
+
+DEMO_BUNDLE = REPO_DIR / "fixtures/demo/bundles/readme-marker/attempt-1"
+SMALL_DIFF = b"diff --git a/x.txt b/x.txt\n--- a/x.txt\n+++ b/x.txt\n@@ -1 +1 @@\n-a\n+b\n"
+# Never on these paths: typer 0.29's pydantic adapters, rich, signing, other stores.
+HEAVY = ("pydantic", "pydantic_core", "typer._adapters", "rich", "cryptography", "sqlite_utils")
+
+
+def imported(
+    args: list[str], *, tty: bool = False
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run the console script under ``-X importtime``; the set of modules it imported."""
+    master = slave = None
+    if tty:
+        master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", str(LEDGER_SCRIPT), *args],
+            stdout=slave if tty else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+            cwd=REPO_DIR,
+            timeout=120,
+        )
+    finally:
+        for fd in (master, slave):
+            if fd is not None:
+                os.close(fd)
+    modules = {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    modules.discard("package")  # the header line
+    return proc, modules
+
+
+def heavy(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in HEAVY or m in HEAVY}
+
+
+@pytest.fixture(scope="module")
+def demo_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A calibrated ledger with the demo cohort frozen (built in-process, then copied per use)."""
+    db = tmp_path_factory.mktemp("imports") / "demo.db"
+    env = {"LEDGER_TIME": "2026-11-01T12:00:00Z", "LEDGER_DB": None}
+    for args in (["init", "--origin", "test.example/ledger"], ["calibrate"]):
+        assert run_cli(["--db", str(db), *args], env=env).code == 0
+    frozen = run_cli(
+        ["--db", str(db), "freeze", "cohorts/demo", "--root", "."], env=env, cwd=REPO_DIR
+    )
+    assert frozen.code == 0, frozen
+    return db
+
+
+def test_plain_verify_imports_no_pydantic_rich_or_signing(
+    demo_ledger: Path, tmp_path: Path
+) -> None:
+    db = shutil.copy(demo_ledger, tmp_path / "l.db")
+    proc, modules = imported(["--db", str(db), "verify", str(DEMO_BUNDLE)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "ledger.operations.verify" in modules and "typer" in modules
+    assert heavy(modules) == set()
+    # verify appends (the store keeps the Merkle tree) but neither audits nor reads a cohort.
+    assert not {m for m in modules if m.startswith(("ledger.audit", "ledger.documents.cohort_"))}
+
+
+def test_verify_on_a_terminal_imports_no_rich_either(demo_ledger: Path, tmp_path: Path) -> None:
+    db = shutil.copy(demo_ledger, tmp_path / "l.db")
+    proc, modules = imported(["--db", str(db), "verify", str(DEMO_BUNDLE)], tty=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert heavy(modules) == set()
+
+
+def test_check_patch_imports_no_store_and_nothing_heavy(tmp_path: Path) -> None:
+    patch = tmp_path / "p.diff"
+    patch.write_bytes(SMALL_DIFF)
+    proc, modules = imported(["check-patch", str(patch)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "verifiers.diff" in modules
+    assert heavy(modules) == set()
+    # check-patch needs no ledger: the store, SQLite and the state fold stay unloaded.
+    assert not {m for m in modules if m.startswith(("ledger.store", "ledger.state", "sqlite3"))}
+
+
+def test_version_imports_neither_typer_nor_the_library(tmp_path: Path) -> None:
+    proc, modules = imported(["--version"])
+    assert proc.returncode == 0 and proc.stdout == f"ledger {__version__}\n"
+    assert not {
+        m for m in modules if m.split(".")[0] in {"typer", "msgspec", "sqlite3", "verifiers"}
+    }
+    assert not {
+        m for m in modules if m.startswith("ledger.") and m not in {"ledger.cli", "ledger.cli.main"}
+    }
