@@ -49,6 +49,7 @@ from verifiers.contracts import (
 )
 from verifiers.contracts.common import document_digest, document_json
 from verifiers.diff import ParsedDiff, parse_diff
+from verifiers.errors import VerifierInternalError
 from verifiers.semantics import SemanticAdapter, SemanticOutcome
 
 PATCH_VALIDATOR_IDS: Final = ("result-manifest-schema", "independent-review")
@@ -58,10 +59,6 @@ MAX_DIAGNOSTICS_CHARS: Final = 65536  # longer diagnostics are replaced by their
 _ID_RE: Final = re.compile(r"[a-z0-9][a-z0-9._/-]{2,127}")
 _ISO_Z: Final = re.compile(r"Z$")
 _SORTED: Final = msgspec.json.Encoder(order="sorted")
-
-
-class VerifierInternalError(RuntimeError):
-    """A broken invariant of this package (never caused by candidate input)."""
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -1013,7 +1010,6 @@ def _review(
 __all__ = [
     "PATCH_VALIDATOR_IDS",
     "ManifestView",
-    "VerifierInternalError",
     "assess_manifest",
     "build_patch_result",
     "finish_result_bytes",
