@@ -24,7 +24,7 @@ from verifiers.bundle import BundleSnapshot
 from verifiers.contracts import EvaluatorPlan, EvaluatorPlanV01, VerificationResult, WorkUnit
 from verifiers.contracts.common import document_digest, document_json
 from verifiers.jsonread import read_json
-from verifiers.patch import (
+from verifiers.results import (
     assemble_result,
     assess_manifest,
     candidate_view,

@@ -32,7 +32,8 @@ from verifiers.contracts import (
 from verifiers.contracts.common import document_json
 from verifiers.errors import VerifierError
 from verifiers.json_exact import JSON_VALIDATOR_IDS, build_json_result
-from verifiers.patch import PATCH_VALIDATOR_IDS, build_patch_result, finish_result_bytes
+from verifiers.patch import PATCH_VALIDATOR_IDS, build_patch_result
+from verifiers.results import finish_result_bytes
 from verifiers.semantics import ADAPTERS_BY_PLAN_VERSION
 
 ADAPTERS: Final[Mapping[str, tuple[str, str]]] = {
