@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
-from verifiers.bundle import BundleSnapshot
+from verifiers.bundle import BundleSnapshot, FileObservation
 from verifiers.contracts import EvaluatorPlan, VerificationResult, WorkUnit
 from verifiers.contracts.common import document_digest, document_json
 from verifiers.diff import ParsedDiff, parse_diff
@@ -287,73 +287,23 @@ def build_patch_result(
     binding = plan_d.get("binding") or {}
     source_revision = str(binding.get("source_revision", ""))
     backend = plan_d.get("backend") or {}
-    limits = _backend_limits(backend)
     view = assess_manifest(snapshot, wu_d, wu_digest, source_revision)
 
     schema_check, findings = manifest_check(view)
     evidence_items = [manifest_evidence(view)]
-    metrics: dict[str, Any]
-
-    if view.doc is None:
-        review = {
-            "id": "independent-review",
-            "type": "review",
-            "required": True,
-            "status": "skipped",
-            "summary": (
-                "Independent metadata-only patch review was not run because the worker "
-                "ResultManifest is unusable."
-            ),
-            "evidence_ids": [],
-        }
-        checks = [schema_check, review]
-        metrics = {}
-        semantic_failed = False
-        changed_count = 0
-        candidate_size = 0
-        log_count = 0
-        semantic_metrics: dict[str, int] = {}
-    else:
-        doc = view.doc
-        outcome = _review(snapshot, doc, plan_d, wu_d, backend, limits, semantics)
+    outcome: _Review | None = None
+    if view.doc is not None:
+        limits = _backend_limits(backend)
+        outcome = _review(snapshot, view.doc, plan_d, wu_d, backend, limits, semantics)
         evidence_items.extend(outcome.evidence)
         findings.extend(outcome.findings)
-        review = {
-            "id": "independent-review",
-            "type": "review",
-            "required": True,
-            "status": "passed" if outcome.passed else "failed",
-            "summary": (
-                semantics.pass_summary
-                if outcome.passed
-                else (
-                    semantics.semantic_fail_summary
-                    if outcome.semantic.missing_removed
-                    else semantics.fail_summary
-                )
-            ),
-            "evidence_ids": [item["id"] for item in outcome.evidence],
-            "diagnostics": diagnostics_text(outcome.diagnostics),
-        }
-        checks = [schema_check, review]
-        semantic_failed = bool(outcome.semantic.missing_added or outcome.semantic.missing_removed)
-        changed_count = outcome.changed_count
-        candidate_size = outcome.candidate_bytes
-        log_count = outcome.log_count
-        semantic_metrics = outcome.semantic.metrics
-
+    checks = [schema_check, _review_check(outcome, semantics)]
     _, passed_count, failed_count, all_passed = status_fields(checks)
-    metrics = {
-        "required_checks_passed": passed_count,
-        "required_checks_failed": failed_count,
-        "candidate_bytes": candidate_size,
-        "changed_path_count": changed_count,
-        "log_count": log_count,
-    }
-    metrics.update(semantic_metrics)
     if all_passed:
         rationale = semantics.pass_rationale
-    elif semantic_failed:
+    elif outcome is not None and (
+        outcome.semantic.missing_added or outcome.semantic.missing_removed
+    ):
         rationale = semantics.semantic_fail_rationale
     else:
         rationale = semantics.fail_rationale
@@ -372,7 +322,7 @@ def build_patch_result(
         checks=checks,
         evidence=evidence_items,
         findings=findings,
-        metrics=metrics,
+        metrics=_patch_metrics(outcome, passed_count, failed_count),
         started_at=started_at,
         finished_at=finished_at,
         digests=(wu_digest, source_revision, plan_digest),
@@ -380,6 +330,51 @@ def build_patch_result(
         rationale=rationale,
         extensions=extensions,
     )
+
+
+def _review_check(outcome: _Review | None, semantics: SemanticAdapter) -> dict[str, Any]:
+    """The ``independent-review`` check entry; skipped when the manifest is unusable (None)."""
+    if outcome is None:
+        return {
+            "id": "independent-review",
+            "type": "review",
+            "required": True,
+            "status": "skipped",
+            "summary": (
+                "Independent metadata-only patch review was not run because the worker "
+                "ResultManifest is unusable."
+            ),
+            "evidence_ids": [],
+        }
+    if outcome.passed:
+        summary = semantics.pass_summary
+    elif outcome.semantic.missing_removed:
+        summary = semantics.semantic_fail_summary
+    else:
+        summary = semantics.fail_summary
+    return {
+        "id": "independent-review",
+        "type": "review",
+        "required": True,
+        "status": "passed" if outcome.passed else "failed",
+        "summary": summary,
+        "evidence_ids": [item["id"] for item in outcome.evidence],
+        "diagnostics": diagnostics_text(outcome.diagnostics),
+    }
+
+
+def _patch_metrics(outcome: _Review | None, passed: int, failed: int) -> dict[str, Any]:
+    """The result's ``metrics``: check counts, what the review measured, the adapter's own."""
+    metrics: dict[str, Any] = {
+        "required_checks_passed": passed,
+        "required_checks_failed": failed,
+        "candidate_bytes": outcome.candidate_bytes if outcome is not None else 0,
+        "changed_path_count": outcome.changed_count if outcome is not None else 0,
+        "log_count": outcome.log_count if outcome is not None else 0,
+    }
+    if outcome is not None:
+        metrics.update(outcome.semantic.metrics)
+    return metrics
 
 
 @dataclass
@@ -394,6 +389,35 @@ class _Review:
     log_count: int
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """The candidate patch as the review saw it (checks 2 and 3)."""
+
+    locator: str | None
+    declared: Any  # the worker-declared digest, as written
+    observation: FileObservation | None
+    data: bytes | None  # the bytes read, when the reader saw them
+    size: int
+    problem: str | None
+    usable: bool
+    size_ok: bool
+    observed_digest: str | None
+    digest_ok: bool
+
+    def observation_json(self, decode_error: str | None) -> dict[str, Any]:
+        """The ``artifact`` part of the review's diagnostics."""
+        return {
+            "artifact_locator": self.locator,
+            "declared_digest": self.declared if isinstance(self.declared, str) else None,
+            "observed_digest": self.observed_digest,
+            "file_status": self.observation.status if self.observation is not None else "missing",
+            "bytes": self.size,
+            "within_limit": self.size_ok,
+            "problem": self.problem,
+            "decode_error": decode_error,
+        }
+
+
 def _review(
     snapshot: BundleSnapshot,
     doc: Mapping[str, Any],
@@ -403,9 +427,62 @@ def _review(
     limits: _Limits,
     semantics: SemanticAdapter,
 ) -> _Review:
+    """The ``independent-review`` check: checks 2-9 in order, each adding its findings."""
     findings: list[dict[str, Any]] = []
-    artifact_id = str(plan.get("candidate_artifact_id", ""))
-    cand = candidate_view(snapshot, doc, artifact_id)
+    cand = _review_candidate(snapshot, doc, plan, limits, findings)
+    parsed, decode_error = _review_structure(cand, limits, findings)
+    structure_ok = parsed is not None and decode_error is None
+    logs_ok, log_payload = _review_logs(snapshot, doc, limits, cand.locator, findings)
+    changed, violations, scope_observation = scope_violations(parsed, work_unit)
+    for text, path in violations:
+        findings.append(finding("scope", text, path=path))
+    scope_ok = structure_ok and not violations
+    semantic = semantics.evaluate(backend, parsed if structure_ok else None)
+    _review_semantic_findings(cand, semantic, semantics, findings)
+    semantic_ok = structure_ok and semantic.passed
+    worker_status, status_ok, distinct_ok = _review_worker(doc, plan, findings)
+    passed = all(
+        (
+            cand.usable,
+            cand.size_ok,
+            cand.digest_ok,
+            structure_ok,
+            logs_ok,
+            scope_ok,
+            semantic_ok,
+            status_ok,
+            distinct_ok,
+        )
+    )
+    diagnostics = {
+        "artifact": cand.observation_json(decode_error),
+        "logs": log_payload,
+        "scope": scope_observation,
+        "semantic": semantic.observation,
+        "worker_status": worker_status,
+        "verifier_distinct_from_worker": distinct_ok,
+    }
+    return _Review(
+        passed=passed,
+        evidence=_review_evidence(cand, diagnostics, semantic, semantics),
+        findings=findings,
+        diagnostics=diagnostics,
+        semantic=semantic,
+        changed_count=len(changed),
+        candidate_bytes=cand.size,
+        log_count=len(log_payload["logs"]),
+    )
+
+
+def _review_candidate(
+    snapshot: BundleSnapshot,
+    doc: Mapping[str, Any],
+    plan: Mapping[str, Any],
+    limits: _Limits,
+    findings: list[dict[str, Any]],
+) -> _Candidate:
+    """Checks 2 and 3: the one candidate artifact, read, within its limit, digest as declared."""
+    cand = candidate_view(snapshot, doc, str(plan.get("candidate_artifact_id", "")))
     locator = str(cand.artifact.get("locator")) if cand.artifact is not None else None
     declared = cand.artifact.get("digest") if cand.artifact is not None else None
     obs = cand.observation
@@ -433,35 +510,62 @@ def _review(
                 path=locator,
             )
         )
+    return _Candidate(
+        locator,
+        declared,
+        obs,
+        data,
+        size,
+        cand.problem,
+        usable,
+        size_ok,
+        observed_digest,
+        digest_ok,
+    )
 
-    parsed: ParsedDiff | None = None
+
+def _review_structure(
+    cand: _Candidate, limits: _Limits, findings: list[dict[str, Any]]
+) -> tuple[ParsedDiff | None, str | None]:
+    """Check 4: the bytes parse as a strict Git unified diff with at least one file section.
+    (parsed diff or None when not parsed, why it is unusable or None)."""
+    if not cand.size_ok or cand.data is None:
+        return None, None
+    parsed = parse_diff(cand.data, max_bytes=limits.max_candidate_bytes)
     decode_error: str | None = None
-    if size_ok and data is not None:
-        parsed = parse_diff(data, max_bytes=limits.max_candidate_bytes)
-        if not data or not parsed.files:
-            decode_error = "candidate patch is empty"
-        elif not parsed.valid:
-            decode_error = "candidate patch is not a supported strict Git unified diff"
-        if decode_error is not None:
-            findings.append(
-                finding(
-                    "correctness",
-                    "Candidate patch is empty, undecodable, or structurally invalid as a "
-                    "supported textual Git unified diff.",
-                    path=locator,
-                )
+    if not cand.data or not parsed.files:
+        decode_error = "candidate patch is empty"
+    elif not parsed.valid:
+        decode_error = "candidate patch is not a supported strict Git unified diff"
+    if decode_error is not None:
+        findings.append(
+            finding(
+                "correctness",
+                "Candidate patch is empty, undecodable, or structurally invalid as a "
+                "supported textual Git unified diff.",
+                path=cand.locator,
             )
-            for item in parsed.findings[:MAX_DIFF_FINDINGS]:
-                category = (
-                    item.category
-                    if item.category in ("correctness", "scope", "policy")
-                    else "correctness"
-                )
-                findings.append(
-                    finding(category, f"{item.code}: {item.message}", path=locator, line=item.line)
-                )
-    structure_ok = parsed is not None and decode_error is None
+        )
+        for item in parsed.findings[:MAX_DIFF_FINDINGS]:
+            category = (
+                item.category
+                if item.category in ("correctness", "scope", "policy")
+                else "correctness"
+            )
+            findings.append(
+                finding(category, f"{item.code}: {item.message}", path=cand.locator, line=item.line)
+            )
+    return parsed, decode_error
 
+
+def _review_logs(
+    snapshot: BundleSnapshot,
+    doc: Mapping[str, Any],
+    limits: _Limits,
+    locator: str | None,
+    findings: list[dict[str, Any]],
+) -> tuple[bool, dict[str, Any]]:
+    """Check 5: the declared logs (``check_logs``), one finding when any of them fails."""
     logs_ok, log_payload = check_logs(
         snapshot, doc, limits.required_log_types, limits.max_log_bytes, locator
     )
@@ -473,32 +577,40 @@ def _review(
                 "oversized, missing, or do not match declared digests.",
             )
         )
+    return logs_ok, log_payload
 
-    changed, violations, scope_observation = scope_violations(parsed, work_unit)
-    for text, path in violations:
-        findings.append(finding("scope", text, path=path))
-    scope_ok = structure_ok and not violations
 
-    semantic = semantics.evaluate(backend, parsed if structure_ok else None)
-    if size_ok and data is not None:
-        for value in semantic.missing_added:
-            findings.append(
-                finding(
-                    "correctness",
-                    f"{semantics.added_missing_finding} Missing: {value!r}.",
-                    path=locator,
-                )
+def _review_semantic_findings(
+    cand: _Candidate,
+    semantic: SemanticOutcome,
+    semantics: SemanticAdapter,
+    findings: list[dict[str, Any]],
+) -> None:
+    """Check 7's findings: one per missing value, when the candidate bytes were read."""
+    if not cand.size_ok or cand.data is None:
+        return
+    for value in semantic.missing_added:
+        findings.append(
+            finding(
+                "correctness",
+                f"{semantics.added_missing_finding} Missing: {value!r}.",
+                path=cand.locator,
             )
-        for value in semantic.missing_removed:
-            findings.append(
-                finding(
-                    "correctness",
-                    f"{semantics.removed_missing_finding} Missing: {value!r}.",
-                    path=locator,
-                )
+        )
+    for value in semantic.missing_removed:
+        findings.append(
+            finding(
+                "correctness",
+                f"{semantics.removed_missing_finding} Missing: {value!r}.",
+                path=cand.locator,
             )
-    semantic_ok = structure_ok and semantic.passed
+        )
 
+
+def _review_worker(
+    doc: Mapping[str, Any], plan: Mapping[str, Any], findings: list[dict[str, Any]]
+) -> tuple[Any, bool, bool]:
+    """Checks 8 and 9: (worker status as written, it is ``succeeded``, worker != verifier)."""
     worker_status = doc.get("status")
     status_ok = worker_status == "succeeded"
     if not status_ok:
@@ -519,37 +631,22 @@ def _review(
                 "Worker id equals the verifier id; the review would not be independent.",
             )
         )
+    return worker_status, status_ok, distinct_ok
 
-    passed = all(
-        (
-            usable,
-            size_ok,
-            digest_ok,
-            structure_ok,
-            logs_ok,
-            scope_ok,
-            semantic_ok,
-            status_ok,
-            distinct_ok,
-        )
-    )
-    artifact_observation = {
-        "artifact_locator": locator,
-        "declared_digest": declared if isinstance(declared, str) else None,
-        "observed_digest": observed_digest,
-        "file_status": obs.status if obs is not None else "missing",
-        "bytes": size,
-        "within_limit": size_ok,
-        "problem": cand.problem,
-        "decode_error": decode_error,
-    }
-    status_observation = {"worker_status": worker_status}
-    patch_digest = observed_digest or json_digest(artifact_observation)
+
+def _review_evidence(
+    cand: _Candidate,
+    diagnostics: Mapping[str, Any],
+    semantic: SemanticOutcome,
+    semantics: SemanticAdapter,
+) -> list[dict[str, Any]]:
+    """The review's evidence items: each observation by its canonical digest."""
+    patch_digest = cand.observed_digest or json_digest(diagnostics["artifact"])
     items = [
         evidence(
             "candidate-patch-hash",
             "artifact_hash",
-            locator or "inline://candidate-patch-unavailable",
+            cand.locator or "inline://candidate-patch-unavailable",
             patch_digest,
             "SHA-256 observed directly from candidate patch bytes (canonical digest of the "
             "artifact observation when no bytes could be read).",
@@ -559,7 +656,7 @@ def _review(
             "log-integrity-observation",
             "trace",
             "inline://log-integrity",
-            json_digest(log_payload),
+            json_digest(diagnostics["logs"]),
             "Canonical digest of evaluator-required log coverage and independently recomputed "
             "log integrity observations.",
         ),
@@ -567,7 +664,7 @@ def _review(
             "patch-scope-observation",
             "static_analysis",
             "inline://patch-scope",
-            json_digest(scope_observation),
+            json_digest(diagnostics["scope"]),
             "Canonical digest of independently parsed unified-diff paths and WorkUnit scope "
             "checks.",
         ),
@@ -582,7 +679,7 @@ def _review(
             "worker-status-observation",
             "trace",
             "inline://worker-status",
-            json_digest(status_observation),
+            json_digest({"worker_status": diagnostics["worker_status"]}),
             "Canonical digest of the worker execution status observed by the verifier.",
         ),
     ]
@@ -596,24 +693,7 @@ def _review(
                 extra.description,
             )
         )
-    diagnostics = {
-        "artifact": artifact_observation,
-        "logs": log_payload,
-        "scope": scope_observation,
-        "semantic": semantic.observation,
-        "worker_status": worker_status,
-        "verifier_distinct_from_worker": distinct_ok,
-    }
-    return _Review(
-        passed=passed,
-        evidence=items,
-        findings=findings,
-        diagnostics=diagnostics,
-        semantic=semantic,
-        changed_count=len(changed),
-        candidate_bytes=size,
-        log_count=len(log_payload["logs"]),
-    )
+    return items
 
 
 __all__ = [
