@@ -72,6 +72,8 @@ def check_logs(
     max_log_bytes: int,
     candidate_locator: str | None,
 ) -> tuple[bool, dict[str, Any]]:
+    """Check 5: every declared log and the coverage of the required types. (all good, the log
+    observation that goes into the diagnostics and the evidence)."""
     counts = {log_type: 0 for log_type in required_log_types}
     seen: set[str] = set()
     observations: list[dict[str, Any]] = []
@@ -80,48 +82,11 @@ def check_logs(
     for index, log in enumerate(logs if isinstance(logs, list) else [], start=1):
         if not isinstance(log, dict):
             continue
-        locator = str(log.get("locator", ""))
         log_type = str(log.get("type", ""))
-        declared = log.get("digest")
         if log_type in counts:
             counts[log_type] += 1
-        item: dict[str, Any] = {
-            "index": index,
-            "type": log_type,
-            "locator": locator,
-            "declared_digest": declared if isinstance(declared, str) else None,
-        }
-        error: str | None = None
-        if locator in seen or locator == candidate_locator:
-            error = "duplicate log locator"
-        elif not isinstance(declared, str) or not declared:
-            error = "log digest is required by evaluator policy"
-        seen.add(locator)
-        if error is None:
-            obs = snapshot.lookup(locator)
-            if obs is None or obs.status == "missing":
-                error = "log is missing"
-            elif obs.status == "oversize":
-                error = "log exceeds max_log_bytes"
-                item.update({"bytes": obs.size, "within_limit": False})
-            elif obs.status == "over-budget":
-                error = "log not read: the bundle's files exceed the read budget of the plan"
-                item.update({"bytes": obs.size})
-            elif obs.status != "ok" or obs.data is None:
-                error = f"log is not a readable regular file ({obs.status})"
-            else:
-                observed = sha256_bytes(obs.data)
-                within = len(obs.data) <= max_log_bytes
-                item.update(
-                    {"observed_digest": observed, "bytes": len(obs.data), "within_limit": within}
-                )
-                if not within:
-                    error = "log exceeds max_log_bytes"
-                elif observed != declared:
-                    error = "log digest does not match the declared digest"
-        item["matches"] = error is None
-        if error is not None:
-            item["error"] = error
+        item = _log_observation(snapshot, log, index, seen, max_log_bytes, candidate_locator)
+        if not item["matches"]:
             ok = False
         observations.append(item)
     violations: list[str] = []
@@ -142,6 +107,58 @@ def check_logs(
         "logs": observations,
     }
     return ok, payload
+
+
+def _log_observation(
+    snapshot: BundleSnapshot,
+    log: Mapping[str, Any],
+    index: int,
+    seen: set[str],
+    max_log_bytes: int,
+    candidate_locator: str | None,
+) -> dict[str, Any]:
+    """One declared log as observed: unique locator, declared digest, a regular file within
+    ``max_log_bytes`` whose SHA-256 is the declared one. ``seen`` gathers the locators."""
+    locator = str(log.get("locator", ""))
+    declared = log.get("digest")
+    item: dict[str, Any] = {
+        "index": index,
+        "type": str(log.get("type", "")),
+        "locator": locator,
+        "declared_digest": declared if isinstance(declared, str) else None,
+    }
+    error: str | None = None
+    if locator in seen or locator == candidate_locator:
+        error = "duplicate log locator"
+    elif not isinstance(declared, str) or not declared:
+        error = "log digest is required by evaluator policy"
+    seen.add(locator)
+    if error is None:
+        obs = snapshot.lookup(locator)
+        if obs is None or obs.status == "missing":
+            error = "log is missing"
+        elif obs.status == "oversize":
+            error = "log exceeds max_log_bytes"
+            item.update({"bytes": obs.size, "within_limit": False})
+        elif obs.status == "over-budget":
+            error = "log not read: the bundle's files exceed the read budget of the plan"
+            item.update({"bytes": obs.size})
+        elif obs.status != "ok" or obs.data is None:
+            error = f"log is not a readable regular file ({obs.status})"
+        else:
+            observed = sha256_bytes(obs.data)
+            within = len(obs.data) <= max_log_bytes
+            item.update(
+                {"observed_digest": observed, "bytes": len(obs.data), "within_limit": within}
+            )
+            if not within:
+                error = "log exceeds max_log_bytes"
+            elif observed != declared:
+                error = "log digest does not match the declared digest"
+    item["matches"] = error is None
+    if error is not None:
+        item["error"] = error
+    return item
 
 
 # --------------------------------------------------------------------------- scope
