@@ -43,17 +43,17 @@ class CommitError(LedgerError):
     """A commitment rule refused the operation (freeze, verify, burn, calibrate)."""
 
 
-E = TypeVar("E", bound=LedgerError)
+_E = TypeVar("_E", bound=LedgerError)
 
 
 def from_verifier(
     exc: VerifierError,
-    kind: type[E],
+    kind: type[_E],
     *,
     code: str | None = None,
     context: str = "",
     message: str | None = None,
-) -> E:
+) -> _E:
     """The ledger refusal of ``kind`` that stands for ``exc``: its code (or ``code`` where the
     ledger names the refusal itself) and ``context`` followed by its detail (or by ``message``
     where the ledger words it itself). Raise it ``from None``: the code and message say it all."""
