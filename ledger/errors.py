@@ -3,12 +3,15 @@
 Every refusal carries a stable ``code`` (kebab-case, listed in LEDGER.md "Error codes"), a one-line
 human ``message`` that says what was wrong and how to mend it, and the process ``exit_code``.
 The library raises; only ``ledger.cli.commands`` catches (once) and renders. The library never
-prints.
+prints. A ``verifiers.errors.VerifierError`` becomes a ``LedgerError`` at one place,
+``from_verifier``: no verifier exception crosses the ledger's API.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypeVar
+
+from verifiers.errors import VerifierError
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1  # a reject, or violations found
@@ -38,3 +41,21 @@ class StoreError(LedgerError):
 
 class CommitError(LedgerError):
     """A commitment rule refused the operation (freeze, verify, burn, calibrate)."""
+
+
+_E = TypeVar("_E", bound=LedgerError)
+
+
+def from_verifier(
+    exc: VerifierError,
+    kind: type[_E],
+    *,
+    code: str | None = None,
+    context: str = "",
+    message: str | None = None,
+) -> _E:
+    """The ledger refusal of ``kind`` that stands for ``exc``: its code (or ``code`` where the
+    ledger names the refusal itself) and ``context`` followed by its detail (or by ``message``
+    where the ledger words it itself). Raise it ``from None``: the code and message say it all."""
+    detail = exc.detail if message is None else message
+    return kind(exc.code if code is None else code, f"{context}{detail}")

@@ -183,7 +183,7 @@ def outcome_digests(
     """The sha256 digests rule 9 checks: the manifest's and the candidate artifact's.
 
     ``observations`` are in ``snapshot_observations`` form (the manifest first). The candidate
-    is found as every verifier finds it (``verifiers.patch.candidate_view``, used by the patch
+    is found as every verifier finds it (``verifiers.results.candidate_view``, used by the patch
     and the exact-JSON backends alike): the one produced artifact whose id is the plan's
     ``candidate_artifact_id``, read at the first observation of its locator. Pure, so ``verify``
     and the audit derive the same digests from the same bytes.

@@ -35,7 +35,8 @@ def _commands() -> list[str]:
 
 
 def _raised_codes() -> set[str]:
-    """First string argument of every ``SomethingError("code", ...)`` call in the packages."""
+    """First string argument of every ``SomethingError("code", ...)`` call in the packages, and
+    the ``code=`` of every ``from_verifier(exc, SomethingError, code="code")``."""
     found: set[str] = set()
     for path in PACKAGE_FILES:
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
@@ -44,6 +45,9 @@ def _raised_codes() -> set[str]:
             func = node.func
             name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
             first = node.args[0]
+            if name == "from_verifier":
+                name = "Error"
+                first = next((k.value for k in node.keywords if k.arg == "code"), first)
             if (
                 name.endswith("Error")
                 and isinstance(first, ast.Constant)
@@ -212,7 +216,7 @@ def test_the_code_scans_find_what_they_look_for() -> None:
     )
     assert {"empty-path", "invalid-limit", "too-many-hunks"} <= set(_diff_finding_codes())
     assert "utf-8" not in _diff_finding_codes()
-    assert "plan-missing" in _raised_codes()
+    assert {"plan-missing", "entry-not-canonical"} <= _raised_codes()
 
 
 def test_every_raised_error_code_is_in_section_11() -> None:

@@ -23,7 +23,8 @@ from verifiers.calibration import (
 from verifiers.canonical import sha256_hex_digest
 from verifiers.diff import parse_diff
 from verifiers.json_exact import json_equal
-from verifiers.patch import verify_patch, wall_seconds
+from verifiers.patch import verify_patch
+from verifiers.results import wall_seconds
 from verifiers.runner import PlanBindingError, check_binding, run
 from verifiers.semantics import ADAPTER_0_3_0, match_requirements
 

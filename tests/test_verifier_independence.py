@@ -2,7 +2,7 @@
 
 Ids are defined lowercase (FORMATS.md: ``^[a-z0-9][a-z0-9._/-]{2,127}$``), but a ResultManifest's
 ``worker.id`` is any non-empty string. Both verifiers compare NFKC-casefolded forms with format
-characters removed (``verifiers.patch.identity_key``), so each spelling below is the verifier.
+characters removed (``verifiers.results.identity_key``), so each spelling below is the verifier.
 """
 
 from __future__ import annotations

@@ -102,12 +102,17 @@ def _call_name(node: ast.AST) -> str:
 
 def _code_of(stmt: ast.stmt, constants: dict[str, str]) -> str | None:
     """The code a statement reports (``...(Violation(s, k, CODE, m))``) or raises
-    (``raise SomethingError("code", ...)``), else None."""
+    (``raise SomethingError("code", ...)``, ``raise from_verifier(exc, SomethingError,
+    code="code")``), else None."""
     if isinstance(stmt, ast.Raise) and isinstance(stmt.exc, ast.Call):
         call = stmt.exc
         first = call.args[0] if call.args else None
+        name = _call_name(call)
+        if name == "from_verifier":
+            name = "Error"
+            first = next((k.value for k in call.keywords if k.arg == "code"), None)
         if (
-            _call_name(call).endswith("Error")
+            name.endswith("Error")
             and isinstance(first, ast.Constant)
             and isinstance(first.value, str)
             and CODE_RE.fullmatch(first.value)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
+from verifiers.errors import VerifierError, VerifierInternalError
 from verifiers.jsonread import read_json
 
 MANIFEST_NAME: Final = "result-manifest.json"
@@ -56,22 +57,12 @@ FileStatus = Literal[
 FILE_STATUSES: Final[frozenset[str]] = frozenset(get_args(FileStatus))
 
 
-class BundleRootError(Exception):
+class BundleRootError(VerifierError):
     """Operator-side problem with the bundle folder itself (nothing is recorded)."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
 
-
-class SnapshotReplayError(ValueError):
+class SnapshotReplayError(VerifierError):
     """Stored observations and blobs do not describe a consistent snapshot."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,7 +337,7 @@ def read_bundle(
     limit is ``oversize``, one past the remaining budget ``over-budget``; neither is read.
     """
     if (limit_for is None) == (policy is None):
-        raise TypeError("read_bundle needs exactly one of limit_for and policy")
+        raise VerifierInternalError("read_bundle needs exactly one of limit_for and policy")
     root_fd = _open_root(root)
     try:
         manifest_obs = _read_at(root_fd, MANIFEST_NAME, max(0, max_manifest_bytes))

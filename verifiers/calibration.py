@@ -37,6 +37,7 @@ from verifiers.contracts import (
     decode_evaluator_plan,
     decode_work_unit,
 )
+from verifiers.errors import VerifierInternalError
 from verifiers.runner import ADAPTERS, PlanBindingError, run
 
 STARTED_AT: Final = "2026-01-01T00:00:00Z"
@@ -483,14 +484,14 @@ class CalibrationReport:
 def typed_work_unit(doc: Mapping[str, Any]) -> WorkUnit:
     decoded = decode_work_unit(canonical_bytes(doc))
     if decoded.value is None:
-        raise RuntimeError(f"built-in WorkUnit is invalid: {decoded.errors}")
+        raise VerifierInternalError(f"built-in WorkUnit is invalid: {decoded.errors}")
     return decoded.value
 
 
 def typed_plan(doc: Mapping[str, Any]) -> EvaluatorPlan:
     decoded = decode_evaluator_plan(canonical_bytes(doc))
     if decoded.value is None:
-        raise RuntimeError(f"built-in plan is invalid: {decoded.errors}")
+        raise VerifierInternalError(f"built-in plan is invalid: {decoded.errors}")
     return decoded.value
 
 

@@ -28,6 +28,7 @@ from typing import Any, Final
 import blake3
 import msgspec
 
+from verifiers.errors import VerifierError
 from verifiers.jsonread import nesting_depth
 
 INT_MIN: Final = -(2**63)
@@ -37,13 +38,20 @@ MAX_DEPTH: Final = 256  # guards the recursive walk; documents have far tighter 
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
 
 
-class CanonicalFormError(ValueError):
-    """A value has no canonical form the ledger accepts. ``path`` names where (JSON pointer)."""
+class CanonicalFormError(VerifierError):
+    """A value has no canonical form the ledger accepts. ``path`` names where (JSON pointer);
+    ``str()`` and ``detail`` read ``path: message``."""
 
     def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path or '/'}: {message}")
+        super().__init__("value-not-canonical", message)
         self.path = path or "/"
-        self.message = message
+
+    @property
+    def detail(self) -> str:
+        return f"{self.path}: {self.message}"
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 def _check(value: object, path: str, depth: int) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import msgspec
 
@@ -394,6 +394,25 @@ class _Abort(Exception):
     """Internal only: a cap was reached; parsing stops. Never escapes parse_diff."""
 
 
+class _Skip(Exception):
+    """Internal only: the section cannot be read further; parsing resumes at the next
+    ``diff --git`` line at or after line index ``at``. Never escapes ``_Parser.section``."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__(at)
+        self.at = at
+
+
+class _Modes(NamedTuple):
+    """What a section's extended headers say of its kind and modes."""
+
+    kind: Kind
+    old_mode: str | None
+    new_mode: str | None
+    index_old: str | None  # the index line's blob names
+    index_new: str | None
+
+
 class _Parser:
     __slots__ = ("files", "findings", "firsts", "hunk_total", "lines", "n", "seen_new")
 
@@ -441,22 +460,66 @@ class _Parser:
                 )
                 i = self.skip_section(i + 1)
 
-    # A section: header, extended headers, ---/+++, hunks. Returns the index after it.
+    # A section: header, extended headers, ---/+++, hunks. Returns the index after it. Each step
+    # below adds its finding and raises _Skip where the section cannot be read further.
     def section(self, start: int) -> int:
-        lines, n = self.lines, self.n
+        try:
+            return self.read_section(start)
+        except _Skip as skip:
+            return self.skip_section(skip.at)
+
+    def read_section(self, start: int) -> int:
+        hline = start + 1
+        header = self.diff_git_header(start)
+        hdr, i = self.extended_headers(start + 1)
+        if not self.check_headers(hdr, hline):
+            raise _Skip(i)
+        modes = self.section_modes(hdr, i)
+        known = self.copy_names(hdr, modes.kind, hline, i)
+        i, has_file_headers, known = self.file_headers(i, modes.kind, known)
+        old_path, new_path = self.section_paths(header, modes.kind, known, hline, i)
+
+        hunks: list[Hunk] = []
+        i = self.hunks(i, modes.kind, hunks)
+        self.check_section_body(hdr, modes, hunks, has_file_headers, hline, i)
+        self.check_section_end(i)
+
+        self.record_paths(modes.kind, old_path, new_path, hline)
+        added = sum(h.added_count for h in hunks)
+        removed = sum(h.removed_count for h in hunks)
+        self.files.append(
+            FileDiff(
+                old_path,
+                new_path,
+                modes.kind,
+                modes.old_mode,
+                modes.new_mode,
+                tuple(hunks),
+                hline,
+                added,
+                removed,
+            )
+        )
+        return i
+
+    def diff_git_header(self, start: int) -> _GitHeader:
+        """The ``diff --git`` line's names (resolved later against the other headers)."""
         hline = start + 1
         try:
-            header = _git_header(lines[start][len(_DIFF_GIT) :])
+            header = _git_header(self.lines[start][len(_DIFF_GIT) :])
         except _NameError as exc:
             self.add(hline, "malformed-quoted-path", f"diff --git line: {exc}")
-            return self.skip_section(start + 1)
+            raise _Skip(start + 1) from None
         if header is None:
             self.add(hline, "malformed-diff-git-header", "diff --git line lacks a/ and b/ names")
-            return self.skip_section(start + 1)
+            raise _Skip(start + 1)
+        return header
 
-        # Extended headers.
+    def extended_headers(self, i: int) -> tuple[dict[str, tuple[str, int]], int]:
+        """The extended header lines (each at most once) as key -> (value, line number), and
+        the index of the first line after them, which must start the file headers or hunks."""
+        lines, n = self.lines, self.n
         hdr: dict[str, tuple[str, int]] = {}
-        i = start + 1
         while i < n:
             line = lines[i]
             key = next((k for k in _EXTENDED_HEADERS if line.startswith(k)), None)
@@ -464,12 +527,12 @@ class _Parser:
                 break
             if key in hdr:
                 self.add(i + 1, "duplicate-extended-header", f"'{key.strip()}' appears twice")
-                return self.skip_section(i + 1)
+                raise _Skip(i + 1)
             hdr[key] = (line[len(key) :], i + 1)
             i += 1
         if i < n and (lines[i].startswith("GIT binary patch") or lines[i].startswith("Binary ")):
             self.add(i + 1, "binary-patch", "binary patches are not accepted")
-            return self.skip_section(i + 1)
+            raise _Skip(i + 1)
         if i < n and not (
             lines[i].startswith("--- ")
             or lines[i].startswith("@@")
@@ -477,13 +540,11 @@ class _Parser:
             or lines[i] == ""
         ):
             self.add(i + 1, "unknown-extended-header", "line is not an allowed extended header")
-            return self.skip_section(i + 1)
+            raise _Skip(i + 1)
+        return hdr, i
 
-        ok = self.check_headers(hdr, hline)
-        if not ok:
-            return self.skip_section(i)
-
-        # Modes.
+    def section_modes(self, hdr: dict[str, tuple[str, int]], i: int) -> _Modes:
+        """The section's kind, its file modes (each an allowed one) and its index line."""
         old_mode: str | None = None
         new_mode: str | None = None
         modes_ok = True
@@ -496,18 +557,18 @@ class _Parser:
             m = _INDEX_RE.match("index " + value)
             if m is None:
                 self.add(ln, "malformed-extended-header", "malformed index line")
-                return self.skip_section(i)
+                raise _Skip(i)
             index_old, index_new = m.group(1), m.group(2)
             if m.group(3) is not None:
                 if any(k in hdr for k in ("old mode ", "new mode ", "new file mode ")) or (
                     "deleted file mode " in hdr
                 ):
                     self.add(ln, "inconsistent-headers", "index line mode with a mode header")
-                    return self.skip_section(i)
+                    raise _Skip(i)
                 modes_ok &= self.check_mode(m.group(3), ln)
                 old_mode = new_mode = m.group(3)
         if not modes_ok:
-            return self.skip_section(i)
+            raise _Skip(i)
 
         kind: Kind = "modified"
         if "new file mode " in hdr:
@@ -522,63 +583,73 @@ class _Parser:
             kind = "copied"
         if "old mode " in hdr:
             old_mode, new_mode = hdr["old mode "][0], hdr["new mode "][0]
+        return _Modes(kind, old_mode, new_mode, index_old, index_new)
 
-        # Known names from rename/copy headers.
-        known_old: str | None = None
-        known_new: str | None = None
+    def copy_names(
+        self, hdr: dict[str, tuple[str, int]], kind: Kind, hline: int, i: int
+    ) -> tuple[str | None, str | None]:
+        """(old, new) names known from rename/copy headers, else (None, None)."""
         try:
             if kind in ("renamed", "copied"):
                 verb = "rename" if kind == "renamed" else "copy"
-                known_old = _name(hdr[f"{verb} from "][0])
-                known_new = _name(hdr[f"{verb} to "][0])
+                return _name(hdr[f"{verb} from "][0]), _name(hdr[f"{verb} to "][0])
         except _NameError as exc:
             self.add(hline, "malformed-quoted-path", f"rename/copy header: {exc}")
-            return self.skip_section(i)
+            raise _Skip(i) from None
+        return None, None
 
-        # --- / +++ lines.
-        minus_name: str | None = None
-        plus_name: str | None = None
-        has_file_headers = False
-        if i < n and lines[i].startswith("--- "):
-            if i + 1 >= n or not lines[i + 1].startswith("+++ "):
-                # The line that should be '+++', or the '---' line when the patch ends there.
-                self.add(
-                    min(i + 2, n), "malformed-file-header", "'---' line is not followed by '+++'"
-                )
-                return self.skip_section(i + 1)
-            has_file_headers = True
-            sides: list[str | None] = []
-            for j, prefix in ((i, "a/"), (i + 1, "b/")):
-                try:
-                    side = self.file_header_name(lines[j][4:], prefix)
-                except _NameError as exc:
-                    self.add(j + 1, "malformed-file-header", f"'---'/'+++' line: {exc}")
-                    return self.skip_section(j + 1)
-                sides.append(side)
-            minus_name, plus_name = sides
-            if (minus_name is None) != (kind == "added") or (plus_name is None) != (
-                kind == "deleted"
-            ):
-                self.add(
-                    i + 1,
-                    "inconsistent-headers",
-                    "/dev/null sides do not match the new/deleted file mode headers",
-                )
-                return self.skip_section(i + 2)
-            if minus_name is not None:
-                known_old = known_old if known_old is not None else minus_name
-                if minus_name != known_old:
-                    self.add(i + 1, "path-mismatch", "'---' path disagrees with rename/copy from")
-                    return self.skip_section(i + 2)
-            if plus_name is not None:
-                known_new = known_new if known_new is not None else plus_name
-                if plus_name != known_new:
-                    self.add(i + 2, "path-mismatch", "'+++' path disagrees with rename/copy to")
-                    return self.skip_section(i + 2)
-            i += 2
+    def file_headers(
+        self, i: int, kind: Kind, known: tuple[str | None, str | None]
+    ) -> tuple[int, bool, tuple[str | None, str | None]]:
+        """The ``---``/``+++`` pair, when there is one: (index after it, whether there was one,
+        the (old, new) names now known)."""
+        lines, n = self.lines, self.n
+        known_old, known_new = known
+        if not (i < n and lines[i].startswith("--- ")):
+            return i, False, known
+        if i + 1 >= n or not lines[i + 1].startswith("+++ "):
+            # The line that should be '+++', or the '---' line when the patch ends there.
+            self.add(min(i + 2, n), "malformed-file-header", "'---' line is not followed by '+++'")
+            raise _Skip(i + 1)
+        sides: list[str | None] = []
+        for j, prefix in ((i, "a/"), (i + 1, "b/")):
+            try:
+                side = self.file_header_name(lines[j][4:], prefix)
+            except _NameError as exc:
+                self.add(j + 1, "malformed-file-header", f"'---'/'+++' line: {exc}")
+                raise _Skip(j + 1) from None
+            sides.append(side)
+        minus_name, plus_name = sides
+        if (minus_name is None) != (kind == "added") or (plus_name is None) != (kind == "deleted"):
+            self.add(
+                i + 1,
+                "inconsistent-headers",
+                "/dev/null sides do not match the new/deleted file mode headers",
+            )
+            raise _Skip(i + 2)
+        if minus_name is not None:
+            known_old = known_old if known_old is not None else minus_name
+            if minus_name != known_old:
+                self.add(i + 1, "path-mismatch", "'---' path disagrees with rename/copy from")
+                raise _Skip(i + 2)
+        if plus_name is not None:
+            known_new = known_new if known_new is not None else plus_name
+            if plus_name != known_new:
+                self.add(i + 2, "path-mismatch", "'+++' path disagrees with rename/copy to")
+                raise _Skip(i + 2)
+        return i + 2, True, (known_old, known_new)
 
-        # Resolve the diff --git names against what is known.
-        match = header.resolve(known_old, known_new, kind not in ("renamed", "copied"))
+    def section_paths(
+        self,
+        header: _GitHeader,
+        kind: Kind,
+        known: tuple[str | None, str | None],
+        hline: int,
+        i: int,
+    ) -> tuple[str | None, str | None]:
+        """(old path, new path): the diff --git names resolved against what is known, each
+        path checked (scope findings do not stop the section)."""
+        match = header.resolve(known[0], known[1], kind not in ("renamed", "copied"))
         if match is None:
             if header.splits > 1:
                 self.add(
@@ -588,50 +659,50 @@ class _Parser:
                 )
             else:
                 self.add(hline, "path-mismatch", "file headers disagree with the diff --git line")
-            return self.skip_section(i)
+            raise _Skip(i)
         a_name, b_name = match
         if kind in ("renamed", "copied") and a_name == b_name:
             self.add(hline, "inconsistent-headers", "rename/copy onto the same path")
-            return self.skip_section(i)
-
+            raise _Skip(i)
         old_path = None if kind == "added" else a_name
         new_path = None if kind == "deleted" else b_name
         for path in {p for p in (old_path, new_path) if p is not None}:
             for code, message in _path_problems(path):
                 self.add(hline, code, message, SCOPE)
+        return old_path, new_path
 
-        # Hunks.
-        hunks: list[Hunk] = []
-        i, broken = self.hunks(i, kind, hunks)
-        if broken:
-            return self.skip_section(i)
+    def check_section_body(
+        self,
+        hdr: dict[str, tuple[str, int]],
+        modes: _Modes,
+        hunks: list[Hunk],
+        has_file_headers: bool,
+        hline: int,
+        i: int,
+    ) -> None:
+        """Hunks go with ---/+++ lines; a section without either must be header-only."""
         if not has_file_headers:
             if hunks:
                 self.add(hunks[0].header_line, "missing-file-headers", "hunk without ---/+++")
-                return self.skip_section(i)
-            if not self.header_only_ok(hdr, kind, old_mode, new_mode, index_old, index_new):
+                raise _Skip(i)
+            if not self.header_only_ok(
+                hdr, modes.kind, modes.old_mode, modes.new_mode, modes.index_old, modes.index_new
+            ):
                 self.add(hline, "missing-hunks", "section has no hunks and is not header-only")
-                return self.skip_section(i)
+                raise _Skip(i)
         elif not hunks:
             self.add(hline, "missing-hunks", "section has ---/+++ lines but no hunk")
-            return self.skip_section(i)
+            raise _Skip(i)
 
+    def check_section_end(self, i: int) -> None:
+        """A section ends at the next diff --git line, a blank line or the end of the patch."""
+        lines, n = self.lines, self.n
         if i < n and lines[i] != "" and not lines[i].startswith(_DIFF_GIT):
             if lines[i][:1] in (" ", "+", "-", "\\"):
                 self.add(i + 1, "hunk-lines-after-count", "hunk-like line after counts ran out")
             else:
                 self.add(i + 1, "unexpected-text", "text after a section is not part of a diff")
-            return self.skip_section(i + 1)
-
-        self.record_paths(kind, old_path, new_path, hline)
-        added = sum(h.added_count for h in hunks)
-        removed = sum(h.removed_count for h in hunks)
-        self.files.append(
-            FileDiff(
-                old_path, new_path, kind, old_mode, new_mode, tuple(hunks), hline, added, removed
-            )
-        )
-        return i
+            raise _Skip(i + 1)
 
     def file_header_name(self, text: str, prefix: str) -> str | None:
         if text.startswith('"'):
@@ -744,162 +815,206 @@ class _Parser:
             else:
                 self.seen_new[path] = hline
 
-    def hunks(self, i: int, kind: Kind, out: list[Hunk]) -> tuple[int, bool]:
-        """Parse consecutive hunks. Returns (next index, broken)."""
+    def hunks(self, i: int, kind: Kind, out: list[Hunk]) -> int:
+        """Parse consecutive hunks into ``out``. Returns the index after them."""
         lines, n = self.lines, self.n
         delta = 0
         prev_old_begin = prev_old_end = 0
         eof_seen = False
         while i < n and lines[i].startswith("@@"):
-            header = lines[i]
             hl = i + 1
-            m = _HUNK_RE.match(header)
-            if m is None or header[m.end() : m.end() + 1] not in ("", " "):
-                self.add(hl, "malformed-hunk-header", "malformed hunk header")
-                return i + 1, True
-            self.hunk_total += 1
-            if self.hunk_total > MAX_HUNKS:
-                self.add(hl, "too-many-hunks", f"more than {MAX_HUNKS} hunks", POLICY)
-                raise _Abort
-            if eof_seen:
-                self.add(hl, "misplaced-no-newline-marker", "hunk after an end-of-file marker")
-                return i + 1, True
-            g1, g2, g3, g4 = m.groups()
-            old_start = int(g1)
-            old_count = 1 if g2 is None else int(g2)
-            new_start = int(g3)
-            new_count = 1 if g4 is None else int(g4)
-            old_begin = old_start if old_count else old_start + 1
-            new_begin = new_start if new_count else new_start + 1
-
-            i += 1
-            body = i
-            # Fast path: one tight loop, no per-line bounds or side checks. ``left`` counts the
-            # body lines still owed (a context line pays both sides). Any deviation (a marker,
-            # a stray line, a count that does not balance) re-reads the body on the careful
-            # path below, which also locates the defect.
-            ctx = r = a = 0
-            left = old_count + new_count
-            if left > 0:
-                # The body is the shortest run of ' ', '-', '+' lines whose weight (2 for
-                # context, 1 otherwise) reaches ``left``. Each step adds half the missing weight
-                # in lines, so it never passes the shortest run; str.count does the counting.
-                firsts = self.firsts
-                avail = _BODY_RUN.match(firsts, body).end() - body  # type: ignore[union-attr]
-                # Usually the body is the whole run (the next line is a header).
-                ctx = firsts.count(" ", body, body + avail)
-                r = firsts.count("-", body, body + avail)
-                if ctx + r == old_count and avail - r == new_count:
-                    a = avail - ctx - r
-                    left = 0
-                else:
-                    size = (left + 1) // 2
-                    while size <= avail:
-                        weight = size + firsts.count(" ", body, body + size)
-                        if weight >= left:
-                            break
-                        size += (left - weight + 1) // 2
-                    if size <= avail:
-                        ctx = firsts.count(" ", body, body + size)
-                        r = firsts.count("-", body, body + size)
-                        a = size - ctx - r
-                        left -= size + ctx
-                        if left or ctx + r != old_count or ctx + a != new_count:
-                            left = left or 1  # not a clean body: the careful path decides
-                    else:
-                        ctx = r = 0
-                        left = 1
-            i = body + ctx + r + a
-            old_left = new_left = 0
-            prev = lines[i - 1][:1] if i > body else ""
-            if left or ctx + r != old_count or ctx + a != new_count:
-                # Careful path.
-                i = body
-                r = a = 0
-                old_left, new_left = old_count, new_count
-                old_end = new_end = False
-                prev = ""
-                while old_left or new_left:
-                    if i >= n:
-                        self.add(hl, "hunk-count-mismatch", "patch ends before the hunk's counts")
-                        return i, True
-                    line = lines[i]
-                    c = line[:1]
-                    if c == " ":
-                        if not old_left or not new_left or old_end or new_end:
-                            break
-                        old_left -= 1
-                        new_left -= 1
-                    elif c == "-":
-                        if not old_left or old_end:
-                            break
-                        r += 1
-                        old_left -= 1
-                    elif c == "+":
-                        if not new_left or new_end:
-                            break
-                        a += 1
-                        new_left -= 1
-                    elif c == "\\":
-                        if not self.marker(i, prev):
-                            return i + 1, True
-                        old_end = old_end or prev in (" ", "-")
-                        new_end = new_end or prev in (" ", "+")
-                        eof_seen = True
-                    else:
-                        break
-                    prev = c
-                    i += 1
-            if old_left or new_left:
-                self.add(
-                    i + 1,
-                    "hunk-count-mismatch",
-                    f"hunk at line {hl} has fewer lines than its header counts, or this line "
-                    "exceeds one side's count",
-                )
-                return i + 1, True
-            if i < n and lines[i][:1] == "\\":
-                if not self.marker(i, prev):
-                    return i + 1, True
-                eof_seen = True
-                i += 1
-
-            if not a and not r:
-                self.add(hl, "context-only-hunk", "hunk changes nothing (context lines only)")
-                return i, True
-            if (old_count and not old_start) or (new_count and not new_start):
-                self.add(hl, "invalid-hunk-range", "a non-empty range cannot start at line 0")
-                return i, True
-            if kind == "added":
-                if r:
-                    self.add(hl, "new-file-with-removed-lines", "a new file has removed lines")
-                    return i, True
-                if out or old_start or old_count or new_start != 1:
-                    self.add(hl, "invalid-hunk-range", "a new file needs one hunk '-0,0 +1,N'")
-                    return i, True
-            elif kind == "deleted":
-                if a:
-                    self.add(hl, "deleted-file-with-added-lines", "a deleted file has added lines")
-                    return i, True
-                if out or new_start or new_count or old_start != 1:
-                    self.add(hl, "invalid-hunk-range", "a deleted file needs one hunk '-1,N +0,0'")
-                    return i, True
-            if out and (old_begin < prev_old_end or old_begin <= prev_old_begin):
-                self.add(hl, "hunks-out-of-order", "hunk overlaps or precedes the previous one")
-                return i, True
-            if new_begin != old_begin + delta:
-                self.add(
-                    hl,
-                    "hunk-offset-mismatch",
-                    "new start disagrees with old start plus the earlier hunks' line delta",
-                )
-                return i, True
+            old_start, old_count, new_start, new_count = self.hunk_header(i, eof_seen)
+            body = i + 1
+            i, added, removed, marker = self.hunk_body(body, hl, old_count, new_count)
+            eof_seen = eof_seen or marker
+            hunk = Hunk(
+                old_start, old_count, new_start, new_count, hl, added, removed, tuple(lines[body:i])
+            )
+            old_begin = self.check_hunk(
+                hunk, kind, bool(out), prev_old_begin, prev_old_end, delta, i
+            )
             delta += new_count - old_count
             prev_old_begin, prev_old_end = old_begin, old_begin + old_count
-            out.append(
-                Hunk(old_start, old_count, new_start, new_count, hl, a, r, tuple(lines[body:i]))
+            out.append(hunk)
+        return i
+
+    def hunk_header(self, i: int, eof_seen: bool) -> tuple[int, int, int, int]:
+        """The ``@@ -a,b +c,d @@`` line at ``i``: (old start, old count, new start, new count)."""
+        header = self.lines[i]
+        hl = i + 1
+        m = _HUNK_RE.match(header)
+        if m is None or header[m.end() : m.end() + 1] not in ("", " "):
+            self.add(hl, "malformed-hunk-header", "malformed hunk header")
+            raise _Skip(i + 1)
+        self.hunk_total += 1
+        if self.hunk_total > MAX_HUNKS:
+            self.add(hl, "too-many-hunks", f"more than {MAX_HUNKS} hunks", POLICY)
+            raise _Abort
+        if eof_seen:
+            self.add(hl, "misplaced-no-newline-marker", "hunk after an end-of-file marker")
+            raise _Skip(i + 1)
+        g1, g2, g3, g4 = m.groups()
+        return int(g1), 1 if g2 is None else int(g2), int(g3), 1 if g4 is None else int(g4)
+
+    def hunk_body(
+        self, body: int, hl: int, old_count: int, new_count: int
+    ) -> tuple[int, int, int, bool]:
+        """The body lines from ``body`` and an end-of-file marker after them: (index after,
+        added lines, removed lines, whether a marker was seen)."""
+        lines, n = self.lines, self.n
+        ctx, r, a, left = self.measure_body(body, old_count, new_count)
+        i = body + ctx + r + a
+        prev = lines[i - 1][:1] if i > body else ""
+        eof = False
+        if left or ctx + r != old_count or ctx + a != new_count:
+            i, r, a, prev, eof = self.read_body(body, hl, old_count, new_count)
+        if i < n and lines[i][:1] == "\\":
+            if not self.marker(i, prev):
+                raise _Skip(i + 1)
+            eof = True
+            i += 1
+        return i, a, r, eof
+
+    def measure_body(self, body: int, old_count: int, new_count: int) -> tuple[int, int, int, int]:
+        """Fast path: (context, removed, added, weight still owed) of the body, measured with
+        str.count, no per-line bounds or side checks. ``left`` counts the body lines still owed
+        (a context line pays both sides). Any deviation (a marker, a stray line, a count that
+        does not balance) leaves ``left`` non-zero: ``read_body`` re-reads the body and also
+        locates the defect."""
+        ctx = r = a = 0
+        left = old_count + new_count
+        if left > 0:
+            # The body is the shortest run of ' ', '-', '+' lines whose weight (2 for
+            # context, 1 otherwise) reaches ``left``. Each step adds half the missing weight
+            # in lines, so it never passes the shortest run; str.count does the counting.
+            firsts = self.firsts
+            avail = _BODY_RUN.match(firsts, body).end() - body  # type: ignore[union-attr]
+            # Usually the body is the whole run (the next line is a header).
+            ctx = firsts.count(" ", body, body + avail)
+            r = firsts.count("-", body, body + avail)
+            if ctx + r == old_count and avail - r == new_count:
+                a = avail - ctx - r
+                left = 0
+            else:
+                size = (left + 1) // 2
+                while size <= avail:
+                    weight = size + firsts.count(" ", body, body + size)
+                    if weight >= left:
+                        break
+                    size += (left - weight + 1) // 2
+                if size <= avail:
+                    ctx = firsts.count(" ", body, body + size)
+                    r = firsts.count("-", body, body + size)
+                    a = size - ctx - r
+                    left -= size + ctx
+                    if left or ctx + r != old_count or ctx + a != new_count:
+                        left = left or 1  # not a clean body: the careful path decides
+                else:
+                    ctx = r = 0
+                    left = 1
+        return ctx, r, a, left
+
+    def read_body(
+        self, body: int, hl: int, old_count: int, new_count: int
+    ) -> tuple[int, int, int, str, bool]:
+        """Careful path: the body one line at a time, each side's count and end-of-file marker
+        enforced: (index after, removed, added, last line's first character, marker seen)."""
+        lines, n = self.lines, self.n
+        i = body
+        r = a = 0
+        old_left, new_left = old_count, new_count
+        old_end = new_end = eof = False
+        prev = ""
+        while old_left or new_left:
+            if i >= n:
+                self.add(hl, "hunk-count-mismatch", "patch ends before the hunk's counts")
+                raise _Skip(i)
+            line = lines[i]
+            c = line[:1]
+            if c == " ":
+                if not old_left or not new_left or old_end or new_end:
+                    break
+                old_left -= 1
+                new_left -= 1
+            elif c == "-":
+                if not old_left or old_end:
+                    break
+                r += 1
+                old_left -= 1
+            elif c == "+":
+                if not new_left or new_end:
+                    break
+                a += 1
+                new_left -= 1
+            elif c == "\\":
+                if not self.marker(i, prev):
+                    raise _Skip(i + 1)
+                old_end = old_end or prev in (" ", "-")
+                new_end = new_end or prev in (" ", "+")
+                eof = True
+            else:
+                break
+            prev = c
+            i += 1
+        if old_left or new_left:
+            self.add(
+                i + 1,
+                "hunk-count-mismatch",
+                f"hunk at line {hl} has fewer lines than its header counts, or this line "
+                "exceeds one side's count",
             )
-        return i, False
+            raise _Skip(i + 1)
+        return i, r, a, prev, eof
+
+    def check_hunk(
+        self,
+        hunk: Hunk,
+        kind: Kind,
+        follows: bool,
+        prev_old_begin: int,
+        prev_old_end: int,
+        delta: int,
+        i: int,
+    ) -> int:
+        """A hunk's ranges: non-empty, from line 1, in order, offset by the earlier hunks' line
+        delta, as a new or deleted file allows. ``follows``: an earlier hunk of this section
+        was read. Returns the hunk's first old line."""
+        hl, a, r = hunk.header_line, hunk.added_count, hunk.removed_count
+        old_start, old_count = hunk.old_start, hunk.old_count
+        new_start, new_count = hunk.new_start, hunk.new_count
+        old_begin = old_start if old_count else old_start + 1
+        new_begin = new_start if new_count else new_start + 1
+        if not a and not r:
+            self.add(hl, "context-only-hunk", "hunk changes nothing (context lines only)")
+            raise _Skip(i)
+        if (old_count and not old_start) or (new_count and not new_start):
+            self.add(hl, "invalid-hunk-range", "a non-empty range cannot start at line 0")
+            raise _Skip(i)
+        if kind == "added":
+            if r:
+                self.add(hl, "new-file-with-removed-lines", "a new file has removed lines")
+                raise _Skip(i)
+            if follows or old_start or old_count or new_start != 1:
+                self.add(hl, "invalid-hunk-range", "a new file needs one hunk '-0,0 +1,N'")
+                raise _Skip(i)
+        elif kind == "deleted":
+            if a:
+                self.add(hl, "deleted-file-with-added-lines", "a deleted file has added lines")
+                raise _Skip(i)
+            if follows or new_start or new_count or old_start != 1:
+                self.add(hl, "invalid-hunk-range", "a deleted file needs one hunk '-1,N +0,0'")
+                raise _Skip(i)
+        if follows and (old_begin < prev_old_end or old_begin <= prev_old_begin):
+            self.add(hl, "hunks-out-of-order", "hunk overlaps or precedes the previous one")
+            raise _Skip(i)
+        if new_begin != old_begin + delta:
+            self.add(
+                hl,
+                "hunk-offset-mismatch",
+                "new start disagrees with old start plus the earlier hunks' line delta",
+            )
+            raise _Skip(i)
+        return old_begin
 
     def marker(self, i: int, prev: str) -> bool:
         if self.lines[i] != _NO_NEWLINE:

@@ -18,13 +18,15 @@ reference names them:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
-from verifiers.bundle import BundleSnapshot
+from verifiers.bundle import BundleSnapshot, FileObservation
 from verifiers.contracts import EvaluatorPlan, EvaluatorPlanV01, VerificationResult, WorkUnit
 from verifiers.contracts.common import document_digest, document_json
 from verifiers.jsonread import read_json
-from verifiers.patch import (
+from verifiers.results import (
+    ManifestView,
     assemble_result,
     assess_manifest,
     candidate_view,
@@ -90,14 +92,82 @@ def build_json_result(
     binding = plan_d.get("binding") or {}
     source_revision = str(binding.get("source_revision", ""))
     view = assess_manifest(snapshot, wu_d, wu_digest, source_revision)
-    max_bytes = int(plan_d.get("max_candidate_bytes", 0))
     allowed = sorted(str(item) for item in plan_d.get("allowed_files") or [])
     required_json = plan_d.get("required_json")
-    verifier_id = (plan_d.get("verifier") or {}).get("id")
 
-    provenance_problems = list(view.schema_errors) + list(view.binding_errors)
     findings = manifest_findings(view)
+    cand = _artifact_step(view, snapshot, plan_d, findings)
+    scope_ok, observed_files = _scope_step(view, snapshot, allowed, findings)
+    acceptance_ok, observed_json, parse_error = _acceptance_step(
+        view, cand, int(plan_d.get("max_candidate_bytes", 0)), required_json, findings
+    )
+    checks = _json_checks(cand, scope_ok, acceptance_ok, parse_error)
+    items = _json_evidence(
+        cand,
+        {"allowed_files": allowed, "observed_files": observed_files},
+        {"expected": required_json, "observed": observed_json, "parse_error": parse_error},
+    )
+    _, passed_count, failed_count, all_passed = status_fields(checks)
+    return assemble_result(
+        view=view,
+        plan_d=plan_d,
+        wu_d=wu_d,
+        id_suffix="local-verification",
+        adapter_version=JSON_ADAPTER_VERSION,
+        correlation_notes=_NOTES,
+        checks=checks,
+        evidence=items,
+        findings=findings,
+        metrics={
+            "required_checks_passed": passed_count,
+            "required_checks_failed": failed_count,
+            "candidate_bytes": cand.size,
+        },
+        started_at=started_at,
+        finished_at=finished_at,
+        digests=(wu_digest, source_revision, plan_digest_value),
+        tool_versions={"deterministic-json-verifier": JSON_ADAPTER_VERSION},
+        rationale=(
+            "All verifier-owned deterministic checks passed."
+            if all_passed
+            else "One or more required verifier-owned deterministic checks failed."
+        ),
+        extensions={"org.idkmesh.local_verifier.policy_id": plan_d.get("id")},
+    )
 
+
+@dataclass(frozen=True)
+class _Artifact:
+    """The candidate artifact as ``artifact-digest`` saw it."""
+
+    locator: str | None
+    declared: Any  # the worker-declared digest, as written
+    observation: FileObservation | None
+    data: bytes | None  # the bytes read, when the reader saw them
+    size: int
+    observed_digest: str | None
+    ok: bool  # the ``artifact-digest`` check passed
+    problems: list[str]  # its diagnostics: why the manifest or the artifact is unusable
+
+    def observation_json(self) -> dict[str, Any]:
+        return {
+            "artifact_locator": self.locator,
+            "declared_digest": self.declared if isinstance(self.declared, str) else None,
+            "observed_digest": self.observed_digest,
+            "file_status": self.observation.status if self.observation is not None else "missing",
+            "bytes": self.size,
+        }
+
+
+def _artifact_step(
+    view: ManifestView,
+    snapshot: BundleSnapshot,
+    plan_d: Mapping[str, Any],
+    findings: list[dict[str, Any]],
+) -> _Artifact:
+    """``artifact-digest``: a bound manifest, one candidate read, its digest as declared, and a
+    worker that is not the verifier."""
+    problems = list(view.schema_errors) + list(view.binding_errors)
     doc = view.doc or {}
     cand = candidate_view(snapshot, doc, str(plan_d.get("candidate_artifact_id", "")))
     locator = str(cand.artifact.get("locator")) if cand.artifact is not None else None
@@ -107,7 +177,7 @@ def build_json_result(
     size = obs.size if obs is not None and obs.size is not None else 0
     if view.doc is not None and cand.problem is not None:
         findings.append(finding(cand.category, cand.problem, path=locator))
-        provenance_problems.append(cand.problem)
+        problems.append(cand.problem)
 
     observed_digest = sha256_bytes(data) if data is not None else None
     digest_ok = observed_digest is not None and observed_digest == declared
@@ -120,6 +190,7 @@ def build_json_result(
             )
         )
     worker_id = (doc.get("worker") or {}).get("id")
+    verifier_id = (plan_d.get("verifier") or {}).get("id")
     distinct_ok = view.doc is None or not same_identity(worker_id, verifier_id)
     if not distinct_ok:
         findings.append(
@@ -127,12 +198,22 @@ def build_json_result(
                 "policy", "Worker id equals the verifier id; the review would not be independent."
             )
         )
-        provenance_problems.append("worker id equals the verifier id")
-    artifact_ok = view.bound and cand.problem is None and digest_ok and distinct_ok
+        problems.append("worker id equals the verifier id")
+    ok = view.bound and cand.problem is None and digest_ok and distinct_ok
+    return _Artifact(locator, declared, obs, data, size, observed_digest, ok, problems)
 
+
+def _scope_step(
+    view: ManifestView,
+    snapshot: BundleSnapshot,
+    allowed: list[str],
+    findings: list[dict[str, Any]],
+) -> tuple[bool, list[str]]:
+    """``candidate-scope``: the declared artifact locators are exactly ``allowed_files`` and
+    each is a file the reader saw. (passed, the sorted declared locators)."""
     declared_files: list[str] = []
     file_states: dict[str, str] = {}
-    artifacts = doc.get("produced_artifacts")
+    artifacts = (view.doc or {}).get("produced_artifacts")
     for item in artifacts if isinstance(artifacts, list) else []:
         if isinstance(item, dict) and isinstance(item.get("locator"), str):
             declared_files.append(item["locator"])
@@ -148,13 +229,27 @@ def build_json_result(
         findings.append(
             finding("scope", "Candidate file set violates verifier-owned scope policy.")
         )
+    return scope_ok, observed_files
 
+
+def _acceptance_step(
+    view: ManifestView,
+    cand: _Artifact,
+    max_bytes: int,
+    required_json: Any,
+    findings: list[dict[str, Any]],
+) -> tuple[bool, Any, str | None]:
+    """``independent-acceptance``: the candidate parses as strict JSON within ``max_bytes`` and
+    equals ``required_json`` type-strictly. (passed, the value read, why it was not read)."""
     parse_error: str | None = None
     observed_json: Any = None
+    obs, data = cand.observation, cand.data
     if data is None:
         parse_error = "candidate bytes unavailable"
         if obs is not None and obs.status == "oversize":
-            parse_error = f"candidate is {size} bytes, exceeding max_candidate_bytes={max_bytes}"
+            parse_error = (
+                f"candidate is {cand.size} bytes, exceeding max_candidate_bytes={max_bytes}"
+            )
         elif obs is not None and obs.status == "over-budget":
             parse_error = "candidate not read: the bundle's files exceed the plan's read budget"
     elif len(data) > max_bytes:
@@ -171,36 +266,29 @@ def build_json_result(
             finding(
                 "correctness",
                 "Candidate failed verifier-owned deterministic acceptance expectations.",
-                path=locator,
+                path=cand.locator,
             )
         )
+    return acceptance_ok, observed_json, parse_error
 
-    scope_observation = {"allowed_files": allowed, "observed_files": observed_files}
-    acceptance_observation = {
-        "expected": required_json,
-        "observed": observed_json,
-        "parse_error": parse_error,
-    }
-    artifact_observation = {
-        "artifact_locator": locator,
-        "declared_digest": declared if isinstance(declared, str) else None,
-        "observed_digest": observed_digest,
-        "file_status": obs.status if obs is not None else "missing",
-        "bytes": size,
-    }
-    checks: list[dict[str, Any]] = [
+
+def _json_checks(
+    cand: _Artifact, scope_ok: bool, acceptance_ok: bool, parse_error: str | None
+) -> list[dict[str, Any]]:
+    """The three check entries, in the reference's order."""
+    return [
         {
             "id": "artifact-digest",
             "type": "reproduction",
             "required": True,
-            "status": "passed" if artifact_ok else "failed",
+            "status": "passed" if cand.ok else "failed",
             "summary": (
                 "Observed candidate SHA-256 matches the worker ResultManifest."
-                if artifact_ok
+                if cand.ok
                 else "Observed candidate SHA-256 does not match the worker ResultManifest."
             ),
             "evidence_ids": ["candidate-artifact-hash"],
-            "diagnostics": diagnostics_text({"problems": provenance_problems}),
+            "diagnostics": diagnostics_text({"problems": cand.problems}),
         },
         {
             "id": "candidate-scope",
@@ -228,12 +316,18 @@ def build_json_result(
             "diagnostics": parse_error or "",
         },
     ]
-    items = [
+
+
+def _json_evidence(
+    cand: _Artifact, scope_observation: Any, acceptance_observation: Any
+) -> list[dict[str, Any]]:
+    """The evidence items: the candidate's hash and each observation by its canonical digest."""
+    return [
         evidence(
             "candidate-artifact-hash",
             "artifact_hash",
-            locator or "inline://candidate-artifact-unavailable",
-            observed_digest or json_digest(artifact_observation),
+            cand.locator or "inline://candidate-artifact-unavailable",
+            cand.observed_digest or json_digest(cand.observation_json()),
             "SHA-256 observed directly from candidate artifact bytes (canonical digest of the "
             "artifact observation when no bytes could be read).",
             media_type="application/json",
@@ -253,33 +347,6 @@ def build_json_result(
             "Canonical digest of verifier-owned expected and observed JSON values.",
         ),
     ]
-    _, passed_count, failed_count, all_passed = status_fields(checks)
-    return assemble_result(
-        view=view,
-        plan_d=plan_d,
-        wu_d=wu_d,
-        id_suffix="local-verification",
-        adapter_version=JSON_ADAPTER_VERSION,
-        correlation_notes=_NOTES,
-        checks=checks,
-        evidence=items,
-        findings=findings,
-        metrics={
-            "required_checks_passed": passed_count,
-            "required_checks_failed": failed_count,
-            "candidate_bytes": size,
-        },
-        started_at=started_at,
-        finished_at=finished_at,
-        digests=(wu_digest, source_revision, plan_digest_value),
-        tool_versions={"deterministic-json-verifier": JSON_ADAPTER_VERSION},
-        rationale=(
-            "All verifier-owned deterministic checks passed."
-            if all_passed
-            else "One or more required verifier-owned deterministic checks failed."
-        ),
-        extensions={"org.idkmesh.local_verifier.policy_id": plan_d.get("id")},
-    )
 
 
 __all__ = [

@@ -27,292 +27,39 @@ Checks (numbers follow LEDGER.md "What the patch verifier checks"):
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
-import msgspec
-
 from verifiers.bundle import BundleSnapshot, FileObservation
-from verifiers.canonical import CanonicalFormError, canonical_bytes, canonical_digest
-from verifiers.contracts import (
-    EvaluatorPlan,
-    VerificationResult,
-    WorkUnit,
-    decode_result_manifest,
-)
+from verifiers.contracts import EvaluatorPlan, VerificationResult, WorkUnit
 from verifiers.contracts.common import document_digest, document_json
 from verifiers.diff import ParsedDiff, parse_diff
+from verifiers.results import (
+    ManifestView,
+    assemble_result,
+    assess_manifest,
+    candidate_view,
+    diagnostics_text,
+    evidence,
+    finding,
+    finish_result,
+    json_digest,
+    manifest_findings,
+    same_identity,
+    sha256_bytes,
+    status_fields,
+    str_list,
+)
 from verifiers.semantics import SemanticAdapter, SemanticOutcome
 
 PATCH_VALIDATOR_IDS: Final = ("result-manifest-schema", "independent-review")
 MAX_DIFF_FINDINGS: Final = 50  # parser findings copied into the result, at most
-MAX_FINDINGS: Final = 200  # findings kept in one result; the rest are counted in one more
-MAX_DIAGNOSTICS_CHARS: Final = 65536  # longer diagnostics are replaced by their digest
-_ID_RE: Final = re.compile(r"[a-z0-9][a-z0-9._/-]{2,127}")
-_ISO_Z: Final = re.compile(r"Z$")
-_SORTED: Final = msgspec.json.Encoder(order="sorted")
-
-
-class VerifierInternalError(RuntimeError):
-    """A broken invariant of this package (never caused by candidate input)."""
-
-
-# --------------------------------------------------------------------------- small helpers
-
-
-def sha256_bytes(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def json_digest(value: Any) -> str:
-    """Reference canonical digest of a JSON value built by this package."""
-    return canonical_digest(value)
-
-
-def finding(
-    category: str,
-    summary: str,
-    *,
-    severity: str = "high",
-    path: str | None = None,
-    line: int | None = None,
-) -> dict[str, Any]:
-    item: dict[str, Any] = {"severity": severity, "category": category, "summary": summary}
-    if path is not None:
-        item["path"] = path
-    if line is not None and line >= 1:
-        item["line"] = line
-    return item
-
-
-def evidence(
-    evidence_id: str,
-    evidence_type: str,
-    locator: str,
-    digest: str,
-    description: str,
-    media_type: str = "application/json",
-) -> dict[str, Any]:
-    return {
-        "id": evidence_id,
-        "type": evidence_type,
-        "locator": locator,
-        "digest": digest,
-        "media_type": media_type,
-        "description": description,
-    }
-
-
-def wall_seconds(started_at: str, finished_at: str) -> float:
-    """Seconds between the two RFC 3339 times given by the caller (0.0 if unparsable), ms."""
-    try:
-        start = datetime.fromisoformat(_ISO_Z.sub("+00:00", started_at))
-        end = datetime.fromisoformat(_ISO_Z.sub("+00:00", finished_at))
-        seconds = (end - start).total_seconds()
-    except (ValueError, TypeError, OverflowError):
-        return 0.0
-    # Millisecond resolution keeps the float free of exponents in canonical JSON.
-    return round(max(0.0, seconds), 3)
-
-
-def identity_key(value: str) -> str:
-    """The form in which two ids are compared for independence: NFKC, case-folded, with format
-    characters (zero-width, bidi controls; Unicode category Cf) and surrounding whitespace
-    removed. Ids are defined lowercase (FORMATS.md), so any spelling that folds to the same key
-    names the same party; erring on the side of "not independent"."""
-    text = unicodedata.normalize("NFKC", value)
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    return unicodedata.normalize("NFKC", text.casefold()).strip()
-
-
-def same_identity(worker_id: Any, verifier_id: Any) -> bool:
-    """True when the worker id names the verifier (or either is not a string: fail closed)."""
-    if not isinstance(worker_id, str) or not isinstance(verifier_id, str):
-        return bool(worker_id == verifier_id)
-    return identity_key(worker_id) == identity_key(verifier_id)
 
 
 def matches_any(path: str, patterns: Sequence[str]) -> bool:
     return any(fnmatchcase(path, pattern) for pattern in patterns)
-
-
-def _str_list(value: Any) -> list[str]:
-    if not isinstance(value, list):
-        return []
-    return [item for item in value if isinstance(item, str)]
-
-
-def required_validator_ids(work_unit: Mapping[str, Any]) -> set[str]:
-    validators = work_unit.get("validators")
-    if not isinstance(validators, list):
-        return set()
-    return {
-        str(item["id"])
-        for item in validators
-        if isinstance(item, dict)
-        and item.get("required") is True
-        and isinstance(item.get("id"), str)
-    }
-
-
-def json_text(value: Any) -> str:
-    """Compact sorted JSON text for ``diagnostics`` strings."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def diagnostics_text(value: Any) -> str:
-    """``json_text`` bounded: an oversized diagnostics object is replaced by its digest."""
-    text = json_text(value)
-    if len(text) <= MAX_DIAGNOSTICS_CHARS:
-        return text
-    return json_text({"truncated": True, "chars": len(text), "digest": json_digest(value)})
-
-
-def cap_findings(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """At most MAX_FINDINGS findings, then one that counts the omitted ones (deterministic)."""
-    if len(items) <= MAX_FINDINGS:
-        return items
-    omitted = len(items) - MAX_FINDINGS
-    return [
-        *items[:MAX_FINDINGS],
-        finding("other", f"{omitted} further findings omitted.", severity="info"),
-    ]
-
-
-# --------------------------------------------------------------------------- the manifest
-
-
-@dataclass
-class ManifestView:
-    """The worker's ResultManifest as the verifier sees it (never trusted)."""
-
-    doc: dict[str, Any] | None  # the schema-valid JSON value, else None
-    digest: str  # canonical digest of the JSON value, else sha256 of the raw bytes
-    schema_errors: list[str] = field(default_factory=list)
-    binding_errors: list[str] = field(default_factory=list)
-
-    @property
-    def bound(self) -> bool:
-        return self.doc is not None and not self.schema_errors and not self.binding_errors
-
-
-def assess_manifest(
-    snapshot: BundleSnapshot,
-    work_unit: Mapping[str, Any],
-    work_unit_digest: str,
-    source_revision: str,
-) -> ManifestView:
-    """Decode the manifest strictly and check its binding to the WorkUnit. Total."""
-    obs = snapshot.manifest_observation
-    raw_bytes = snapshot.manifest
-    if obs.status != "ok" or raw_bytes is None:
-        return ManifestView(
-            None,
-            sha256_bytes(b""),
-            [f"result-manifest.json could not be read ({obs.status})"],
-        )
-    decoded = decode_result_manifest(raw_bytes)
-    digest = sha256_bytes(raw_bytes)
-    if decoded.raw is not None:
-        try:
-            digest = canonical_digest(decoded.raw)
-        except CanonicalFormError:
-            digest = sha256_bytes(raw_bytes)
-    if not decoded.ok or not isinstance(decoded.raw, dict):
-        errors = [f"{err.path or '/'}: {err.message}" for err in decoded.errors[:20]]
-        return ManifestView(None, digest, errors or ["ResultManifest is not schema-valid"])
-    doc: dict[str, Any] = decoded.raw
-    view = ManifestView(doc, digest)
-    if doc.get("work_unit_id") != work_unit.get("id"):
-        view.binding_errors.append("worker ResultManifest references a different Work Unit")
-    if doc.get("work_unit_version") != work_unit.get("version"):
-        view.binding_errors.append("worker ResultManifest Work Unit version mismatch")
-    provenance = doc.get("provenance") or {}
-    if provenance.get("work_unit_digest") != work_unit_digest:
-        view.binding_errors.append("worker ResultManifest is not bound to the exact Work Unit")
-    if provenance.get("source_revision") != source_revision:
-        view.binding_errors.append(
-            "worker ResultManifest source revision differs from the EvaluatorPlan binding"
-        )
-    requested = set(
-        _str_list((doc.get("verification_request") or {}).get("expected_validator_ids"))
-    )
-    missing = sorted(required_validator_ids(work_unit) - requested)
-    if missing:
-        view.binding_errors.append(
-            "worker ResultManifest did not request required validator(s): " + ", ".join(missing)
-        )
-    return view
-
-
-# --------------------------------------------------------------------------- candidate file
-
-
-@dataclass
-class CandidateView:
-    artifact: dict[str, Any] | None
-    observation: FileObservation | None
-    problem: str | None  # why the candidate bytes are unusable
-    category: str  # finding category for ``problem``
-
-
-_FILE_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = {
-    "missing": (
-        "provenance",
-        "Candidate artifact named by the manifest is missing from the bundle.",
-    ),
-    "symlink": (
-        "policy",
-        "Candidate artifact path contains a symlink; the verifier never follows one.",
-    ),
-    "not-regular": ("policy", "Candidate artifact is not a regular file."),
-    "invalid-path": (
-        "policy",
-        "Candidate artifact locator is absolute, escapes the bundle or is not plain and relative.",
-    ),
-    "unreadable": ("policy", "Candidate artifact could not be read as one stable regular file."),
-    "duplicate": ("provenance", "Candidate artifact locator is declared more than once."),
-    "over-budget": (
-        "policy",
-        "Candidate artifact was not read: the bundle's earlier files used up the read budget "
-        "its plan allows.",
-    ),
-}
-
-
-def candidate_view(
-    snapshot: BundleSnapshot, doc: Mapping[str, Any], artifact_id: str
-) -> CandidateView:
-    artifacts = doc.get("produced_artifacts")
-    matches = [
-        item
-        for item in (artifacts if isinstance(artifacts, list) else [])
-        if isinstance(item, dict) and item.get("id") == artifact_id
-    ]
-    if len(matches) != 1:
-        return CandidateView(
-            None,
-            None,
-            f"candidate_artifact_id {artifact_id!r} must match exactly one produced artifact "
-            f"(found {len(matches)})",
-            "provenance",
-        )
-    artifact = matches[0]
-    locator = str(artifact.get("locator", ""))
-    obs = snapshot.lookup(locator)
-    if obs is None:
-        return CandidateView(artifact, None, _FILE_PROBLEMS["missing"][1], "provenance")
-    if obs.status in ("ok", "oversize"):
-        return CandidateView(artifact, obs, None, "")
-    category, text = _FILE_PROBLEMS.get(obs.status, ("policy", "Candidate artifact is unusable."))
-    return CandidateView(artifact, obs, text, category)
 
 
 # --------------------------------------------------------------------------- logs
@@ -325,6 +72,8 @@ def check_logs(
     max_log_bytes: int,
     candidate_locator: str | None,
 ) -> tuple[bool, dict[str, Any]]:
+    """Check 5: every declared log and the coverage of the required types. (all good, the log
+    observation that goes into the diagnostics and the evidence)."""
     counts = {log_type: 0 for log_type in required_log_types}
     seen: set[str] = set()
     observations: list[dict[str, Any]] = []
@@ -333,48 +82,11 @@ def check_logs(
     for index, log in enumerate(logs if isinstance(logs, list) else [], start=1):
         if not isinstance(log, dict):
             continue
-        locator = str(log.get("locator", ""))
         log_type = str(log.get("type", ""))
-        declared = log.get("digest")
         if log_type in counts:
             counts[log_type] += 1
-        item: dict[str, Any] = {
-            "index": index,
-            "type": log_type,
-            "locator": locator,
-            "declared_digest": declared if isinstance(declared, str) else None,
-        }
-        error: str | None = None
-        if locator in seen or locator == candidate_locator:
-            error = "duplicate log locator"
-        elif not isinstance(declared, str) or not declared:
-            error = "log digest is required by evaluator policy"
-        seen.add(locator)
-        if error is None:
-            obs = snapshot.lookup(locator)
-            if obs is None or obs.status == "missing":
-                error = "log is missing"
-            elif obs.status == "oversize":
-                error = "log exceeds max_log_bytes"
-                item.update({"bytes": obs.size, "within_limit": False})
-            elif obs.status == "over-budget":
-                error = "log not read: the bundle's files exceed the read budget of the plan"
-                item.update({"bytes": obs.size})
-            elif obs.status != "ok" or obs.data is None:
-                error = f"log is not a readable regular file ({obs.status})"
-            else:
-                observed = sha256_bytes(obs.data)
-                within = len(obs.data) <= max_log_bytes
-                item.update(
-                    {"observed_digest": observed, "bytes": len(obs.data), "within_limit": within}
-                )
-                if not within:
-                    error = "log exceeds max_log_bytes"
-                elif observed != declared:
-                    error = "log digest does not match the declared digest"
-        item["matches"] = error is None
-        if error is not None:
-            item["error"] = error
+        item = _log_observation(snapshot, log, index, seen, max_log_bytes, candidate_locator)
+        if not item["matches"]:
             ok = False
         observations.append(item)
     violations: list[str] = []
@@ -397,6 +109,58 @@ def check_logs(
     return ok, payload
 
 
+def _log_observation(
+    snapshot: BundleSnapshot,
+    log: Mapping[str, Any],
+    index: int,
+    seen: set[str],
+    max_log_bytes: int,
+    candidate_locator: str | None,
+) -> dict[str, Any]:
+    """One declared log as observed: unique locator, declared digest, a regular file within
+    ``max_log_bytes`` whose SHA-256 is the declared one. ``seen`` gathers the locators."""
+    locator = str(log.get("locator", ""))
+    declared = log.get("digest")
+    item: dict[str, Any] = {
+        "index": index,
+        "type": str(log.get("type", "")),
+        "locator": locator,
+        "declared_digest": declared if isinstance(declared, str) else None,
+    }
+    error: str | None = None
+    if locator in seen or locator == candidate_locator:
+        error = "duplicate log locator"
+    elif not isinstance(declared, str) or not declared:
+        error = "log digest is required by evaluator policy"
+    seen.add(locator)
+    if error is None:
+        obs = snapshot.lookup(locator)
+        if obs is None or obs.status == "missing":
+            error = "log is missing"
+        elif obs.status == "oversize":
+            error = "log exceeds max_log_bytes"
+            item.update({"bytes": obs.size, "within_limit": False})
+        elif obs.status == "over-budget":
+            error = "log not read: the bundle's files exceed the read budget of the plan"
+            item.update({"bytes": obs.size})
+        elif obs.status != "ok" or obs.data is None:
+            error = f"log is not a readable regular file ({obs.status})"
+        else:
+            observed = sha256_bytes(obs.data)
+            within = len(obs.data) <= max_log_bytes
+            item.update(
+                {"observed_digest": observed, "bytes": len(obs.data), "within_limit": within}
+            )
+            if not within:
+                error = "log exceeds max_log_bytes"
+            elif observed != declared:
+                error = "log digest does not match the declared digest"
+    item["matches"] = error is None
+    if error is not None:
+        item["error"] = error
+    return item
+
+
 # --------------------------------------------------------------------------- scope
 
 
@@ -406,9 +170,9 @@ def scope_violations(
     """Changed paths, (violation text, path) pairs, and the scope observation."""
     constraints = work_unit.get("constraints") or {}
     permissions = work_unit.get("permissions") or {}
-    allowed = _str_list(constraints.get("allowed_paths"))
-    forbidden = _str_list(constraints.get("forbidden_paths"))
-    write = _str_list(permissions.get("filesystem_write"))
+    allowed = str_list(constraints.get("allowed_paths"))
+    forbidden = str_list(constraints.get("forbidden_paths"))
+    write = str_list(permissions.get("filesystem_write"))
     paths: list[str] = []
     if parsed is not None:
         for item in parsed.files:
@@ -436,77 +200,7 @@ def scope_violations(
     return changed, violations, observation
 
 
-# --------------------------------------------------------------------------- result assembly
-
-
-def result_identity(view: ManifestView, suffix: str) -> tuple[str, str]:
-    """(result id, result_manifest_id). Falls back to digest-derived ids when unusable."""
-    manifest_id = view.doc.get("id") if view.doc is not None else None
-    if isinstance(manifest_id, str):
-        candidate = f"{manifest_id}/{suffix}"
-        if _ID_RE.fullmatch(candidate):
-            return candidate, manifest_id
-    hex_part = view.digest.removeprefix("sha256:")[:32]
-    fallback_manifest = manifest_id if isinstance(manifest_id, str) and manifest_id else view.digest
-    return f"result-{hex_part}/{suffix}", fallback_manifest
-
-
-def finish_result(result: dict[str, Any]) -> VerificationResult:
-    """Decode the assembled result through the contract (an invariant, not a candidate check)."""
-    return finish_result_bytes(result)[0]
-
-
-def finish_result_bytes(result: dict[str, Any]) -> tuple[VerificationResult, bytes]:
-    """The typed result and its canonical bytes (the bytes the contract decoded)."""
-    data = canonical_bytes(result)
-    # The dict holds only JSON types (canonical_bytes checked that), so converting it directly
-    # is the same as decoding ``data``, without parsing the bytes again.
-    try:
-        typed = msgspec.convert(result, VerificationResult, strict=True)
-    except msgspec.ValidationError as exc:
-        raise VerifierInternalError(f"assembled VerificationResult is invalid: {exc}") from None
-    if _SORTED.encode(typed) != data:
-        raise VerifierInternalError("assembled VerificationResult does not round-trip")
-    return typed, data
-
-
-def status_fields(checks: Sequence[Mapping[str, Any]]) -> tuple[str, int, int, bool]:
-    required = [check for check in checks if check.get("required") is True]
-    passed = sum(check["status"] == "passed" for check in required)
-    failed = sum(check["status"] == "failed" for check in required)
-    all_passed = passed == len(required) and len(required) > 0
-    return ("passed" if all_passed else "failed"), passed, failed, all_passed
-
-
-def independence(plan: Mapping[str, Any], view: ManifestView, notes: str) -> dict[str, Any]:
-    worker = (view.doc or {}).get("worker") or {}
-    worker_id = worker.get("id") if isinstance(worker.get("id"), str) and worker.get("id") else None
-    verifier_id = (plan.get("verifier") or {}).get("id")
-    return {
-        "independent_from_worker": worker_id is not None
-        and not same_identity(worker_id, verifier_id),
-        "worker_id_observed": worker_id if worker_id is not None else "unknown",
-        "shared_model_family": False,
-        "shared_runtime": False,
-        "correlation_notes": notes,
-    }
-
-
-def manifest_findings(view: ManifestView) -> list[dict[str, Any]]:
-    """Provenance findings of a manifest that is unusable or bound to another WorkUnit."""
-    out: list[dict[str, Any]] = []
-    if view.doc is None:
-        out.append(
-            finding(
-                "provenance",
-                "Worker ResultManifest is missing, not strict JSON or not schema-valid.",
-                path="result-manifest.json",
-            )
-        )
-    out.extend(
-        finding("provenance", text, path="result-manifest.json") for text in view.binding_errors
-    )
-    return out
+# --------------------------------------------------------------------------- the schema check
 
 
 def manifest_check(view: ManifestView) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -565,7 +259,7 @@ def _backend_limits(backend: Mapping[str, Any]) -> _Limits:
     return _Limits(
         positive("max_candidate_bytes"),
         positive("max_log_bytes"),
-        tuple(_str_list(backend.get("required_log_types"))),
+        tuple(str_list(backend.get("required_log_types"))),
     )
 
 
@@ -610,73 +304,23 @@ def build_patch_result(
     binding = plan_d.get("binding") or {}
     source_revision = str(binding.get("source_revision", ""))
     backend = plan_d.get("backend") or {}
-    limits = _backend_limits(backend)
     view = assess_manifest(snapshot, wu_d, wu_digest, source_revision)
 
     schema_check, findings = manifest_check(view)
     evidence_items = [manifest_evidence(view)]
-    metrics: dict[str, Any]
-
-    if view.doc is None:
-        review = {
-            "id": "independent-review",
-            "type": "review",
-            "required": True,
-            "status": "skipped",
-            "summary": (
-                "Independent metadata-only patch review was not run because the worker "
-                "ResultManifest is unusable."
-            ),
-            "evidence_ids": [],
-        }
-        checks = [schema_check, review]
-        metrics = {}
-        semantic_failed = False
-        changed_count = 0
-        candidate_size = 0
-        log_count = 0
-        semantic_metrics: dict[str, int] = {}
-    else:
-        doc = view.doc
-        outcome = _review(snapshot, doc, plan_d, wu_d, backend, limits, semantics)
+    outcome: _Review | None = None
+    if view.doc is not None:
+        limits = _backend_limits(backend)
+        outcome = _review(snapshot, view.doc, plan_d, wu_d, backend, limits, semantics)
         evidence_items.extend(outcome.evidence)
         findings.extend(outcome.findings)
-        review = {
-            "id": "independent-review",
-            "type": "review",
-            "required": True,
-            "status": "passed" if outcome.passed else "failed",
-            "summary": (
-                semantics.pass_summary
-                if outcome.passed
-                else (
-                    semantics.semantic_fail_summary
-                    if outcome.semantic.missing_removed
-                    else semantics.fail_summary
-                )
-            ),
-            "evidence_ids": [item["id"] for item in outcome.evidence],
-            "diagnostics": diagnostics_text(outcome.diagnostics),
-        }
-        checks = [schema_check, review]
-        semantic_failed = bool(outcome.semantic.missing_added or outcome.semantic.missing_removed)
-        changed_count = outcome.changed_count
-        candidate_size = outcome.candidate_bytes
-        log_count = outcome.log_count
-        semantic_metrics = outcome.semantic.metrics
-
+    checks = [schema_check, _review_check(outcome, semantics)]
     _, passed_count, failed_count, all_passed = status_fields(checks)
-    metrics = {
-        "required_checks_passed": passed_count,
-        "required_checks_failed": failed_count,
-        "candidate_bytes": candidate_size,
-        "changed_path_count": changed_count,
-        "log_count": log_count,
-    }
-    metrics.update(semantic_metrics)
     if all_passed:
         rationale = semantics.pass_rationale
-    elif semantic_failed:
+    elif outcome is not None and (
+        outcome.semantic.missing_added or outcome.semantic.missing_removed
+    ):
         rationale = semantics.semantic_fail_rationale
     else:
         rationale = semantics.fail_rationale
@@ -695,7 +339,7 @@ def build_patch_result(
         checks=checks,
         evidence=evidence_items,
         findings=findings,
-        metrics=metrics,
+        metrics=_patch_metrics(outcome, passed_count, failed_count),
         started_at=started_at,
         finished_at=finished_at,
         digests=(wu_digest, source_revision, plan_digest),
@@ -705,75 +349,49 @@ def build_patch_result(
     )
 
 
-def assemble_result(
-    *,
-    view: ManifestView,
-    plan_d: Mapping[str, Any],
-    wu_d: Mapping[str, Any],
-    id_suffix: str,
-    adapter_version: str,
-    correlation_notes: str,
-    checks: list[dict[str, Any]],
-    evidence: list[dict[str, Any]],
-    findings: list[dict[str, Any]],
-    metrics: dict[str, Any],
-    started_at: str,
-    finished_at: str,
-    digests: tuple[str, str, str],
-    tool_versions: dict[str, str],
-    rationale: str,
-    extensions: dict[str, Any],
-) -> dict[str, Any]:
-    """The VerificationResult envelope shared by every backend: identity, verifier, independence,
-    times, resources, provenance and decision support around the backend's own checks.
-    ``digests`` is (WorkUnit digest, source revision, plan digest)."""
-    wu_digest, source_revision, plan_digest = digests
-    status, _, _, all_passed = status_fields(checks)
-    result_id, manifest_id = result_identity(view, id_suffix)
-    doc = view.doc or {}
-    attempt = doc.get("attempt") if isinstance(doc.get("attempt"), int) else 1
-    verifier = plan_d.get("verifier") or {}
+def _review_check(outcome: _Review | None, semantics: SemanticAdapter) -> dict[str, Any]:
+    """The ``independent-review`` check entry; skipped when the manifest is unusable (None)."""
+    if outcome is None:
+        return {
+            "id": "independent-review",
+            "type": "review",
+            "required": True,
+            "status": "skipped",
+            "summary": (
+                "Independent metadata-only patch review was not run because the worker "
+                "ResultManifest is unusable."
+            ),
+            "evidence_ids": [],
+        }
+    if outcome.passed:
+        summary = semantics.pass_summary
+    elif outcome.semantic.missing_removed:
+        summary = semantics.semantic_fail_summary
+    else:
+        summary = semantics.fail_summary
     return {
-        "schema_version": "0.1",
-        "id": result_id,
-        "result_manifest_id": manifest_id,
-        "work_unit_id": wu_d.get("id"),
-        "work_unit_version": wu_d.get("version"),
-        "attempt": attempt,
-        "verifier": {
-            "id": verifier.get("id"),
-            "type": verifier.get("type"),
-            "adapter": verifier.get("adapter"),
-            "adapter_version": adapter_version,
-        },
-        "independence": independence(plan_d, view, correlation_notes),
-        "status": status,
-        "started_at": started_at,
-        "finished_at": finished_at,
-        "checks": checks,
-        "evidence": evidence,
-        "findings": cap_findings(findings),
-        "metrics": metrics,
-        "resources": {
-            "wall_seconds": wall_seconds(started_at, finished_at),
-            "compute_units": 0.0,
-            "human_minutes": 0.0,
-            "tokens": 0,
-        },
-        "provenance": {
-            "result_manifest_digest": view.digest,
-            "work_unit_digest": wu_digest,
-            "source_revision": source_revision,
-            "verifier_config_digest": plan_digest,
-            "environment": {"tool_versions": tool_versions},
-        },
-        "decision_support": {
-            "recommendation": "accept_candidate" if all_passed else "reject_candidate",
-            "confidence": 1.0,
-            "rationale": rationale,
-        },
-        "extensions": extensions,
+        "id": "independent-review",
+        "type": "review",
+        "required": True,
+        "status": "passed" if outcome.passed else "failed",
+        "summary": summary,
+        "evidence_ids": [item["id"] for item in outcome.evidence],
+        "diagnostics": diagnostics_text(outcome.diagnostics),
     }
+
+
+def _patch_metrics(outcome: _Review | None, passed: int, failed: int) -> dict[str, Any]:
+    """The result's ``metrics``: check counts, what the review measured, the adapter's own."""
+    metrics: dict[str, Any] = {
+        "required_checks_passed": passed,
+        "required_checks_failed": failed,
+        "candidate_bytes": outcome.candidate_bytes if outcome is not None else 0,
+        "changed_path_count": outcome.changed_count if outcome is not None else 0,
+        "log_count": outcome.log_count if outcome is not None else 0,
+    }
+    if outcome is not None:
+        metrics.update(outcome.semantic.metrics)
+    return metrics
 
 
 @dataclass
@@ -788,6 +406,35 @@ class _Review:
     log_count: int
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """The candidate patch as the review saw it (checks 2 and 3)."""
+
+    locator: str | None
+    declared: Any  # the worker-declared digest, as written
+    observation: FileObservation | None
+    data: bytes | None  # the bytes read, when the reader saw them
+    size: int
+    problem: str | None
+    usable: bool
+    size_ok: bool
+    observed_digest: str | None
+    digest_ok: bool
+
+    def observation_json(self, decode_error: str | None) -> dict[str, Any]:
+        """The ``artifact`` part of the review's diagnostics."""
+        return {
+            "artifact_locator": self.locator,
+            "declared_digest": self.declared if isinstance(self.declared, str) else None,
+            "observed_digest": self.observed_digest,
+            "file_status": self.observation.status if self.observation is not None else "missing",
+            "bytes": self.size,
+            "within_limit": self.size_ok,
+            "problem": self.problem,
+            "decode_error": decode_error,
+        }
+
+
 def _review(
     snapshot: BundleSnapshot,
     doc: Mapping[str, Any],
@@ -797,9 +444,62 @@ def _review(
     limits: _Limits,
     semantics: SemanticAdapter,
 ) -> _Review:
+    """The ``independent-review`` check: checks 2-9 in order, each adding its findings."""
     findings: list[dict[str, Any]] = []
-    artifact_id = str(plan.get("candidate_artifact_id", ""))
-    cand = candidate_view(snapshot, doc, artifact_id)
+    cand = _review_candidate(snapshot, doc, plan, limits, findings)
+    parsed, decode_error = _review_structure(cand, limits, findings)
+    structure_ok = parsed is not None and decode_error is None
+    logs_ok, log_payload = _review_logs(snapshot, doc, limits, cand.locator, findings)
+    changed, violations, scope_observation = scope_violations(parsed, work_unit)
+    for text, path in violations:
+        findings.append(finding("scope", text, path=path))
+    scope_ok = structure_ok and not violations
+    semantic = semantics.evaluate(backend, parsed if structure_ok else None)
+    _review_semantic_findings(cand, semantic, semantics, findings)
+    semantic_ok = structure_ok and semantic.passed
+    worker_status, status_ok, distinct_ok = _review_worker(doc, plan, findings)
+    passed = all(
+        (
+            cand.usable,
+            cand.size_ok,
+            cand.digest_ok,
+            structure_ok,
+            logs_ok,
+            scope_ok,
+            semantic_ok,
+            status_ok,
+            distinct_ok,
+        )
+    )
+    diagnostics = {
+        "artifact": cand.observation_json(decode_error),
+        "logs": log_payload,
+        "scope": scope_observation,
+        "semantic": semantic.observation,
+        "worker_status": worker_status,
+        "verifier_distinct_from_worker": distinct_ok,
+    }
+    return _Review(
+        passed=passed,
+        evidence=_review_evidence(cand, diagnostics, semantic, semantics),
+        findings=findings,
+        diagnostics=diagnostics,
+        semantic=semantic,
+        changed_count=len(changed),
+        candidate_bytes=cand.size,
+        log_count=len(log_payload["logs"]),
+    )
+
+
+def _review_candidate(
+    snapshot: BundleSnapshot,
+    doc: Mapping[str, Any],
+    plan: Mapping[str, Any],
+    limits: _Limits,
+    findings: list[dict[str, Any]],
+) -> _Candidate:
+    """Checks 2 and 3: the one candidate artifact, read, within its limit, digest as declared."""
+    cand = candidate_view(snapshot, doc, str(plan.get("candidate_artifact_id", "")))
     locator = str(cand.artifact.get("locator")) if cand.artifact is not None else None
     declared = cand.artifact.get("digest") if cand.artifact is not None else None
     obs = cand.observation
@@ -827,35 +527,62 @@ def _review(
                 path=locator,
             )
         )
+    return _Candidate(
+        locator,
+        declared,
+        obs,
+        data,
+        size,
+        cand.problem,
+        usable,
+        size_ok,
+        observed_digest,
+        digest_ok,
+    )
 
-    parsed: ParsedDiff | None = None
+
+def _review_structure(
+    cand: _Candidate, limits: _Limits, findings: list[dict[str, Any]]
+) -> tuple[ParsedDiff | None, str | None]:
+    """Check 4: the bytes parse as a strict Git unified diff with at least one file section.
+    (parsed diff or None when not parsed, why it is unusable or None)."""
+    if not cand.size_ok or cand.data is None:
+        return None, None
+    parsed = parse_diff(cand.data, max_bytes=limits.max_candidate_bytes)
     decode_error: str | None = None
-    if size_ok and data is not None:
-        parsed = parse_diff(data, max_bytes=limits.max_candidate_bytes)
-        if not data or not parsed.files:
-            decode_error = "candidate patch is empty"
-        elif not parsed.valid:
-            decode_error = "candidate patch is not a supported strict Git unified diff"
-        if decode_error is not None:
-            findings.append(
-                finding(
-                    "correctness",
-                    "Candidate patch is empty, undecodable, or structurally invalid as a "
-                    "supported textual Git unified diff.",
-                    path=locator,
-                )
+    if not cand.data or not parsed.files:
+        decode_error = "candidate patch is empty"
+    elif not parsed.valid:
+        decode_error = "candidate patch is not a supported strict Git unified diff"
+    if decode_error is not None:
+        findings.append(
+            finding(
+                "correctness",
+                "Candidate patch is empty, undecodable, or structurally invalid as a "
+                "supported textual Git unified diff.",
+                path=cand.locator,
             )
-            for item in parsed.findings[:MAX_DIFF_FINDINGS]:
-                category = (
-                    item.category
-                    if item.category in ("correctness", "scope", "policy")
-                    else "correctness"
-                )
-                findings.append(
-                    finding(category, f"{item.code}: {item.message}", path=locator, line=item.line)
-                )
-    structure_ok = parsed is not None and decode_error is None
+        )
+        for item in parsed.findings[:MAX_DIFF_FINDINGS]:
+            category = (
+                item.category
+                if item.category in ("correctness", "scope", "policy")
+                else "correctness"
+            )
+            findings.append(
+                finding(category, f"{item.code}: {item.message}", path=cand.locator, line=item.line)
+            )
+    return parsed, decode_error
 
+
+def _review_logs(
+    snapshot: BundleSnapshot,
+    doc: Mapping[str, Any],
+    limits: _Limits,
+    locator: str | None,
+    findings: list[dict[str, Any]],
+) -> tuple[bool, dict[str, Any]]:
+    """Check 5: the declared logs (``check_logs``), one finding when any of them fails."""
     logs_ok, log_payload = check_logs(
         snapshot, doc, limits.required_log_types, limits.max_log_bytes, locator
     )
@@ -867,32 +594,40 @@ def _review(
                 "oversized, missing, or do not match declared digests.",
             )
         )
+    return logs_ok, log_payload
 
-    changed, violations, scope_observation = scope_violations(parsed, work_unit)
-    for text, path in violations:
-        findings.append(finding("scope", text, path=path))
-    scope_ok = structure_ok and not violations
 
-    semantic = semantics.evaluate(backend, parsed if structure_ok else None)
-    if size_ok and data is not None:
-        for value in semantic.missing_added:
-            findings.append(
-                finding(
-                    "correctness",
-                    f"{semantics.added_missing_finding} Missing: {value!r}.",
-                    path=locator,
-                )
+def _review_semantic_findings(
+    cand: _Candidate,
+    semantic: SemanticOutcome,
+    semantics: SemanticAdapter,
+    findings: list[dict[str, Any]],
+) -> None:
+    """Check 7's findings: one per missing value, when the candidate bytes were read."""
+    if not cand.size_ok or cand.data is None:
+        return
+    for value in semantic.missing_added:
+        findings.append(
+            finding(
+                "correctness",
+                f"{semantics.added_missing_finding} Missing: {value!r}.",
+                path=cand.locator,
             )
-        for value in semantic.missing_removed:
-            findings.append(
-                finding(
-                    "correctness",
-                    f"{semantics.removed_missing_finding} Missing: {value!r}.",
-                    path=locator,
-                )
+        )
+    for value in semantic.missing_removed:
+        findings.append(
+            finding(
+                "correctness",
+                f"{semantics.removed_missing_finding} Missing: {value!r}.",
+                path=cand.locator,
             )
-    semantic_ok = structure_ok and semantic.passed
+        )
 
+
+def _review_worker(
+    doc: Mapping[str, Any], plan: Mapping[str, Any], findings: list[dict[str, Any]]
+) -> tuple[Any, bool, bool]:
+    """Checks 8 and 9: (worker status as written, it is ``succeeded``, worker != verifier)."""
     worker_status = doc.get("status")
     status_ok = worker_status == "succeeded"
     if not status_ok:
@@ -913,37 +648,22 @@ def _review(
                 "Worker id equals the verifier id; the review would not be independent.",
             )
         )
+    return worker_status, status_ok, distinct_ok
 
-    passed = all(
-        (
-            usable,
-            size_ok,
-            digest_ok,
-            structure_ok,
-            logs_ok,
-            scope_ok,
-            semantic_ok,
-            status_ok,
-            distinct_ok,
-        )
-    )
-    artifact_observation = {
-        "artifact_locator": locator,
-        "declared_digest": declared if isinstance(declared, str) else None,
-        "observed_digest": observed_digest,
-        "file_status": obs.status if obs is not None else "missing",
-        "bytes": size,
-        "within_limit": size_ok,
-        "problem": cand.problem,
-        "decode_error": decode_error,
-    }
-    status_observation = {"worker_status": worker_status}
-    patch_digest = observed_digest or json_digest(artifact_observation)
+
+def _review_evidence(
+    cand: _Candidate,
+    diagnostics: Mapping[str, Any],
+    semantic: SemanticOutcome,
+    semantics: SemanticAdapter,
+) -> list[dict[str, Any]]:
+    """The review's evidence items: each observation by its canonical digest."""
+    patch_digest = cand.observed_digest or json_digest(diagnostics["artifact"])
     items = [
         evidence(
             "candidate-patch-hash",
             "artifact_hash",
-            locator or "inline://candidate-patch-unavailable",
+            cand.locator or "inline://candidate-patch-unavailable",
             patch_digest,
             "SHA-256 observed directly from candidate patch bytes (canonical digest of the "
             "artifact observation when no bytes could be read).",
@@ -953,7 +673,7 @@ def _review(
             "log-integrity-observation",
             "trace",
             "inline://log-integrity",
-            json_digest(log_payload),
+            json_digest(diagnostics["logs"]),
             "Canonical digest of evaluator-required log coverage and independently recomputed "
             "log integrity observations.",
         ),
@@ -961,7 +681,7 @@ def _review(
             "patch-scope-observation",
             "static_analysis",
             "inline://patch-scope",
-            json_digest(scope_observation),
+            json_digest(diagnostics["scope"]),
             "Canonical digest of independently parsed unified-diff paths and WorkUnit scope "
             "checks.",
         ),
@@ -976,7 +696,7 @@ def _review(
             "worker-status-observation",
             "trace",
             "inline://worker-status",
-            json_digest(status_observation),
+            json_digest({"worker_status": diagnostics["worker_status"]}),
             "Canonical digest of the worker execution status observed by the verifier.",
         ),
     ]
@@ -990,33 +710,14 @@ def _review(
                 extra.description,
             )
         )
-    diagnostics = {
-        "artifact": artifact_observation,
-        "logs": log_payload,
-        "scope": scope_observation,
-        "semantic": semantic.observation,
-        "worker_status": worker_status,
-        "verifier_distinct_from_worker": distinct_ok,
-    }
-    return _Review(
-        passed=passed,
-        evidence=items,
-        findings=findings,
-        diagnostics=diagnostics,
-        semantic=semantic,
-        changed_count=len(changed),
-        candidate_bytes=size,
-        log_count=len(log_payload["logs"]),
-    )
+    return items
 
 
 __all__ = [
+    "MAX_DIFF_FINDINGS",
     "PATCH_VALIDATOR_IDS",
-    "ManifestView",
-    "VerifierInternalError",
-    "assess_manifest",
     "build_patch_result",
-    "finish_result_bytes",
+    "check_logs",
+    "scope_violations",
     "verify_patch",
-    "wall_seconds",
 ]

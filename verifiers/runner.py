@@ -30,8 +30,10 @@ from verifiers.contracts import (
     work_unit_digest,
 )
 from verifiers.contracts.common import document_json
+from verifiers.errors import VerifierError
 from verifiers.json_exact import JSON_VALIDATOR_IDS, build_json_result
-from verifiers.patch import PATCH_VALIDATOR_IDS, build_patch_result, finish_result_bytes
+from verifiers.patch import PATCH_VALIDATOR_IDS, build_patch_result
+from verifiers.results import finish_result_bytes
 from verifiers.semantics import ADAPTERS_BY_PLAN_VERSION
 
 ADAPTERS: Final[Mapping[str, tuple[str, str]]] = {
@@ -60,13 +62,8 @@ VERIFIER_ID: Final = "idkmesh-local-verifier"
 Outcome = Literal["support", "reject", "escalate", "insufficient_evidence"]
 
 
-class PlanBindingError(Exception):
+class PlanBindingError(VerifierError):
     """A plan that cannot judge this WorkUnit (operator-side; nothing is recorded)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.documents.cohort import BenchmarkCohort, CohortTask, decode_cohort, definition_digest
-from ledger.errors import CommitError, UsageError
+from ledger.errors import CommitError, UsageError, from_verifier
 from verifiers.bundle import BundleRootError, read_file_under
 from verifiers.canonical import (
     CanonicalFormError,
@@ -103,7 +103,10 @@ def read_relative(
     try:
         observation = read_file_under(root, relpath, limit)
     except BundleRootError as exc:
-        raise UsageError("folder-unusable", exc.message.replace("bundle ", "")) from None
+        # The reader words the root as a bundle folder; here it is the cohort folder.
+        raise from_verifier(
+            exc, UsageError, code="folder-unusable", message=exc.message.replace("bundle ", "")
+        ) from None
     if observation.status == "ok" and observation.data is not None:
         return observation.data
     reasons = {
@@ -286,7 +289,7 @@ def _load_task(
         # round trip) spares check_binding a conversion of each Struct.
         check_binding(plan_raw if plan_raw is not None else plan, wu_decoded.raw, wu_doc.digest)
     except PlanBindingError as exc:
-        raise CommitError(exc.code, f"{where}: {exc.message}") from None
+        raise from_verifier(exc, CommitError, context=f"{where}: ") from None
     _check_evidence(task, root, evidence)
     adapter, adapter_version = ADAPTERS[version]
     return LoadedTask(
@@ -371,8 +374,11 @@ def _check_evidence_file(
         try:
             known = (canonical_digest(value), value.get("id"))
         except CanonicalFormError as exc:
-            raise CommitError(
-                "evidence-mismatch", f"{what} {relpath!r} has no canonical form: {exc}"
+            raise from_verifier(
+                exc,
+                CommitError,
+                code="evidence-mismatch",
+                context=f"{what} {relpath!r} has no canonical form: ",
             ) from None
         seen[key] = known
     actual, actual_id = known

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ledger.errors import UsageError
+from ledger.errors import UsageError, from_verifier
 from ledger.format.payloads import TypedBody
 from verifiers.canonical import CanonicalFormError, blake3_address, canonical_bytes
 from verifiers.jsonread import nesting_depth
@@ -109,7 +109,9 @@ def encode_body(
     try:
         return canonical_bytes(body)
     except CanonicalFormError as exc:
-        raise UsageError("entry-not-canonical", f"entry payload {exc}") from None
+        raise from_verifier(
+            exc, UsageError, code="entry-not-canonical", context="entry payload "
+        ) from None
 
 
 class BodyTooDeep(msgspec.DecodeError):

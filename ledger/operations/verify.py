@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError
+from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError, from_verifier
 from ledger.format.entries import Entry
 from ledger.state import CommittedTask, LedgerState, committed_plan, outcome_digests, read_state
 from ledger.store.sqlite import Ledger, Writer
@@ -141,7 +141,9 @@ def verify(
             outcome = run(plan, work_unit, snapshot, started_at=time, finished_at=time)
         except PlanBindingError as exc:
             # Freeze checked the binding; reaching this means the stored plan changed meaning.
-            raise CommitError(exc.code, f"committed plan of {chosen.task}: {exc.message}") from None
+            raise from_verifier(
+                exc, CommitError, context=f"committed plan of {chosen.task}: "
+            ) from None
         bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
     return VerifyResult(
         outcome=outcome.outcome,
@@ -180,7 +182,7 @@ def _read_manifest_only(bundle_dir: Path) -> bytes | None:
             limit_for=lambda _locator: 0,
         ).manifest
     except BundleRootError as exc:
-        raise UsageError(exc.code, exc.message) from None
+        raise from_verifier(exc, UsageError) from None
 
 
 def _read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -> BundleSnapshot:
@@ -190,7 +192,7 @@ def _read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -
     try:
         snapshot = read_bundle_for_plan(bundle_dir, plan)
     except BundleRootError as exc:
-        raise UsageError(exc.code, exc.message) from None
+        raise from_verifier(exc, UsageError) from None
     if snapshot.manifest != probe:
         raise CommitError(
             "bundle-changed", f"{bundle_dir}/result-manifest.json changed while being read; retry"
