@@ -30,15 +30,19 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tools/ (not installed)
 
 import gen
 import msgspec
 import unidiff
 
+from ledger.api import audit_ledger
 from ledger.audit.engine import audit
 from ledger.audit.rules import CommitmentRules
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
+from ledger.operations.verify import verify
+from ledger.state import read_state
 from ledger.store.sqlite import Ledger
 from ledger.transparency import merkle
 from ledger.transparency import proofs as transparency
@@ -386,11 +390,13 @@ def bench_freeze(work: Path, sz: Sizes) -> list[Row]:
 
 
 def build_ledgers(work: Path, sz: Sizes) -> dict[int, Path]:
-    """Ledgers of exactly each size: one growing file, copied at each size."""
+    """Ledgers of exactly each size: one growing file, copied at each size (and, as
+    ``work / FRESH``, before the first pair: the baseline of the verify-at-size row)."""
     path = work / "grow.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     ledger, bundle = gen.small_setup(work, path)
+    gen.copy_ledger(path, work / FRESH)
     out: dict[int, Path] = {}
     for size in sz.ledger_sizes:
         pairs = (size - ledger.size()) // 2
@@ -404,6 +410,59 @@ def build_ledgers(work: Path, sz: Sizes) -> dict[int, Path]:
         out[size] = target
     ledger.close()
     return out
+
+
+FRESH = "ledger-fresh.db"
+
+
+def verify_seconds(path: Path, bundle: Path) -> float:
+    """One ``verify`` as a command runs it: open the file, judge, record, close."""
+    t0 = time.perf_counter()
+    with Ledger.open(path, clock=gen.fixed_clock) as ledger:
+        result = verify(ledger, bundle)
+    seconds = time.perf_counter() - t0
+    check(result.outcome == "support", f"verify at {path.name} judged {result.outcome}")
+    return seconds
+
+
+def bench_verify_at_size(work: Path, ledgers: dict[int, Path], sz: Sizes) -> list[Row]:
+    """``verify`` on the biggest ledger against ``verify`` on a fresh one (same bundle, same
+    plan, interleaved): the derived state makes each write's lookups index reads."""
+    big = max(ledgers)
+    fresh, bundle = work / FRESH, work / "small-bundle"
+    label = f"{big // 1000}k" if big < 1_000_000 else f"{big // 1_000_000}M"
+    with Ledger.open_read_only(ledgers[big]) as ledger:
+        t0 = time.perf_counter()
+        state = read_state(ledger)
+        fold = time.perf_counter() - t0
+    check(len(state.cohorts) == 1, "the generated ledger's state has not one cohort")
+    ours: list[float] = []
+    base: list[float] = []
+    for _ in range(3 * sz.repeat):
+        base.append(verify_seconds(fresh, bundle))
+        ours.append(verify_seconds(ledgers[big], bundle))
+    a, b = statistics.median(ours), statistics.median(base)
+    with Ledger.open_read_only(ledgers[big]) as ledger:
+        report, _ = audit_ledger(ledger, replay=False)
+    check(report.ok, f"the {label} ledger does not audit clean after the verifies")
+    return [
+        Row(
+            f"verify at {label} entries",
+            ms(a),
+            f"{ms(b)} fresh ledger",
+            f"{a / b:.2f}",
+            "<= 1.5x fresh",
+            a / b <= 1.5,
+        ),
+        Row(
+            f"commitment fold at {label} (info)",
+            ms(fold),
+            f"{ms(a)} verify",
+            f"{fold / a:.1f}",
+            "-",
+            None,
+        ),
+    ]
 
 
 def bare_audit_loop(path: Path, *, entries_only: bool = False) -> int:
@@ -655,6 +714,8 @@ def bench_ledgers(work: Path, sz: Sizes) -> list[Row]:
             growth <= allowed,
         )
     )
+    # Last: these verifies append to the biggest ledger.
+    rows += bench_verify_at_size(work, ledgers, sz)
     return rows
 
 

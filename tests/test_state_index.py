@@ -294,3 +294,25 @@ def test_a_malformed_state_entry_appended_behind_the_index_refuses_the_write(
     with Ledger.open(frozen) as ledger, pytest.raises(StoreError) as info:
         verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
     assert info.value.code == "entry-malformed"
+
+
+@pytest.mark.parametrize(
+    "sql", ["DELETE FROM state_meta", "UPDATE state_meta SET through = 'all of them'"]
+)
+def test_a_damaged_state_meta_row_refuses_every_write_and_fails_the_audit(
+    frozen: Path, tmp_path: Path, sql: str
+) -> None:
+    with attacker(frozen) as conn:
+        conn.execute(sql)
+    with Ledger.open(frozen, clock=Clock()) as ledger:
+        size = ledger.size()
+        for write in (
+            lambda: verify(ledger, make_bundle(tmp_path, "good"), task=TASK),
+            lambda: burn(ledger, COHORT, reason="published"),
+            lambda: calibrate(ledger),
+        ):
+            with pytest.raises(StoreError) as info:
+                write()
+            assert info.value.code == "state-index-damaged"
+        assert ledger.size() == size
+    assert codes(frozen) == ["state-index-mismatch"]
