@@ -389,7 +389,7 @@ def bench_freeze(work: Path, sz: Sizes) -> list[Row]:
 # -- 5. big ledgers: audit, proofs, scaling ------------------------------------------------------
 
 
-def build_ledgers(work: Path, sz: Sizes) -> dict[int, Path]:
+def build_ledgers(work: Path, sz: Sizes, sizes: tuple[int, ...] = ()) -> dict[int, Path]:
     """Ledgers of exactly each size: one growing file, copied at each size (and, as
     ``work / FRESH``, before the first pair: the baseline of the verify-at-size row)."""
     path = work / "grow.db"
@@ -398,7 +398,7 @@ def build_ledgers(work: Path, sz: Sizes) -> dict[int, Path]:
     ledger, bundle = gen.small_setup(work, path)
     gen.copy_ledger(path, work / FRESH)
     out: dict[int, Path] = {}
-    for size in sz.ledger_sizes:
+    for size in sizes or sz.ledger_sizes:
         pairs = (size - ledger.size()) // 2
         note(f"ledger: appending {pairs} bundle/result pairs to reach {size} entries")
         t0 = time.perf_counter()
@@ -423,6 +423,11 @@ def verify_seconds(path: Path, bundle: Path) -> float:
     seconds = time.perf_counter() - t0
     check(result.outcome == "support", f"verify at {path.name} judged {result.outcome}")
     return seconds
+
+
+def bench_state(work: Path, sz: Sizes) -> list[Row]:
+    big = max(sz.ledger_sizes)
+    return bench_verify_at_size(work, build_ledgers(work, sz, sizes=(big,)), sz)
 
 
 def bench_verify_at_size(work: Path, ledgers: dict[int, Path], sz: Sizes) -> list[Row]:
@@ -848,6 +853,9 @@ def main(argv: list[str] | None = None) -> int:
         ("replay", lambda: bench_replay(work, sz)),
         ("cli", lambda: bench_cli(sz)),
         ("ledgers", lambda: bench_ledgers(work, sz)),
+        # Only when asked (``--only state``): the verify-at-size rows alone, on a ledger of the
+        # largest size only (``ledgers`` ends with the same rows).
+        ("state", lambda: bench_state(work, sz)),
     ]
     try:
         for name, fn in sections:
@@ -855,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.only
                 and name not in args.only
                 and not (name == "diff" and "verify" in args.only)
-            ):
+            ) or (name == "state" and "state" not in args.only):
                 continue
             note(f"section {name}")
             try:

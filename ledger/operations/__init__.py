@@ -24,5 +24,6 @@ Rules (LEDGER.md section 5, "Rules enforced by structure"; codes in section 11):
    the result re-run with the entries' time if a later entry moved it on.
 9. Outcome before plan: ``verify`` refuses a bundle whose manifest or candidate artifact bytes were
    observed in this ledger before the freeze of the cohort it is verified against
-   (``outcome_digests`` and ``LedgerState.observed_before``, shared with the audit).
+   (``outcome_digests``, shared with the audit; ``StateIndex.observed_before``, the derived
+   copy of the audit's ``LedgerState.observed_before``).
 """
