@@ -5,13 +5,14 @@ bundle is judged before ``BEGIN IMMEDIATE`` and re-checked under it."""
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from commit_helpers import make_bundle, make_cohort
+from commit_helpers import FAMILIES, cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import attacker, file_state
 
 import ledger.operations.verify as verify_module
@@ -24,6 +25,8 @@ from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.state import read_state
 from ledger.store.sqlite import STATE_TABLES, Ledger
+from verifiers.calibration import PATCH_WORK_UNIT, PLANS
+from verifiers.canonical import canonical_digest
 from verifiers.runner import run as real_run
 
 TASK = "test/cohort-a/task-000"
@@ -316,3 +319,66 @@ def test_a_damaged_state_meta_row_refuses_every_write_and_fails_the_audit(
             assert info.value.code == "state-index-damaged"
         assert ledger.size() == size
     assert codes(frozen) == ["state-index-mismatch"]
+
+
+def _cohort_with_own_work_units(root: Path, cohort_id: str) -> Path:
+    """Five tasks, each over its own WorkUnit: task-000 the calibration WorkUnit (the one the
+    good bundle's manifest names), the others copies with other ids; plans bound to each."""
+    slug = cohort_id.replace("/", "-")
+    tasks = []
+    for i in range(5):
+        wu = copy.deepcopy(PATCH_WORK_UNIT)
+        if i:
+            wu["id"] = f"{wu['id']}-other-{i}"
+        plan = copy.deepcopy(PLANS["v0.2-whole-line"])
+        plan["binding"] |= {
+            "work_unit_id": wu["id"],
+            "work_unit_version": wu["version"],
+            "work_unit_digest": canonical_digest(wu),
+        }
+        plan["id"] = f"{plan['id']}-{slug}-{i}"
+        wu_path, plan_path = f"{slug}/wu-{i}.json", f"{slug}/plan-{i}.json"
+        write_json(root / wu_path, wu)
+        write_json(root / plan_path, plan)
+        task = task_doc(root, f"{cohort_id}/task-{i:03d}", "v0.2-whole-line", family=FAMILIES[i])
+        task["work_unit"] = {
+            "path": wu_path,
+            "digest": canonical_digest(wu),
+            "id": wu["id"],
+            "version": wu["version"],
+        }
+        task["evaluator"] |= {
+            "plan_id": plan["id"],
+            "plan_digest": canonical_digest(plan),
+            "plan_path": plan_path,
+        }
+        tasks.append(task)
+    write_json(root / slug / "cohort.json", cohort_doc(cohort_id, tasks))
+    return root / slug
+
+
+def test_successor_frozen_while_judging_by_the_burned_cohort_is_judged_again_by_its_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a bundle is judged by cohort A's plan (its manifest names the WorkUnit, no
+    --task), A is burned and a successor B freezing the same WorkUnit lands. Under the lock the
+    bundle now belongs to B: the judgement by A's plan is not appended; it is judged again,
+    under the lock, by B's plan."""
+    db = tmp_path / "ledger.db"
+    ledger, _ = Ledger.create(db, origin="test/state", clock=Clock())
+    with ledger:
+        calibrate(ledger)
+        freeze(ledger, _cohort_with_own_work_units(tmp_path, "test/a"), root=tmp_path)
+    monkeypatch.setenv("LEDGER_BUSY_TIMEOUT_MS", "300")
+
+    def succeed_elsewhere() -> None:
+        with Ledger.open(db, clock=Clock()) as other:
+            burn(other, "test/a", reason="published")
+            freeze(other, _cohort_with_own_work_units(tmp_path, "test/b"), root=tmp_path)
+
+    calls = _while_judging(monkeypatch, succeed_elsewhere)
+    with Ledger.open(db, clock=Clock()) as ledger:
+        result = verify(ledger, make_bundle(tmp_path, "good"))
+    assert (result.cohort, result.task) == ("test/b", "test/b/task-000")
+    assert len(calls) == 2  # judged by A's plan, then again by B's
+    assert codes(db, replay=True) == []
