@@ -139,9 +139,6 @@ class Judged:
     ``record`` appends it only if, under the lock, the same task is chosen, its outcome
     digests are still unobserved before its freeze and the entries' time is ``time``."""
 
-    bundle_dir: Path
-    cohort: str | None
-    task: str | None
     chosen: CommittedTask
     plan: EvaluatorPlan
     work_unit: WorkUnit
@@ -188,9 +185,7 @@ def judge(
         digests = _check_outcome_before_plan(state, chosen, plan, snapshot)
     time = later_time(clock_time, None if head is None else head.body.time)
     outcome = _run(chosen, plan, work_unit, snapshot, time)
-    return Judged(
-        bundle_dir, cohort, task, chosen, plan, work_unit, snapshot, digests, time, outcome
-    )
+    return Judged(chosen, plan, work_unit, snapshot, digests, time, outcome)
 
 
 def record(
