@@ -21,7 +21,7 @@ from typing import Any
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import record_verification, verify
-from ledger.state import CommittedTask, committed_plan, read_state
+from ledger.state import CommittedTask, StateIndex, committed_plan, read_state
 from ledger.store.sqlite import Ledger, Writer
 from tools import examples
 from verifiers.runner import read_bundle_for_plan, run
@@ -343,6 +343,7 @@ def append_pairs(ledger: Ledger, bundle: Path, pairs: int, *, batch: int = 5000)
     while pairs > 0:
         step = min(batch, pairs)
         with ledger.writer() as w:
+            StateIndex.for_writer(w)  # the derived state kept current, as ``verify`` keeps it
             once = _StoreOnce(w)
             for _ in range(step):
                 record_verification(once, chosen, snapshot, outcome)  # type: ignore[arg-type]

@@ -36,10 +36,13 @@ import gen
 import msgspec
 import unidiff
 
+from ledger.api import audit_ledger
 from ledger.audit.engine import audit
 from ledger.audit.rules import CommitmentRules
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
+from ledger.operations.verify import verify
+from ledger.state import read_state
 from ledger.store.sqlite import Ledger
 from ledger.transparency import merkle
 from ledger.transparency import proofs as transparency
@@ -386,14 +389,16 @@ def bench_freeze(work: Path, sz: Sizes) -> list[Row]:
 # -- 5. big ledgers: audit, proofs, scaling ------------------------------------------------------
 
 
-def build_ledgers(work: Path, sz: Sizes) -> dict[int, Path]:
-    """Ledgers of exactly each size: one growing file, copied at each size."""
+def build_ledgers(work: Path, sz: Sizes, sizes: tuple[int, ...] = ()) -> dict[int, Path]:
+    """Ledgers of exactly each size: one growing file, copied at each size (and, as
+    ``work / FRESH``, before the first pair: the baseline of the verify-at-size row)."""
     path = work / "grow.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     ledger, bundle = gen.small_setup(work, path)
+    gen.copy_ledger(path, work / FRESH)
     out: dict[int, Path] = {}
-    for size in sz.ledger_sizes:
+    for size in sizes or sz.ledger_sizes:
         pairs = (size - ledger.size()) // 2
         note(f"ledger: appending {pairs} bundle/result pairs to reach {size} entries")
         t0 = time.perf_counter()
@@ -405,6 +410,64 @@ def build_ledgers(work: Path, sz: Sizes) -> dict[int, Path]:
         out[size] = target
     ledger.close()
     return out
+
+
+FRESH = "ledger-fresh.db"
+
+
+def verify_seconds(path: Path, bundle: Path) -> float:
+    """One ``verify`` as a command runs it: open the file, judge, record, close."""
+    t0 = time.perf_counter()
+    with Ledger.open(path, clock=gen.fixed_clock) as ledger:
+        result = verify(ledger, bundle)
+    seconds = time.perf_counter() - t0
+    check(result.outcome == "support", f"verify at {path.name} judged {result.outcome}")
+    return seconds
+
+
+def bench_state(work: Path, sz: Sizes) -> list[Row]:
+    big = max(sz.ledger_sizes)
+    return bench_verify_at_size(work, build_ledgers(work, sz, sizes=(big,)), sz)
+
+
+def bench_verify_at_size(work: Path, ledgers: dict[int, Path], sz: Sizes) -> list[Row]:
+    """``verify`` on the biggest ledger against ``verify`` on a fresh one (same bundle, same
+    plan, interleaved): the derived state makes each write's lookups index reads."""
+    big = max(ledgers)
+    fresh, bundle = work / FRESH, work / "small-bundle"
+    label = f"{big // 1000}k" if big < 1_000_000 else f"{big // 1_000_000}M"
+    with Ledger.open_read_only(ledgers[big]) as ledger:
+        t0 = time.perf_counter()
+        state = read_state(ledger)
+        fold = time.perf_counter() - t0
+    check(len(state.cohorts) == 1, "the generated ledger's state has not one cohort")
+    ours: list[float] = []
+    base: list[float] = []
+    for _ in range(3 * sz.repeat):
+        base.append(verify_seconds(fresh, bundle))
+        ours.append(verify_seconds(ledgers[big], bundle))
+    a, b = statistics.median(ours), statistics.median(base)
+    with Ledger.open_read_only(ledgers[big]) as ledger:
+        report, _ = audit_ledger(ledger, replay=False)
+    check(report.ok, f"the {label} ledger does not audit clean after the verifies")
+    return [
+        Row(
+            f"verify at {label} entries",
+            ms(a),
+            f"{ms(b)} fresh ledger",
+            f"{a / b:.2f}",
+            "<= 1.5x fresh",
+            a / b <= 1.5,
+        ),
+        Row(
+            f"commitment fold at {label} (info)",
+            ms(fold),
+            f"{ms(a)} verify",
+            f"{fold / a:.1f}",
+            "-",
+            None,
+        ),
+    ]
 
 
 def bare_audit_loop(path: Path, *, entries_only: bool = False) -> int:
@@ -656,6 +719,8 @@ def bench_ledgers(work: Path, sz: Sizes) -> list[Row]:
             growth <= allowed,
         )
     )
+    # Last: these verifies append to the biggest ledger.
+    rows += bench_verify_at_size(work, ledgers, sz)
     return rows
 
 
@@ -911,6 +976,9 @@ def main(argv: list[str] | None = None) -> int:
         ("cli", lambda: bench_cli(sz)),
         ("start", lambda: bench_start(work, sz, diff_box["diff"])),
         ("ledgers", lambda: bench_ledgers(work, sz)),
+        # Only when asked (``--only state``): the verify-at-size rows alone, on a ledger of the
+        # largest size only (``ledgers`` ends with the same rows).
+        ("state", lambda: bench_state(work, sz)),
     ]
     try:
         for name, fn in sections:
@@ -918,7 +986,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.only
                 and name not in args.only
                 and not (name == "diff" and {"verify", "start"} & set(args.only))
-            ):
+            ) or (name == "state" and "state" not in args.only):
                 continue
             note(f"section {name}")
             try:

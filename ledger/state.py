@@ -4,6 +4,9 @@ Shared knowledge, kept out of both sides so that neither imports the other (docs
 
 - ``LedgerState``: the commitments that decide a write (frozen cohorts and tasks, burns,
   exposure, observed bytes, calibration), folded from entries in seq order (``read_state``);
+- ``StateIndex``: the same fold kept as derived tables in the ledger file, current through
+  every append (``StateIndex.for_writer``), so a write looks its state up by key instead of
+  folding the history; the audit checks it against ``LedgerState`` (``ledger.audit.state_index``);
 - ``outcome_digests``: the digests rule 9 (outcome before plan) compares;
 - ``imported_burn``: what a cohort.json whose stage is burned imports as its burn;
 - ``calibration_report_bytes``: the built-in calibration matrix's canonical report;
@@ -15,7 +18,7 @@ The rules themselves are listed in ``ledger.operations`` and LEDGER.md section 5
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -31,7 +34,12 @@ from ledger.format.payloads import (
     VerificationRecorded,
     payload_struct,
 )
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import (
+    Ledger,
+    Writer,
+    create_state_tables,
+    state_tables_present,
+)
 from verifiers.canonical import canonical_bytes
 from verifiers.contracts import (
     LIMITS,
@@ -225,7 +233,7 @@ def _candidate_locator(manifest: bytes | None, artifact_id: str) -> str | None:
     return locator if isinstance(locator, str) else None
 
 
-_STATE_KINDS: Final = (
+STATE_KINDS: Final = (
     "cohort.frozen",
     "cohort.burned",
     "bundle.observed",
@@ -236,16 +244,253 @@ _STATE_KINDS: Final = (
 
 def read_state(ledger: Ledger) -> LedgerState:
     state = LedgerState()
-    for entry in ledger.entries(kinds=_STATE_KINDS):
-        try:
-            state.apply(entry)
-        except (msgspec.ValidationError, KeyError) as exc:
-            raise StoreError(
-                "entry-malformed",
-                f"entry {entry.seq} ({entry.kind}) has a malformed payload ({exc});"
-                " run `ledger audit`",
-            ) from None
+    for entry in ledger.entries(kinds=STATE_KINDS):
+        _folding(state.apply, entry)
     return state
+
+
+def _folding(fold: Callable[[Entry], None], entry: Entry) -> None:
+    try:
+        fold(entry)
+    except (msgspec.ValidationError, KeyError) as exc:
+        raise StoreError(
+            "entry-malformed",
+            f"entry {entry.seq} ({entry.kind}) has a malformed payload ({exc}); run `ledger audit`",
+        ) from None
+
+
+# -- the derived state: the same fold, kept in the ledger file -----------------------------------
+
+# CommittedTask's fields, in order: the columns of ``state_tasks`` a lookup reads.
+TASK_FIELDS: Final = (
+    "cohort",
+    "cohort_entry",
+    "task",
+    "split",
+    "work_unit_id",
+    "work_unit_version",
+    "work_unit_digest",
+    "work_unit_object",
+    "plan_id",
+    "plan_digest",
+    "plan_object",
+    "plan_version",
+    "adapter",
+    "adapter_version",
+)
+_TASK_SELECT: Final = f"SELECT {', '.join(TASK_FIELDS)} FROM state_tasks"
+_TASK_INSERT: Final = (
+    f"INSERT OR REPLACE INTO state_tasks ({', '.join(TASK_FIELDS)})"
+    f" VALUES ({', '.join('?' * len(TASK_FIELDS))})"
+)
+
+
+def _task(row: Sequence[Any]) -> CommittedTask:
+    return CommittedTask(*row)
+
+
+class StateIndex:
+    """``LedgerState`` as derived tables (``ledger.store.sqlite.STATE_SCHEMA``): each lookup a
+    write makes is one or two B-tree reads, whatever the length of the history.
+
+    The fold is ``LedgerState.apply`` written as row updates (first-wins is INSERT OR IGNORE,
+    last-wins INSERT OR REPLACE); ``state_meta.through`` is the last seq folded in. The audit
+    folds the entries itself and compares (``ledger.audit.state_index``)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._conn = ledger.derived_db()
+
+    @classmethod
+    def for_writer(cls, w: Writer) -> StateIndex:
+        """Under ``w``'s lock: the tables created if missing (a file from before them), the
+        entries they lack folded in, and ``w``'s own appends folded in as they are made."""
+        ledger = w.ledger
+        if not state_tables_present(ledger.derived_db()):
+            create_state_tables(ledger.derived_db())
+        index = cls(ledger)
+        for entry in ledger.entries(kinds=STATE_KINDS, start=index.through() + 1):
+            _folding(index._apply, entry)
+        head = ledger.size() - 1
+        if head > index.through():
+            index._set_through(head)
+        w.on_append = index.apply
+        return index
+
+    @classmethod
+    def current(cls, ledger: Ledger) -> StateIndex | None:
+        """For a reader (inside ``ledger.snapshot()``): the index if it is folded through the
+        head, else None (absent, or behind a writer that did not keep it)."""
+        if not state_tables_present(ledger.derived_db()):
+            return None
+        index = cls(ledger)
+        return index if index.through() == ledger.size() - 1 else None
+
+    def through(self) -> int:
+        row = self._conn.execute("SELECT through FROM state_meta WHERE id = 0").fetchone()
+        if row is None or not isinstance(row[0], int):
+            raise StoreError(
+                "state-index-damaged",
+                "the derived state's state_meta row is missing or not a number; run `ledger audit`",
+            )
+        return row[0]
+
+    def _set_through(self, seq: int) -> None:
+        self._conn.execute("UPDATE state_meta SET through = ? WHERE id = 0", (seq,))
+
+    # -- folding ------------------------------------------------------------------------------
+
+    def apply(self, entry: Entry) -> None:
+        """Fold one appended entry in (``Writer.on_append``)."""
+        if entry.kind in STATE_KINDS:
+            _folding(self._apply, entry)
+        self._set_through(entry.seq)
+
+    def _apply(self, entry: Entry) -> None:
+        conn = self._conn
+        payload = payload_struct(entry.kind, entry.payload)
+        if isinstance(payload, CohortFrozen):
+            conn.execute("DELETE FROM state_tasks WHERE cohort = ?", (payload.cohort,))
+            conn.execute(
+                "INSERT OR REPLACE INTO state_cohorts VALUES (?, ?, ?, NULL)",
+                (payload.cohort, entry.seq, payload.definition_digest),
+            )
+            for item in payload.tasks:
+                wu, plan = item.work_unit, item.plan
+                conn.execute(
+                    "INSERT OR IGNORE INTO state_work_units VALUES (?, ?)", (wu.digest, wu.id)
+                )
+                conn.execute(
+                    _TASK_INSERT,
+                    (
+                        payload.cohort,
+                        entry.seq,
+                        item.task,
+                        item.split,
+                        wu.id,
+                        wu.version,
+                        wu.digest,
+                        wu.object,
+                        plan.id,
+                        plan.digest,
+                        plan.object,
+                        plan.schema_version,
+                        item.adapter,
+                        item.adapter_version,
+                    ),
+                )
+        elif isinstance(payload, CohortBurned):
+            burned = conn.execute(
+                "UPDATE state_cohorts SET burned_entry = ? WHERE cohort = ?",
+                (entry.seq, payload.cohort),
+            )
+            if burned.rowcount:
+                for task_id in payload.observed_tasks:
+                    row = conn.execute(
+                        "SELECT work_unit_digest, work_unit_id FROM state_tasks"
+                        " WHERE cohort = ? AND task = ?",
+                        (payload.cohort, task_id),
+                    ).fetchone()
+                    if row is not None:
+                        self._expose(entry.seq, row[0], row[1])
+            for digest in payload.observed_work_units:
+                self._expose(entry.seq, digest, None)
+        elif isinstance(payload, BundleObserved):
+            for observation in payload.observations:
+                if observation.status == "ok" and observation.sha256 is not None:
+                    conn.execute(
+                        "INSERT OR IGNORE INTO state_observed VALUES (?, ?)",
+                        (observation.sha256, entry.seq),
+                    )
+        elif isinstance(payload, VerificationRecorded):
+            row = conn.execute(
+                "SELECT work_unit_id FROM state_tasks WHERE cohort = ? AND task = ?",
+                (payload.cohort, payload.task),
+            ).fetchone()
+            self._expose(entry.seq, payload.work_unit.digest, None if row is None else row[0])
+        elif isinstance(payload, CalibrationRecorded):
+            for version, green in payload.adapters.items():
+                conn.execute(
+                    "INSERT OR REPLACE INTO state_calibration VALUES (?, ?, ?)",
+                    (version, int(green), entry.seq),
+                )
+
+    def _expose(self, seq: int, digest: str, work_unit_id: str | None) -> None:
+        conn = self._conn
+        conn.execute("INSERT OR IGNORE INTO state_exposed VALUES (?, ?)", (digest, seq))
+        row = conn.execute("SELECT id FROM state_work_units WHERE digest = ?", (digest,)).fetchone()
+        for wu_id in (work_unit_id, None if row is None else row[0]):
+            if wu_id is not None:
+                conn.execute("INSERT OR IGNORE INTO state_exposed_ids VALUES (?, ?)", (wu_id, seq))
+
+    # -- lookups (the ones LedgerState answers from its dicts) --------------------------------
+
+    def cohort(self, cohort: str) -> CommittedCohort | None:
+        row = self._conn.execute(
+            "SELECT frozen_entry, definition_digest, burned_entry FROM state_cohorts"
+            " WHERE cohort = ?",
+            (cohort,),
+        ).fetchone()
+        if row is None:
+            return None
+        tasks = self._conn.execute(f"{_TASK_SELECT} WHERE cohort = ? ORDER BY task", (cohort,))
+        return CommittedCohort(
+            cohort=cohort,
+            frozen_entry=row[0],
+            definition_digest=row[1],
+            tasks={t.task: t for t in map(_task, tasks)},
+            burned_entry=row[2],
+        )
+
+    def burned_entry(self, cohort: str) -> int | None:
+        row = self._conn.execute(
+            "SELECT burned_entry FROM state_cohorts WHERE cohort = ?", (cohort,)
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def tasks_named(self, task: str) -> list[CommittedTask]:
+        """Every committed task with this id, in any cohort."""
+        rows = self._conn.execute(f"{_TASK_SELECT} WHERE task = ? ORDER BY cohort", (task,))
+        return [_task(row) for row in rows]
+
+    def tasks_for(self, work_unit_id: str, version: int) -> list[CommittedTask]:
+        """Every committed task of this WorkUnit id and version, in any cohort."""
+        rows = self._conn.execute(
+            f"{_TASK_SELECT} WHERE work_unit_id = ? AND work_unit_version = ?"
+            " ORDER BY cohort, task",
+            (work_unit_id, version),
+        )
+        return [_task(row) for row in rows]
+
+    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
+        """As ``LedgerState.exposure``."""
+        row = self._conn.execute(
+            "SELECT seq FROM state_exposed WHERE digest = ?", (digest,)
+        ).fetchone()
+        if row is not None:
+            return row[0], f"WorkUnit {digest}"
+        row = self._conn.execute(
+            "SELECT seq FROM state_exposed_ids WHERE id = ?", (work_unit_id,)
+        ).fetchone()
+        if row is not None:
+            return row[0], f"WorkUnit id {work_unit_id}"
+        return None
+
+    def observed_before(self, digests: Sequence[str], frozen_entry: int) -> tuple[str, int] | None:
+        """As ``LedgerState.observed_before``."""
+        for digest in digests:
+            row = self._conn.execute(
+                "SELECT seq FROM state_observed WHERE sha256 = ?", (digest,)
+            ).fetchone()
+            if row is not None and row[0] < frozen_entry:
+                return digest, row[0]
+        return None
+
+    def calibration(self, version: str) -> tuple[bool, int] | None:
+        """(green, seq) of the latest calibration entry naming this adapter version."""
+        row = self._conn.execute(
+            "SELECT green, seq FROM state_calibration WHERE adapter_version = ?", (version,)
+        ).fetchone()
+        return None if row is None else (bool(row[0]), row[1])
 
 
 def _load_document(ledger: Ledger, address: str, what: str) -> bytes:
@@ -264,7 +509,6 @@ def committed_plan(ledger: Ledger, task: CommittedTask) -> tuple[EvaluatorPlan, 
             "ledger-corrupt", f"stored plan or WorkUnit of task {task.task} no longer decodes"
         )
     return plan.value, work_unit.value
-
 
 
 def imported_burn(
@@ -304,4 +548,3 @@ def calibration_report_bytes() -> tuple[bytes, dict[str, Any]]:
 
     report = run_calibration().to_json()
     return canonical_bytes(report), report
-

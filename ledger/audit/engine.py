@@ -55,6 +55,7 @@ from ledger.audit.rows import (
     _check_all_rows,
     _RowChecks,
 )
+from ledger.audit.state_index import StateIndexCheck
 from ledger.audit.worker import _RowWorker, _wants_worker
 from ledger.format.entries import (
     FORMAT,
@@ -130,6 +131,7 @@ def _audit_snapshot(
         " (digest TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID"
     )
     conn.execute("DELETE FROM temp.audit_refs")
+    derived = StateIndexCheck(conn)  # the derived commitment state against the entries
     inline = None if worker is not None else _RowChecks(report, wanted_sizes)
     # With a worker, what this process read, to prove the worker read the same (``RowDigest``).
     seen = RowDigest() if worker is not None else None
@@ -169,6 +171,7 @@ def _audit_snapshot(
             report.at(count, P_RULES)
             for observer in observers:
                 observer.observe(entry, report)
+            derived.observe(entry)
         if len(ref_buffer) >= 10_000:
             conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
             ref_buffer.clear()
@@ -231,6 +234,7 @@ def _audit_snapshot(
         )
     for observer in observers:
         observer.finish(report)
+    derived.finish(report, count)
     conn.execute("DROP TABLE temp.audit_refs")
     conn.execute("DROP TABLE temp.audit_withheld")
     _check_checkpoints(

@@ -18,8 +18,12 @@ Rules (LEDGER.md section 5, "Rules enforced by structure"; codes in section 11):
 6. Version binding: plan version -> exactly one adapter (``verifiers.runner.ADAPTERS``).
 7. Freezing needs a green ``calibration.recorded`` (the latest one) for every adapter version
    the cohort uses.
-8. Every state check that decides a write runs inside the write transaction, under the lock.
+8. Every state check that decides a write runs inside the write transaction, under the lock,
+   on the derived state (``ledger.state.StateIndex``). ``verify`` judges before the lock and
+   re-checks under it (``judge``, ``record``): the same task chosen, rule 9 still passing, and
+   the result re-run with the entries' time if a later entry moved it on.
 9. Outcome before plan: ``verify`` refuses a bundle whose manifest or candidate artifact bytes were
    observed in this ledger before the freeze of the cohort it is verified against
-   (``outcome_digests`` and ``LedgerState.observed_before``, shared with the audit).
+   (``outcome_digests``, shared with the audit; ``StateIndex.observed_before``, the derived
+   copy of the audit's ``LedgerState.observed_before``).
 """

@@ -11,7 +11,7 @@ import msgspec
 from ledger.documents.cohort import BurnNotice
 from ledger.errors import CommitError, UsageError
 from ledger.format.entries import Entry
-from ledger.state import CommittedCohort, read_state
+from ledger.state import CommittedCohort, StateIndex
 from ledger.store.sqlite import Ledger, Writer
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
@@ -76,8 +76,7 @@ def burn(
     if not reason.strip():
         raise UsageError("reason-required", "give the reason for the burn with --reason TEXT")
     with ledger.writer() as w:
-        state = read_state(ledger)
-        committed = state.cohorts.get(cohort_id)
+        committed = StateIndex.for_writer(w).cohort(cohort_id)
         if committed is None:
             raise CommitError(
                 "cohort-not-frozen",

@@ -7,7 +7,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ledger.state import calibration_report_bytes
+from ledger.state import StateIndex, calibration_report_bytes
 from ledger.store.sqlite import Ledger
 from verifiers.canonical import sha256_hex_digest
 
@@ -31,6 +31,7 @@ def calibrate(ledger: Ledger) -> CalibrateResult:
     data, report = calibration_report_bytes()
     adapters = {str(k): bool(v) for k, v in report["green_by_adapter"].items()}
     with ledger.writer() as w:
+        StateIndex.for_writer(w)  # folds the entry below in, in this transaction
         address = w.put_object(data, JSON)
         payload = {
             "green": bool(report["green"]),

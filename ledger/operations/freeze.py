@@ -13,7 +13,7 @@ from ledger.documents.cohort_folder import LoadedCohort, load_cohort
 from ledger.errors import CommitError
 from ledger.format.entries import Entry
 from ledger.operations.burn import append_burn
-from ledger.state import CommittedCohort, LedgerState, imported_burn, read_state
+from ledger.state import CommittedCohort, StateIndex, imported_burn
 from ledger.store.sqlite import Ledger, Writer
 
 JSON: Final = "application/json"
@@ -40,8 +40,8 @@ def freeze(
     loaded = load_cohort(cohort_dir, root=root, hidden_plans=hidden_plans)
     cohort = loaded.cohort
     with ledger.writer() as w:
-        state = read_state(ledger)
-        existing = state.cohorts.get(cohort.id)
+        state = StateIndex.for_writer(w)
+        existing = state.cohort(cohort.id)
         if existing is not None:
             if existing.definition_digest != loaded.definition_digest:
                 raise CommitError(
@@ -92,7 +92,7 @@ def freeze(
     )
 
 
-def _check_exposure(loaded: LoadedCohort, state: LedgerState) -> None:
+def _check_exposure(loaded: LoadedCohort, state: StateIndex) -> None:
     for item in loaded.tasks:
         if item.task.split != "held_out":
             continue
@@ -106,9 +106,9 @@ def _check_exposure(loaded: LoadedCohort, state: LedgerState) -> None:
             )
 
 
-def _check_calibration(loaded: LoadedCohort, state: LedgerState) -> None:
+def _check_calibration(loaded: LoadedCohort, state: StateIndex) -> None:
     for version in sorted({item.adapter_version for item in loaded.tasks}):
-        green = state.calibration.get(version)
+        green = state.calibration(version)
         if green is None or not green[0]:
             found = "no calibration entry" if green is None else f"entry {green[1]} is not green"
             raise CommitError(

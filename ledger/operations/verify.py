@@ -4,18 +4,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError, from_verifier
-from ledger.format.entries import Entry
-from ledger.state import CommittedTask, LedgerState, committed_plan, outcome_digests, read_state
+from ledger.format.entries import Entry, later_time
+from ledger.state import CommittedTask, StateIndex, committed_plan, outcome_digests
 from ledger.store.sqlite import Ledger, Writer
 from verifiers.bundle import BundleRootError, BundleSnapshot, read_bundle, snapshot_observations
 from verifiers.canonical import sha256_hex_digest
-from verifiers.contracts import LIMITS, EvaluatorPlan
+from verifiers.contracts import LIMITS, EvaluatorPlan, WorkUnit
 from verifiers.jsonread import read_json
 from verifiers.runner import PlanBindingError, RunOutcome, read_bundle_for_plan, run
 
@@ -64,7 +65,7 @@ def _manifest_claims(snapshot_manifest: bytes | None) -> tuple[str | None, int |
 
 
 def select_task(
-    state: LedgerState,
+    state: StateIndex,
     work_unit_id: str | None,
     work_unit_version: int | None,
     *,
@@ -72,23 +73,31 @@ def select_task(
     task: str | None,
 ) -> CommittedTask:
     """The one committed task a bundle belongs to, or an operator-side refusal."""
-    cohorts = [state.cohorts[cohort]] if cohort is not None and cohort in state.cohorts else []
-    if cohort is not None and not cohorts:
-        raise CommitError("cohort-not-frozen", f"no frozen cohort {cohort} in this ledger")
-    if cohort is None:
-        cohorts = list(state.cohorts.values())
-    matches: list[CommittedTask] = []
-    for committed in cohorts:
-        for candidate in committed.tasks.values():
-            if task is not None:
-                if candidate.task == task:
-                    matches.append(candidate)
-            elif (
+    candidates: list[CommittedTask]
+    if cohort is not None:
+        committed = state.cohort(cohort)
+        if committed is None:
+            raise CommitError("cohort-not-frozen", f"no frozen cohort {cohort} in this ledger")
+        candidates = list(committed.tasks.values())
+    elif task is not None:
+        candidates = state.tasks_named(task)
+    elif work_unit_id is not None and work_unit_version is not None:
+        candidates = state.tasks_for(work_unit_id, work_unit_version)
+    else:
+        candidates = []
+    matches = [
+        candidate
+        for candidate in candidates
+        if (
+            candidate.task == task
+            if task is not None
+            else (
                 work_unit_id is not None
                 and candidate.work_unit_id == work_unit_id
                 and candidate.work_unit_version == work_unit_version
-            ):
-                matches.append(candidate)
+            )
+        )
+    ]
     if not matches:
         if task is None and work_unit_id is None:
             raise CommitError(
@@ -105,7 +114,7 @@ def select_task(
     if len(matches) > 1 and task is None:
         # A WorkUnit reused by a successor: a burned cohort accepts nothing, so it cannot be the
         # one meant. (Named explicitly, or the only match, it is refused below as burned.)
-        open_matches = [m for m in matches if state.cohorts[m.cohort].burned_entry is None]
+        open_matches = [m for m in matches if state.burned_entry(m.cohort) is None]
         if open_matches:
             matches = open_matches
     if len(matches) > 1:
@@ -115,7 +124,7 @@ def select_task(
             f"several frozen tasks match ({names}); choose one with --cohort or --task",
         )
     chosen = matches[0]
-    burned = state.cohorts[chosen.cohort].burned_entry
+    burned = state.burned_entry(chosen.cohort)
     if burned is not None:
         raise CommitError(
             "cohort-burned",
@@ -124,26 +133,98 @@ def select_task(
     return chosen
 
 
+@dataclass(slots=True)
+class Judged:
+    """A bundle judged outside the write lock (``judge``), and what the judgement relied on:
+    ``record`` appends it only if, under the lock, the same task is chosen, its outcome
+    digests are still unobserved before its freeze and the entries' time is ``time``."""
+
+    chosen: CommittedTask
+    plan: EvaluatorPlan
+    work_unit: WorkUnit
+    snapshot: BundleSnapshot
+    digests: tuple[str, ...]
+    time: str
+    outcome: RunOutcome
+
+
 def verify(
     ledger: Ledger, bundle_dir: Path, *, cohort: str | None = None, task: str | None = None
 ) -> VerifyResult:
-    """Judge a bundle by its committed plan and record bundle and result atomically."""
-    with ledger.writer() as w:
-        state = read_state(ledger)
-        probe = _read_manifest_only(bundle_dir)
-        wu_id, wu_version = _manifest_claims(probe)
+    """Judge a bundle by its committed plan and record bundle and result atomically.
+
+    The bundle is read and judged before the write lock (``judge``); the lock is held only to
+    re-check what the judgement relied on and append (``record``; operations rule 8)."""
+    return record(
+        ledger,
+        bundle_dir,
+        judge(ledger, bundle_dir, cohort=cohort, task=task),
+        cohort=cohort,
+        task=task,
+    )
+
+
+def judge(
+    ledger: Ledger, bundle_dir: Path, *, cohort: str | None = None, task: str | None = None
+) -> Judged | None:
+    """Read and judge a bundle without the write lock, in one read snapshot of the ledger.
+
+    None when the derived state is absent or behind the head (a file from before it, or a
+    writer that did not keep it): ``record`` then does all of it under the lock."""
+    clock_time = ledger.now()  # the clock is read once: this judgement's time is the entries'
+    probe = _read_manifest_only(bundle_dir)
+    wu_id, wu_version = _manifest_claims(probe)
+    with ledger.snapshot():
+        state = StateIndex.current(ledger)
+        if state is None:
+            return None
         chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
         plan, work_unit = committed_plan(ledger, chosen)
+        head = ledger.head()
         snapshot = _read_snapshot(bundle_dir, plan, probe)
-        _check_outcome_before_plan(state, chosen, plan, snapshot)
-        time = w.time
-        try:
-            outcome = run(plan, work_unit, snapshot, started_at=time, finished_at=time)
-        except PlanBindingError as exc:
-            # Freeze checked the binding; reaching this means the stored plan changed meaning.
-            raise from_verifier(
-                exc, CommitError, context=f"committed plan of {chosen.task}: "
-            ) from None
+        digests = _check_outcome_before_plan(state, chosen, plan, snapshot)
+    time = later_time(clock_time, None if head is None else head.body.time)
+    outcome = _run(chosen, plan, work_unit, snapshot, time)
+    return Judged(chosen, plan, work_unit, snapshot, digests, time, outcome)
+
+
+def record(
+    ledger: Ledger,
+    bundle_dir: Path,
+    judged: Judged | None,
+    *,
+    cohort: str | None = None,
+    task: str | None = None,
+) -> VerifyResult:
+    """Under the write lock: re-check ``judged`` against the state now and append it.
+
+    Unchanged (same task chosen, digests still unobserved before its freeze): appended as
+    judged, or re-run with the writer's time when another writer's entry moved the time on.
+    A burn (or anything else that refuses) since judging refuses with its own code; another
+    task chosen now: judged again, under the lock. ``judged`` None: all of it under the lock."""
+    with ledger.writer(at=None if judged is None else judged.time) as w:
+        state = StateIndex.for_writer(w)
+        if judged is not None:
+            wu_id, wu_version = _manifest_claims(judged.snapshot.manifest)
+            chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
+            if chosen != judged.chosen:
+                judged = None
+        if judged is not None:
+            _check_digests(state, chosen, judged.digests)
+            outcome = judged.outcome
+            if w.time != judged.time:
+                # Another writer's entry came later than this judgement's clock reading, and
+                # entries' time never goes back: the result must carry the entries' time.
+                outcome = _run(chosen, judged.plan, judged.work_unit, judged.snapshot, w.time)
+            snapshot = judged.snapshot
+        else:
+            probe = _read_manifest_only(bundle_dir)
+            wu_id, wu_version = _manifest_claims(probe)
+            chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
+            plan, work_unit = committed_plan(ledger, chosen)
+            snapshot = _read_snapshot(bundle_dir, plan, probe)
+            _check_outcome_before_plan(state, chosen, plan, snapshot)
+            outcome = _run(chosen, plan, work_unit, snapshot, w.time)
         bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
     return VerifyResult(
         outcome=outcome.outcome,
@@ -158,11 +239,32 @@ def verify(
     )
 
 
+def _run(
+    chosen: CommittedTask,
+    plan: EvaluatorPlan,
+    work_unit: WorkUnit,
+    snapshot: BundleSnapshot,
+    time: str,
+) -> RunOutcome:
+    try:
+        return run(plan, work_unit, snapshot, started_at=time, finished_at=time)
+    except PlanBindingError as exc:
+        # Freeze checked the binding; reaching this means the stored plan changed meaning.
+        raise from_verifier(
+            exc, CommitError, context=f"committed plan of {chosen.task}: "
+        ) from None
+
+
 def _check_outcome_before_plan(
-    state: LedgerState, chosen: CommittedTask, plan: EvaluatorPlan, snapshot: BundleSnapshot
-) -> None:
+    state: StateIndex, chosen: CommittedTask, plan: EvaluatorPlan, snapshot: BundleSnapshot
+) -> tuple[str, ...]:
     """Rule 9: bytes this ledger saw before the plan was frozen cannot be judged by it."""
     digests = outcome_digests(plan, snapshot.manifest, snapshot_observations(snapshot))
+    _check_digests(state, chosen, digests)
+    return digests
+
+
+def _check_digests(state: StateIndex, chosen: CommittedTask, digests: tuple[str, ...]) -> None:
     seen = state.observed_before(digests, chosen.cohort_entry)
     if seen is not None:
         digest, seq = seen
@@ -246,5 +348,3 @@ def record_verification(
         [result_address, chosen.plan_object, chosen.work_unit_object],
     )
     return bundle_entry, result_entry
-
-

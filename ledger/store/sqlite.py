@@ -49,7 +49,7 @@ import struct
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -450,12 +450,29 @@ class Ledger:
             out.append(blob[end - 32 : end])
         return out
 
+    # -- the derived commitment state (its fold is ``ledger.state``) --------------------------
+
+    def derived_db(self) -> sqlite3.Connection:
+        """This ledger's connection, for ``ledger.state``'s derived tables (``STATE_SCHEMA``)
+        only: the entries and objects are read and written through the methods here."""
+        return self._conn
+
+    def now(self) -> str:
+        """The ledger clock's time, checked as a Writer checks it (one reading)."""
+        clock_time = self._clock()
+        if not valid_time(clock_time):
+            raise UsageError("bad-time", f"the clock gave {clock_time!r}, not a real UTC time")
+        return clock_time
+
     # -- writing -----------------------------------------------------------------------------
 
     @contextmanager
-    def writer(self) -> Iterator[Writer]:
-        """One write transaction (``BEGIN IMMEDIATE``): all of it is stored, or none of it."""
-        writer = self._begin()
+    def writer(self, *, at: str | None = None) -> Iterator[Writer]:
+        """One write transaction (``BEGIN IMMEDIATE``): all of it is stored, or none of it.
+
+        ``at``: the time its entries record (instead of reading the clock now), still never
+        before the head's; ``verify`` reads the clock once before judging (operations rule 8)."""
+        writer = self._begin(at)
         try:
             yield writer
             self._cursor.execute("COMMIT")
@@ -504,7 +521,7 @@ class Ledger:
         self._rollback()
         return _db_error(self.path, exc) if isinstance(exc, sqlite3.DatabaseError) else exc
 
-    def _begin(self) -> Writer:
+    def _begin(self, at: str | None = None) -> Writer:
         """``BEGIN IMMEDIATE`` and a Writer on the head as of that lock; rolls back on error."""
         if self.read_only:
             raise StoreError(
@@ -519,7 +536,7 @@ class Ledger:
         except sqlite3.OperationalError as exc:
             raise _db_error(self.path, exc) from None
         try:
-            return Writer(self, tip)
+            return Writer(self, tip, at=at)
         except BaseException as exc:
             self._rollback()
             if isinstance(exc, sqlite3.DatabaseError):
@@ -574,7 +591,7 @@ class _StoredNodes:
 class Writer:
     """Writes inside one ``BEGIN IMMEDIATE`` transaction. Obtain from ``Ledger.writer()``."""
 
-    def __init__(self, ledger: Ledger, tip: _Tip | None = None) -> None:
+    def __init__(self, ledger: Ledger, tip: _Tip | None = None, *, at: str | None = None) -> None:
         self._ledger = ledger
         self._conn = ledger._conn
         self._cursor = cursor = ledger._cursor
@@ -586,8 +603,11 @@ class Writer:
         self._tip_exact = True  # False once an append failed half-way (see ``append``)
         self._tip_reread = False  # True while the edge may hold a leaf that has no row
         self._stored: set[str] = set()  # addresses written in this transaction
+        # Called with each entry this Writer appends, in the same transaction (the derived
+        # commitment state of ``ledger.state`` keeps itself current through it).
+        self.on_append: Callable[[Entry], None] | None = None
         # The clock is read once per transaction: every entry of one write shares its time.
-        clock_time = ledger._clock()
+        clock_time = ledger._clock() if at is None else at
         if not valid_time(clock_time):
             # A library caller's clock is checked as LEDGER_TIME is: a bogus time, once
             # written, would pin every later entry to it (times never go backwards).
@@ -650,11 +670,92 @@ class Writer:
         decoded = EntryBody(
             format=FORMAT, seq=seq, prev=prev, kind=kind, time=time, refs=ordered, payload=fields
         )
-        return Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
+        entry = Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
+        if self.on_append is not None:
+            try:
+                self.on_append(entry)
+            except BaseException:
+                # A failing hook fails the append (the row stays until the caller's transaction
+                # rolls back): like a failed INSERT, the head is read again before any reuse.
+                self._tip_exact = False
+                self._tip_reread = True
+                raise
+        return entry
 
     def _kept_tip(self) -> _Tip | None:
         """The tip to keep once this transaction has committed; None when it may be off."""
         return self._tip if self._tip_exact else None
+
+
+# -- the derived commitment state's tables -------------------------------------------------
+
+# Derived from the entries, never a source of truth (LEDGER.md section 2, "Derived state"): a
+# fold of the commitment kinds kept in the same transaction as each append (``ledger.state``),
+# so a write looks its state up by key instead of re-reading the history. Created by the first
+# write of a ledger that lacks them (a store format 2 file from before them, an import); not
+# in ``SCHEMA``, so a file made from ``SCHEMA`` (an export's) has none; checked by the audit.
+STATE_TABLES: Final = (
+    "state_meta",
+    "state_cohorts",
+    "state_tasks",
+    "state_work_units",
+    "state_exposed",
+    "state_exposed_ids",
+    "state_observed",
+    "state_calibration",
+)
+STATE_SCHEMA: Final = """
+CREATE TABLE state_meta (
+    id      INTEGER PRIMARY KEY CHECK (id = 0),
+    through INTEGER NOT NULL           -- the last seq folded in (-1: none)
+);
+CREATE TABLE state_cohorts (
+    cohort            TEXT PRIMARY KEY,
+    frozen_entry      INTEGER NOT NULL,
+    definition_digest TEXT NOT NULL,
+    burned_entry      INTEGER
+) WITHOUT ROWID;
+CREATE TABLE state_tasks (
+    cohort            TEXT NOT NULL,
+    task              TEXT NOT NULL,
+    cohort_entry      INTEGER NOT NULL,
+    split             TEXT NOT NULL,
+    work_unit_id      TEXT NOT NULL,
+    work_unit_version INTEGER NOT NULL,
+    work_unit_digest  TEXT NOT NULL,
+    work_unit_object  TEXT NOT NULL,
+    plan_id           TEXT NOT NULL,
+    plan_digest       TEXT NOT NULL,
+    plan_object       TEXT NOT NULL,
+    plan_version      TEXT NOT NULL,
+    adapter           TEXT NOT NULL,
+    adapter_version   TEXT NOT NULL,
+    PRIMARY KEY (cohort, task)
+) WITHOUT ROWID;
+CREATE INDEX state_tasks_task ON state_tasks (task);
+CREATE INDEX state_tasks_work_unit ON state_tasks (work_unit_id, work_unit_version);
+CREATE TABLE state_work_units (digest TEXT PRIMARY KEY, id TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed (digest TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed_ids (id TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_observed (sha256 TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_calibration (
+    adapter_version TEXT PRIMARY KEY,
+    green           INTEGER NOT NULL,
+    seq             INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO state_meta (id, through) VALUES (0, -1);
+"""
+
+
+def state_tables_present(conn: sqlite3.Connection) -> bool:
+    """Whether this file has the derived state's tables."""
+    return set(STATE_TABLES) <= _table_names(conn)
+
+
+def create_state_tables(conn: sqlite3.Connection) -> None:
+    """Create the derived state's tables, empty (inside the caller's write transaction)."""
+    for statement in _split_sql(STATE_SCHEMA):
+        conn.execute(statement)
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -1,0 +1,134 @@
+"""The audit of the derived commitment state (LEDGER.md section 2, "Derived state").
+
+The write path decides from ``state_*`` tables (``ledger.state.StateIndex``) rather than from
+the entries; whoever holds the file can edit those rows (unburn a cohort, forget that a bundle's
+bytes were observed before a freeze). The audit folds the entries itself (``LedgerState``, the
+fold the rules use) up to the seq the index says it is folded through, and reports every table
+whose rows differ as ``state-index-mismatch``. A file without the tables (one from before them,
+an export's) has nothing to check.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+import msgspec
+
+from ledger.audit.report import Violation
+from ledger.format.entries import Entry
+from ledger.state import STATE_KINDS, TASK_FIELDS, LedgerState
+from ledger.store.sqlite import STATE_TABLES
+
+STATE_INDEX_MISMATCH: Final = "state-index-mismatch"
+
+
+class StateIndexCheck:
+    """Fed each well-formed entry in seq order (``observe``); compares at the end (``finish``)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        self._present = set(STATE_TABLES) <= tables
+        self._through: object = None
+        if self._present:
+            row = conn.execute("SELECT through FROM state_meta WHERE id = 0").fetchone()
+            self._through = None if row is None else row[0]
+        self._state = LedgerState()
+
+    def observe(self, entry: Entry) -> None:
+        through = self._through
+        if not isinstance(through, int) or entry.seq > through or entry.kind not in STATE_KINDS:
+            return
+        try:
+            self._state.apply(entry)
+        except (msgspec.ValidationError, KeyError):
+            pass  # a payload of the wrong shape: the rules report it (payload-invalid)
+
+    def finish(self, report: Callable[[Violation], None], entries: int) -> None:
+        if not self._present:
+            return
+        through = self._through
+        if not isinstance(through, int) or isinstance(through, bool) or through >= entries:
+            report(
+                Violation(
+                    None,
+                    None,
+                    STATE_INDEX_MISMATCH,
+                    f"derived table state_meta says it is folded through seq {through!r}; the"
+                    f" ledger has {entries} entries",
+                )
+            )
+            return
+        for table, expected in self._expected():
+            problem = self._compare(table, expected)
+            if problem is not None:
+                report(Violation(None, None, STATE_INDEX_MISMATCH, problem))
+
+    def _expected(self) -> Iterator[tuple[str, dict[Any, tuple[Any, ...]]]]:
+        """Each derived table with the rows the entries give, by key (its first columns)."""
+        state = self._state
+        yield (
+            "state_cohorts",
+            {
+                (c.cohort,): (c.frozen_entry, c.definition_digest, c.burned_entry)
+                for c in state.cohorts.values()
+            },
+        )
+        yield (
+            "state_tasks",
+            {
+                (t.cohort, t.task): tuple(getattr(t, f) for f in TASK_FIELDS)
+                for c in state.cohorts.values()
+                for t in c.tasks.values()
+            },
+        )
+        yield "state_work_units", {(k,): (v,) for k, v in state.work_unit_ids.items()}
+        yield "state_exposed", {(k,): (v,) for k, v in state.exposed.items()}
+        yield "state_exposed_ids", {(k,): (v,) for k, v in state.exposed_ids.items()}
+        yield "state_observed", {(k,): (v,) for k, v in state.observed.items()}
+        yield (
+            "state_calibration",
+            {(k,): (int(green), seq) for k, (green, seq) in state.calibration.items()},
+        )
+
+    def _compare(self, table: str, expected: dict[Any, tuple[Any, ...]]) -> str | None:
+        """The first difference between ``table`` and ``expected`` (streamed), if any."""
+        sql = {
+            "state_cohorts": "SELECT cohort, frozen_entry, definition_digest, burned_entry",
+            "state_tasks": f"SELECT cohort, task, {', '.join(TASK_FIELDS)}",
+            "state_work_units": "SELECT digest, id",
+            "state_exposed": "SELECT digest, seq",
+            "state_exposed_ids": "SELECT id, seq",
+            "state_observed": "SELECT sha256, seq",
+            "state_calibration": "SELECT adapter_version, green, seq",
+        }[table]
+        width = 2 if table == "state_tasks" else 1
+        rows = 0
+        for row in self._conn.execute(f"{sql} FROM {table}"):
+            rows += 1
+            key, value = tuple(row[:width]), tuple(row[width:])
+            want = expected.get(key)
+            if want is None:
+                return f"derived table {table} has a row for {key!r} that no entry gives"
+            if not _same(value, want):
+                return f"derived table {table}, row {key!r}: {value!r}; the entries give {want!r}"
+        if rows != len(expected):
+            missing = next(k for k in expected if not self._has(table, sql, width, k))
+            return f"derived table {table} lacks the row for {missing!r} that the entries give"
+        return None
+
+    def _has(self, table: str, sql: str, width: int, key: tuple[Any, ...]) -> bool:
+        names = sql.removeprefix("SELECT ").split(", ")[:width]
+        where = " AND ".join(f"{name} IS ?" for name in names)
+        return (
+            self._conn.execute(f"SELECT 1 FROM {table} WHERE {where}", key).fetchone() is not None
+        )
+
+
+def _same(value: tuple[Any, ...], want: tuple[Any, ...]) -> bool:
+    # Exact types too: a TEXT '7' or a REAL 7.0 in an INTEGER column is not the entries' 7.
+    return len(value) == len(want) and all(
+        type(a) is type(b) and a == b for a, b in zip(value, want, strict=True)
+    )
