@@ -190,7 +190,10 @@ def test_an_unburned_derived_row_lets_verify_through_but_not_the_audit(
         conn.execute("UPDATE state_cohorts SET burned_entry = NULL")
     with Ledger.open(frozen, clock=Clock()) as ledger:
         verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
-    assert "state-index-mismatch" in codes(frozen)
+    found = codes(frozen)
+    assert "state-index-mismatch" in found
+    # and the write it let through is reported from the entries alone
+    assert "verification-after-burn" in found
 
 
 # -- judging outside the lock (rule 8) ----------------------------------------------------------
