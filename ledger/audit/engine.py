@@ -92,7 +92,8 @@ def audit(
     ``withheld`` names objects known to exist whose bytes are absent (a public export).
     ``parallel`` runs the row checks (chain, canonical form, tree) in a second process while
     this one decodes the entries and runs the observers; ``None`` decides from the ledger's
-    size, the CPUs and ``LEDGER_AUDIT_PARALLEL``. The report is the same either way.
+    size and the CPUs (the CLI passes ``LEDGER_AUDIT_PARALLEL``: ``ledger.settings``). The
+    report is the same either way.
     """
     observers = list(observers)
     wanted_sizes = {cp.size for cp in checkpoints}
@@ -102,7 +103,9 @@ def audit(
         head = conn.execute("SELECT max(seq) FROM entries").fetchone()[0]
         upto = head if isinstance(head, int) else -1
         worker = (
-            _RowWorker.start(conn, wanted_sizes, upto) if _wants_worker(conn, parallel) else None
+            _RowWorker.start(conn, wanted_sizes, upto, ledger.busy_timeout_ms)
+            if _wants_worker(conn, parallel)
+            else None
         )
         try:
             return _audit_snapshot(
