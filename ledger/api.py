@@ -62,10 +62,10 @@ def default_origin() -> str:
 
 
 def settings_from_environ() -> Settings:
-    """The settings of this process's environment, as the CLI reads them (LEDGER.md section
-    10): ``LEDGER_TIME``, ``LEDGER_BUSY_TIMEOUT_MS``, ``LEDGER_AUDIT_PARALLEL``. A malformed
-    value raises ``UsageError`` (``bad-time``, ``bad-busy-timeout``, ``bad-audit-parallel``).
-    Nothing else in the library reads the environment."""
+    """The settings of this process's environment, as the CLI reads them (LEDGER.md section 2,
+    "Settings"): ``LEDGER_TIME``, ``LEDGER_BUSY_TIMEOUT_MS``, ``LEDGER_AUDIT_PARALLEL``. A
+    malformed value raises ``UsageError`` (``bad-time``, ``bad-busy-timeout``,
+    ``bad-audit-parallel``). Nothing else in the library reads the environment."""
     return Settings.from_environ(os.environ)
 
 

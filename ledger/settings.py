@@ -3,8 +3,9 @@
 The library never reads the environment: ``ledger.cli`` and ``ledger.api`` (its documented
 ``settings_from_environ`` helper) build one ``Settings`` with ``Settings.from_environ`` and pass
 its values in (``Ledger.open(path, clock=..., busy_timeout_ms=...)``, the audit's ``parallel=``).
-The variables and their grammar are LEDGER.md section 10's; a malformed value is refused with the
-code of section 11 (``bad-time``, ``bad-busy-timeout``, ``bad-audit-parallel``), never guessed at.
+The variables and their grammar are LEDGER.md's (section 2, "Settings"); a malformed value is
+refused with the code of section 11 (``bad-time``, ``bad-busy-timeout``,
+``bad-audit-parallel``), never guessed at.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def _root(
 
 
 def _settings() -> Settings:
-    """The environment's settings (LEDGER.md section 10), read once by each command that opens
+    """The environment's settings (LEDGER.md section 2), read once by each command that opens
     a ledger: with ``ledger.api.settings_from_environ`` the only reader of the environment."""
     from ledger.settings import Settings
 
