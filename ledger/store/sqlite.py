@@ -723,6 +723,10 @@ def _check_ledger_path(path: Path, *, must_exist: bool) -> None:
         return
     except OSError as exc:
         raise StoreError("ledger-unreadable", f"cannot read {path}: {exc.strerror}") from None
+    except ValueError:  # a NUL byte: no file system has such a name (os.stat raises ValueError)
+        raise StoreError(
+            "ledger-unreadable", f"cannot use {str(path)!r}: a path holds no NUL byte"
+        ) from None
     if stat.S_ISDIR(st.st_mode):
         raise StoreError("ledger-is-a-directory", f"{path} is a directory, not a ledger file")
     if not stat.S_ISREG(st.st_mode):
