@@ -54,7 +54,7 @@ def _wants_worker(conn: sqlite3.Connection, parallel: bool | None) -> bool:
 
 
 class _RowWorker:
-    """The row checks in a second process (``python -m ledger.audit.worker``), on its own
+    """The row checks in a second process (``ledger.audit.worker.main``), on its own
     read-only snapshot of the rows up to this snapshot's head. The second process opens the
     file by its path, later: whoever owns the file can show it other bytes. Its answer is used
     only when its ``RowDigest`` equals the one of the rows this process read (equal ends are
