@@ -298,3 +298,23 @@ def test_hijacked_pythonpath_does_not_reach_the_audit_worker(
     assert report.ok
     assert not marker.exists()
     assert len(answers) == 1 and answers[0] is not None  # the worker ran and answered
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "code"),
+    [
+        ("LEDGER_TIME", "yesterday", "bad-time"),
+        ("LEDGER_BUSY_TIMEOUT_MS", "0", "bad-busy-timeout"),
+        ("LEDGER_AUDIT_PARALLEL", "yes", "bad-audit-parallel"),
+    ],
+)
+def test_a_malformed_setting_refuses_every_command_that_opens_a_ledger(
+    tmp_path: Path, name: str, value: str, code: str
+) -> None:
+    """Read once at the edge, the settings are checked together: a reading command refuses a
+    malformed one too, whichever it uses (LEDGER.md section 2, "Settings")."""
+    assert run(tmp_path, {}, "init").returncode == 0
+    for args in (("log", "--json"), ("audit", "--no-replay", "--json")):
+        proc = run(tmp_path, {name: value}, *args)
+        assert proc.returncode == 2, proc.stdout
+        assert json.loads(proc.stdout)["error"]["code"] == code
