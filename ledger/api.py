@@ -9,6 +9,14 @@ renders.
         api.freeze(ledger, Path("cohorts/demo"), root=Path("."))
         result = api.verify(ledger, Path("fixtures/demo/bundles/readme-marker/attempt-1"))
         report = api.audit_ledger(ledger)
+
+Settings (a fixed entry time, the busy timeout, the audit's parallel mode) are arguments: a
+``Settings`` (``ledger.settings``), whose defaults read nothing (the wall clock, 30 s, ``auto``).
+The environment is read only when a caller asks for it, as the CLI does:
+
+    settings = api.settings_from_environ()  # LEDGER_TIME, LEDGER_BUSY_TIMEOUT_MS, ...
+    with api.open_ledger("ledger.db", settings=settings) as ledger:
+        report, replayed = api.audit_ledger(ledger, parallel=settings.parallel)
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from ledger.operations.burn import burn
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
+from ledger.settings import Settings
 from ledger.store.sqlite import Ledger
 from ledger.transparency.export import export, hidden_task_objects, open_export
 from ledger.transparency.notes import Checkpoint
@@ -52,20 +61,42 @@ def default_origin() -> str:
     return f"evidence-ledger/{secrets.token_hex(8)}"
 
 
-def init_ledger(path: str | os.PathLike[str], *, origin: str | None = None) -> InitResult:
+def settings_from_environ() -> Settings:
+    """The settings of this process's environment, as the CLI reads them (LEDGER.md section 2,
+    "Settings"): ``LEDGER_TIME``, ``LEDGER_BUSY_TIMEOUT_MS``, ``LEDGER_AUDIT_PARALLEL``. A
+    malformed value raises ``UsageError`` (``bad-time``, ``bad-busy-timeout``,
+    ``bad-audit-parallel``). Nothing else in the library reads the environment."""
+    return Settings.from_environ(os.environ)
+
+
+def init_ledger(
+    path: str | os.PathLike[str], *, origin: str | None = None, settings: Settings | None = None
+) -> InitResult:
     """Create a ledger at ``path`` (idempotent: an existing ledger is left unchanged)."""
-    ledger, created = Ledger.create(Path(path), origin=origin or default_origin())
+    settings = settings or Settings()
+    ledger, created = Ledger.create(
+        Path(path),
+        origin=origin or default_origin(),
+        clock=settings.clock,
+        busy_timeout_ms=settings.busy_timeout_ms,
+    )
     with ledger:
         return InitResult(created=created, origin=ledger.origin())
 
 
-def open_ledger(path: str | os.PathLike[str], *, read_only: bool = False) -> Ledger:
+def open_ledger(
+    path: str | os.PathLike[str], *, read_only: bool = False, settings: Settings | None = None
+) -> Ledger:
     """Open an existing ledger (``StoreError`` when it is missing or not a ledger).
 
     ``read_only`` opens it as every reading command does: nothing is written, in the file or
     beside it, and it works on read-only media (LEDGER.md section 2); writing then refuses
-    with ``ledger-read-only``."""
-    return Ledger.open_read_only(path) if read_only else Ledger.open(path)
+    with ``ledger-read-only``. ``settings`` gives the clock and the busy timeout (default:
+    the wall clock, 30 s; never the environment: see ``settings_from_environ``)."""
+    settings = settings or Settings()
+    if read_only:
+        return Ledger.open_read_only(path, busy_timeout_ms=settings.busy_timeout_ms)
+    return Ledger.open(path, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
 
 
 def audit_ledger(
@@ -75,9 +106,12 @@ def audit_ledger(
     checkpoints: Sequence[Checkpoint] = (),
     withheld: Mapping[str, tuple[str, int]] | None = None,
     progress: Callable[[int], None] | None = None,
+    parallel: bool | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit`` runs: every check of LEDGER.md section 6, the commitment rules and
     (unless ``replay`` is off) every replay. Returns the report and the number of replays.
+    ``parallel`` (``Settings.parallel``): the row checks in a second process (True), not
+    (False), or as the ledger's size and the CPUs decide (None); the report is the same.
 
     A checkpoint of another origin is refused (``checkpoint-origin-mismatch``). ``withheld``
     maps objects known to exist whose bytes are absent to the ``(sha256, size)`` listed for
@@ -89,7 +123,12 @@ def audit_ledger(
     withheld = withheld or {}
     rules = CommitmentRules(ledger, replay=replay, withheld=withheld)
     report = audit(
-        ledger, observers=[rules], checkpoints=checkpoints, withheld=withheld, progress=progress
+        ledger,
+        observers=[rules],
+        checkpoints=checkpoints,
+        withheld=withheld,
+        progress=progress,
+        parallel=parallel,
     )
     report.replayed = rules.replayed
     report.withheld = len(withheld)
@@ -106,6 +145,7 @@ def audit_export(
     replay: bool = True,
     checkpoints: Sequence[Checkpoint] = (),
     progress: Callable[[int], None] | None = None,
+    parallel: bool | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit --from-export`` runs (LEDGER.md section 7, "Audit modes"): the export
     is read as untrusted input (``export-unreadable`` / ``export-malformed``), loaded into a
@@ -128,6 +168,7 @@ def audit_export(
             checkpoints=checkpoints,
             withheld=withheld,
             progress=progress,
+            parallel=parallel,
         )
     size, root = exported.header_size, exported.header_root
     if (size, root) != (report.tree_size, report.root_hash):
@@ -148,6 +189,7 @@ def audit_export(
 __all__ = [
     "InitResult",
     "Ledger",
+    "Settings",
     "audit_export",
     "audit_ledger",
     "burn",
@@ -161,5 +203,6 @@ __all__ = [
     "open_ledger",
     "prove_consistency",
     "prove_inclusion",
+    "settings_from_environ",
     "verify",
 ]

@@ -37,7 +37,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture
 def fixed_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A fixed clock, and no LEDGER_DB leaking in from the caller's shell."""
+    """For CLI runs in this process (``run_cli``): a fixed clock, and no LEDGER_DB leaking in
+    from the caller's shell. Library calls read no environment: they take ``clock=``."""
     monkeypatch.setenv("LEDGER_TIME", FIXED_TIME)
     monkeypatch.delenv("LEDGER_DB", raising=False)
     yield

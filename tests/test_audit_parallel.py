@@ -61,11 +61,11 @@ def test_an_append_between_the_two_snapshots_is_noticed(
     real_start = worker._RowWorker.start
 
     def start_after_an_append(
-        conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int
+        conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int, timeout: int
     ) -> worker._RowWorker | None:
         with Ledger.open(path) as writer:  # the auditor's snapshot has begun
             append_entries(writer, 1, tag="late")
-        return real_start(conn, wanted_sizes, upto)
+        return real_start(conn, wanted_sizes, upto, timeout)
 
     monkeypatch.setattr(worker._RowWorker, "start", staticmethod(start_after_an_append))
     assert _report(path, parallel=True) == expected
@@ -160,10 +160,10 @@ def _swap_at_start(monkeypatch: pytest.MonkeyPatch, path: Path, original: Path) 
     started: list[int] = []
 
     def start_on_the_original(
-        conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int
+        conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int, timeout: int
     ) -> worker._RowWorker | None:
         os.replace(original, path)
-        worker = real_start(conn, wanted_sizes, upto)
+        worker = real_start(conn, wanted_sizes, upto, timeout)
         assert worker is not None
         started.append(upto)
         return worker

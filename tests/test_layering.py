@@ -16,8 +16,9 @@ PACKAGES = ("ledger", "verifiers")
 # part -> module prefixes (the longest matching prefix decides a module's part).
 PARTS: dict[str, tuple[str, ...]] = {
     "verifiers": ("verifiers",),
-    "root": ("ledger", "ledger.__main__"),
+    "root": ("ledger", "ledger.__main__"),  # these two modules exactly (EXACT_PARTS)
     "errors": ("ledger.errors",),
+    "settings": ("ledger.settings",),
     "format": ("ledger.format",),
     "documents": ("ledger.documents",),
     "primitives": ("ledger.transparency.merkle", "ledger.transparency.notes"),
@@ -40,15 +41,16 @@ ALLOWED: dict[str, set[str]] = {
     "format": BASE,
     "documents": BASE,
     "primitives": {"errors"},
-    "store": BASE | {"format", "primitives"},
-    "state": BASE | {"store", "format", "documents"},
-    "operations": BASE | {"state", "store", "format", "documents"},
-    "audit": BASE | {"state", "store", "format", "documents", "primitives"},
-    "transparency": BASE | {"store", "format", "primitives"},
-    "authoring": BASE | {"state", "store", "format", "documents"},
+    "settings": BASE | {"format"},
+    "store": BASE | {"settings", "format", "primitives"},
+    "state": BASE | {"settings", "store", "format", "documents"},
+    "operations": BASE | {"settings", "state", "store", "format", "documents"},
+    "audit": BASE | {"settings", "state", "store", "format", "documents", "primitives"},
+    "transparency": BASE | {"settings", "store", "format", "primitives"},
+    "authoring": BASE | {"settings", "state", "store", "format", "documents"},
 }
-ALLOWED["interop"] = BASE | {"audit", "transparency", "state", "store", "format", "documents"}
-ALLOWED["interop"] |= {"primitives"}
+ALLOWED["interop"] = BASE | {"settings", "audit", "transparency", "state", "store"}
+ALLOWED["interop"] |= {"format", "documents", "primitives"}
 _BELOW_API = {p for p in PARTS if p not in ("api", "cli", "root", "tools")}
 ALLOWED["api"] = _BELOW_API
 ALLOWED["cli"] = _BELOW_API | {"api", "root"}
@@ -67,11 +69,15 @@ def _modules() -> Iterator[tuple[str, Path]]:
 MODULES = dict(_modules())
 
 
+EXACT_PARTS = {"root"}  # its prefixes name modules, not packages: ``ledger.x`` is not root
+
+
 def part_of(module: str) -> str | None:
     best, best_len = None, -1
     for part, prefixes in PARTS.items():
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+            inside = module.startswith(prefix + ".") and part not in EXACT_PARTS
+            if (module == prefix or inside) and len(prefix) > best_len:
                 best, best_len = part, len(prefix)
     return best
 
@@ -208,6 +214,7 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
     assert any("SystemExit" in h for h in hits)
     assert any("imports typer" in h for h in hits)
     assert "ledger.operations.verify" in imports_of(sample)
+    assert part_of("ledger.nowhere") is None  # not swallowed by the root part
 
 
 def test_the_audit_importing_the_write_path_is_refused() -> None:

@@ -14,6 +14,7 @@ from helpers import FIXED_TIME, ORIGIN, append_entries, fixed_clock, make_ledger
 from ledger.audit.engine import audit
 from ledger.errors import StoreError, UsageError
 from ledger.format.entries import GENESIS_PREV
+from ledger.settings import Settings
 from ledger.store.sqlite import APPLICATION_ID, STORE_FORMAT, Ledger, Writer
 
 GENESIS_BODY = (
@@ -139,13 +140,13 @@ def test_time_never_goes_backwards_even_when_the_clock_does(tmp_path: Path) -> N
         assert ledger.append("bundle.observed", {}).body.time == "2027-01-01T00:00:00Z"
 
 
-def test_malformed_ledger_time_is_refused_and_writes_nothing(
-    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("LEDGER_TIME", "yesterday")
+def test_malformed_fixed_time_is_refused_and_writes_nothing(ledger_path: Path) -> None:
+    # The fixed time is a setting the caller passes (LEDGER_TIME is the CLI's, read at the edge).
     before = counts(ledger_path)
-    with Ledger.open(ledger_path) as ledger, pytest.raises(UsageError) as info:
-        ledger.append("bundle.observed", {})
+    with pytest.raises(UsageError) as info:
+        settings = Settings(time="yesterday")
+        with Ledger.open(ledger_path, clock=settings.clock) as ledger:
+            ledger.append("bundle.observed", {})
     assert info.value.code == "bad-time"
     assert counts(ledger_path) == before
 

@@ -48,6 +48,7 @@ TARGETS = (
     "ledger/audit/engine.py",
     "ledger/audit/rows.py",
     "ledger/audit/worker.py",
+    "ledger/settings.py",
     "ledger/operations/freeze.py",
     "ledger/operations/burn.py",
     "ledger/operations/verify.py",
@@ -58,6 +59,8 @@ TARGETS = (
 ALWAYS = ("tests/test_commitment.py", "tests/test_audit_tamper.py")
 NEVER = ("tests/test_docs.py",)  # reads source text, not behaviour
 CODE_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
+# Calls that report a violation, and the position of its code among their arguments.
+CODE_ARG = {"Violation": 2, "_violation": 1, "_flag": 2}
 # What the copy needs to run the suite; .git, .venv and caches stay behind.
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", "__pycache__",
@@ -120,13 +123,18 @@ def _code_of(stmt: ast.stmt, constants: dict[str, str]) -> str | None:
             return first.value
         return None
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        for arg in stmt.value.args:
-            if _call_name(arg) == "Violation" and isinstance(arg, ast.Call) and len(arg.args) > 2:
-                code = arg.args[2]
-                if isinstance(code, ast.Constant) and isinstance(code.value, str):
-                    return code.value
-                if isinstance(code, ast.Name):
-                    return constants.get(code.id)
+        # ``report(Violation(seq, kind, CODE, m))``, ``x.append(_violation(entry, CODE, m))``
+        # and the rules' ``_flag(report, entry, CODE, m)``: where the code is in each call.
+        calls = [(stmt.value, CODE_ARG.get(_call_name(stmt.value)))]
+        calls += [(arg, CODE_ARG.get(_call_name(arg))) for arg in stmt.value.args]
+        for call, index in calls:
+            if index is None or not isinstance(call, ast.Call) or len(call.args) <= index:
+                continue
+            code = call.args[index]
+            if isinstance(code, ast.Constant) and isinstance(code.value, str):
+                return code.value
+            if isinstance(code, ast.Name):
+                return constants.get(code.id)
     return None
 
 

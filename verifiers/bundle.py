@@ -307,6 +307,10 @@ def _open_root(root: Path) -> int:
         raise BundleRootError(
             "bundle-unreadable", f"bundle folder {root} cannot be read: {exc.strerror}"
         ) from None
+    except ValueError:  # a NUL byte in the path (os.lstat raises ValueError, not OSError)
+        raise BundleRootError(
+            "bundle-unreadable", f"bundle folder {str(root)!r} cannot be read: it holds a NUL byte"
+        ) from None
     if stat.S_ISLNK(st.st_mode):
         raise BundleRootError(
             "bundle-root-symlink",

@@ -93,7 +93,8 @@ def audit(
     ``withheld`` names objects known to exist whose bytes are absent (a public export).
     ``parallel`` runs the row checks (chain, canonical form, tree) in a second process while
     this one decodes the entries and runs the observers; ``None`` decides from the ledger's
-    size, the CPUs and ``LEDGER_AUDIT_PARALLEL``. The report is the same either way.
+    size and the CPUs (the CLI passes ``LEDGER_AUDIT_PARALLEL``: ``ledger.settings``). The
+    report is the same either way.
     """
     observers = list(observers)
     wanted_sizes = {cp.size for cp in checkpoints}
@@ -103,7 +104,9 @@ def audit(
         head = conn.execute("SELECT max(seq) FROM entries").fetchone()[0]
         upto = head if isinstance(head, int) else -1
         worker = (
-            _RowWorker.start(conn, wanted_sizes, upto) if _wants_worker(conn, parallel) else None
+            _RowWorker.start(conn, wanted_sizes, upto, ledger.busy_timeout_ms)
+            if _wants_worker(conn, parallel)
+            else None
         )
         try:
             return _audit_snapshot(
@@ -123,6 +126,8 @@ def _audit_snapshot(
     withheld: Collection[str],
     wanted_sizes: set[int],
 ) -> AuditReport:
+    """One pass over the rows (bodies, rules; the row checks too unless a worker has them),
+    the row checks' answer, then everything that needs the whole file, then the checkpoints."""
     report = _Collector()
     # One row per distinct address with the first seq naming it (rows arrive in seq order,
     # INSERT OR IGNORE keeps the first): the table grows with the objects, not the entries.
@@ -135,6 +140,50 @@ def _audit_snapshot(
     inline = None if worker is not None else _RowChecks(report, wanted_sizes)
     # With a worker, what this process read, to prove the worker read the same (``RowDigest``).
     seen = RowDigest() if worker is not None else None
+    count, last = _entry_pass(conn, report, inline, seen, observers, derived, progress)
+    rows = _row_answer(conn, report, worker, inline, seen, count, last, wanted_sizes)
+    objects = _whole_file_checks(conn, report, observers, derived, withheld, count)
+    _check_checkpoints(
+        checkpoints,
+        rows.roots_at,
+        rows.stored_roots_at,
+        rows.first_leaf_mismatch,
+        count,
+        report,
+    )
+    # The order one sequential pass reports in, whichever process found what; then by seq.
+    report.trim()
+    kept = sorted((v for _, v in report.kept), key=lambda v: (v.seq is None, v.seq or 0))
+    return AuditReport(
+        entries=count,
+        objects=objects,
+        violations=kept,
+        violation_count=report.count,
+        tree_size=count,
+        root_hash=rows.root,
+        checks=[
+            "chain",
+            "bodies",
+            "objects",
+            "tree",
+            *(o.name for o in observers),
+            *(["checkpoints"] if checkpoints else []),
+        ],
+    )
+
+
+def _entry_pass(
+    conn: sqlite3.Connection,
+    report: _Collector,
+    inline: _RowChecks | None,
+    seen: RowDigest | None,
+    observers: list[EntryObserver],
+    derived: StateIndexCheck,
+    progress: Callable[[int], None] | None,
+) -> tuple[int, tuple[int, str] | None]:
+    """Every row in seq order: the row checks (``inline``, else only the digest of what was
+    read, ``seen``), the body, the observers, and each reference into ``temp.audit_refs``.
+    Returns the number of rows and the last one's (seq, hash)."""
     prev_time: str | None = None
     ref_buffer: list[tuple[str, int]] = []
     recent_refs: set[str] = set()
@@ -181,6 +230,23 @@ def _audit_snapshot(
         count += 1
         if progress is not None and count % 10_000 == 0:
             progress(count)
+    if ref_buffer:
+        conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
+    return count, last
+
+
+def _row_answer(
+    conn: sqlite3.Connection,
+    report: _Collector,
+    worker: _RowWorker | None,
+    inline: _RowChecks | None,
+    seen: RowDigest | None,
+    count: int,
+    last: tuple[int, str] | None,
+    wanted_sizes: set[int],
+) -> RowResult:
+    """The row checks' result: the worker's, when it read exactly the rows this process read;
+    else checked here (inline already, or now). Leaves ``report`` at the after-rows phase."""
     rows: RowResult | None = None
     changed = False
     if worker is not None and seen is not None:
@@ -210,8 +276,19 @@ def _audit_snapshot(
                 " checked from this reader's own snapshot)",
             )
         )
-    if ref_buffer:
-        conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
+    return rows
+
+
+def _whole_file_checks(
+    conn: sqlite3.Connection,
+    report: _Collector,
+    observers: list[EntryObserver],
+    derived: StateIndexCheck,
+    withheld: Collection[str],
+    count: int,
+) -> int:
+    """What needs every row read first: a genesis at all, the objects against the references,
+    SQLite's integrity check, the observers' last word. Returns the number of objects."""
     if count == 0:
         report(Violation(None, None, EMPTY_LEDGER, "the ledger has no genesis entry"))
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_withheld (digest TEXT PRIMARY KEY)")
@@ -237,34 +314,7 @@ def _audit_snapshot(
     derived.finish(report, count)
     conn.execute("DROP TABLE temp.audit_refs")
     conn.execute("DROP TABLE temp.audit_withheld")
-    _check_checkpoints(
-        checkpoints,
-        rows.roots_at,
-        rows.stored_roots_at,
-        rows.first_leaf_mismatch,
-        count,
-        report,
-    )
-    # The order one sequential pass reports in, whichever process found what; then by seq.
-    report.trim()
-    kept = sorted((v for _, v in report.kept), key=lambda v: (v.seq is None, v.seq or 0))
-    return AuditReport(
-        entries=count,
-        objects=objects,
-        violations=kept,
-        violation_count=report.count,
-        tree_size=count,
-        root_hash=rows.root,
-        checks=[
-            "chain",
-            "bodies",
-            "objects",
-            "tree",
-            *(o.name for o in observers),
-            *(["checkpoints"] if checkpoints else []),
-        ],
-    )
-
+    return objects
 
 
 def _integrity_problems(conn: sqlite3.Connection) -> list[str]:

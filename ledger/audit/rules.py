@@ -99,6 +99,16 @@ SKIP_BUNDLE_WITHHELD: Final = "bundle file withheld in a public export"
 SKIP_CALIBRATION_ROW_RETIRED: Final = "row of an adapter version this code no longer runs"
 
 
+def _violation(entry: Entry, code: str, message: str) -> Violation:
+    """A violation of ``entry``: where the audit reports it is the entry's seq and kind."""
+    return Violation(entry.seq, entry.kind, code, message)
+
+
+def _flag(report: Report, entry: Entry, code: str, message: str) -> None:
+    """Report one violation of ``entry``: every rule's one way to say so."""
+    report(_violation(entry, code, message))
+
+
 class CommitmentRules:
     """Audit observer for the commitment rules (and replay).
 
@@ -158,14 +168,12 @@ class CommitmentRules:
         if (sha256 is not None and stated_sha != sha256) or (
             size is not None and stated_size != size
         ):
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    OBJECT_DIGEST_WRONG,
-                    f"withheld {what} {address} is listed with {stated_sha} ({stated_size} bytes);"
-                    f" the entry commits {sha256} ({'any' if size is None else size} bytes)",
-                )
+            _flag(
+                report,
+                entry,
+                OBJECT_DIGEST_WRONG,
+                f"withheld {what} {address} is listed with {stated_sha} ({stated_size} bytes);"
+                f" the entry commits {sha256} ({'any' if size is None else size} bytes)",
             )
 
     def _read(self, entry: Entry, address: str, report: Report) -> StoredObject | None:
@@ -181,14 +189,12 @@ class CommitmentRules:
         if blake3_address(obj.body) != address:
             if address not in self._unsound:
                 self._unsound.add(address)
-                report(
-                    Violation(
-                        entry.seq,
-                        entry.kind,
-                        OBJECT_DIGEST_MISMATCH,
-                        f"object {address}: the bytes the commitment rules read do not hash to"
-                        " its address (changed in the file, or changed while it was audited)",
-                    )
+                _flag(
+                    report,
+                    entry,
+                    OBJECT_DIGEST_MISMATCH,
+                    f"object {address}: the bytes the commitment rules read do not hash to"
+                    " its address (changed in the file, or changed while it was audited)",
                 )
             return None
         return obj
@@ -217,13 +223,11 @@ class CommitmentRules:
             self._check_withheld(entry, address, digest, None, what, report)
             return None
         if obj.sha256 != digest:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    OBJECT_DIGEST_WRONG,
-                    f"{what} {address} has digest {obj.sha256}, the entry says {digest}",
-                )
+            _flag(
+                report,
+                entry,
+                OBJECT_DIGEST_WRONG,
+                f"{what} {address} has digest {obj.sha256}, the entry says {digest}",
             )
             return None
         return obj.body
@@ -236,7 +240,7 @@ class CommitmentRules:
         try:
             payload = payload_struct(entry.kind, entry.payload)
         except (msgspec.ValidationError, KeyError) as exc:
-            report(Violation(entry.seq, entry.kind, PAYLOAD_INVALID, f"payload: {exc}"))
+            _flag(report, entry, PAYLOAD_INVALID, f"payload: {exc}")
             self._close_pending(entry, report)
             return
         if self._pending_bundle is not None and not isinstance(payload, VerificationRecorded):
@@ -255,26 +259,22 @@ class CommitmentRules:
     def finish(self, report: Report) -> None:
         if self._pending_bundle is not None:
             bundle_entry, _ = self._pending_bundle
-            report(
-                Violation(
-                    bundle_entry.seq,
-                    bundle_entry.kind,
-                    BUNDLE_WITHOUT_RESULT,
-                    "bundle.observed is not followed by its verification.recorded",
-                )
+            _flag(
+                report,
+                bundle_entry,
+                BUNDLE_WITHOUT_RESULT,
+                "bundle.observed is not followed by its verification.recorded",
             )
             self._pending_bundle = None
 
     def _close_pending(self, entry: Entry, report: Report) -> None:
         if self._pending_bundle is not None:
             bundle_entry, _ = self._pending_bundle
-            report(
-                Violation(
-                    bundle_entry.seq,
-                    bundle_entry.kind,
-                    BUNDLE_WITHOUT_RESULT,
-                    f"bundle.observed is followed by {entry.kind}, not its result",
-                )
+            _flag(
+                report,
+                bundle_entry,
+                BUNDLE_WITHOUT_RESULT,
+                f"bundle.observed is followed by {entry.kind}, not its result",
             )
             self._pending_bundle = None
 
@@ -284,13 +284,11 @@ class CommitmentRules:
         state = self._state
         if payload.cohort in state.cohorts:
             first = state.cohorts[payload.cohort].frozen_entry
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    COHORT_REFROZEN,
-                    f"cohort {payload.cohort} was already frozen at seq {first}",
-                )
+            _flag(
+                report,
+                entry,
+                COHORT_REFROZEN,
+                f"cohort {payload.cohort} was already frozen at seq {first}",
             )
             return
         doc_bytes = self._document(
@@ -302,14 +300,12 @@ class CommitmentRules:
         for task in payload.tasks:
             expected = ADAPTERS.get(task.plan.schema_version)
             if expected != (task.adapter, task.adapter_version):
-                report(
-                    Violation(
-                        entry.seq,
-                        entry.kind,
-                        ADAPTER_PAIRING_INVALID,
-                        f"task {task.task}: plan {task.plan.schema_version} paired with"
-                        f" {task.adapter} {task.adapter_version}",
-                    )
+                _flag(
+                    report,
+                    entry,
+                    ADAPTER_PAIRING_INVALID,
+                    f"task {task.task}: plan {task.plan.schema_version} paired with"
+                    f" {task.adapter} {task.adapter_version}",
                 )
             used_versions.add(task.adapter_version)
             self._check_plan_visibility(entry, task, report)
@@ -327,25 +323,21 @@ class CommitmentRules:
                 else None
             )
             if exposed is not None:
-                report(
-                    Violation(
-                        entry.seq,
-                        entry.kind,
-                        WORKUNIT_EXPOSED,
-                        f"task {task.task} is held_out but its {exposed[1]} was exposed at"
-                        f" seq {exposed[0]}",
-                    )
+                _flag(
+                    report,
+                    entry,
+                    WORKUNIT_EXPOSED,
+                    f"task {task.task} is held_out but its {exposed[1]} was exposed at"
+                    f" seq {exposed[0]}",
                 )
         for version in sorted(used_versions):
             green = state.calibration.get(version)
             if green is None or not green[0]:
-                report(
-                    Violation(
-                        entry.seq,
-                        entry.kind,
-                        CALIBRATION_MISSING,
-                        f"adapter {version} had no green calibration before this freeze",
-                    )
+                _flag(
+                    report,
+                    entry,
+                    CALIBRATION_MISSING,
+                    f"adapter {version} had no green calibration before this freeze",
                 )
         state.apply(entry)
 
@@ -355,9 +347,8 @@ class CommitmentRules:
     ) -> list[Violation]:
         """One ``cohort-document-mismatch`` per field the entry states otherwise than ``source``."""
         return [
-            Violation(
-                entry.seq,
-                entry.kind,
+            _violation(
+                entry,
                 COHORT_DOCUMENT_MISMATCH,
                 f"{where}{field} {stated!r} differs from the {source}'s {actual!r}",
             )
@@ -372,13 +363,11 @@ class CommitmentRules:
         cohort document (in the document's order, the order ``freeze`` writes)."""
         decoded = decode_cohort(data)
         if decoded.value is None:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    COHORT_DOCUMENT_MISMATCH,
-                    "the stored cohort document does not decode",
-                )
+            _flag(
+                report,
+                entry,
+                COHORT_DOCUMENT_MISMATCH,
+                "the stored cohort document does not decode",
             )
             return
         cohort = decoded.value
@@ -400,9 +389,8 @@ class CommitmentRules:
         )
         if declared is not None and declared != computed:
             problems.append(
-                Violation(
-                    entry.seq,
-                    entry.kind,
+                _violation(
+                    entry,
                     COHORT_DOCUMENT_MISMATCH,
                     f"the cohort document declares definition_digest {declared}; its"
                     f" definition is {computed}",
@@ -435,14 +423,12 @@ class CommitmentRules:
             task.plan.digest, (task.plan.visibility, entry.seq)
         )
         if first[0] != task.plan.visibility:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    COHORT_DOCUMENT_MISMATCH,
-                    f"task {task.task}: plan {task.plan.digest} is {task.plan.visibility} here"
-                    f" but {first[0]} at seq {first[1]}",
-                )
+            _flag(
+                report,
+                entry,
+                COHORT_DOCUMENT_MISMATCH,
+                f"task {task.task}: plan {task.plan.digest} is {task.plan.visibility} here"
+                f" but {first[0]} at seq {first[1]}",
             )
 
     def _check_binding(
@@ -457,13 +443,11 @@ class CommitmentRules:
         plan = decode_evaluator_plan(plan_bytes)
         work_unit = decode_work_unit(wu_bytes)
         if plan.value is None or work_unit.value is None:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    PLAN_BINDING_INVALID,
-                    f"task {task.task}: stored plan or WorkUnit does not decode",
-                )
+            _flag(
+                report,
+                entry,
+                PLAN_BINDING_INVALID,
+                f"task {task.task}: stored plan or WorkUnit does not decode",
             )
             return
         where = f"task {task.task}: "
@@ -489,35 +473,26 @@ class CommitmentRules:
         try:
             check_binding(plan.value, work_unit.value, task.work_unit.digest)
         except PlanBindingError as exc:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    PLAN_BINDING_INVALID,
-                    f"task {task.task}: {exc.code}: {exc.message}",
-                )
+            _flag(
+                report, entry, PLAN_BINDING_INVALID, f"task {task.task}: {exc.code}: {exc.message}"
             )
 
     def _burned(self, entry: Entry, payload: CohortBurned, report: Report) -> None:
         committed = self._state.cohorts.get(payload.cohort)
         if committed is None:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    BURN_WITHOUT_FREEZE,
-                    f"cohort {payload.cohort} is burned before it was frozen",
-                )
+            _flag(
+                report,
+                entry,
+                BURN_WITHOUT_FREEZE,
+                f"cohort {payload.cohort} is burned before it was frozen",
             )
             return
         if committed.burned_entry is not None:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    COHORT_REBURNED,
-                    f"cohort {payload.cohort} was already burned at seq {committed.burned_entry}",
-                )
+            _flag(
+                report,
+                entry,
+                COHORT_REBURNED,
+                f"cohort {payload.cohort} was already burned at seq {committed.burned_entry}",
             )
             return
         observed = {
@@ -533,14 +508,11 @@ class CommitmentRules:
             or observed != set(payload.observed_work_units)
             or (imported is not None and sorted(set(payload.observed_tasks)) != imported[1])
         ):
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    BURN_MISMATCH,
-                    "the burn's frozen entry, digest or observed tasks do not match"
-                    " the frozen cohort",
-                )
+            _flag(
+                report,
+                entry,
+                BURN_MISMATCH,
+                "the burn's frozen entry, digest or observed tasks do not match the frozen cohort",
             )
         notice = self._document(
             entry, payload.notice.object, payload.notice.digest, "burn notice", report
@@ -565,13 +537,11 @@ class CommitmentRules:
         if decoded.value is None:
             first = decoded.errors[0] if decoded.errors else None
             why = f"{first.path or '/'}: {first.message}" if first is not None else "invalid"
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    BURN_MISMATCH,
-                    f"the stored burn notice is not a BurnNotice 0.1 ({why})",
-                )
+            _flag(
+                report,
+                entry,
+                BURN_MISMATCH,
+                f"the stored burn notice is not a BurnNotice 0.1 ({why})",
             )
             return
         notice = decoded.value
@@ -608,13 +578,11 @@ class CommitmentRules:
             ]
         for what, value, expected, source in pairs:
             if value != expected:
-                report(
-                    Violation(
-                        entry.seq,
-                        entry.kind,
-                        BURN_MISMATCH,
-                        f"the burn {what} {value!r} differs from the {source}'s {expected!r}",
-                    )
+                _flag(
+                    report,
+                    entry,
+                    BURN_MISMATCH,
+                    f"the burn {what} {value!r} differs from the {source}'s {expected!r}",
                 )
 
     def _committed_task(
@@ -628,24 +596,20 @@ class CommitmentRules:
     def _bundle(self, entry: Entry, payload: BundleObserved, report: Report) -> None:
         found = self._committed_task(payload.cohort, payload.task)
         if found is None or found[0].frozen_entry != payload.cohort_entry:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    BUNDLE_NOT_COMMITTED,
-                    f"no earlier cohort.frozen entry commits {payload.cohort}/"
-                    f"{payload.task} at seq {payload.cohort_entry}",
-                )
+            _flag(
+                report,
+                entry,
+                BUNDLE_NOT_COMMITTED,
+                f"no earlier cohort.frozen entry commits {payload.cohort}/"
+                f"{payload.task} at seq {payload.cohort_entry}",
             )
         else:
             if found[0].burned_entry is not None:
-                report(
-                    Violation(
-                        entry.seq,
-                        entry.kind,
-                        VERIFICATION_AFTER_BURN,
-                        f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
-                    )
+                _flag(
+                    report,
+                    entry,
+                    VERIFICATION_AFTER_BURN,
+                    f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
                 )
             self._check_outcome_before_plan(entry, payload, found[1], report)
         for item in payload.observations:
@@ -687,14 +651,12 @@ class CommitmentRules:
         digests = outcome_digests(plan, manifest, observations)
         seen = self._state.observed_before(digests, task.cohort_entry)
         if seen is not None:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    OUTCOME_BEFORE_PLAN,
-                    f"{seen[0]} was observed at seq {seen[1]}, before cohort {task.cohort}"
-                    f" was frozen at seq {task.cohort_entry}",
-                )
+            _flag(
+                report,
+                entry,
+                OUTCOME_BEFORE_PLAN,
+                f"{seen[0]} was observed at seq {seen[1]}, before cohort {task.cohort}"
+                f" was frozen at seq {task.cohort_entry}",
             )
 
     def _result(self, entry: Entry, payload: VerificationRecorded, report: Report) -> None:
@@ -707,25 +669,21 @@ class CommitmentRules:
             or pending[1].task != payload.task
             or pending[1].cohort_entry != payload.cohort_entry
         ):
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    RESULT_WITHOUT_BUNDLE,
-                    "verification.recorded does not follow its own bundle.observed",
-                )
+            _flag(
+                report,
+                entry,
+                RESULT_WITHOUT_BUNDLE,
+                "verification.recorded does not follow its own bundle.observed",
             )
             self._state.apply(entry)
             return
         if ADAPTERS.get(payload.plan.schema_version) != (payload.adapter, payload.adapter_version):
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    ADAPTER_PAIRING_INVALID,
-                    f"plan {payload.plan.schema_version} judged by {payload.adapter}"
-                    f" {payload.adapter_version}",
-                )
+            _flag(
+                report,
+                entry,
+                ADAPTER_PAIRING_INVALID,
+                f"plan {payload.plan.schema_version} judged by {payload.adapter}"
+                f" {payload.adapter_version}",
             )
         found = self._committed_task(payload.cohort, payload.task)
         if found is not None:
@@ -743,13 +701,11 @@ class CommitmentRules:
                 payload.work_unit.object,
                 payload.plan.schema_version,
             ):
-                report(
-                    Violation(
-                        entry.seq,
-                        entry.kind,
-                        PLAN_NOT_COMMITTED,
-                        "the plan or WorkUnit used is not the one the cohort committed",
-                    )
+                _flag(
+                    report,
+                    entry,
+                    PLAN_NOT_COMMITTED,
+                    "the plan or WorkUnit used is not the one the cohort committed",
                 )
         result_bytes = self._document(
             entry, payload.result.object, payload.result.digest, "VerificationResult", report
@@ -789,14 +745,12 @@ class CommitmentRules:
         except (msgspec.DecodeError, msgspec.ValidationError):
             recommendation = None
         if RECOMMENDATION_OUTCOMES.get(recommendation or "") != payload.outcome:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    OUTCOME_MISMATCH,
-                    f"outcome {payload.outcome} does not match the stored result's"
-                    f" recommendation {recommendation}",
-                )
+            _flag(
+                report,
+                entry,
+                OUTCOME_MISMATCH,
+                f"outcome {payload.outcome} does not match the stored result's"
+                f" recommendation {recommendation}",
             )
 
     def _replay_result(
@@ -830,11 +784,7 @@ class CommitmentRules:
         plan = decode_evaluator_plan(plan_bytes).value
         work_unit = decode_work_unit(wu_bytes).value
         if plan is None or work_unit is None:
-            report(
-                Violation(
-                    entry.seq, entry.kind, REPLAY_FAILED, "stored plan or WorkUnit does not decode"
-                )
-            )
+            _flag(report, entry, REPLAY_FAILED, "stored plan or WorkUnit does not decode")
             return
         try:
             snapshot = snapshot_from_parts(observations, blobs)
@@ -842,26 +792,22 @@ class CommitmentRules:
                 plan, work_unit, snapshot, started_at=entry.body.time, finished_at=entry.body.time
             )
         except (SnapshotReplayError, PlanBindingError) as exc:
-            report(Violation(entry.seq, entry.kind, REPLAY_FAILED, f"replay: {exc}"))
+            _flag(report, entry, REPLAY_FAILED, f"replay: {exc}")
             return
         self.replayed += 1
         if outcome.result_bytes != result_bytes:
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    REPLAY_MISMATCH,
-                    "the stored VerificationResult differs from its replay",
-                )
+            _flag(
+                report,
+                entry,
+                REPLAY_MISMATCH,
+                "the stored VerificationResult differs from its replay",
             )
         elif (outcome.outcome, outcome.runner_version) != (payload.outcome, payload.runner_version):
-            report(
-                Violation(
-                    entry.seq,
-                    entry.kind,
-                    REPLAY_MISMATCH,
-                    "the recorded outcome or runner version differs from the replay",
-                )
+            _flag(
+                report,
+                entry,
+                REPLAY_MISMATCH,
+                "the recorded outcome or runner version differs from the replay",
             )
 
     def _calibration(self, entry: Entry, payload: CalibrationRecorded, report: Report) -> None:
@@ -880,19 +826,17 @@ class CommitmentRules:
             except (msgspec.DecodeError, KeyError, TypeError):
                 consistent = False
             if not consistent:
-                report(
-                    Violation(
-                        entry.seq,
-                        entry.kind,
-                        CALIBRATION_REPLAY_MISMATCH,
-                        "the entry does not match its stored calibration report",
-                    )
+                _flag(
+                    report,
+                    entry,
+                    CALIBRATION_REPLAY_MISMATCH,
+                    "the entry does not match its stored calibration report",
                 )
             elif not self._replay:
                 self._skip("calibration-replay", SKIP_NOT_REQUESTED)
             else:
                 for message in self._replay_calibration(data):
-                    report(Violation(entry.seq, entry.kind, CALIBRATION_REPLAY_MISMATCH, message))
+                    _flag(report, entry, CALIBRATION_REPLAY_MISMATCH, message)
         self._state.apply(entry)
 
     def _current_calibration(self) -> dict[tuple[str, str, str, str], tuple[bytes, bool]]:

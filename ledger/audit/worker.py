@@ -1,10 +1,14 @@
-"""The audit's row checks in a process of their own: ``python -m ledger.audit.worker FILE``.
+"""The audit's row checks in a process of their own (``main``, started by ``_RowWorker``).
 
-Started by ``ledger.audit.engine.audit`` on big ledgers. It reads ``[upto, checkpoint sizes]``
-(JSON) from stdin, checks every row up to seq ``upto`` of its own read-only snapshot of FILE (chain,
-canonical form, stored Merkle nodes: ``ledger.audit.rows.check_rows``) and writes one ``RowResult``
-as JSON to stdout, with the digest of the rows it read. It writes nothing else, anywhere; the
-audit decides whether the answer is usable (its digest must equal the auditor's own).
+Started by ``ledger.audit.engine.audit`` on big ledgers. It reads ``[upto, checkpoint sizes,
+busy timeout ms]`` (JSON) from stdin, checks every row up to seq ``upto`` of its own read-only
+snapshot of FILE (chain, canonical form, stored Merkle nodes: ``ledger.audit.rows.check_rows``)
+and writes one ``RowResult`` as JSON to stdout, with the digest of the rows it read. It writes
+nothing else, anywhere; the audit decides whether the answer is usable (its digest must equal the
+auditor's own). Its settings are passed in, not read from the environment: the busy timeout on
+stdin, and the folder of this very package first on ``sys.path`` in Python's isolated mode
+(``-I``: no ``PYTHON*`` variable, no user site, not the working folder), so it runs the
+auditor's code.
 """
 
 from __future__ import annotations
@@ -20,21 +24,10 @@ from typing import Final
 import msgspec
 
 from ledger.audit.rows import RowResult, check_rows
-from ledger.errors import UsageError
 from ledger.store.sqlite import Ledger
 
 PARALLEL_MIN_ROWS: Final = 20_000
 """Below this many entries a second process costs more than it saves (``auto``)."""
-
-
-def parallel_setting() -> str:
-    """``LEDGER_AUDIT_PARALLEL``: ``auto`` (default), ``on`` or ``off``."""
-    value = os.environ.get("LEDGER_AUDIT_PARALLEL", "auto") or "auto"
-    if value not in ("auto", "on", "off"):
-        raise UsageError(
-            "bad-audit-parallel", f"LEDGER_AUDIT_PARALLEL={value!r} must be auto, on or off"
-        )
-    return value
 
 
 def _main_file(conn: sqlite3.Connection) -> str:
@@ -50,9 +43,8 @@ def _cpus() -> int:
 
 
 def _wants_worker(conn: sqlite3.Connection, parallel: bool | None) -> bool:
-    setting = parallel_setting()
-    if parallel is None:
-        parallel = {"on": True, "off": False}.get(setting)
+    """``parallel``: True / False, or None (``auto``: from ``PARALLEL_MIN_ROWS`` entries on two
+    CPUs). The caller decides; ``LEDGER_AUDIT_PARALLEL`` is read at the edge (ledger.settings)."""
     if parallel is False or not _main_file(conn):
         return False
     if parallel is True:
@@ -62,7 +54,7 @@ def _wants_worker(conn: sqlite3.Connection, parallel: bool | None) -> bool:
 
 
 class _RowWorker:
-    """The row checks in a second process (``python -m ledger.audit.worker``), on its own
+    """The row checks in a second process (``ledger.audit.worker.main``), on its own
     read-only snapshot of the rows up to this snapshot's head. The second process opens the
     file by its path, later: whoever owns the file can show it other bytes. Its answer is used
     only when its ``RowDigest`` equals the one of the rows this process read (equal ends are
@@ -75,25 +67,30 @@ class _RowWorker:
 
     @classmethod
     def start(
-        cls, conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int
+        cls,
+        conn: sqlite3.Connection,
+        wanted_sizes: Collection[int],
+        upto: int,
+        busy_timeout_ms: int,
     ) -> _RowWorker | None:
-        package_root = str(Path(__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        # The folder holding this ``ledger`` package: the child imports the same code (a copy
+        # under test, a checkout) whatever the environment or the working folder holds.
+        package_root = str(Path(__file__).resolve().parent.parent.parent)
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "ledger.audit.worker", _main_file(conn)],
+                [sys.executable, "-I", "-c", _CHILD, package_root, _main_file(conn)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env=env,
             )
         except OSError:
             return None
         worker = cls(proc)
         try:
             if proc.stdin is not None:
-                proc.stdin.write(msgspec.json.encode([upto, sorted(wanted_sizes)]))
+                proc.stdin.write(
+                    msgspec.json.encode([upto, sorted(wanted_sizes), busy_timeout_ms])
+                )
                 proc.stdin.close()
         except OSError:
             worker.stop()  # its answer would not be read: it must not outlive the audit
@@ -120,11 +117,21 @@ class _RowWorker:
 
 
 
+_CHILD: Final = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from ledger.audit.worker import main;"
+    " sys.exit(main(sys.argv[1:]))"
+)
+"""The worker's program (``python -I -c _CHILD PACKAGE_ROOT FILE``)."""
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         return 2
-    upto, sizes = msgspec.json.decode(sys.stdin.buffer.read(), type=tuple[int, list[int]])
-    with Ledger.open_read_only(Path(argv[0])) as ledger, ledger.snapshot() as conn:
+    upto, sizes, timeout = msgspec.json.decode(
+        sys.stdin.buffer.read(), type=tuple[int, list[int], int]
+    )
+    opened = Ledger.open_read_only(Path(argv[0]), busy_timeout_ms=timeout)
+    with opened as ledger, ledger.snapshot() as conn:
         result = check_rows(conn, sizes, upto)
     sys.stdout.buffer.write(msgspec.json.encode(result))
     return 0

@@ -36,13 +36,17 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
+
+if TYPE_CHECKING:
+    from ledger.settings import Settings
+    from ledger.store.sqlite import Ledger
 
 _JSON_META = "ledger.json"  # ctx.meta key (shared by nested contexts): render errors as JSON
 
@@ -159,6 +163,23 @@ def _root(
     STATE.db = db
 
 
+def _settings() -> Settings:
+    """The environment's settings (LEDGER.md section 2), read once by each command that opens
+    a ledger: with ``ledger.api.settings_from_environ`` the only reader of the environment."""
+    from ledger.settings import Settings
+
+    return Settings.from_environ(os.environ)
+
+
+def _open_ledger(*, read_only: bool, settings: Settings | None = None) -> Ledger:
+    from ledger.store.sqlite import Ledger
+
+    settings = settings or _settings()
+    if read_only:
+        return Ledger.open_read_only(STATE.db, busy_timeout_ms=settings.busy_timeout_ms)
+    return Ledger.open(STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+
+
 def _emit_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
 
@@ -207,7 +228,7 @@ def init(
     """Create an empty ledger with its genesis entry (idempotent)."""
     from ledger.api import init_ledger
 
-    result = init_ledger(STATE.db, origin=origin)
+    result = init_ledger(STATE.db, origin=origin, settings=_settings())
     if as_json:
         _emit_json({"db": str(STATE.db), "created": result.created, "origin": result.origin})
     elif result.created:
@@ -225,9 +246,8 @@ def log(
     as_json: JsonOpt = False,
 ) -> int:
     """List the entries in seq order."""
-    from ledger.store.sqlite import Ledger
 
-    with Ledger.open_read_only(STATE.db) as ledger:
+    with _open_ledger(read_only=True) as ledger:
         entries = ledger.entries(kinds=tuple(kind or ()))
         if as_json:
             items = [
@@ -274,9 +294,8 @@ def show(
     as_json: JsonOpt = False,
 ) -> int:
     """Show one entry (by seq or entry hash) or one stored object (by its blake3 address)."""
-    from ledger.store.sqlite import Ledger
 
-    with Ledger.open_read_only(STATE.db) as ledger:
+    with _open_ledger(read_only=True) as ledger:
         if re.fullmatch(r"[0-9]{1,64}", ref):
             entry = ledger.entry(int(ref))
         elif ref.startswith("blake3:"):
@@ -368,9 +387,8 @@ def freeze(
     burned is recorded frozen and then burned, with the reason from its extensions.
     """
     from ledger.operations.freeze import freeze as run_freeze
-    from ledger.store.sqlite import Ledger
 
-    with Ledger.open(STATE.db) as ledger:
+    with _open_ledger(read_only=False) as ledger:
         result = run_freeze(ledger, cohort_dir, root=root, hidden_plans=hidden_plans)
     if as_json:
         _emit_json(msgspec_builtins(result))
@@ -402,9 +420,8 @@ def verify(
     Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written).
     """
     from ledger.operations.verify import verify as run_verify
-    from ledger.store.sqlite import Ledger
 
-    with Ledger.open(STATE.db) as ledger:
+    with _open_ledger(read_only=False) as ledger:
         result = run_verify(ledger, bundle, cohort=cohort, task=task)
     if as_json:
         _emit_json(
@@ -460,9 +477,8 @@ def burn(
     """Append a burn notice: the cohort accepts no more verification, its digest stays, and the
     observed tasks' WorkUnits can never again be frozen as held_out."""
     from ledger.operations.burn import burn as run_burn
-    from ledger.store.sqlite import Ledger
 
-    with Ledger.open(STATE.db) as ledger:
+    with _open_ledger(read_only=False) as ledger:
         result = run_burn(ledger, cohort, reason=reason, observed_tasks=observed_task or ())
     if as_json:
         _emit_json(msgspec_builtins(result))
@@ -481,9 +497,8 @@ def calibrate(as_json: JsonOpt = False) -> int:
     Exit 0 when green, 1 when any row failed (the red result is recorded all the same).
     """
     from ledger.operations.calibrate import calibrate as run_calibrate
-    from ledger.store.sqlite import Ledger
 
-    with Ledger.open(STATE.db) as ledger:
+    with _open_ledger(read_only=False) as ledger:
         result = run_calibrate(ledger)
     if as_json:
         _emit_json(msgspec_builtins(result))
@@ -616,8 +631,8 @@ def audit(
     (or on) decides instead; the report is the same.
     """
     from ledger.api import audit_export, audit_ledger
-    from ledger.store.sqlite import Ledger
 
+    settings = _settings()
     checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
 
     def progress(n: int) -> None:
@@ -627,12 +642,20 @@ def audit(
     # Every check and all export policy are the library's (ledger.api); this only renders.
     if from_export is not None:
         report, replayed = audit_export(
-            from_export, replay=not no_replay, checkpoints=checkpoints, progress=progress
+            from_export,
+            replay=not no_replay,
+            checkpoints=checkpoints,
+            progress=progress,
+            parallel=settings.parallel,
         )
     else:
-        with Ledger.open_read_only(STATE.db) as ledger:
+        with _open_ledger(read_only=True, settings=settings) as ledger:
             report, replayed = audit_ledger(
-                ledger, replay=not no_replay, checkpoints=checkpoints, progress=progress
+                ledger,
+                replay=not no_replay,
+                checkpoints=checkpoints,
+                progress=progress,
+                parallel=settings.parallel,
             )
     if as_json:
         _emit_json(_audit_json(report, replayed))
@@ -718,11 +741,10 @@ def keygen(
     """Create an Ed25519 key pair for signing checkpoints (C2SP signed-note key format)."""
     import os
 
-    from ledger.store.sqlite import Ledger
     from ledger.transparency.notes import generate_key
 
     if name is None:
-        with Ledger.open_read_only(STATE.db) as ledger:
+        with _open_ledger(read_only=True) as ledger:
             name = ledger.origin()
     secret_path = out.with_name(out.name + ".key")
     public_path = out.with_name(out.name + ".pub")
@@ -765,11 +787,10 @@ def checkpoint(
     Keep it somewhere the ledger's owner cannot rewrite; `ledger audit --checkpoint FILE` later
     proves the ledger only grew since.
     """
-    from ledger.store.sqlite import Ledger
     from ledger.transparency.proofs import checkpoint_note
 
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
-    with Ledger.open_read_only(STATE.db) as ledger:
+    with _open_ledger(read_only=True) as ledger:
         cp, note = checkpoint_note(ledger, signer)
     if out is not None:
         try:
@@ -807,13 +828,12 @@ def prove(
     as_json: JsonOpt = False,
 ) -> int:
     """Inclusion proof of one entry, or consistency proof from an old checkpoint (RFC 9162)."""
-    from ledger.store.sqlite import Ledger
     from ledger.transparency.notes import format_checkpoint, format_tlog_proof
     from ledger.transparency.proofs import check_origin, prove_consistency, prove_inclusion
 
     if (seq is None) == (consistency is None):
         raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
-    with Ledger.open_read_only(STATE.db) as ledger:
+    with _open_ledger(read_only=True) as ledger:
         if consistency is not None:
             _say_consistency(
                 prove_consistency(ledger, _load_checkpoint(consistency, None)), as_json
@@ -873,10 +893,9 @@ def export(
 ) -> int:
     """Write the ledger as JSON Lines (header, entries, objects): enough for
     `ledger audit --from-export FILE` without the SQLite file."""
-    from ledger.store.sqlite import Ledger
     from ledger.transparency.export import export as run_export
 
-    with Ledger.open_read_only(STATE.db) as ledger:
+    with _open_ledger(read_only=True) as ledger:
         if out is None:
             if as_json:
                 raise UsageError("usage-error", "--json needs --out (the export itself is stdout)")

@@ -10,13 +10,13 @@ Rules (normative text in LEDGER.md, "Entries"):
 3. Genesis: entry 0 has ``prev = GENESIS_PREV`` (``blake3:`` and 64 zeros) and kind
    ``ledger.created``; its payload names the ledger's ``origin`` (the checkpoint origin line).
 4. Times never go backwards: an entry's time is the later of the clock's reading and the previous
-   entry's time. The clock is an input (``LEDGER_TIME`` fixes it), never read twice per write.
+   entry's time. The clock is an input (``Ledger.open(clock=...)``; the CLI's ``LEDGER_TIME``
+   fixes it), never read twice per write.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime
@@ -170,15 +170,7 @@ def format_time(moment: datetime) -> str:
 
 
 def system_clock() -> str:
-    """The wall clock, unless ``LEDGER_TIME`` fixes it (for reproducible runs and tests)."""
-    fixed = os.environ.get("LEDGER_TIME")
-    if fixed:
-        if not valid_time(fixed):
-            raise UsageError(
-                "bad-time",
-                f"LEDGER_TIME={fixed!r} is not a real UTC time of the form 2026-01-31T12:00:00Z",
-            )
-        return fixed
+    """The wall clock. A fixed time (``LEDGER_TIME``) is a setting: ``ledger.settings``."""
     return format_time(datetime.now(UTC))
 
 

@@ -72,6 +72,7 @@ from ledger.format.entries import (
     system_clock,
     valid_time,
 )
+from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
 from ledger.transparency import merkle
 from verifiers.canonical import INT_MAX, INT_MIN, blake3_address, sha256_hex_digest
 
@@ -79,7 +80,6 @@ APPLICATION_ID: Final = 0x4C444752  # "LDGR"
 # The file's layout (``PRAGMA user_version``), not the entry body format (``entries.FORMAT``).
 # 1: Merkle nodes in a ``tree`` table; 2: in ``entries.nodes`` (rule 5).
 STORE_FORMAT: Final = 2
-BUSY_TIMEOUT_MS: Final = 30_000
 MAX_OBJECT_BYTES: Final = 256 * 1024 * 1024
 
 SCHEMA: Final = f"""
@@ -185,10 +185,12 @@ class Ledger:
         clock: Clock,
         file: _OpenFile | None = None,
         read_only: bool = False,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
         self.path = path
         self._conn = conn
         self._clock = clock
+        self.busy_timeout_ms = busy_timeout_ms  # the wait for the lock this connection uses
         self._file = file  # this process's descriptors of the file (``_OpenFile``)
         self.read_only = read_only
         self._holds_read_lock = False  # the readers' lock of rule 7, released on close
@@ -201,37 +203,58 @@ class Ledger:
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, clock: Clock = system_clock) -> Ledger:
-        """Open an existing ledger; StoreError (exit 2) when it is missing or not a ledger."""
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = system_clock,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> Ledger:
+        """Open an existing ledger; StoreError (exit 2) when it is missing or not a ledger.
+
+        ``clock`` gives each write's time (read once per write); ``busy_timeout_ms`` bounds the
+        wait for another writer's lock (1..600000, else ``bad-busy-timeout``). Both are the
+        caller's: the store reads no environment (``ledger.settings``)."""
+        timeout = check_busy_timeout(busy_timeout_ms)
         p = Path(path)
         _check_ledger_path(p, must_exist=True)
-        conn = _connect(p)
+        conn = _connect(p, timeout)
         try:
-            _check_is_ledger(conn, p)
+            _check_is_ledger(conn, p, timeout)
             file = _OpenFile.acquire(p)
         except BaseException:
             conn.close()
             raise
-        return cls(p, conn, clock=clock, file=file)
+        return cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout)
 
     @classmethod
-    def open_read_only(cls, path: str | os.PathLike[str]) -> Ledger:
+    def open_read_only(
+        cls, path: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    ) -> Ledger:
         """Open an existing ledger to read it, changing nothing (rule 7); writing refuses."""
+        timeout = check_busy_timeout(busy_timeout_ms)
         p = Path(path)
         _check_ledger_path(p, must_exist=True)
         file = _OpenFile.acquire(p)
         try:
-            conn, locked = _connect_read_only(p, file)
+            conn, locked = _connect_read_only(p, file, timeout)
         except BaseException:
             file.release()
             raise
-        ledger = cls(p, conn, clock=system_clock, file=file, read_only=True)
+        ledger = cls(
+            p, conn, clock=system_clock, file=file, read_only=True, busy_timeout_ms=timeout
+        )
         ledger._holds_read_lock = locked
         return ledger
 
     @classmethod
     def create(
-        cls, path: str | os.PathLike[str], *, origin: str, clock: Clock = system_clock
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        origin: str,
+        clock: Clock = system_clock,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> tuple[Ledger, bool]:
         """Create a ledger with its genesis entry, or open it when it already is one.
 
@@ -242,14 +265,15 @@ class Ledger:
                 "bad-origin",
                 f"origin {origin!r} must be 1-255 characters of letters, digits and ._/:-",
             )
+        timeout = check_busy_timeout(busy_timeout_ms)
         p = Path(path)
         _check_ledger_path(p, must_exist=False)
-        clock()  # a malformed clock setting is refused before the file is created
-        deadline = time.monotonic() + busy_timeout_ms() / 1000
+        _check_clock(clock())  # a malformed clock is refused before the file is created
+        deadline = time.monotonic() + timeout / 1000
         delay = 0.005
         while True:
             try:
-                return cls._create_once(p, origin=origin, clock=clock)
+                return cls._create_once(p, origin=origin, clock=clock, timeout=timeout)
             except StoreError as exc:
                 # Two inits racing on a new file can meet in SQLite's deadlock guard (switching
                 # to WAL needs the file to itself), which answers BUSY at once rather than
@@ -260,8 +284,10 @@ class Ledger:
                 delay = min(delay * 2, 0.25)
 
     @classmethod
-    def _create_once(cls, p: Path, *, origin: str, clock: Clock) -> tuple[Ledger, bool]:
-        conn = _connect(p)
+    def _create_once(
+        cls, p: Path, *, origin: str, clock: Clock, timeout: int
+    ) -> tuple[Ledger, bool]:
+        conn = _connect(p, timeout)
         try:
             file = _OpenFile.acquire(p)  # SQLite has created the file on connecting
         except BaseException:
@@ -286,13 +312,13 @@ class Ledger:
                         or not _is_blank(conn)
                     ):
                         conn.execute("ROLLBACK")
-                        _check_is_ledger(conn, p)
-                        return cls(p, conn, clock=clock, file=file), False
+                        _check_is_ledger(conn, p, timeout)
+                        return cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout), False
                     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version = {STORE_FORMAT}")
                     for statement in _split_sql(SCHEMA):
                         conn.execute(statement)
-                    ledger = cls(p, conn, clock=clock, file=file)
+                    ledger = cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout)
                     writer = Writer(ledger)
                     writer.append(GENESIS_KIND, {"origin": origin})
                     conn.execute("COMMIT")
@@ -303,12 +329,12 @@ class Ledger:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            _check_is_ledger(conn, p)
-            return cls(p, conn, clock=clock, file=file), False
+            _check_is_ledger(conn, p, timeout)
+            return cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout), False
         except sqlite3.DatabaseError as exc:
             conn.close()
             file.release()
-            raise _db_error(p, exc) from None
+            raise _db_error(p, exc, timeout) from None
         except BaseException:
             conn.close()
             file.release()
@@ -343,11 +369,11 @@ class Ledger:
         try:
             self._conn.execute("BEGIN")
         except sqlite3.DatabaseError as exc:
-            raise _db_error(self.path, exc) from None
+            raise _db_error(self.path, exc, self.busy_timeout_ms) from None
         try:
             yield self._conn
         except sqlite3.DatabaseError as exc:
-            raise _db_error(self.path, exc) from None
+            raise _db_error(self.path, exc, self.busy_timeout_ms) from None
         finally:
             if self._conn.in_transaction:
                 try:
@@ -459,10 +485,7 @@ class Ledger:
 
     def now(self) -> str:
         """The ledger clock's time, checked as a Writer checks it (one reading)."""
-        clock_time = self._clock()
-        if not valid_time(clock_time):
-            raise UsageError("bad-time", f"the clock gave {clock_time!r}, not a real UTC time")
-        return clock_time
+        return _check_clock(self._clock())
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -519,7 +542,9 @@ class Ledger:
     def _failed(self, exc: BaseException) -> BaseException:
         """Roll back; what to raise for ``exc`` (a database error becomes a stable refusal)."""
         self._rollback()
-        return _db_error(self.path, exc) if isinstance(exc, sqlite3.DatabaseError) else exc
+        if isinstance(exc, sqlite3.DatabaseError):
+            return _db_error(self.path, exc, self.busy_timeout_ms)
+        return exc
 
     def _begin(self, at: str | None = None) -> Writer:
         """``BEGIN IMMEDIATE`` and a Writer on the head as of that lock; rolls back on error."""
@@ -534,13 +559,13 @@ class Ledger:
         try:
             self._cursor.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            raise _db_error(self.path, exc) from None
+            raise _db_error(self.path, exc, self.busy_timeout_ms) from None
         try:
             return Writer(self, tip, at=at)
         except BaseException as exc:
             self._rollback()
             if isinstance(exc, sqlite3.DatabaseError):
-                raise _db_error(self.path, exc) from None
+                raise _db_error(self.path, exc, self.busy_timeout_ms) from None
             raise
 
     def _rollback(self) -> None:
@@ -607,11 +632,7 @@ class Writer:
         # commitment state of ``ledger.state`` keeps itself current through it).
         self.on_append: Callable[[Entry], None] | None = None
         # The clock is read once per transaction: every entry of one write shares its time.
-        clock_time = ledger._clock() if at is None else at
-        if not valid_time(clock_time):
-            # A library caller's clock is checked as LEDGER_TIME is: a bogus time, once
-            # written, would pin every later entry to it (times never go backwards).
-            raise UsageError("bad-time", f"the clock gave {clock_time!r}, not a real UTC time")
+        clock_time = _check_clock(ledger._clock()) if at is None else _check_clock(at)
         self.time = later_time(clock_time, tip.time)
 
     @property
@@ -800,6 +821,10 @@ def _check_ledger_path(path: Path, *, must_exist: bool) -> None:
         return
     except OSError as exc:
         raise StoreError("ledger-unreadable", f"cannot read {path}: {exc.strerror}") from None
+    except ValueError:  # a NUL byte: no file system has such a name (os.stat raises ValueError)
+        raise StoreError(
+            "ledger-unreadable", f"cannot use {str(path)!r}: a path holds no NUL byte"
+        ) from None
     if stat.S_ISDIR(st.st_mode):
         raise StoreError("ledger-is-a-directory", f"{path} is a directory, not a ledger file")
     if not stat.S_ISREG(st.st_mode):
@@ -808,28 +833,15 @@ def _check_ledger_path(path: Path, *, must_exist: bool) -> None:
         raise StoreError("ledger-unreadable", f"cannot read {path}: permission denied")
 
 
-def busy_timeout_ms() -> int:
-    """How long a writer waits for the lock: ``LEDGER_BUSY_TIMEOUT_MS`` (1..600000), else 30 s."""
-    text = os.environ.get("LEDGER_BUSY_TIMEOUT_MS")
-    if text is None:
-        return BUSY_TIMEOUT_MS
-    # Digits bounded before int(): int() of over 4,300 digits (leading zeros too) raises.
-    digits = text.lstrip("0")
-    if not (
-        text.isascii()
-        and text.isdigit()
-        and len(digits) <= 6
-        and 1 <= int(digits or "0") <= 600_000
-    ):
-        shown = text if len(text) <= 40 else text[:40] + "..."
-        raise UsageError(
-            "bad-busy-timeout", f"LEDGER_BUSY_TIMEOUT_MS={shown!r} must be 1..600000 milliseconds"
-        )
-    return int(digits)
+def _check_clock(clock_time: str) -> str:
+    # A library caller's clock is checked as LEDGER_TIME is: a bogus time, once written, would
+    # pin every later entry to it (times never go backwards).
+    if not isinstance(clock_time, str) or not valid_time(clock_time):
+        raise UsageError("bad-time", f"the clock gave {clock_time!r}, not a real UTC time")
+    return clock_time
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    timeout = busy_timeout_ms()
+def _connect(path: Path, timeout: int) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(
             str(path), isolation_level=None, timeout=timeout / 1000, check_same_thread=True
@@ -843,15 +855,16 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Ledger._committed
     except sqlite3.DatabaseError as exc:
-        raise _db_error(path, exc) from None
+        raise _db_error(path, exc, timeout) from None
     return conn
 
 
-def _connect_read_only(path: Path, file: _OpenFile) -> tuple[sqlite3.Connection, bool]:
+def _connect_read_only(
+    path: Path, file: _OpenFile, timeout: int
+) -> tuple[sqlite3.Connection, bool]:
     """A connection that reads ``path`` and writes nothing, anywhere (rule 7), and whether it
     keeps the readers' lock (it is immutable: the caller releases the lock after closing it)."""
-    timeout = busy_timeout_ms()
-    file.lock_for_reading(time.monotonic() + timeout / 1000, path)
+    file.lock_for_reading(time.monotonic() + timeout / 1000, path, timeout)
     try:
         # Checked under the lock: no writer can now delete a -wal or fold one into the file.
         # Beside the file itself: SQLite names the -wal after the path with symlinks resolved.
@@ -879,11 +892,11 @@ def _open_read_only(path: Path, timeout: int, *, immutable: bool) -> sqlite3.Con
             check_same_thread=True,
         )
     except sqlite3.DatabaseError as exc:
-        raise _db_error(path, exc) from None
+        raise _db_error(path, exc, timeout) from None
     try:
         conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         conn.execute(f"PRAGMA busy_timeout = {timeout}")
-        _check_is_ledger(conn, path, writable=False)
+        _check_is_ledger(conn, path, timeout, writable=False)
     except StoreError as exc:
         conn.close()
         if immutable or exc.code != "ledger-unreadable":
@@ -901,13 +914,15 @@ def _open_read_only(path: Path, timeout: int, *, immutable: bool) -> sqlite3.Con
     return conn
 
 
-def _check_is_ledger(conn: sqlite3.Connection, path: Path, *, writable: bool = True) -> None:
+def _check_is_ledger(
+    conn: sqlite3.Connection, path: Path, timeout: int, *, writable: bool = True
+) -> None:
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = _table_names(conn)
     except sqlite3.DatabaseError as exc:
-        raise _db_error(path, exc) from None
+        raise _db_error(path, exc, timeout) from None
     if app_id != APPLICATION_ID or not set(EXPECTED_TABLES) <= tables:
         raise StoreError(
             "not-a-ledger", f"{path} is not a ledger file (create one with `ledger init`)"
@@ -929,7 +944,7 @@ def _check_is_ledger(conn: sqlite3.Connection, path: Path, *, writable: bool = T
     try:
         columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(entries)"))
     except sqlite3.DatabaseError as exc:
-        raise _db_error(path, exc) from None
+        raise _db_error(path, exc, timeout) from None
     if columns != ENTRY_COLUMNS:
         raise StoreError(
             "not-a-ledger",
@@ -941,25 +956,29 @@ def _check_is_ledger(conn: sqlite3.Connection, path: Path, *, writable: bool = T
         conn.execute("PRAGMA journal_mode = WAL")
 
 
-def _db_error(path: Path, exc: sqlite3.DatabaseError) -> LedgerError:
+def _db_error(path: Path, exc: sqlite3.DatabaseError, timeout: int) -> LedgerError:
+    """The refusal for a database error, by SQLite's error name (``sqlite_errorname``: the
+    primary code, or its extended form), never by the wording of its message."""
     text = str(exc)
-    if "locked" in text or "busy" in text:
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    primary = "_".join(name.split("_")[:2])  # SQLITE_BUSY_SNAPSHOT -> SQLITE_BUSY
+    if primary in ("SQLITE_BUSY", "SQLITE_LOCKED"):
         return StoreError(
             "ledger-busy",
-            f"{path} stayed locked by another writer for {busy_timeout_ms() / 1000:g} s;"
+            f"{path} stayed locked by another writer for {timeout / 1000:g} s;"
             " try again (LEDGER_BUSY_TIMEOUT_MS sets the wait)",
         )
-    if "malformed" in text:
+    if primary == "SQLITE_CORRUPT":
         return StoreError(
             "ledger-corrupt",
             f"{path} is damaged ({text}); restore it from a copy and audit that against a"
             " checkpoint kept elsewhere",
         )
-    if "not a database" in text or "file is encrypted" in text:
+    if primary == "SQLITE_NOTADB":
         return StoreError("not-a-ledger", f"{path} is not a ledger file ({text})")
-    if "unable to open" in text or "readonly" in text or "permission" in text.lower():
+    if primary in ("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH"):
         return StoreError("ledger-unreadable", f"cannot use {path}: {text}")
-    if "ledger:" in text:
+    if name == "SQLITE_CONSTRAINT_TRIGGER":  # RAISE(ABORT, 'ledger: ...') in SCHEMA
         return StoreError("ledger-trigger-refused", f"{path}: {text}")
     return StoreError("ledger-io-error", f"{path}: {text}", exit_code=EXIT_REFUSED)
 
@@ -1027,7 +1046,7 @@ class _OpenFile:
             os.close(self._probe_fd)
             os.close(self._lock_fd)
 
-    def lock_for_reading(self, deadline: float, path: Path) -> None:
+    def lock_for_reading(self, deadline: float, path: Path, timeout: int) -> None:
         """The readers' lock; waits (bounded) while a writer holds EXCLUSIVE to checkpoint."""
         delay = 0.002
         while True:
@@ -1053,7 +1072,7 @@ class _OpenFile:
                     if time.monotonic() > deadline:
                         raise StoreError(
                             "ledger-busy",
-                            f"{path} stayed locked by a writer for {busy_timeout_ms() / 1000:g} s;"
+                            f"{path} stayed locked by a writer for {timeout / 1000:g} s;"
                             " try again (LEDGER_BUSY_TIMEOUT_MS sets the wait)",
                         ) from None
             time.sleep(delay)  # outside the guard: other Ledgers of this process go on

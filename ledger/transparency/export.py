@@ -213,6 +213,10 @@ def _open_export_file(path: Path) -> IO[bytes]:
     except OSError as exc:
         reason = "it is a symlink" if exc.errno == errno.ELOOP else exc.strerror
         raise UsageError("export-unreadable", f"cannot read {path}: {reason}") from None
+    except ValueError:  # a NUL byte in the path (os.open raises ValueError, not OSError)
+        raise UsageError(
+            "export-unreadable", f"cannot read {str(path)!r}: a path holds no NUL byte"
+        ) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -1,0 +1,115 @@
+"""The run-time settings a command reads from its environment, read once at the edge.
+
+The library never reads the environment: ``ledger.cli`` and ``ledger.api`` (its documented
+``settings_from_environ`` helper) build one ``Settings`` with ``Settings.from_environ`` and pass
+its values in (``Ledger.open(path, clock=..., busy_timeout_ms=...)``, the audit's ``parallel=``).
+The variables and their grammar are LEDGER.md's (section 2, "Settings"); a malformed value is
+refused with the code of section 11 (``bad-time``, ``bad-busy-timeout``,
+``bad-audit-parallel``), never guessed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from ledger.errors import UsageError
+from ledger.format.entries import Clock, system_clock, valid_time
+
+BUSY_TIMEOUT_MS: Final = 30_000
+"""How long a writer (or a reader waiting out a checkpoint) waits for the lock by default."""
+MAX_BUSY_TIMEOUT_MS: Final = 600_000
+
+ParallelMode = Literal["auto", "on", "off"]
+PARALLEL_MODES: Final[tuple[ParallelMode, ...]] = ("auto", "on", "off")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """``time``: a fixed entry time (``LEDGER_TIME``), else the wall clock; ``busy_timeout_ms``
+    (``LEDGER_BUSY_TIMEOUT_MS``); ``audit_parallel`` (``LEDGER_AUDIT_PARALLEL``). The defaults
+    are what an empty environment gives."""
+
+    time: str | None = None
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    audit_parallel: ParallelMode = "auto"
+
+    def __post_init__(self) -> None:
+        # A library caller's values are checked like the environment's: fail closed, at once.
+        if self.time is not None:
+            check_time(self.time, "time")
+        check_busy_timeout(self.busy_timeout_ms)
+        if self.audit_parallel not in PARALLEL_MODES:
+            raise UsageError(
+                "bad-audit-parallel",
+                f"audit_parallel={self.audit_parallel!r} must be auto, on or off",
+            )
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Settings:
+        """The settings ``environ`` names (pure: the caller passes ``os.environ`` or a dict).
+
+        Checked in this order: ``LEDGER_TIME``, ``LEDGER_BUSY_TIMEOUT_MS``,
+        ``LEDGER_AUDIT_PARALLEL``; the first malformed one is refused."""
+        fixed = environ.get("LEDGER_TIME") or None  # empty means unset, as before
+        if fixed is not None:
+            check_time(fixed, "LEDGER_TIME")
+        timeout = BUSY_TIMEOUT_MS
+        text = environ.get("LEDGER_BUSY_TIMEOUT_MS")
+        if text is not None:
+            timeout = parse_busy_timeout(text)
+        mode = environ.get("LEDGER_AUDIT_PARALLEL", "auto") or "auto"
+        if mode not in PARALLEL_MODES:
+            raise UsageError(
+                "bad-audit-parallel", f"LEDGER_AUDIT_PARALLEL={mode!r} must be auto, on or off"
+            )
+        parallel: ParallelMode = "on" if mode == "on" else "off" if mode == "off" else "auto"
+        return cls(time=fixed, busy_timeout_ms=timeout, audit_parallel=parallel)
+
+    @property
+    def clock(self) -> Clock:
+        """The clock a writer reads once per write: the fixed time, else the wall clock."""
+        fixed = self.time
+        if fixed is None:
+            return system_clock
+        return lambda: fixed
+
+    @property
+    def parallel(self) -> bool | None:
+        """The audit's ``parallel=`` argument: ``None`` lets it decide (``auto``)."""
+        return {"on": True, "off": False}.get(self.audit_parallel)
+
+
+def check_time(value: str, name: str) -> None:
+    if not valid_time(value):
+        raise UsageError(
+            "bad-time",
+            f"{name}={value!r} is not a real UTC time of the form 2026-01-31T12:00:00Z",
+        )
+
+
+def parse_busy_timeout(text: str) -> int:
+    """``LEDGER_BUSY_TIMEOUT_MS``: ASCII digits naming 1..600000 milliseconds."""
+    # Digits bounded before int(): int() of over 4,300 digits (leading zeros too) raises.
+    digits = text.lstrip("0")
+    if not (
+        text.isascii()
+        and text.isdigit()
+        and len(digits) <= 6
+        and 1 <= int(digits or "0") <= MAX_BUSY_TIMEOUT_MS
+    ):
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise UsageError(
+            "bad-busy-timeout", f"LEDGER_BUSY_TIMEOUT_MS={shown!r} must be 1..600000 milliseconds"
+        )
+    return int(digits)
+
+
+def check_busy_timeout(value: int) -> int:
+    """A library caller's ``busy_timeout_ms``: an int of 1..600000 (``bad-busy-timeout``)."""
+    if type(value) is not int or not 1 <= value <= MAX_BUSY_TIMEOUT_MS:
+        raise UsageError(
+            "bad-busy-timeout", f"busy_timeout_ms={value!r} must be 1..600000 milliseconds"
+        )
+    return value
