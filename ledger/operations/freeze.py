@@ -68,8 +68,8 @@ def freeze(
                 tasks=len(loaded.tasks),
                 message=message,
             )
-        _check_exposure(loaded, state)
-        _check_calibration(loaded, state)
+        for check in STATE_CHECKS:
+            check(loaded, state)
         frozen = _append_frozen(w, loaded)
         burned_seq = None
         if cohort.stage == "burned":
@@ -116,6 +116,10 @@ def _check_calibration(loaded: LoadedCohort, state: LedgerState) -> None:
                 f"cohort {loaded.cohort.id} uses adapter {version}, which has {found};"
                 " run `ledger calibrate` first",
             )
+
+
+# The ledger-state checks of a first freeze, in order; ``freeze --dry-run`` runs the same ones.
+STATE_CHECKS: Final = (_check_exposure, _check_calibration)
 
 
 def _append_frozen(w: Writer, loaded: LoadedCohort) -> Entry:
