@@ -31,8 +31,10 @@ def write_new_folder(out: Path, files: Mapping[str, bytes], *, force: bool = Fal
     if out.exists() and not out.is_dir():
         raise UsageError("file-exists", f"{out} exists and is not a folder; not replaced")
     parent = out.parent
-    if not parent.is_dir():
-        raise UsageError("file-unwritable", f"the folder {parent} does not exist")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError("file-unwritable", f"cannot create {parent}: {exc.strerror}") from None
     for name in files:
         _check_name(name)
     try:
