@@ -159,9 +159,9 @@ def pack(
 ) -> Packed:
     """The bundle files for the change BASE..HEAD of ``repo`` against the WorkUnit."""
     if status not in STATUSES:
-        raise UsageError("bad-status", f"status {status!r} is not one of {', '.join(STATUSES)}")
+        raise UsageError("usage-error", f"status {status!r} is not one of {', '.join(STATUSES)}")
     if attempt < 1:
-        raise UsageError("bad-attempt", f"attempt {attempt} is not a positive integer")
+        raise UsageError("usage-error", f"attempt {attempt} is not a positive integer")
     work_unit = _work_unit(work_unit_bytes, work_unit_name)
     base_commit = resolve(git, repo, base, what="--base")
     head_commit = resolve(git, repo, head, what="--head")
@@ -246,7 +246,7 @@ def pack(
     if decoded.value is None:
         first = decoded.errors[0]
         raise UsageError(
-            "bad-manifest-field",
+            "usage-error",
             f"the ResultManifest would break its contract at {first.path or '/'}:"
             f" {first.message} (check --worker-id, --started-at, --finished-at)",
         )

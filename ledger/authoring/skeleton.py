@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ledger.errors import UsageError
+from ledger.errors import CommitError, UsageError
 from verifiers.runner import ADAPTERS, VALIDATOR_IDS, VERIFIER_ID
 
 PLAN_VERSIONS: Final = ("0.1", "0.2", "0.3", "0.4")
@@ -67,7 +67,7 @@ def pretty(value: Any) -> bytes:
 def check_id(value: str, what: str) -> str:
     if not _ID_RE.fullmatch(value):
         raise UsageError(
-            "bad-id",
+            "usage-error",
             f"{what} {value!r} is not an id: 3-128 of a-z 0-9 . _ / -, starting with a letter"
             " or digit",
         )
@@ -77,7 +77,7 @@ def check_id(value: str, what: str) -> str:
 def check_plan_version(version: str) -> str:
     if version not in PLAN_VERSIONS:
         raise UsageError(
-            "bad-plan-version", f"plan version {version!r} is not one of {', '.join(PLAN_VERSIONS)}"
+            "usage-error", f"plan version {version!r} is not one of {', '.join(PLAN_VERSIONS)}"
         )
     return version
 
@@ -336,7 +336,7 @@ def add_task(
     """``cohort`` (plain JSON) with one more task, and the task's new files."""
     tasks = cohort.get("tasks")
     if not isinstance(tasks, list):
-        raise UsageError("bad-cohort", "cohort.json has no tasks list; fix it or run lint")
+        raise CommitError("document-invalid", "cohort.json has no tasks list; run `ledger lint`")
     if any(isinstance(t, dict) and t.get("id") == task_id for t in tasks):
         raise UsageError("task-exists", f"the cohort already has a task {task_id!r}")
     task, files = task_files(

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.errors import EXIT_FAILED, EXIT_OK, UsageError
+from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 RootOpt = Annotated[
@@ -203,7 +203,9 @@ def new_task(
     data = read_relative(cohort_dir, COHORT_FILE, limits.max_bytes, what="cohort file")
     read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
     if not read.ok or not isinstance(read.value, dict):
-        raise UsageError("bad-cohort", f"{cohort_dir}/{COHORT_FILE} is not a JSON object")
+        raise CommitError(
+            "document-invalid", f"{cohort_dir}/{COHORT_FILE} is not a JSON object; run lint"
+        )
     cohort, files = add_task(
         read.value,
         task_id,

@@ -299,8 +299,9 @@ class _Where:
 
 
 def _load_hidden_plans(
-    folder: Path, wanted: set[str], checks: _Checks
+    folder: Path, wanted: set[str], checks: _Checks | None = None
 ) -> Mapping[str, tuple[EvaluatorPlan, LoadedDocument]]:
+    checks = checks if checks is not None else _Checks(collect=False)
     try:
         names = sorted(os.listdir(folder))
     except OSError as exc:
@@ -341,40 +342,11 @@ _BINDING_POINTER: Final[Mapping[str, str]] = {
 }
 
 
-def _load_task(
-    task: CohortTask,
-    *,
-    root: Path,
-    hidden: Mapping[str, tuple[EvaluatorPlan, LoadedDocument]],
-    evidence: _EvidenceSeen,
-    documents: _DocumentsSeen,
-    checks: _Checks | None = None,
-    at: _Where | None = None,
-) -> LoadedTask | None:
+def _check_task_work_unit(
+    task: CohortTask, work_unit: WorkUnit, wu_doc: LoadedDocument, checks: _Checks, at: _Where
+) -> None:
     where = f"task {task.id}"
-    checks = checks if checks is not None else _Checks(collect=False)
-    at = at if at is not None else _Where(COHORT_FILE, "/tasks")
     cohort_file, here = at.file, at.task
-    wu_known = documents.work_units.get(task.work_unit.path)
-    if wu_known is None:
-        wu_bytes = checks.read(
-            root,
-            task.work_unit.path,
-            LIMITS["work-unit"].max_bytes,
-            what=f"{where}: WorkUnit",
-            file=cohort_file,
-            pointer=f"{here}/work_unit/path",
-        )
-        if wu_bytes is None:
-            return None
-        wu_read = decode_work_unit(wu_bytes)
-        if wu_read.value is None:
-            what = f"{where}: WorkUnit {task.work_unit.path}"
-            checks.undecodable(what, task.work_unit.path, wu_read, WorkUnit)
-            return None
-        wu_known = (wu_read.value, wu_read, _document(wu_read))
-        documents.work_units[task.work_unit.path] = wu_known
-    work_unit, wu_decoded, wu_doc = wu_known
     if wu_doc.digest != task.work_unit.digest:
         checks.fail(
             CommitError(
@@ -399,6 +371,44 @@ def _load_task(
             expected=f"id {work_unit.id!r}, version {work_unit.version}",
             fix="make the task's work_unit.id and .version those of the WorkUnit file",
         )
+
+
+def _load_task(
+    task: CohortTask,
+    *,
+    root: Path,
+    hidden: Mapping[str, tuple[EvaluatorPlan, LoadedDocument]],
+    evidence: _EvidenceSeen,
+    documents: _DocumentsSeen,
+    checks: _Checks | None = None,
+    at: _Where | None = None,
+) -> LoadedTask | None:
+    where = f"task {task.id}"
+    checks = checks if checks is not None else _Checks(collect=False)
+    at = at if at is not None else _Where(COHORT_FILE, "/tasks")
+    cohort_file, here = at.file, at.task
+    # A WorkUnit that cannot be read or decoded (lint goes on: the plan's own checks do not
+    # need it) leaves its digest, id and binding checks out.
+    wu_known = documents.work_units.get(task.work_unit.path)
+    if wu_known is None:
+        wu_bytes = checks.read(
+            root,
+            task.work_unit.path,
+            LIMITS["work-unit"].max_bytes,
+            what=f"{where}: WorkUnit",
+            file=cohort_file,
+            pointer=f"{here}/work_unit/path",
+        )
+        if wu_bytes is not None:
+            wu_read = decode_work_unit(wu_bytes)
+            if wu_read.value is None:
+                what = f"{where}: WorkUnit {task.work_unit.path}"
+                checks.undecodable(what, task.work_unit.path, wu_read, WorkUnit)
+            else:
+                wu_known = (wu_read.value, wu_read, _document(wu_read))
+                documents.work_units[task.work_unit.path] = wu_known
+    if wu_known is not None:
+        _check_task_work_unit(task, wu_known[0], wu_known[2], checks, at)
     evaluator = task.evaluator
     if evaluator.visibility == "public":
         if not isinstance(evaluator.plan_path, str):
@@ -510,6 +520,10 @@ def _load_task(
             expected=backends[0],
             fix=f"set evaluator.backend to {backends[0]!r}",
         )
+    if wu_known is None:
+        _check_evidence_collecting(task, root, evidence, checks, at)
+        return None
+    work_unit, wu_decoded, wu_doc = wu_known
     try:
         # The plain JSON of each document (same JSON as its Struct: the decoder checked the
         # round trip) spares check_binding a conversion of each Struct.
@@ -522,16 +536,7 @@ def _load_task(
             expected="a plan bound to exactly this WorkUnit (LEDGER.md section 10)",
             fix="run `ledger seal` for the digest; otherwise edit the plan as the message says",
         )
-    try:
-        _check_evidence(task, root, evidence)
-    except CommitError as exc:
-        checks.fail(
-            exc,
-            file=cohort_file,
-            pointer=f"{here}/evidence",
-            expected="every evidence file present, with the digest and id the cohort states",
-            fix="correct the evidence entry, or set it back to pending with no attempts",
-        )
+    _check_evidence_collecting(task, root, evidence, checks, at)
     adapter, adapter_version = ADAPTERS[version]
     return LoadedTask(
         task=task,
@@ -542,6 +547,21 @@ def _load_task(
         adapter=adapter,
         adapter_version=adapter_version,
     )
+
+
+def _check_evidence_collecting(
+    task: CohortTask, root: Path, evidence: _EvidenceSeen, checks: _Checks, at: _Where
+) -> None:
+    try:
+        _check_evidence(task, root, evidence)
+    except CommitError as exc:
+        checks.fail(
+            exc,
+            file=at.file,
+            pointer=f"{at.task}/evidence",
+            expected="every evidence file present, with the digest and id the cohort states",
+            fix="correct the evidence entry, or set it back to pending with no attempts",
+        )
 
 
 # Evidence a verified negative case names may be a VerificationResult or another JSON document.
