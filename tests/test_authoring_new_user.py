@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import FIXED_TIME
+from helpers import FIXED_TIME
 
 LEDGER = Path(sys.executable).parent / "ledger"
 GIT_ENV = {

@@ -97,7 +97,7 @@ def work_unit_doc(
         "schema_version": "0.2",
         "id": work_unit_id,
         "version": 1,
-        "kind": "coding" if patch else "analysis",
+        "kind": "coding" if patch else "testing",
         "objective": "REPLACE: what the worker must achieve, in one or two sentences.",
         "inputs": [
             {"id": "source-repository", "type": "git_ref", "locator": f"{repository}@{revision}"}
