@@ -436,3 +436,39 @@ def test_repository_config_naming_programs_makes_bundle_pack_run_none(
     ok(root, *pack(root, base))
     assert not ran.exists()
     assert b"+x = safe_call()\n" in (root / "b" / "changes.patch").read_bytes()
+
+
+# -- the reference's fixtures --------------------------------------------------------------------
+
+
+def test_reference_fixtures_become_cohorts_that_freeze(tmp_path: Path, calibrated: bytes) -> None:
+    """Plans shaped like the reference's ``verification/fixtures/`` (the calibration plans are
+    the reference's fixtures: v0.1-v0.4, and one whose binding drifted) and their WorkUnits."""
+    from verifiers.calibration import JSON_WORK_UNIT, PATCH_WORK_UNIT, PLANS
+
+    (tmp_path / "ledger.db").write_bytes(calibrated)
+    plans, wus = tmp_path / "fixtures", tmp_path / "work-units"
+    plans.mkdir()
+    wus.mkdir()
+    for key, plan in PLANS.items():
+        (plans / f"{key}.json").write_text(json.dumps(plan, indent=2))
+    for name, wu in (("patch", PATCH_WORK_UNIT), ("json", JSON_WORK_UNIT)):
+        (wus / f"{name}.json").write_text(json.dumps(wu))
+    (plans / "notes.json").write_text("{}")
+    before = snapshot(plans) | snapshot(wus)
+    made = ok(
+        tmp_path, "new", "cohort", "cohorts", "--from-fixtures", "fixtures",
+        "--work-units", "work-units", "--json",
+    ).json()  # fmt: skip
+    skipped = {item["file"] for item in made["skipped"]}
+    assert skipped == {"notes.json", "v0.2-binding-drift.json"}
+    assert len(made["cohorts"]) == len(PLANS) - 1
+    for key in PLANS:
+        if key == "v0.2-binding-drift":
+            continue
+        folder = f"cohorts/{key.lower()}"
+        assert cli(tmp_path, "lint", folder).code == 0, key
+        assert cli(tmp_path, "freeze", folder, "--json").json()["created"] is True, key
+    cohort = json.loads((tmp_path / "cohorts/v0.1-json/cohort.json").read_text())
+    assert cohort["tasks"][0]["evaluator"]["backend"] == "json_exact"
+    assert snapshot(plans) | snapshot(wus) == before  # the fixtures are named, never changed

@@ -134,11 +134,28 @@ def new_cohort(
         str, typer.Option(help="Source revision (commit) the WorkUnits and plans are bound to.")
     ] = "0" * 40,
     root: RootOpt = Path("."),
+    from_fixtures: Annotated[
+        Path | None,
+        typer.Option(
+            help="A folder of reference EvaluatorPlans (verification/fixtures/): write one"
+            " cohort per plan into DIR, naming the plan and its WorkUnit where they are."
+        ),
+    ] = None,
+    work_units: Annotated[
+        Path | None,
+        typer.Option(help="With --from-fixtures: the folder of the WorkUnits the plans bind."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Write a cohort skeleton: cohort.json, one WorkUnit, one plan and a README explaining
     each field. Every field is valid and every digest sealed: `ledger lint DIR` passes at once.
-    Values starting with REPLACE are yours to write; then `ledger seal DIR`."""
+    Values starting with REPLACE are yours to write; then `ledger seal DIR`.
+
+    With --from-fixtures PLANS --work-units WUS: one cohort (one task) per reference plan in
+    PLANS bound to a WorkUnit in WUS, under DIR/<plan name>/; the other plans are listed as
+    skipped, with the reason."""
+    if from_fixtures is not None:
+        return _from_fixtures(cohort_dir, from_fixtures, work_units, root, repository, as_json)
     from ledger.authoring.files import write_new_folder
     from ledger.authoring.seal import seal as run_seal
     from ledger.authoring.skeleton import check_id
@@ -171,6 +188,34 @@ def new_cohort(
     else:
         IO.say(f"wrote cohort {cid} in {cohort_dir} ({len(files)} files; read its README.md)")
         IO.say(f"definition digest {sealed.definition_digest}")
+    return EXIT_OK
+
+
+def _from_fixtures(
+    out: Path, plans: Path, work_units: Path | None, root: Path, repository: str, as_json: bool
+) -> int:
+    from ledger.authoring.files import write_new_folder
+    from ledger.authoring.fixtures import from_fixtures
+
+    if work_units is None:
+        raise UsageError("usage-error", "--from-fixtures needs --work-units FOLDER")
+    _prefix(out.parent, root)  # OUT inside ROOT: the cohorts' paths are ROOT-relative
+    made = from_fixtures(plans, work_units, root=root, prefix="", repository=repository)
+    write_new_folder(out, made.files)
+    if as_json:
+        IO.emit_json(
+            {
+                "folder": str(out),
+                "cohorts": list(made.cohorts),
+                "skipped": [{"file": f, "reason": r} for f, r in made.skipped],
+            }
+        )
+        return EXIT_OK
+    for cohort_id in made.cohorts:
+        IO.say(f"wrote cohort {cohort_id}")
+    for name, reason in made.skipped:
+        IO.say(f"skipped {name}: {reason}")
+    IO.say(f"{len(made.cohorts)} cohort(s) in {out}; freeze each: ledger freeze {out}/NAME")
     return EXIT_OK
 
 
