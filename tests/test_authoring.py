@@ -391,7 +391,7 @@ def test_bundle_pack_refuses_a_revision_that_is_an_option_or_names_nothing(
     root: Path, repo: tuple[Path, str]
 ) -> None:
     refused(root, "bad-revision", *pack(root, "--output=/tmp/x"))
-    refused(root, "git-failed", *pack(root, "no-such-branch"))
+    refused(root, "bad-revision", *pack(root, "no-such-branch"))
     assert not (root / "b").exists()
 
 

@@ -103,6 +103,9 @@ def _git(git: str, repo: Path, args: Sequence[str], *, what: str) -> bytes:
                 proc.stdout.close()
         errors.seek(0)
         message = errors.read(4096).decode("utf-8", "replace").strip().splitlines()
+    if code == 1 and list(args[:1]) == ["rev-parse"]:
+        # ``rev-parse --verify --quiet`` exits 1, silently, for a name that is no commit.
+        raise UsageError("bad-revision", f"{what} names no commit in {repo}")
     if code != 0:
         raise UsageError(
             "git-failed", f"{what}: git exited {code}: {message[0] if message else 'no message'}"
