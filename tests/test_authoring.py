@@ -164,6 +164,20 @@ def test_seal_refuses_to_redefine_a_cohort_the_ledger_froze(root: Path) -> None:
     assert snapshot(root / "c") == before
 
 
+def test_seal_never_writes_through_a_symlinked_plan(root: Path, tmp_path_factory: Any) -> None:
+    """The attack: a plan path that is a symlink to a file outside ROOT; seal would rewrite
+    that file's binding. It is refused like freeze refuses it, and the target is unchanged."""
+    outside = tmp_path_factory.mktemp("outside") / "plan.json"
+    outside.write_bytes((root / PLAN).read_bytes())
+    edit(outside, _semantics)
+    target = outside.read_bytes()
+    (root / PLAN).unlink()
+    (root / PLAN).symlink_to(outside)
+    edit(root / WU, lambda d: d.update(objective="Changed, so the binding is stale."))
+    refused(root, "cohort-file-refused", "seal", "c")
+    assert outside.read_bytes() == target
+
+
 # -- lint / freeze --dry-run ---------------------------------------------------------------------
 
 
