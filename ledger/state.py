@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -491,6 +491,40 @@ class StateIndex:
             "SELECT green, seq FROM state_calibration WHERE adapter_version = ?", (version,)
         ).fetchone()
         return None if row is None else (bool(row[0]), row[1])
+
+
+class CommitmentLookups(Protocol):
+    """The lookups a freeze decides by, answered by ``StateIndex`` (the derived tables) or
+    ``FoldedLookups`` (the fold), so ``freeze --dry-run`` runs freeze's own checks."""
+
+    def cohort(self, cohort: str) -> CommittedCohort | None: ...
+
+    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None: ...
+
+    def calibration(self, version: str) -> tuple[bool, int] | None: ...
+
+
+class FoldedLookups:
+    """``LedgerState`` answering as ``StateIndex`` does: for a reader that cannot use the
+    derived tables (absent or behind the head, and a read-only open builds nothing)."""
+
+    def __init__(self, state: LedgerState) -> None:
+        self._state = state
+
+    def cohort(self, cohort: str) -> CommittedCohort | None:
+        return self._state.cohorts.get(cohort)
+
+    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
+        return self._state.exposure(work_unit_id, digest)
+
+    def calibration(self, version: str) -> tuple[bool, int] | None:
+        return self._state.calibration.get(version)
+
+
+def lookups_for_reading(ledger: Ledger) -> CommitmentLookups:
+    """Inside ``ledger.snapshot()``: the derived state when it is current, else the fold."""
+    index = StateIndex.current(ledger)
+    return index if index is not None else FoldedLookups(read_state(ledger))
 
 
 def _load_document(ledger: Ledger, address: str, what: str) -> bytes:

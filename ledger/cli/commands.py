@@ -42,6 +42,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
+from ledger.cli import authoring
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
@@ -377,6 +378,9 @@ def freeze(
         Path | None,
         typer.Option(help="Folder of hidden EvaluatorPlans, matched to tasks by plan_digest."),
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Every error freeze would stop at; write nothing.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Freeze a cohort (its tasks, WorkUnits and plans) before any outcome exists.
@@ -388,6 +392,10 @@ def freeze(
     """
     from ledger.operations.freeze import freeze as run_freeze
 
+    if dry_run:  # lint + the ledger-state checks, read-only (ledger/cli/authoring.py)
+        return authoring.freeze_dry_run(
+            STATE.db, cohort_dir, root=root, hidden_plans=hidden_plans, as_json=as_json
+        )
     with _open_ledger(read_only=False) as ledger:
         result = run_freeze(ledger, cohort_dir, root=root, hidden_plans=hidden_plans)
     if as_json:
@@ -924,6 +932,11 @@ def export(
             )
         )
     return EXIT_OK
+
+
+authoring.register(
+    app, say=_say, emit_json=_emit_json, db=lambda: STATE.db, now=lambda: _settings().clock()
+)
 
 
 # -- entry point ---------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.documents.cohort import BenchmarkCohort, CohortTask, decode_cohort, definition_digest
-from ledger.errors import CommitError, UsageError, from_verifier
+from ledger.errors import CommitError, LedgerError, UsageError, from_verifier
 from verifiers.bundle import BundleRootError, read_file_under
 from verifiers.canonical import (
     CanonicalFormError,
@@ -43,17 +43,22 @@ from verifiers.contracts import (
     decode_evaluator_plan,
     decode_work_unit,
 )
+from verifiers.contracts.common import every_error
 from verifiers.jsonread import read_json
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
 
 COHORT_FILE: Final = "cohort.json"
 MAX_HIDDEN_PLAN_FILES: Final = 10_000
 
-_BACKEND_OF_VERSION: Final = {
-    "0.1": "exact_json",
-    "0.2": "unified_diff",
-    "0.3": "unified_diff",
-    "0.4": "unified_diff",
+# The backend word a cohort task states for each plan version. Plan 0.1 is the reference's
+# ``json_exact`` (LEDGER.md section 10, ``verifiers.runner``); ``exact_json``, the word this code
+# required before, stays accepted: the word is part of the definition digest, so a cohort already
+# frozen with it must still re-freeze (a no-op) and load under its frozen definition.
+_BACKEND_OF_VERSION: Final[Mapping[str, tuple[str, ...]]] = {
+    "0.1": ("json_exact", "exact_json"),
+    "0.2": ("unified_diff",),
+    "0.3": ("unified_diff",),
+    "0.4": ("unified_diff",),
 }
 
 
@@ -90,6 +95,67 @@ def _refuse_decode(what: str, decoded: Decoded[Any]) -> CommitError:
     return CommitError("document-invalid", f"{what}: {first.path or '/'}: {first.message}{more}")
 
 
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One error ``lint`` reports: the code ``freeze`` would refuse with, where, what was
+    expected and how to fix it."""
+
+    code: str
+    message: str
+    file: str  # the file holding the field (the cohort file, or a ROOT-relative path)
+    pointer: str  # JSON pointer of the field in that file
+    expected: str
+    fix: str
+
+
+class _Checks:
+    """Where a failed check goes: raised at once (``freeze``), or collected (``lint``), the
+    check then going on with what it can still check. One list of checks, so lint and freeze
+    cannot drift apart."""
+
+    def __init__(self, *, collect: bool) -> None:
+        self.collect = collect
+        self.problems: list[Problem] = []
+
+    def fail(self, error: LedgerError, *, file: str, pointer: str, expected: str, fix: str) -> None:
+        if not self.collect:
+            raise error
+        self.problems.append(Problem(error.code, error.message, file, pointer, expected, fix))
+
+    def undecodable(self, what: str, file: str, decoded: Decoded[Any], type_: Any) -> None:
+        if not self.collect:
+            raise _refuse_decode(what, decoded)
+        errors = every_error(decoded.raw, type_) if decoded.raw is not None else ()
+        for error in errors or decoded.errors:
+            pointer = error.path or "/"
+            self.problems.append(
+                Problem(
+                    "document-invalid",
+                    f"{what}: {pointer}: {error.message}",
+                    file,
+                    pointer,
+                    error.message,
+                    "edit this field to follow the contract (LEDGER.md section 8; the schemas"
+                    " are in schemas/)",
+                )
+            )
+
+    def read(
+        self, root: Path, relpath: str, limit: int, *, what: str, file: str, pointer: str
+    ) -> bytes | None:
+        try:
+            return read_relative(root, relpath, limit, what=what)
+        except CommitError as exc:
+            self.fail(
+                exc,
+                file=file,
+                pointer=pointer,
+                expected=f"a regular file under {root}, at most {limit} bytes, no symlink",
+                fix="correct the path (relative to ROOT, --root) or create the file",
+            )
+            return None
+
+
 def _document(decoded: Decoded[Any]) -> LoadedDocument:
     # The decoder already produced the canonical bytes (equal to ``canonical_bytes(raw)``).
     data = decoded.canonical if decoded.canonical is not None else canonical_bytes(decoded.raw)
@@ -123,56 +189,122 @@ def read_relative(
 
 def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = None) -> LoadedCohort:
     """Read and cross-check a cohort folder. Raises CommitError/UsageError; writes nothing."""
-    cohort_bytes = read_relative(
-        cohort_dir, COHORT_FILE, LIMITS["benchmark-cohort"].max_bytes, what="cohort file"
+    loaded = _load(cohort_dir, root=root, hidden_plans=hidden_plans, checks=_Checks(collect=False))
+    if loaded is None:  # pragma: no cover - a strict load raises before it could be None
+        raise CommitError("document-invalid", f"{cohort_dir}/{COHORT_FILE} does not load")
+    return loaded
+
+
+def lint_cohort(
+    cohort_dir: Path, *, root: Path, hidden_plans: Path | None = None
+) -> tuple[LoadedCohort | None, tuple[Problem, ...]]:
+    """The checks of ``load_cohort``, in its order, every failure collected instead of raised.
+
+    Returns what loaded (None when cohort.json itself does not decode; a task that could not be
+    checked through is left out) and every problem. Operator errors (an unusable folder) still
+    raise. Writes nothing."""
+    checks = _Checks(collect=True)
+    loaded = _load(cohort_dir, root=root, hidden_plans=hidden_plans, checks=checks)
+    return loaded, tuple(checks.problems)
+
+
+def _load(
+    cohort_dir: Path, *, root: Path, hidden_plans: Path | None, checks: _Checks
+) -> LoadedCohort | None:
+    cohort_file = f"{cohort_dir}/{COHORT_FILE}"
+    cohort_bytes = checks.read(
+        cohort_dir,
+        COHORT_FILE,
+        LIMITS["benchmark-cohort"].max_bytes,
+        what="cohort file",
+        file=cohort_file,
+        pointer="",
     )
+    if cohort_bytes is None:
+        return None
     decoded = decode_cohort(cohort_bytes)
     if decoded.value is None:
-        raise _refuse_decode(f"{cohort_dir}/{COHORT_FILE}", decoded)
+        checks.undecodable(cohort_file, cohort_file, decoded, BenchmarkCohort)
+        return None
     cohort = decoded.value
     # The plain JSON (equal to the Struct's, the decoder checked the round trip): no conversion.
     digest = definition_digest(decoded.raw)
     declared = cohort.definition_digest
     if isinstance(declared, str) and declared != digest:
-        raise CommitError(
-            "definition-digest-mismatch",
-            f"cohort {cohort.id}: definition_digest {declared} does not match the definition"
-            f" ({digest}); a changed definition needs a new cohort id",
+        checks.fail(
+            CommitError(
+                "definition-digest-mismatch",
+                f"cohort {cohort.id}: definition_digest {declared} does not match the definition"
+                f" ({digest}); a changed definition needs a new cohort id",
+            ),
+            file=cohort_file,
+            pointer="/definition_digest",
+            expected=digest,
+            fix="run `ledger seal` (a cohort already frozen under this id needs a new id)",
         )
     if cohort.stage in ("frozen", "burned"):
         if len(cohort.tasks) < cohort.minimum_final_tasks:
-            raise CommitError(
-                "cohort-too-small",
-                f"cohort {cohort.id} is {cohort.stage} with {len(cohort.tasks)} tasks;"
-                f" minimum_final_tasks is {cohort.minimum_final_tasks}",
+            checks.fail(
+                CommitError(
+                    "cohort-too-small",
+                    f"cohort {cohort.id} is {cohort.stage} with {len(cohort.tasks)} tasks;"
+                    f" minimum_final_tasks is {cohort.minimum_final_tasks}",
+                ),
+                file=cohort_file,
+                pointer="/tasks",
+                expected=f"at least {cohort.minimum_final_tasks} tasks",
+                fix="add tasks with `ledger new task`, or keep the stage scaffold or collecting",
             )
         families = {task.family for task in cohort.tasks}
         missing = sorted(set(cohort.required_families) - families)
         if missing:
-            raise CommitError(
-                "cohort-families-missing",
-                f"cohort {cohort.id} is {cohort.stage} but has no task of family"
-                f" {', '.join(missing)}",
+            checks.fail(
+                CommitError(
+                    "cohort-families-missing",
+                    f"cohort {cohort.id} is {cohort.stage} but has no task of family"
+                    f" {', '.join(missing)}",
+                ),
+                file=cohort_file,
+                pointer="/tasks",
+                expected=f"a task of each family {', '.join(missing)}",
+                fix="add a task of each missing family, or drop it from required_families",
             )
     wanted = {t.evaluator.plan_digest for t in cohort.tasks if t.evaluator.visibility != "public"}
-    hidden = _load_hidden_plans(hidden_plans, wanted) if hidden_plans is not None else {}
+    hidden = _load_hidden_plans(hidden_plans, wanted, checks) if hidden_plans is not None else {}
     # One read per evidence file: a cohort may name the same file from every attempt, and
     # reading it again for each would cost the file's size per ~300 cohort bytes.
     # The same holds for a WorkUnit or public plan that several tasks share (allowed).
     evidence: _EvidenceSeen = {}
     documents = _DocumentsSeen()
-    tasks = tuple(
-        _load_task(task, root=root, hidden=hidden, evidence=evidence, documents=documents)
-        for task in cohort.tasks
-    )
+    tasks = []
+    for index, task in enumerate(cohort.tasks):
+        where = _Where(cohort_file, f"/tasks/{index}")
+        item = _load_task(
+            task,
+            root=root,
+            hidden=hidden,
+            evidence=evidence,
+            documents=documents,
+            checks=checks,
+            at=where,
+        )
+        if item is not None:
+            tasks.append(item)
     return LoadedCohort(
-        cohort=cohort, document=_document(decoded), definition_digest=digest, tasks=tasks
+        cohort=cohort, document=_document(decoded), definition_digest=digest, tasks=tuple(tasks)
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    file: str  # the cohort file
+    task: str  # JSON pointer of the task in it
 
 
 def _load_hidden_plans(
-    folder: Path, wanted: set[str]
+    folder: Path, wanted: set[str], checks: _Checks | None = None
 ) -> Mapping[str, tuple[EvaluatorPlan, LoadedDocument]]:
+    checks = checks if checks is not None else _Checks(collect=False)
     try:
         names = sorted(os.listdir(folder))
     except OSError as exc:
@@ -186,16 +318,62 @@ def _load_hidden_plans(
         )
     plans: dict[str, tuple[EvaluatorPlan, LoadedDocument]] = {}
     for name in names:
-        data = read_relative(folder, name, LIMITS["evaluator-plan"].max_bytes, what="hidden plan")
+        file = f"{folder}/{name}"
+        limit = LIMITS["evaluator-plan"].max_bytes
+        data = checks.read(folder, name, limit, what="hidden plan", file=file, pointer="")
+        if data is None:
+            continue
         decoded = decode_evaluator_plan(data)
         if decoded.value is None:
-            raise _refuse_decode(f"{folder}/{name}", decoded)
+            checks.undecodable(file, file, decoded, EvaluatorPlan)
+            continue
         doc = _document(decoded)
         # Only the plans a hidden task names are kept: a folder of 10,000 plans of 256 KiB
         # each would otherwise stay in memory whole (several GiB) for one freeze.
         if doc.digest in wanted:
             plans[doc.digest] = (decoded.value, doc)
     return plans
+
+
+# Where a binding refusal points in the plan, by its code.
+_BINDING_POINTER: Final[Mapping[str, str]] = {
+    "adapter-version-mismatch": "/verifier",
+    "unsupported-backend": "/backend/type",
+    "plan-policy-invalid": "/policy",
+    "plan-binding-mismatch": "/binding",
+    "validator-set-mismatch": "/required_validator_ids",
+}
+
+
+def _check_task_work_unit(
+    task: CohortTask, work_unit: WorkUnit, wu_doc: LoadedDocument, checks: _Checks, at: _Where
+) -> None:
+    where = f"task {task.id}"
+    cohort_file, here = at.file, at.task
+    if wu_doc.digest != task.work_unit.digest:
+        checks.fail(
+            CommitError(
+                "work-unit-digest-mismatch",
+                f"{where}: WorkUnit {task.work_unit.path} has digest {wu_doc.digest},"
+                f" the cohort says {task.work_unit.digest}",
+            ),
+            file=cohort_file,
+            pointer=f"{here}/work_unit/digest",
+            expected=wu_doc.digest,
+            fix="run `ledger seal`",
+        )
+    if (work_unit.id, work_unit.version) != (task.work_unit.id, task.work_unit.version):
+        checks.fail(
+            CommitError(
+                "work-unit-mismatch",
+                f"{where}: WorkUnit is {work_unit.id} v{work_unit.version}, the cohort says"
+                f" {task.work_unit.id} v{task.work_unit.version}",
+            ),
+            file=cohort_file,
+            pointer=f"{here}/work_unit",
+            expected=f"id {work_unit.id!r}, version {work_unit.version}",
+            fix="make the task's work_unit.id and .version those of the WorkUnit file",
+        )
 
 
 def _load_task(
@@ -205,92 +383,163 @@ def _load_task(
     hidden: Mapping[str, tuple[EvaluatorPlan, LoadedDocument]],
     evidence: _EvidenceSeen,
     documents: _DocumentsSeen,
-) -> LoadedTask:
+    checks: _Checks | None = None,
+    at: _Where | None = None,
+) -> LoadedTask | None:
     where = f"task {task.id}"
+    checks = checks if checks is not None else _Checks(collect=False)
+    at = at if at is not None else _Where(COHORT_FILE, "/tasks")
+    cohort_file, here = at.file, at.task
+    # A WorkUnit that cannot be read or decoded (lint goes on: the plan's own checks do not
+    # need it) leaves its digest, id and binding checks out.
     wu_known = documents.work_units.get(task.work_unit.path)
     if wu_known is None:
-        wu_bytes = read_relative(
-            root, task.work_unit.path, LIMITS["work-unit"].max_bytes, what=f"{where}: WorkUnit"
+        wu_bytes = checks.read(
+            root,
+            task.work_unit.path,
+            LIMITS["work-unit"].max_bytes,
+            what=f"{where}: WorkUnit",
+            file=cohort_file,
+            pointer=f"{here}/work_unit/path",
         )
-        wu_read = decode_work_unit(wu_bytes)
-        if wu_read.value is None:
-            raise _refuse_decode(f"{where}: WorkUnit {task.work_unit.path}", wu_read)
-        wu_known = (wu_read.value, wu_read, _document(wu_read))
-        documents.work_units[task.work_unit.path] = wu_known
-    work_unit, wu_decoded, wu_doc = wu_known
-    if wu_doc.digest != task.work_unit.digest:
-        raise CommitError(
-            "work-unit-digest-mismatch",
-            f"{where}: WorkUnit {task.work_unit.path} has digest {wu_doc.digest},"
-            f" the cohort says {task.work_unit.digest}",
-        )
-    if (work_unit.id, work_unit.version) != (task.work_unit.id, task.work_unit.version):
-        raise CommitError(
-            "work-unit-mismatch",
-            f"{where}: WorkUnit is {work_unit.id} v{work_unit.version}, the cohort says"
-            f" {task.work_unit.id} v{task.work_unit.version}",
-        )
+        if wu_bytes is not None:
+            wu_read = decode_work_unit(wu_bytes)
+            if wu_read.value is None:
+                what = f"{where}: WorkUnit {task.work_unit.path}"
+                checks.undecodable(what, task.work_unit.path, wu_read, WorkUnit)
+            else:
+                wu_known = (wu_read.value, wu_read, _document(wu_read))
+                documents.work_units[task.work_unit.path] = wu_known
+    if wu_known is not None:
+        _check_task_work_unit(task, wu_known[0], wu_known[2], checks, at)
     evaluator = task.evaluator
     if evaluator.visibility == "public":
         if not isinstance(evaluator.plan_path, str):
-            raise CommitError("plan-missing", f"{where}: a public plan needs plan_path")
+            checks.fail(
+                CommitError("plan-missing", f"{where}: a public plan needs plan_path"),
+                file=cohort_file,
+                pointer=f"{here}/evaluator/plan_path",
+                expected="the ROOT-relative path of the plan file",
+                fix="add evaluator.plan_path",
+            )
+            return None
         plan_known = documents.plans.get(evaluator.plan_path)
         if plan_known is None:
-            plan_bytes = read_relative(
-                root, evaluator.plan_path, LIMITS["evaluator-plan"].max_bytes, what=f"{where}: plan"
+            plan_bytes = checks.read(
+                root,
+                evaluator.plan_path,
+                LIMITS["evaluator-plan"].max_bytes,
+                what=f"{where}: plan",
+                file=cohort_file,
+                pointer=f"{here}/evaluator/plan_path",
             )
+            if plan_bytes is None:
+                return None
             plan_read = decode_evaluator_plan(plan_bytes)
             if plan_read.value is None:
-                raise _refuse_decode(f"{where}: plan {evaluator.plan_path}", plan_read)
+                what = f"{where}: plan {evaluator.plan_path}"
+                checks.undecodable(what, evaluator.plan_path, plan_read, EvaluatorPlan)
+                return None
             plan_known = (plan_read.value, plan_read, _document(plan_read))
             documents.plans[evaluator.plan_path] = plan_known
         plan, plan_decoded, plan_doc = plan_known
         plan_raw: dict[str, Any] | None = plan_decoded.raw
+        plan_file = evaluator.plan_path
     else:
         plan_raw = None
         found = hidden.get(evaluator.plan_digest)
         if found is None:
-            raise CommitError(
-                "hidden-plan-missing",
-                f"{where}: hidden plan {evaluator.plan_digest} not found; pass the folder"
-                " holding it with --hidden-plans",
+            checks.fail(
+                CommitError(
+                    "hidden-plan-missing",
+                    f"{where}: hidden plan {evaluator.plan_digest} not found; pass the folder"
+                    " holding it with --hidden-plans",
+                ),
+                file=cohort_file,
+                pointer=f"{here}/evaluator/plan_digest",
+                expected="a plan with this digest in the --hidden-plans folder",
+                fix="pass --hidden-plans FOLDER, or correct plan_digest (`ledger digest PLAN`)",
             )
+            return None
         plan, plan_doc = found
+        plan_file = f"hidden plan {evaluator.plan_digest}"
     if plan_doc.digest != evaluator.plan_digest:
-        raise CommitError(
-            "plan-digest-mismatch",
-            f"{where}: plan has digest {plan_doc.digest}, the cohort says {evaluator.plan_digest}",
+        checks.fail(
+            CommitError(
+                "plan-digest-mismatch",
+                f"{where}: plan has digest {plan_doc.digest}, the cohort says"
+                f" {evaluator.plan_digest}",
+            ),
+            file=cohort_file,
+            pointer=f"{here}/evaluator/plan_digest",
+            expected=plan_doc.digest,
+            fix="run `ledger seal`",
         )
     if plan.id != evaluator.plan_id:
-        raise CommitError(
-            "plan-id-mismatch",
-            f"{where}: plan id is {plan.id}, the cohort says {evaluator.plan_id}",
+        checks.fail(
+            CommitError(
+                "plan-id-mismatch",
+                f"{where}: plan id is {plan.id}, the cohort says {evaluator.plan_id}",
+            ),
+            file=cohort_file,
+            pointer=f"{here}/evaluator/plan_id",
+            expected=plan.id,
+            fix="make evaluator.plan_id the id of the plan file",
         )
     if plan.visibility != evaluator.visibility:
-        raise CommitError(
-            "plan-visibility-mismatch",
-            f"{where}: plan visibility is {plan.visibility}, the cohort says"
-            f" {evaluator.visibility}",
+        checks.fail(
+            CommitError(
+                "plan-visibility-mismatch",
+                f"{where}: plan visibility is {plan.visibility}, the cohort says"
+                f" {evaluator.visibility}",
+            ),
+            file=cohort_file,
+            pointer=f"{here}/evaluator/visibility",
+            expected=plan.visibility,
+            fix="make evaluator.visibility the plan's visibility",
         )
     version = plan.schema_version
-    expected_backend = _BACKEND_OF_VERSION.get(version)
-    if expected_backend is None or version not in ADAPTERS:
-        raise CommitError(
-            "unsupported-plan-version", f"{where}: plan version {version} has no adapter"
+    backends = _BACKEND_OF_VERSION.get(version)
+    if backends is None or version not in ADAPTERS:
+        checks.fail(
+            CommitError(
+                "unsupported-plan-version", f"{where}: plan version {version} has no adapter"
+            ),
+            file=plan_file,
+            pointer="/schema_version",
+            expected=", ".join(sorted(ADAPTERS)),
+            fix="use a plan version the ledger has an adapter for",
         )
-    if evaluator.backend != expected_backend:
-        raise CommitError(
-            "plan-backend-mismatch",
-            f"{where}: cohort backend {evaluator.backend!r}, plan {version} needs"
-            f" {expected_backend!r}",
+        return None
+    if evaluator.backend not in backends:
+        checks.fail(
+            CommitError(
+                "plan-backend-mismatch",
+                f"{where}: cohort backend {evaluator.backend!r}, plan {version} needs"
+                f" {backends[0]!r}",
+            ),
+            file=cohort_file,
+            pointer=f"{here}/evaluator/backend",
+            expected=backends[0],
+            fix=f"set evaluator.backend to {backends[0]!r}",
         )
+    if wu_known is None:
+        _check_evidence_collecting(task, root, evidence, checks, at)
+        return None
+    work_unit, wu_decoded, wu_doc = wu_known
     try:
         # The plain JSON of each document (same JSON as its Struct: the decoder checked the
         # round trip) spares check_binding a conversion of each Struct.
         check_binding(plan_raw if plan_raw is not None else plan, wu_decoded.raw, wu_doc.digest)
     except PlanBindingError as exc:
-        raise from_verifier(exc, CommitError, context=f"{where}: ") from None
-    _check_evidence(task, root, evidence)
+        checks.fail(
+            from_verifier(exc, CommitError, context=f"{where}: "),
+            file=plan_file,
+            pointer=_BINDING_POINTER.get(exc.code, ""),
+            expected="a plan bound to exactly this WorkUnit (LEDGER.md section 10)",
+            fix="run `ledger seal` for the digest; otherwise edit the plan as the message says",
+        )
+    _check_evidence_collecting(task, root, evidence, checks, at)
     adapter, adapter_version = ADAPTERS[version]
     return LoadedTask(
         task=task,
@@ -301,6 +550,21 @@ def _load_task(
         adapter=adapter,
         adapter_version=adapter_version,
     )
+
+
+def _check_evidence_collecting(
+    task: CohortTask, root: Path, evidence: _EvidenceSeen, checks: _Checks, at: _Where
+) -> None:
+    try:
+        _check_evidence(task, root, evidence)
+    except CommitError as exc:
+        checks.fail(
+            exc,
+            file=at.file,
+            pointer=f"{at.task}/evidence",
+            expected="every evidence file present, with the digest and id the cohort states",
+            fix="correct the evidence entry, or set it back to pending with no attempts",
+        )
 
 
 # Evidence a verified negative case names may be a VerificationResult or another JSON document.

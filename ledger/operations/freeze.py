@@ -13,7 +13,7 @@ from ledger.documents.cohort_folder import LoadedCohort, load_cohort
 from ledger.errors import CommitError
 from ledger.format.entries import Entry
 from ledger.operations.burn import append_burn
-from ledger.state import CommittedCohort, StateIndex, imported_burn
+from ledger.state import CommitmentLookups, CommittedCohort, StateIndex, imported_burn
 from ledger.store.sqlite import Ledger, Writer
 
 JSON: Final = "application/json"
@@ -68,8 +68,8 @@ def freeze(
                 tasks=len(loaded.tasks),
                 message=message,
             )
-        _check_exposure(loaded, state)
-        _check_calibration(loaded, state)
+        for check in STATE_CHECKS:
+            check(loaded, state)
         frozen = _append_frozen(w, loaded)
         burned_seq = None
         if cohort.stage == "burned":
@@ -92,7 +92,7 @@ def freeze(
     )
 
 
-def _check_exposure(loaded: LoadedCohort, state: StateIndex) -> None:
+def _check_exposure(loaded: LoadedCohort, state: CommitmentLookups) -> None:
     for item in loaded.tasks:
         if item.task.split != "held_out":
             continue
@@ -106,7 +106,7 @@ def _check_exposure(loaded: LoadedCohort, state: StateIndex) -> None:
             )
 
 
-def _check_calibration(loaded: LoadedCohort, state: StateIndex) -> None:
+def _check_calibration(loaded: LoadedCohort, state: CommitmentLookups) -> None:
     for version in sorted({item.adapter_version for item in loaded.tasks}):
         green = state.calibration(version)
         if green is None or not green[0]:
@@ -116,6 +116,10 @@ def _check_calibration(loaded: LoadedCohort, state: StateIndex) -> None:
                 f"cohort {loaded.cohort.id} uses adapter {version}, which has {found};"
                 " run `ledger calibrate` first",
             )
+
+
+# The ledger-state checks of a first freeze, in order; ``freeze --dry-run`` runs the same ones.
+STATE_CHECKS: Final = (_check_exposure, _check_calibration)
 
 
 def _append_frozen(w: Writer, loaded: LoadedCohort) -> Entry:

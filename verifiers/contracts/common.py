@@ -16,6 +16,8 @@ Rules every contract follows (normative text in LEDGER.md, "Document contracts")
 from __future__ import annotations
 
 import re
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -285,3 +287,96 @@ __all__ = [
     "revalidate",
     "validation_error_to_field_error",
 ]
+
+
+MAX_COLLECTED_ERRORS: Final = 200
+
+
+def every_error(raw: Any, type_: Any) -> tuple[FieldError, ...]:
+    """The collecting mode of ``decode_document`` (``ledger lint``): every contract error of
+    ``raw`` (plain JSON, as ``Decoded.raw``) against ``type_``, not only the first.
+
+    The same types decide, field by field: msgspec stops at the first error of a value, so a
+    value that fails is split into its fields (a Struct) or items (an array) and each is decoded
+    on its own; a value whose parts all decode fails on a rule of its own (a cross-field rule,
+    a length, uniqueness), reported once at its pointer. At most ``MAX_COLLECTED_ERRORS``."""
+    found: list[FieldError] = []
+    _collect(raw, type_, "", found)
+    return tuple(found[:MAX_COLLECTED_ERRORS])
+
+
+def _collect(raw: Any, type_: Any, pointer: str, found: list[FieldError]) -> None:
+    if len(found) >= MAX_COLLECTED_ERRORS:
+        return
+    try:
+        msgspec.convert(raw, type_, strict=True)
+        return
+    except msgspec.ValidationError as exc:
+        first = validation_error_to_field_error(str(exc))
+    except Exception as exc:  # fail closed, as decode_document
+        found.append(FieldError(pointer, f"internal decoder error: {type(exc).__name__}"))
+        return
+    parts: list[FieldError] = []
+    target = _struct_for(raw, type_)
+    if target is not None and isinstance(raw, dict):
+        config = target.__struct_config__
+        known: set[str] = set()
+        if isinstance(config.tag_field, str):
+            known.add(config.tag_field)
+        for info in msgspec.structs.fields(target):
+            known.add(info.encode_name)
+            where = f"{pointer}/{escape_pointer(info.encode_name)}"
+            if info.encode_name in raw:
+                _collect(raw[info.encode_name], info.type, where, parts)
+            elif info.required:
+                parts.append(FieldError(where, "Object missing required field"))
+        if config.forbid_unknown_fields:
+            parts.extend(
+                FieldError(f"{pointer}/{escape_pointer(str(key))}", "Object contains unknown field")
+                for key in raw
+                if key not in known
+            )
+    else:
+        item_type = _item_type(type_)
+        if item_type is not None and isinstance(raw, list):
+            for index, item in enumerate(raw):
+                _collect(item, item_type, f"{pointer}/{index}", parts)
+    found.extend(parts or [FieldError(pointer + first.path, first.message)])
+
+
+def _unwrap(type_: Any) -> Any:
+    while typing.get_origin(type_) is typing.Annotated:
+        type_ = typing.get_args(type_)[0]
+    return type_
+
+
+def _struct_for(raw: Any, type_: Any) -> Any:
+    """The Struct class ``raw`` is decoded as: the type itself, the one Struct of an optional,
+    or the member of a tagged union whose tag ``raw`` carries; None otherwise."""
+    type_ = _unwrap(type_)
+    if isinstance(type_, type) and issubclass(type_, msgspec.Struct):
+        return type_
+    members = [
+        _unwrap(arg)
+        for arg in typing.get_args(type_)
+        if typing.get_origin(type_) in (typing.Union, types.UnionType)
+    ]
+    structs = [m for m in members if isinstance(m, type) and issubclass(m, msgspec.Struct)]
+    if len(structs) == 1:
+        return structs[0]
+    for struct in structs:
+        config = struct.__struct_config__
+        if isinstance(raw, dict) and config.tag_field and raw.get(config.tag_field) == config.tag:
+            return struct
+    return None
+
+
+def _item_type(type_: Any) -> Any:
+    type_ = _unwrap(type_)
+    origin = typing.get_origin(type_)
+    args = typing.get_args(type_)
+    if origin in (list, set, frozenset) and len(args) == 1:
+        return args[0]
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return args[0]
+    return None

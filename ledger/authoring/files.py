@@ -1,0 +1,72 @@
+"""Writing what the authoring functions return: the one place authoring touches the disk.
+
+A new folder (``new cohort``, ``bundle pack``) is written into a temporary sibling and renamed
+into place, so a failure leaves no half-written folder; an existing target is refused
+(``file-exists``) unless ``force``, and a symlink is never written through or replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from ledger.errors import UsageError
+
+
+def _check_name(name: str) -> None:
+    parts = name.split("/")
+    if name.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise UsageError("file-unwritable", f"refusing to write the unsafe path {name!r}")
+
+
+def write_new_folder(out: Path, files: Mapping[str, bytes], *, force: bool = False) -> None:
+    """Write ``files`` (folder-relative names) as the folder ``out``, atomically by rename."""
+    if out.is_symlink():
+        raise UsageError("file-exists", f"{out} is a symlink; refusing to write through it")
+    if out.exists() and not force:
+        raise UsageError("file-exists", f"{out} already exists (pass --force to replace it)")
+    if out.exists() and not out.is_dir():
+        raise UsageError("file-exists", f"{out} exists and is not a folder; not replaced")
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError("file-unwritable", f"cannot create {parent}: {exc.strerror}") from None
+    for name in files:
+        _check_name(name)
+    try:
+        temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    except OSError as exc:
+        raise UsageError("file-unwritable", f"cannot write in {parent}: {exc.strerror}") from None
+    try:
+        for name, data in sorted(files.items()):
+            target = temp / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=parent))
+            os.rename(out, old / "x")
+            os.rename(temp, out)
+            shutil.rmtree(old)
+        else:
+            os.rename(temp, out)
+    except OSError as exc:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
+
+
+def write_files(writes: Mapping[Path, bytes]) -> None:
+    """Replace each existing file by its new bytes (write a sibling, then rename over it)."""
+    for path, data in sorted(writes.items()):
+        if path.is_symlink():
+            raise UsageError("file-unwritable", f"{path} is a symlink; refusing to write it")
+        temp = path.with_name(f".{path.name}.tmp")
+        try:
+            temp.write_bytes(data)
+            os.replace(temp, path)
+        except OSError as exc:
+            temp.unlink(missing_ok=True)
+            raise UsageError("file-unwritable", f"cannot write {path}: {exc.strerror}") from None

@@ -1,0 +1,171 @@
+"""``ledger seal``: every digest and binding of a cohort folder, recomputed in dependency order.
+
+The chain is WorkUnit digest -> plan ``binding.work_unit_digest`` -> plan digest -> the task's
+``work_unit.digest`` and ``evaluator.plan_digest`` -> the cohort's ``definition_digest``. Seal
+writes only these digest fields, never a value that changes what a document means; a file whose
+digests are already right is left byte for byte as it is. A hidden plan is not in the folder, so
+its task's ``plan_digest`` is left as written. Seal refuses (``cohort-already-frozen``) to give a
+cohort id the ledger already froze another definition. Pure: ``seal`` returns the new bytes and
+the list of changes; the CLI writes (or, with ``--check``, only reports).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ledger.authoring.skeleton import pretty
+from ledger.documents.cohort import decode_cohort, definition_digest
+from ledger.documents.cohort_folder import COHORT_FILE, read_relative
+from ledger.errors import CommitError
+from ledger.state import read_state
+from ledger.store.sqlite import Ledger
+from verifiers.canonical import CanonicalFormError, canonical_digest
+from verifiers.contracts import LIMITS
+from verifiers.jsonread import read_json
+
+_KIND_OF: Final = {"cohort": "benchmark-cohort", "work-unit": "work-unit", "plan": "evaluator-plan"}
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    file: str  # as the user names it: the cohort file, or a ROOT-relative path
+    pointer: str  # JSON pointer of the field
+    old: object
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    cohort_id: str | None
+    definition_digest: str | None
+    changes: tuple[Change, ...]
+    writes: Mapping[Path, bytes]  # absolute-ish path (root / relpath or cohort file) -> bytes
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.changes)
+
+
+def _read_object(data: bytes, kind: str, what: str) -> dict[str, Any]:
+    limits = LIMITS[_KIND_OF[kind]]
+    read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    if not read.ok or not isinstance(read.value, dict):
+        where = f" ({read.errors[0].path or '/'}: {read.errors[0].message})" if read.errors else ""
+        raise CommitError(
+            "document-invalid", f"{what} is not a JSON object{where}; run `ledger lint`"
+        )
+    value: dict[str, Any] = read.value
+    return value
+
+
+def _digest(value: dict[str, Any], what: str) -> str:
+    try:
+        return canonical_digest(value)
+    except CanonicalFormError as exc:
+        raise CommitError("document-invalid", f"{what} has no canonical form: {exc}") from None
+
+
+def _set(doc: dict[str, Any], keys: tuple[str, ...], value: str) -> tuple[bool, object]:
+    """Set ``doc[k0][k1]...`` to ``value`` when every parent is an object; (changed, old)."""
+    node: Any = doc
+    for key in keys[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    if not isinstance(node, dict):
+        return False, None
+    old = node.get(keys[-1])
+    if old == value:
+        return False, old
+    node[keys[-1]] = value
+    return True, old
+
+
+def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = None) -> Sealed:
+    """What sealing ``cohort_dir`` would change; ``frozen`` maps a frozen cohort id to its
+    definition digest (from the ledger, when there is one)."""
+    cohort_file = f"{cohort_dir}/{COHORT_FILE}"
+    cohort_bytes = read_relative(
+        cohort_dir, COHORT_FILE, LIMITS["benchmark-cohort"].max_bytes, what="cohort file"
+    )
+    cohort = _read_object(cohort_bytes, "cohort", cohort_file)
+    changes: list[Change] = []
+    writes: dict[Path, bytes] = {}
+    wu_digests: dict[str, str] = {}
+    plan_digests: dict[str, str] = {}
+    tasks = cohort.get("tasks")
+    for index, task in enumerate(tasks if isinstance(tasks, list) else []):
+        if not isinstance(task, dict):
+            continue
+        here = f"/tasks/{index}"
+        work_unit = task.get("work_unit")
+        wu_path = work_unit.get("path") if isinstance(work_unit, dict) else None
+        if not isinstance(wu_path, str):
+            continue  # lint names what is missing
+        wu_digest = wu_digests.get(wu_path)
+        if wu_digest is None:
+            what = f"task {task.get('id')}: WorkUnit {wu_path}"
+            wu = _read_object(
+                read_relative(root, wu_path, LIMITS["work-unit"].max_bytes, what=what),
+                "work-unit",
+                what,
+            )
+            wu_digest = wu_digests[wu_path] = _digest(wu, what)
+        changed, old = _set(task, ("work_unit", "digest"), wu_digest)
+        if changed:
+            changes.append(Change(cohort_file, f"{here}/work_unit/digest", old, wu_digest))
+        evaluator = task.get("evaluator")
+        if not isinstance(evaluator, dict) or evaluator.get("visibility") == "hidden":
+            continue
+        plan_path = evaluator.get("plan_path")
+        if not isinstance(plan_path, str):
+            continue
+        plan_digest = plan_digests.get(plan_path)
+        if plan_digest is None:
+            what = f"task {task.get('id')}: plan {plan_path}"
+            data = read_relative(root, plan_path, LIMITS["evaluator-plan"].max_bytes, what=what)
+            plan = _read_object(data, "plan", what)
+            changed, old = _set(plan, ("binding", "work_unit_digest"), wu_digest)
+            if changed:
+                changes.append(Change(plan_path, "/binding/work_unit_digest", old, wu_digest))
+                writes[root / plan_path] = pretty(plan)
+            plan_digest = plan_digests[plan_path] = _digest(plan, what)
+        changed, old = _set(task, ("evaluator", "plan_digest"), plan_digest)
+        if changed:
+            changes.append(Change(cohort_file, f"{here}/evaluator/plan_digest", old, plan_digest))
+    sealed_digest: str | None = None
+    # The definition digest is computed from a cohort that decodes; lint reports one that does
+    # not (seal has then written what it could: the chain below the cohort).
+    if decode_cohort(pretty(cohort)).ok:
+        sealed_digest = definition_digest(cohort)
+        changed, old = _set(cohort, ("definition_digest",), sealed_digest)
+        if changed:
+            changes.append(Change(cohort_file, "/definition_digest", old, sealed_digest))
+    cohort_id = cohort.get("id") if isinstance(cohort.get("id"), str) else None
+    if frozen is not None and cohort_id is not None and sealed_digest is not None:
+        known = frozen.get(cohort_id)
+        if known is not None and known != sealed_digest:
+            raise CommitError(
+                "cohort-already-frozen",
+                f"cohort {cohort_id} is frozen in the ledger with definition {known}; sealing"
+                f" would give it {sealed_digest}. A changed cohort needs a new id",
+            )
+    if any(change.file == cohort_file for change in changes):
+        writes[cohort_dir / COHORT_FILE] = pretty(cohort)
+    return Sealed(
+        cohort_id=cohort_id,
+        definition_digest=sealed_digest,
+        changes=tuple(changes),
+        writes=writes,
+    )
+
+
+def frozen_definitions(db: Path) -> dict[str, str]:
+    """Frozen cohort id -> definition digest in the ledger at ``db`` (none when there is no
+    file). Opened read-only: nothing is written, no lock taken."""
+    if not db.exists():
+        return {}
+    with Ledger.open_read_only(db) as ledger:
+        state = read_state(ledger)
+    return {cohort_id: c.definition_digest for cohort_id, c in state.cohorts.items()}

@@ -1,0 +1,480 @@
+"""The authoring commands: ``new cohort``, ``new task``, ``seal``, ``lint``, ``digest``,
+``bundle pack`` and ``freeze --dry-run`` (LEDGER.md section 14).
+
+Thin wrappers over ``ledger.authoring``: parse arguments, call the library, write what it returns,
+render. ``register`` adds them to the ``ledger`` app and receives the app's renderers and ``--db``,
+so this module does not import ``ledger.cli.commands`` (no import cycle) and errors are rendered
+once, by ``ledger.cli.commands.main``, like every other command's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError
+from ledger.format.entries import system_clock
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+RootOpt = Annotated[
+    Path,
+    typer.Option(help="Folder the paths inside cohort.json are relative to (default: .)."),
+]
+MAX_LOG_BYTES = 64 * 1024 * 1024
+
+
+class _Io:
+    """The app's renderers and ``--db``, handed over by ``register``."""
+
+    say: Callable[[str], None] = print  # replaced by register
+    emit_json: Callable[[Any], None] = print
+    db: Callable[[], Path] = staticmethod(lambda: Path("ledger.db"))
+    # The time for what a command writes (LEDGER_TIME, else the wall clock): the app's settings.
+    now: Callable[[], str] = staticmethod(system_clock)
+
+
+IO = _Io()
+
+_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+new_app = typer.Typer(
+    help="Write a new cohort skeleton, or add a task to one.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=_SETTINGS,
+)
+bundle_app = typer.Typer(
+    help="Write result bundles.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=_SETTINGS,
+)
+
+
+def register(
+    app: typer.Typer,
+    *,
+    say: Callable[[str], None],
+    emit_json: Callable[[Any], None],
+    db: Callable[[], Path],
+    now: Callable[[], str],
+) -> None:
+    """Add the authoring commands to ``app``."""
+    IO.say, IO.emit_json, IO.db, IO.now = say, emit_json, db, now
+    app.add_typer(new_app, name="new")
+    app.add_typer(bundle_app, name="bundle")
+    app.command()(seal)
+    app.command()(lint)
+    app.command()(digest)
+
+
+def _prefix(cohort_dir: Path, root: Path) -> str:
+    """The cohort folder as seen from ROOT, with a trailing ``/`` (``""`` when the same)."""
+    try:
+        rel = Path(os.path.relpath(cohort_dir.resolve(), root.resolve()))
+    except ValueError:
+        rel = Path("..")
+    if rel.parts and rel.parts[0] == "..":
+        raise UsageError(
+            "folder-unusable",
+            f"the cohort folder {cohort_dir} is not inside ROOT {root}: paths in cohort.json are"
+            " ROOT-relative (pass --root)",
+        )
+    text = rel.as_posix()
+    return "" if text == "." else text + "/"
+
+
+def _show_seal(sealed: Any, as_json: bool, *, written: bool) -> None:
+    if as_json:
+        IO.emit_json(
+            {
+                "cohort": sealed.cohort_id,
+                "definition_digest": sealed.definition_digest,
+                "stale": sealed.stale,
+                "written": written,
+                "changes": [
+                    {"file": c.file, "pointer": c.pointer, "old": c.old, "new": c.new}
+                    for c in sealed.changes
+                ],
+            }
+        )
+        return
+    for change in sealed.changes:
+        IO.say(f"{change.file}: {change.pointer}: {change.old} -> {change.new}")
+    if not sealed.changes:
+        IO.say("sealed: every digest and binding is already right; nothing changed")
+    elif written:
+        IO.say(f"sealed: {len(sealed.changes)} field(s) written")
+    else:
+        IO.say(f"stale: {len(sealed.changes)} field(s) would change (run `ledger seal`)")
+    if sealed.definition_digest is not None:
+        IO.say(f"definition digest {sealed.definition_digest}")
+
+
+# -- new ----------------------------------------------------------------------------------------
+
+
+@new_app.command("cohort")
+def new_cohort(
+    cohort_dir: Annotated[Path, typer.Argument(help="Folder to create (must not exist).")],
+    cohort_id: Annotated[
+        str | None, typer.Option("--id", help="Cohort id (default: the folder name).")
+    ] = None,
+    task_id: Annotated[
+        str | None, typer.Option("--task", help="Id of the first task (default: ID/task-001).")
+    ] = None,
+    plan_version: Annotated[
+        str, typer.Option(help="EvaluatorPlan version of the first task: 0.1, 0.2, 0.3 or 0.4.")
+    ] = "0.4",
+    repository: Annotated[
+        str, typer.Option(help="URL of the source repository the tasks are about.")
+    ] = "https://example.org/your/repository.git",
+    revision: Annotated[
+        str, typer.Option(help="Source revision (commit) the WorkUnits and plans are bound to.")
+    ] = "0" * 40,
+    root: RootOpt = Path("."),
+    from_fixtures: Annotated[
+        Path | None,
+        typer.Option(
+            help="A folder of reference EvaluatorPlans (verification/fixtures/): write one"
+            " cohort per plan into DIR, naming the plan and its WorkUnit where they are."
+        ),
+    ] = None,
+    work_units: Annotated[
+        Path | None,
+        typer.Option(help="With --from-fixtures: the folder of the WorkUnits the plans bind."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Write a cohort skeleton: cohort.json, one WorkUnit, one plan and a README explaining
+    each field. Every field is valid and every digest sealed: `ledger lint DIR` passes at once.
+    Values starting with REPLACE are yours to write; then `ledger seal DIR`.
+
+    With --from-fixtures PLANS --work-units WUS: one cohort (one task) per reference plan in
+    PLANS bound to a WorkUnit in WUS, under DIR/<plan name>/; the other plans are listed as
+    skipped, with the reason."""
+    if from_fixtures is not None:
+        return _from_fixtures(cohort_dir, from_fixtures, work_units, root, repository, as_json)
+    from ledger.authoring.files import write_new_folder
+    from ledger.authoring.seal import seal as run_seal
+    from ledger.authoring.skeleton import check_id
+    from ledger.authoring.skeleton import new_cohort as build
+
+    prefix = _prefix(cohort_dir.parent, root) + cohort_dir.name + "/"
+    cid = check_id(cohort_id or cohort_dir.name, "cohort id")
+    files = build(
+        cid,
+        task_id=task_id or f"{cid}/task-001",
+        plan_version=plan_version,
+        prefix=prefix,
+        repository=repository,
+        revision=revision,
+    )
+    write_new_folder(cohort_dir, files)
+    sealed = run_seal(cohort_dir, root=root)
+    from ledger.authoring.files import write_files
+
+    write_files(sealed.writes)
+    if as_json:
+        IO.emit_json(
+            {
+                "cohort": cid,
+                "folder": str(cohort_dir),
+                "files": sorted(files),
+                "definition_digest": sealed.definition_digest,
+            }
+        )
+    else:
+        IO.say(f"wrote cohort {cid} in {cohort_dir} ({len(files)} files; read its README.md)")
+        IO.say(f"definition digest {sealed.definition_digest}")
+    return EXIT_OK
+
+
+def _from_fixtures(
+    out: Path, plans: Path, work_units: Path | None, root: Path, repository: str, as_json: bool
+) -> int:
+    from ledger.authoring.files import write_new_folder
+    from ledger.authoring.fixtures import from_fixtures
+
+    if work_units is None:
+        raise UsageError("usage-error", "--from-fixtures needs --work-units FOLDER")
+    _prefix(out.parent, root)  # OUT inside ROOT: the cohorts' paths are ROOT-relative
+    made = from_fixtures(plans, work_units, root=root, prefix="", repository=repository)
+    write_new_folder(out, made.files)
+    if as_json:
+        IO.emit_json(
+            {
+                "folder": str(out),
+                "cohorts": list(made.cohorts),
+                "skipped": [{"file": f, "reason": r} for f, r in made.skipped],
+            }
+        )
+        return EXIT_OK
+    for cohort_id in made.cohorts:
+        IO.say(f"wrote cohort {cohort_id}")
+    for name, reason in made.skipped:
+        IO.say(f"skipped {name}: {reason}")
+    IO.say(f"{len(made.cohorts)} cohort(s) in {out}; freeze each: ledger freeze {out}/NAME")
+    return EXIT_OK
+
+
+@new_app.command("task")
+def new_task(
+    cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
+    task_id: Annotated[str, typer.Option("--id", help="Id of the new task.")],
+    plan_version: Annotated[
+        str, typer.Option(help="EvaluatorPlan version: 0.1, 0.2, 0.3 or 0.4.")
+    ] = "0.4",
+    repository: Annotated[str, typer.Option(help="URL of the source repository.")] = (
+        "https://example.org/your/repository.git"
+    ),
+    revision: Annotated[str, typer.Option(help="Source revision the task is bound to.")] = (
+        "0" * 40
+    ),
+    root: RootOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> int:
+    """Add a task to a cohort: its WorkUnit and plan files, its entry in cohort.json, sealed."""
+    from ledger.authoring.files import write_files
+    from ledger.authoring.seal import seal as run_seal
+    from ledger.authoring.skeleton import add_task, pretty
+    from ledger.documents.cohort_folder import COHORT_FILE, read_relative
+    from verifiers.contracts import LIMITS
+    from verifiers.jsonread import read_json
+
+    prefix = _prefix(cohort_dir, root)
+    limits = LIMITS["benchmark-cohort"]
+    data = read_relative(cohort_dir, COHORT_FILE, limits.max_bytes, what="cohort file")
+    read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    if not read.ok or not isinstance(read.value, dict):
+        raise CommitError(
+            "document-invalid", f"{cohort_dir}/{COHORT_FILE} is not a JSON object; run lint"
+        )
+    cohort, files = add_task(
+        read.value,
+        task_id,
+        plan_version=plan_version,
+        prefix=prefix,
+        repository=repository,
+        revision=revision,
+    )
+    targets = {cohort_dir / name: body for name, body in files.items()}
+    for path in targets:
+        if path.exists() or path.is_symlink():
+            raise UsageError("file-exists", f"{path} already exists; not overwritten")
+    for path, body in sorted(targets.items()):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+    write_files({cohort_dir / COHORT_FILE: pretty(cohort)})
+    sealed = run_seal(cohort_dir, root=root)
+    write_files(sealed.writes)
+    if as_json:
+        IO.emit_json({"task": task_id, "files": sorted(str(p) for p in targets), "sealed": True})
+    else:
+        IO.say(f"added task {task_id} to {cohort_dir} ({', '.join(sorted(files))})")
+    return EXIT_OK
+
+
+# -- seal / lint / digest -----------------------------------------------------------------------
+
+
+def seal(
+    cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
+    root: RootOpt = Path("."),
+    check: Annotated[
+        bool, typer.Option("--check", help="Change nothing; exit 1 when anything is stale.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> int:
+    """Recompute and write every digest and binding of a cohort folder, in dependency order:
+    WorkUnit digests, plan bindings and digests, task entries, the definition digest.
+
+    Shows what changed. Writes digests only, never a value that changes meaning. Refuses
+    (cohort-already-frozen) when the ledger (--db, if it exists) froze this cohort id with
+    another definition. Exit 0 when sealed, 1 with --check when anything is stale."""
+    from ledger.authoring.files import write_files
+    from ledger.authoring.seal import frozen_definitions
+    from ledger.authoring.seal import seal as run_seal
+
+    sealed = run_seal(cohort_dir, root=root, frozen=frozen_definitions(IO.db()))
+    if not check:
+        write_files(sealed.writes)
+    _show_seal(sealed, as_json, written=not check)
+    return EXIT_FAILED if check and sealed.stale else EXIT_OK
+
+
+def _show_report(report: Any, as_json: bool) -> int:
+    if as_json:
+        IO.emit_json(report.to_json())
+        return EXIT_OK if report.ok else EXIT_FAILED
+    for p in report.problems:
+        IO.say(f"{p.file}: {p.pointer or '/'}: {p.code}: {p.message}")
+        IO.say(f"  expected: {p.expected}")
+        IO.say(f"  fix: {p.fix}")
+    for note in report.notes:
+        IO.say(note)
+    if report.ok:
+        IO.say(f"ok: cohort {report.cohort}, {report.tasks} task(s), no error")
+        IO.say(f"definition digest {report.definition_digest}")
+        return EXIT_OK
+    IO.say(f"{len(report.problems)} error(s)")
+    return EXIT_FAILED
+
+
+def lint(
+    cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
+    root: RootOpt = Path("."),
+    hidden_plans: Annotated[
+        Path | None,
+        typer.Option(help="Folder of hidden EvaluatorPlans, matched to tasks by plan_digest."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """List every contract error of every document of a cohort folder at once.
+
+    The same checks as `ledger freeze`, in the same order, each error with its file, JSON
+    pointer, what was expected and how to fix it. Writes nothing. Exit 0 when clean, 1 when
+    any error (`freeze --dry-run` adds the checks against the ledger)."""
+    from ledger.authoring.lint import lint as run_lint
+
+    return _show_report(run_lint(cohort_dir, root=root, hidden_plans=hidden_plans), as_json)
+
+
+def freeze_dry_run(
+    db: Path, cohort_dir: Path, *, root: Path, hidden_plans: Path | None, as_json: bool
+) -> int:
+    """``ledger freeze --dry-run``: lint plus the ledger-state checks; writes nothing."""
+    from ledger.authoring.lint import dry_run
+    from ledger.operations.freeze import STATE_CHECKS
+
+    report = dry_run(
+        db, cohort_dir, root=root, hidden_plans=hidden_plans, state_checks=STATE_CHECKS
+    )
+    return _show_report(report, as_json)
+
+
+def digest(
+    file: Annotated[Path, typer.Argument(help="The file: a JSON document, or any bytes.")],
+    raw: Annotated[
+        bool, typer.Option("--raw", help="sha256 of the exact bytes (artifact and log digests).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> int:
+    """Print a digest, named by its kind: `canonical` (default), the reference canonical digest
+    of a JSON document (WorkUnit, plan, manifest digests), or `raw` with --raw, the sha256 of
+    the file's bytes (artifact and log digests)."""
+    from ledger.authoring.digest import MAX_JSON_BYTES, json_digest, raw_digest
+
+    data = _read_file(file, MAX_LOG_BYTES if raw else MAX_JSON_BYTES)
+    result = raw_digest(data) if raw else json_digest(data, what=str(file))
+    if as_json:
+        IO.emit_json({"file": str(file), "kind": result.kind, "digest": result.digest})
+    else:
+        IO.say(f"{result.kind} {result.digest}  {file}")
+    return EXIT_OK
+
+
+def _read_file(path: Path, limit: int) -> bytes:
+    """An operator-named file, regular and bounded, read once."""
+    try:
+        with open(path, "rb") as handle:
+            # Checked on the open file: a FIFO or device named on the command line is refused.
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise UsageError("not-a-file", f"{path} is not a regular file")
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise UsageError("file-not-found", f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError("not-a-file", f"{path} is a folder, not a file") from None
+    except OSError as exc:
+        raise UsageError("file-unreadable", f"{path} cannot be read: {exc.strerror}") from None
+    if len(data) > limit:
+        raise UsageError("file-too-large", f"{path} is larger than {limit} bytes")
+    return data
+
+
+# -- bundle pack --------------------------------------------------------------------------------
+
+
+@bundle_app.command("pack")
+def bundle_pack(
+    repo: Annotated[Path, typer.Option(help="The git repository holding the change.")],
+    base: Annotated[str, typer.Option(help="The revision the change is against.")],
+    work_unit: Annotated[Path, typer.Option(help="The WorkUnit file the change answers.")],
+    out: Annotated[Path, typer.Option(help="The bundle folder to write (must not exist).")],
+    head: Annotated[str, typer.Option(help="The revision holding the change.")] = "HEAD",
+    stdout: Annotated[
+        Path | None, typer.Option("--stdout", help="The worker's stdout log (default: empty).")
+    ] = None,
+    stderr: Annotated[
+        Path | None, typer.Option("--stderr", help="The worker's stderr log (default: empty).")
+    ] = None,
+    status: Annotated[
+        str, typer.Option(help="Worker status: succeeded, failed, error, timeout, cancelled.")
+    ] = "succeeded",
+    attempt: Annotated[int, typer.Option(help="Attempt number (1, 2, ...).")] = 1,
+    worker_id: Annotated[str, typer.Option(help="The worker's id.")] = "local-worker",
+    summary: Annotated[str, typer.Option(help="The worker's one-line summary.")] = "",
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out.")] = False,
+    as_json: JsonOpt = False,
+) -> int:
+    """Write a reference-shaped result bundle for the change BASE..HEAD of a git repository:
+    changes.patch (`git diff`), stdout.txt, stderr.txt and result-manifest.json with every
+    digest and the WorkUnit binding. `ledger verify OUT` then judges it.
+
+    Runs git only (fixed argv, no shell, no hooks, no system or global config, no external
+    diff or textconv), never the candidate's code. --base must be the WorkUnit's source
+    revision. Times come from LEDGER_TIME, else the clock."""
+    from ledger.authoring.bundle_pack import pack
+    from ledger.authoring.files import write_new_folder
+
+    git = shutil.which("git")
+    if git is None:
+        raise UsageError("git-failed", "git is not on PATH; bundle pack needs it")
+    if not repo.is_dir():
+        raise UsageError("folder-unusable", f"--repo {repo} is not a folder")
+    if out.exists() and not force:
+        raise UsageError("file-exists", f"{out} already exists (pass --force to replace it)")
+    now = IO.now()
+    packed = pack(
+        git=git,
+        repo=repo,
+        base=base,
+        head=head,
+        work_unit_bytes=_read_file(work_unit, 4 * 1024 * 1024),
+        work_unit_name=str(work_unit),
+        stdout=_read_file(stdout, MAX_LOG_BYTES) if stdout is not None else b"",
+        stderr=_read_file(stderr, MAX_LOG_BYTES) if stderr is not None else b"",
+        status=status,
+        started_at=now,
+        finished_at=now,
+        attempt=attempt,
+        worker_id=worker_id,
+        summary=summary,
+    )
+    write_new_folder(out, packed.files, force=force)
+    if as_json:
+        IO.emit_json(
+            {
+                "bundle": str(out),
+                "base": packed.base,
+                "head": packed.head,
+                "files_changed": packed.files_changed,
+                "patch_digest": packed.patch_digest,
+                "manifest_digest": packed.manifest_digest,
+                "files": sorted(packed.files),
+            }
+        )
+    else:
+        IO.say(
+            f"wrote bundle {out}: {packed.files_changed} file(s) changed"
+            f" ({packed.base[:12]}..{packed.head[:12]})"
+        )
+        IO.say(f"patch raw {packed.patch_digest}")
+        IO.say(f"result-manifest.json canonical {packed.manifest_digest}")
+    return EXIT_OK
