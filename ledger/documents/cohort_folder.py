@@ -376,6 +376,9 @@ def _check_task_work_unit(
         )
 
 
+_KnownDocument = tuple[Any, Any, LoadedDocument]  # (Struct, Decoded, LoadedDocument)
+
+
 def _load_task(
     task: CohortTask,
     *,
@@ -386,67 +389,93 @@ def _load_task(
     checks: _Checks | None = None,
     at: _Where | None = None,
 ) -> LoadedTask | None:
-    where = f"task {task.id}"
+    """One task's WorkUnit, plan, their agreement with the task and each other, its evidence:
+    the checks in the order ``freeze`` stops at them (``lint`` collects them all)."""
     checks = checks if checks is not None else _Checks(collect=False)
     at = at if at is not None else _Where(COHORT_FILE, "/tasks")
-    cohort_file, here = at.file, at.task
     # A WorkUnit that cannot be read or decoded (lint goes on: the plan's own checks do not
     # need it) leaves its digest, id and binding checks out.
-    wu_known = documents.work_units.get(task.work_unit.path)
-    if wu_known is None:
-        wu_bytes = checks.read(
-            root,
-            task.work_unit.path,
-            LIMITS["work-unit"].max_bytes,
-            what=f"{where}: WorkUnit",
-            file=cohort_file,
-            pointer=f"{here}/work_unit/path",
-        )
-        if wu_bytes is not None:
-            wu_read = decode_work_unit(wu_bytes)
-            if wu_read.value is None:
-                what = f"{where}: WorkUnit {task.work_unit.path}"
-                checks.undecodable(what, task.work_unit.path, wu_read, WorkUnit)
-            else:
-                wu_known = (wu_read.value, wu_read, _document(wu_read))
-                documents.work_units[task.work_unit.path] = wu_known
+    wu_known = _task_work_unit(task, root, documents, checks, at)
     if wu_known is not None:
         _check_task_work_unit(task, wu_known[0], wu_known[2], checks, at)
+    found = _task_plan(task, root, hidden, documents, checks, at)
+    if found is None:
+        return None
+    plan, plan_raw, plan_doc, plan_file = found
+    _check_plan_matches_task(task, plan, plan_doc, checks, at)
+    version = _check_plan_backend(task, plan, plan_file, checks, at)
+    if version is None:
+        return None
+    if wu_known is None:
+        _check_evidence_collecting(task, root, evidence, checks, at)
+        return None
+    work_unit, wu_decoded, wu_doc = wu_known
+    try:
+        # The plain JSON of each document (same JSON as its Struct: the decoder checked the
+        # round trip) spares check_binding a conversion of each Struct.
+        check_binding(plan_raw if plan_raw is not None else plan, wu_decoded.raw, wu_doc.digest)
+    except PlanBindingError as exc:
+        checks.fail(
+            from_verifier(exc, CommitError, context=f"task {task.id}: "),
+            file=plan_file,
+            pointer=_BINDING_POINTER.get(exc.code, ""),
+            expected="a plan bound to exactly this WorkUnit (LEDGER.md section 10)",
+            fix="run `ledger seal` for the digest; otherwise edit the plan as the message says",
+        )
+    _check_evidence_collecting(task, root, evidence, checks, at)
+    adapter, adapter_version = ADAPTERS[version]
+    return LoadedTask(
+        task=task,
+        work_unit=work_unit,
+        work_unit_doc=wu_doc,
+        plan=plan,
+        plan_doc=plan_doc,
+        adapter=adapter,
+        adapter_version=adapter_version,
+    )
+
+
+def _task_work_unit(
+    task: CohortTask, root: Path, documents: _DocumentsSeen, checks: _Checks, at: _Where
+) -> _KnownDocument | None:
+    """The task's WorkUnit, read and decoded once per path; None when it cannot be."""
+    where = f"task {task.id}"
+    known = documents.work_units.get(task.work_unit.path)
+    if known is not None:
+        return known
+    wu_bytes = checks.read(
+        root,
+        task.work_unit.path,
+        LIMITS["work-unit"].max_bytes,
+        what=f"{where}: WorkUnit",
+        file=at.file,
+        pointer=f"{at.task}/work_unit/path",
+    )
+    if wu_bytes is None:
+        return None
+    wu_read = decode_work_unit(wu_bytes)
+    if wu_read.value is None:
+        what = f"{where}: WorkUnit {task.work_unit.path}"
+        checks.undecodable(what, task.work_unit.path, wu_read, WorkUnit)
+        return None
+    known = (wu_read.value, wu_read, _document(wu_read))
+    documents.work_units[task.work_unit.path] = known
+    return known
+
+
+def _task_plan(
+    task: CohortTask,
+    root: Path,
+    hidden: Mapping[str, tuple[EvaluatorPlan, LoadedDocument]],
+    documents: _DocumentsSeen,
+    checks: _Checks,
+    at: _Where,
+) -> tuple[EvaluatorPlan, dict[str, Any] | None, LoadedDocument, str] | None:
+    """(plan, its plain JSON when read from a file, its document, what to call its file): a
+    public plan from ``plan_path``, a hidden one from ``--hidden-plans`` by digest."""
+    where = f"task {task.id}"
     evaluator = task.evaluator
-    if evaluator.visibility == "public":
-        if not isinstance(evaluator.plan_path, str):
-            checks.fail(
-                CommitError("plan-missing", f"{where}: a public plan needs plan_path"),
-                file=cohort_file,
-                pointer=f"{here}/evaluator/plan_path",
-                expected="the ROOT-relative path of the plan file",
-                fix="add evaluator.plan_path",
-            )
-            return None
-        plan_known = documents.plans.get(evaluator.plan_path)
-        if plan_known is None:
-            plan_bytes = checks.read(
-                root,
-                evaluator.plan_path,
-                LIMITS["evaluator-plan"].max_bytes,
-                what=f"{where}: plan",
-                file=cohort_file,
-                pointer=f"{here}/evaluator/plan_path",
-            )
-            if plan_bytes is None:
-                return None
-            plan_read = decode_evaluator_plan(plan_bytes)
-            if plan_read.value is None:
-                what = f"{where}: plan {evaluator.plan_path}"
-                checks.undecodable(what, evaluator.plan_path, plan_read, EvaluatorPlan)
-                return None
-            plan_known = (plan_read.value, plan_read, _document(plan_read))
-            documents.plans[evaluator.plan_path] = plan_known
-        plan, plan_decoded, plan_doc = plan_known
-        plan_raw: dict[str, Any] | None = plan_decoded.raw
-        plan_file = evaluator.plan_path
-    else:
-        plan_raw = None
+    if evaluator.visibility != "public":
         found = hidden.get(evaluator.plan_digest)
         if found is None:
             checks.fail(
@@ -455,14 +484,51 @@ def _load_task(
                     f"{where}: hidden plan {evaluator.plan_digest} not found; pass the folder"
                     " holding it with --hidden-plans",
                 ),
-                file=cohort_file,
-                pointer=f"{here}/evaluator/plan_digest",
+                file=at.file,
+                pointer=f"{at.task}/evaluator/plan_digest",
                 expected="a plan with this digest in the --hidden-plans folder",
                 fix="pass --hidden-plans FOLDER, or correct plan_digest (`ledger digest PLAN`)",
             )
             return None
         plan, plan_doc = found
-        plan_file = f"hidden plan {evaluator.plan_digest}"
+        return plan, None, plan_doc, f"hidden plan {evaluator.plan_digest}"
+    if not isinstance(evaluator.plan_path, str):
+        checks.fail(
+            CommitError("plan-missing", f"{where}: a public plan needs plan_path"),
+            file=at.file,
+            pointer=f"{at.task}/evaluator/plan_path",
+            expected="the ROOT-relative path of the plan file",
+            fix="add evaluator.plan_path",
+        )
+        return None
+    known = documents.plans.get(evaluator.plan_path)
+    if known is None:
+        plan_bytes = checks.read(
+            root,
+            evaluator.plan_path,
+            LIMITS["evaluator-plan"].max_bytes,
+            what=f"{where}: plan",
+            file=at.file,
+            pointer=f"{at.task}/evaluator/plan_path",
+        )
+        if plan_bytes is None:
+            return None
+        plan_read = decode_evaluator_plan(plan_bytes)
+        if plan_read.value is None:
+            what = f"{where}: plan {evaluator.plan_path}"
+            checks.undecodable(what, evaluator.plan_path, plan_read, EvaluatorPlan)
+            return None
+        known = (plan_read.value, plan_read, _document(plan_read))
+        documents.plans[evaluator.plan_path] = known
+    plan, plan_decoded, plan_doc = known
+    return plan, plan_decoded.raw, plan_doc, evaluator.plan_path
+
+
+def _check_plan_matches_task(
+    task: CohortTask, plan: EvaluatorPlan, plan_doc: LoadedDocument, checks: _Checks, at: _Where
+) -> None:
+    """The plan is the one the task names: digest, id, visibility."""
+    where, evaluator = f"task {task.id}", task.evaluator
     if plan_doc.digest != evaluator.plan_digest:
         checks.fail(
             CommitError(
@@ -470,8 +536,8 @@ def _load_task(
                 f"{where}: plan has digest {plan_doc.digest}, the cohort says"
                 f" {evaluator.plan_digest}",
             ),
-            file=cohort_file,
-            pointer=f"{here}/evaluator/plan_digest",
+            file=at.file,
+            pointer=f"{at.task}/evaluator/plan_digest",
             expected=plan_doc.digest,
             fix="run `ledger seal`",
         )
@@ -481,8 +547,8 @@ def _load_task(
                 "plan-id-mismatch",
                 f"{where}: plan id is {plan.id}, the cohort says {evaluator.plan_id}",
             ),
-            file=cohort_file,
-            pointer=f"{here}/evaluator/plan_id",
+            file=at.file,
+            pointer=f"{at.task}/evaluator/plan_id",
             expected=plan.id,
             fix="make evaluator.plan_id the id of the plan file",
         )
@@ -493,11 +559,19 @@ def _load_task(
                 f"{where}: plan visibility is {plan.visibility}, the cohort says"
                 f" {evaluator.visibility}",
             ),
-            file=cohort_file,
-            pointer=f"{here}/evaluator/visibility",
+            file=at.file,
+            pointer=f"{at.task}/evaluator/visibility",
             expected=plan.visibility,
             fix="make evaluator.visibility the plan's visibility",
         )
+
+
+def _check_plan_backend(
+    task: CohortTask, plan: EvaluatorPlan, plan_file: str, checks: _Checks, at: _Where
+) -> str | None:
+    """The plan's version has an adapter (else None: nothing further can be checked) and the
+    task names a backend word that version accepts (rule 6)."""
+    where, evaluator = f"task {task.id}", task.evaluator
     version = plan.schema_version
     backends = _BACKEND_OF_VERSION.get(version)
     if backends is None or version not in ADAPTERS:
@@ -518,38 +592,12 @@ def _load_task(
                 f"{where}: cohort backend {evaluator.backend!r}, plan {version} needs"
                 f" {backends[0]!r}",
             ),
-            file=cohort_file,
-            pointer=f"{here}/evaluator/backend",
+            file=at.file,
+            pointer=f"{at.task}/evaluator/backend",
             expected=backends[0],
             fix=f"set evaluator.backend to {backends[0]!r}",
         )
-    if wu_known is None:
-        _check_evidence_collecting(task, root, evidence, checks, at)
-        return None
-    work_unit, wu_decoded, wu_doc = wu_known
-    try:
-        # The plain JSON of each document (same JSON as its Struct: the decoder checked the
-        # round trip) spares check_binding a conversion of each Struct.
-        check_binding(plan_raw if plan_raw is not None else plan, wu_decoded.raw, wu_doc.digest)
-    except PlanBindingError as exc:
-        checks.fail(
-            from_verifier(exc, CommitError, context=f"{where}: "),
-            file=plan_file,
-            pointer=_BINDING_POINTER.get(exc.code, ""),
-            expected="a plan bound to exactly this WorkUnit (LEDGER.md section 10)",
-            fix="run `ledger seal` for the digest; otherwise edit the plan as the message says",
-        )
-    _check_evidence_collecting(task, root, evidence, checks, at)
-    adapter, adapter_version = ADAPTERS[version]
-    return LoadedTask(
-        task=task,
-        work_unit=work_unit,
-        work_unit_doc=wu_doc,
-        plan=plan,
-        plan_doc=plan_doc,
-        adapter=adapter,
-        adapter_version=adapter_version,
-    )
+    return version
 
 
 def _check_evidence_collecting(
