@@ -165,13 +165,21 @@ def verify(
 
 
 def judge(
-    ledger: Ledger, bundle_dir: Path, *, cohort: str | None = None, task: str | None = None
+    ledger: Ledger,
+    bundle_dir: Path,
+    *,
+    cohort: str | None = None,
+    task: str | None = None,
+    now: str | None = None,
 ) -> Judged | None:
     """Read and judge a bundle without the write lock, in one read snapshot of the ledger.
 
+    ``now``: the clock reading to judge with (a batch reads the clock in its parent process,
+    in bundle order); None reads the ledger's clock here.
     None when the derived state is absent or behind the head (a file from before it, or a
     writer that did not keep it): ``record`` then does all of it under the lock."""
-    clock_time = ledger.now()  # the clock is read once: this judgement's time is the entries'
+    # The clock is read once: this judgement's time is the entries'.
+    clock_time = ledger.now() if now is None else now
     probe = _read_manifest_only(bundle_dir)
     wu_id, wu_version = _manifest_claims(probe)
     with ledger.snapshot():
