@@ -185,9 +185,7 @@ def _worker_start(path: str) -> None:
     _WORKER_LEDGER = Ledger.open(path)
 
 
-def _worker_judge(
-    path: str, now: str, cohort: str | None, task: str | None
-) -> tuple[str, object]:
+def _worker_judge(path: str, now: str, cohort: str | None, task: str | None) -> tuple[str, object]:
     if _WORKER_LEDGER is None:
         return "unjudged", None
     try:
@@ -195,4 +193,3 @@ def _worker_judge(
     except LedgerError as exc:
         # Sent as its parts: an exception with keyword-only arguments does not unpickle.
         return "refused", (type(exc), exc.code, exc.message, exc.exit_code)
-
