@@ -484,6 +484,7 @@ def _verify_batch(
 
     A refusal before the first bundle (a bad list, no ledger) is one error line like any
     command's, compact under --json so the output stays JSON Lines."""
+    import signal
     import time
 
     from ledger.operations.batch import read_bundle_list, verify_many
@@ -499,60 +500,74 @@ def _verify_batch(
     total = len(paths)
     progress = _Progress(total) if sys.stderr.isatty() else None
     counts: dict[str, int] = {}
-    refused = done = 0
-    worst = EXIT_OK
-    results = verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task)
-    try:
-        for path, item in zip(paths, results, strict=True):
-            done += 1
-            if isinstance(item, LedgerError):
-                refused += 1
-                worst = EXIT_REFUSED
-                line: dict[str, Any] = {"error": {"code": item.code, "message": item.message}}
-                text = f"{path}: REFUSED {item.code}: {item.message}"
-            else:
-                counts[item.outcome] = counts.get(item.outcome, 0) + 1
-                worst = max(worst, item.exit_code)
-                line = _verification_json(item)
-                text = (
-                    f"{path}: {item.outcome.upper()}: {item.cohort} / {item.task}"
-                    f" ({item.adapter} {item.adapter_version}; entries {item.bundle_entry},"
-                    f" {item.result_entry})"
-                )
-            if progress is not None:
-                progress.clear()
-            if as_json:
-                line["bundle"] = str(path)
-                _emit_json_line(line)
-            else:
-                _say(text)
-            sys.stdout.flush()
-            if progress is not None:
-                progress.show(done, time.monotonic())
-    except KeyboardInterrupt:
-        results.close()  # stops the workers; the bundle being appended was rolled back
+    seen: list[int] = []  # the exit code of each bundle reported, in order
+
+    def render(item: Any) -> None:
+        path = paths[len(seen)]
+        if isinstance(item, LedgerError):
+            seen.append(EXIT_REFUSED)
+            line: dict[str, Any] = {"error": {"code": item.code, "message": item.message}}
+            text = f"{path}: REFUSED {item.code}: {item.message}"
+        else:
+            seen.append(item.exit_code)
+            counts[item.outcome] = counts.get(item.outcome, 0) + 1
+            line = _verification_json(item)
+            text = (
+                f"{path}: {item.outcome.upper()}: {item.cohort} / {item.task}"
+                f" ({item.adapter} {item.adapter_version}; entries {item.bundle_entry},"
+                f" {item.result_entry})"
+            )
         if progress is not None:
             progress.clear()
-        _batch_fail(
-            "interrupted",
-            f"interrupted after {done} of {total} bundles: the {done - refused} recorded stay,"
-            " none is half-written, the rest were not verified",
-            EXIT_REFUSED,
-            as_json,
-        )
+        if as_json:
+            line["bundle"] = str(path)
+            _emit_json_line(line)
+        else:
+            _say(text)
+        sys.stdout.flush()
+        if progress is not None:
+            progress.show(len(seen), time.monotonic())
+
+    # Ctrl-C is taken between two bundles, never inside one's append or output line: the
+    # handler only marks it (each step returns within one judgement's time).
+    interrupted: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
+    results = verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task)
+    try:
+        for item in results:
+            render(item)
+            if interrupted:
+                break
+        for item in results.close():  # appended, not yet shown (the workers are stopped)
+            render(item)
     except LedgerError as exc:  # a refusal of the whole batch (the clock, the ledger file)
-        results.close()
+        for item in results.close():
+            render(item)
         if progress is not None:
             progress.clear()
         _batch_fail(exc.code, exc.message, exc.exit_code, as_json)
     finally:
+        signal.signal(signal.SIGINT, previous)
+        results.close()
         ledger.close()
+    if interrupted:
+        if progress is not None:
+            progress.clear()
+        recorded = sum(1 for code in seen if code != EXIT_REFUSED)
+        _batch_fail(
+            "interrupted",
+            f"interrupted after {len(seen)} of {total} bundles: the {recorded} recorded stay,"
+            " none is half-written, the rest were not verified",
+            EXIT_REFUSED,
+            as_json,
+        )
     if progress is not None:
         progress.clear()
     if not as_json:
         outcomes = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
+        refused = seen.count(EXIT_REFUSED)
         _say(f"batch: {total} bundles: {outcomes or 'none recorded'}; {refused} refused")
-    return worst
+    return max(seen, default=EXIT_OK)
 
 
 class _Progress:

@@ -15,19 +15,30 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 from collections import deque
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
 from ledger.errors import LedgerError, UsageError
-from ledger.operations.verify import Judged, VerifyResult, judge, record
+from ledger.operations.verify import (
+    Judged,
+    PlanCache,
+    VerifyResult,
+    cached_plan,
+    judge,
+    record,
+    record_group,
+)
 from ledger.store.sqlite import Ledger
 
 MAX_LIST_BYTES: Final = 4 * 1024 * 1024  # a --from list: ~40,000 paths of 100 bytes
-IN_FLIGHT_PER_JOB: Final = 2  # judged bundles waiting to be recorded: bounds memory
+IN_FLIGHT_PER_JOB: Final = 8  # bundles handed out ahead of the appends: bounds memory
+MAX_GROUP: Final = 32  # pairs appended in one transaction at most
 
 
 def default_jobs() -> int:
@@ -72,61 +83,155 @@ def verify_many(
     jobs: int | None = None,
     cohort: str | None = None,
     task: str | None = None,
-) -> Generator[VerifyResult | LedgerError, None, None]:
+) -> BatchRun:
     """Verify each bundle as ``verify`` would, in order; yield its result or its refusal.
 
     ``jobs``: worker processes judging in parallel (default: one per core; 1 judges in this
-    process). The records are appended here, one transaction per bundle, in bundle order.
-    Closing the iterator early (or Ctrl-C while it runs) stops the workers; every pair already
-    yielded stays recorded, and none is half-written."""
+    process). The pairs are appended here, in bundle order (``BatchRun``). ``close()`` (or
+    Ctrl-C while it runs, then ``close()``) stops the workers; every pair already appended
+    stays, none is half-written, and ``close`` returns the results appended but not yet
+    yielded."""
     paths = list(bundles)
     count = default_jobs() if jobs is None else jobs
     if count < 1:
         raise UsageError("usage-error", f"--jobs must be at least 1, not {count}")
-    count = min(count, len(paths))
-    if count <= 1:
+    return BatchRun(ledger, paths, min(count, len(paths)), cohort, task)
+
+
+class BatchRun:
+    """The iterator ``verify_many`` returns: one result or refusal per bundle, in order."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        paths: list[Path],
+        jobs: int,
+        cohort: str | None,
+        task: str | None,
+    ) -> None:
+        self._ledger = ledger
+        self._cohort = cohort
+        self._task = task
+        # Appended (committed), not yet yielded: what a Ctrl-C must still report.
+        self._ready: deque[VerifyResult | LedgerError] = deque()
+        self._steps = self._serial(paths) if jobs <= 1 else self._parallel(paths, jobs)
+
+    def __iter__(self) -> BatchRun:
+        return self
+
+    def __next__(self) -> VerifyResult | LedgerError:
+        while not self._ready:
+            next(self._steps)  # its StopIteration ends the batch
+        return self._ready.popleft()
+
+    def close(self) -> list[VerifyResult | LedgerError]:
+        """Stop (the workers too); the results already appended and not yet yielded."""
+        self._steps.close()
+        left = list(self._ready)
+        self._ready.clear()
+        return left
+
+    def _serial(self, paths: list[Path]) -> Generator[None, None, None]:
+        ledger, cohort, task = self._ledger, self._cohort, self._task
+        kept: PlanCache = {}
         for path in paths:
-            yield _one(ledger, path, None, cohort, task)
+            try:
+                judged = judge(ledger, path, cohort=cohort, task=task, plans=kept)
+            except LedgerError as exc:
+                self._ready.append(exc)
+            else:
+                with _interrupts_deferred():
+                    self._ready.append(_one(ledger, path, judged, cohort, task))
+            yield None
+
+    def _parallel(self, paths: list[Path], jobs: int) -> Generator[None, None, None]:
+        ledger, cohort, task = self._ledger, self._cohort, self._task
+        pool = _start_pool(ledger, jobs)
+        plans: PlanCache = {}
+        waiting: deque[tuple[Path, Future[tuple[str, object]] | None]] = deque()
+        pending = iter(paths)
+        try:
+            while True:
+                while len(waiting) < jobs * IN_FLIGHT_PER_JOB:
+                    upcoming = next(pending, None)
+                    if upcoming is None:
+                        break
+                    waiting.append((upcoming, _submit(pool, ledger, upcoming, cohort, task)))
+                if not waiting:
+                    return
+                path, future = waiting.popleft()
+                collected = _collect(ledger, plans, future)
+                if not isinstance(collected, Judged):
+                    with _interrupts_deferred():
+                        self._ready.append(_one(ledger, path, collected, cohort, task))
+                    yield None
+                    continue
+                # Group commit: the bundles after it already judged with the same time (the
+                # clock reads whole seconds) are appended in the same transaction, each pair
+                # whole.
+                group = [(path, collected)]
+                while waiting and len(group) < MAX_GROUP:
+                    ahead = waiting[0][1]
+                    if ahead is None or not ahead.done():
+                        break
+                    peek = _collect(ledger, plans, ahead)
+                    if not isinstance(peek, Judged) or peek.time != collected.time:
+                        break
+                    group.append((waiting.popleft()[0], peek))
+                with _interrupts_deferred():
+                    self._ready.extend(record_group(ledger, group, cohort=cohort, task=task))
+                yield None
+        finally:
+            _stop_pool(pool)
+
+
+@contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C while a group is appended and handed over is raised once both are done: the
+    transaction is atomic either way, but the results of a committed one must not be lost
+    before they are reported. Only where Python's own SIGINT handler is in place (the main
+    thread, no handler of the caller's)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
         return
-    pool = _start_pool(ledger, count)
-    waiting: deque[tuple[Path, Future[tuple[str, object]] | None]] = deque()
-    pending = iter(paths)
+    caught: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
     try:
-        while True:
-            while len(waiting) < count * IN_FLIGHT_PER_JOB:
-                upcoming = next(pending, None)
-                if upcoming is None:
-                    break
-                waiting.append((upcoming, _submit(pool, ledger, upcoming, cohort, task)))
-            if not waiting:
-                return
-            path, future = waiting.popleft()
-            yield _one(ledger, path, future, cohort, task)
+        yield
     finally:
-        _stop_pool(pool)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _one(
     ledger: Ledger,
     path: Path,
-    future: Future[tuple[str, object]] | None,
+    judged: Judged | LedgerError | None,
     cohort: str | None,
     task: str | None,
 ) -> VerifyResult | LedgerError:
-    judged: Judged | None
+    """One bundle on its own, as ``verify`` does it (``judged`` None: ``judge`` here first,
+    or, from a worker, all of it under the lock)."""
+    if isinstance(judged, LedgerError):
+        return judged
     try:
-        if future is None:
-            judged = judge(ledger, path, cohort=cohort, task=task)
-        else:
-            judged = _collect(future)
         return record(ledger, path, judged, cohort=cohort, task=task)
     except LedgerError as exc:
         return exc
 
 
-def _collect(future: Future[tuple[str, object]]) -> Judged | None:
-    """A worker's judgement; its refusal raised here. Anything else (a worker that died, a
-    bug there): None, and ``record`` does all of it under the lock, as ``verify`` would."""
+def _collect(
+    ledger: Ledger, plans: PlanCache, future: Future[tuple[str, object]] | None
+) -> Judged | LedgerError | None:
+    """A worker's judgement or its refusal. Anything else (a worker that died, a bug there,
+    a bundle no worker took): None, and ``record`` does all of it under the lock, as
+    ``verify`` would."""
+    if future is None:
+        return None
     try:
         kind, value = future.result()
     except Exception:  # BrokenProcessPool included
@@ -134,20 +239,36 @@ def _collect(future: Future[tuple[str, object]]) -> Judged | None:
     if kind == "refused" and isinstance(value, tuple):
         cls, code, message, exit_code = value
         error = cls if isinstance(cls, type) and issubclass(cls, LedgerError) else LedgerError
-        raise error(code, message, exit_code=exit_code)
-    return value if isinstance(value, Judged) else None
+        return error(code, message, exit_code=exit_code)
+    if kind != "judged" or not isinstance(value, tuple):
+        return None
+    # The plan and WorkUnit do not travel (decoding them again costs more than judging a small
+    # bundle): the parent decodes each task's once, from the same content-addressed objects.
+    chosen, snapshot, digests, time, outcome = value
+    try:
+        plan, work_unit = cached_plan(ledger, chosen, plans)
+    except LedgerError:
+        return None
+    return Judged(chosen, plan, work_unit, snapshot, digests, time, outcome)
 
 
 # -- the workers -------------------------------------------------------------------------------
 
 _WORKER_LEDGER: Ledger | None = None
+_WORKER_PLANS: PlanCache = {}
 
 
 def _start_pool(ledger: Ledger, jobs: int) -> ProcessPoolExecutor:
     # forkserver (spawn where it is missing): a worker never inherits the parent's open SQLite
     # connection or locks, which a plain fork would copy.
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    context: multiprocessing.context.BaseContext
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        forkserver = multiprocessing.get_context("forkserver")
+        # Imported once in the server, not once per worker.
+        forkserver.set_forkserver_preload(["ledger.operations.batch"])
+        context = forkserver
+    else:
+        context = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=context,
@@ -189,7 +310,12 @@ def _worker_judge(path: str, now: str, cohort: str | None, task: str | None) -> 
     if _WORKER_LEDGER is None:
         return "unjudged", None
     try:
-        return "judged", judge(_WORKER_LEDGER, Path(path), cohort=cohort, task=task, now=now)
+        judged = judge(
+            _WORKER_LEDGER, Path(path), cohort=cohort, task=task, now=now, plans=_WORKER_PLANS
+        )
     except LedgerError as exc:
         # Sent as its parts: an exception with keyword-only arguments does not unpickle.
         return "refused", (type(exc), exc.code, exc.message, exc.exit_code)
+    if judged is None:
+        return "unjudged", None
+    return "judged", (judged.chosen, judged.snapshot, judged.digests, judged.time, judged.outcome)
