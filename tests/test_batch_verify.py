@@ -350,20 +350,24 @@ def test_ctrl_c_during_a_batch_keeps_whole_pairs_and_stops_the_workers(
 ) -> None:
     listing = tmp_path / "list.txt"
     listing.write_text("".join(f"{DEMO_BUNDLES[i % 4]}\n" for i in range(400)))
-    proc = subprocess.Popen(
-        [*ledger_command(), "--db", str(demo_db), "verify", "--from", str(listing), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cli_env(),
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    )
+    err_file = tmp_path / "stderr.txt"
+    with err_file.open("w") as err_out:
+        proc = subprocess.Popen(
+            [*ledger_command(), "--db", str(demo_db), "verify", "--from", str(listing), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=err_out,
+            text=True,
+            env=cli_env(),
+            start_new_session=True,  # its own process group, as a terminal's foreground job
+        )
     assert proc.stdout is not None
     printed = [proc.stdout.readline() for _ in range(5)]
     workers = _children(proc.pid)
     assert workers, "no worker processes"
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at a terminal does
-    rest, err = proc.communicate(timeout=60)
+    rest = proc.stdout.read()  # the same buffered reader: no line is lost between the two
+    proc.wait(timeout=60)
+    err = err_file.read_text()
     assert proc.returncode == 2, err
     lines = jsonl("".join(printed) + rest)
     assert lines[-1]["error"]["code"] == "interrupted"  # type: ignore[index]
