@@ -425,3 +425,30 @@ def test_progress_bar_only_when_stderr_is_a_terminal(demo_db: Path) -> None:
     assert proc.returncode == 1
     assert len(jsonl(proc.stdout.decode())) == len(DEMO_BUNDLES)  # stdout stays JSON Lines
     assert f"] {len(DEMO_BUNDLES)}/{len(DEMO_BUNDLES)}".encode() in shown
+
+
+def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(
+    frozen: Path, tmp_path: Path
+) -> None:
+    """A worker that dies (OOM killer, kill -9) breaks the pool: every bundle not yet judged is
+    judged in the parent under the lock, as a single verify would be; none is lost or doubled."""
+    good = make_bundle(tmp_path, "good")
+    with Ledger.open(frozen, clock=Clock()) as ledger:
+        results = verify_many(ledger, [good] * 40, jobs=2, task=TASK)
+        first = next(results)
+        killed = 0
+        for child in _children(os.getpid()):
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            parent = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            parent_cmd = Path(f"/proc/{parent}/cmdline").read_bytes()
+            if b"forkserver" in parent_cmd and b"resource_tracker" not in cmdline:
+                os.kill(child, signal.SIGKILL)
+                killed += 1
+        assert killed == 2
+        rest = list(results)
+    assert [type(r) for r in [first, *rest]] == [VerifyResult] * 40
+    entries = [r.result_entry for r in [first, *rest] if isinstance(r, VerifyResult)]
+    assert entries == sorted(entries) and len(set(entries)) == 40
+    with Ledger.open_read_only(frozen) as ledger:
+        report, _ = api.audit_ledger(ledger)
+    assert report.ok, report.violations
