@@ -452,3 +452,24 @@ def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(
     with Ledger.open_read_only(frozen) as ledger:
         report, _ = api.audit_ledger(ledger)
     assert report.ok, report.violations
+
+
+def test_relative_bundle_paths_resolve_where_the_batch_runs(
+    frozen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers' forkserver may have been started in another folder (by an earlier batch of
+    this process): a relative path still names the bundle in the folder the batch runs in (each
+    worker starts in the parent's folder), and its refusal reads as a single verify's."""
+    with Ledger.open(frozen, clock=Clock()) as ledger:  # a batch elsewhere starts the server
+        assert isinstance(next(verify_many(ledger, [DEMO_BUNDLES[0]] * 2, jobs=2)), LedgerError)
+    make_bundle(tmp_path, "good")
+    monkeypatch.chdir(tmp_path)
+    relative = [Path("bundles/good"), Path("bundles/missing"), Path("bundles/good")]
+    with Ledger.open(frozen, clock=Clock()) as ledger:
+        got = list(verify_many(ledger, relative, jobs=2, task=TASK))
+        with pytest.raises(LedgerError) as single:
+            verify(ledger, relative[1], task=TASK)
+    assert [type(r) for r in got] == [VerifyResult, type(single.value), VerifyResult]
+    refused = got[1]
+    assert isinstance(refused, LedgerError)
+    assert (refused.code, refused.message) == (single.value.code, single.value.message)

@@ -2,12 +2,12 @@
 section 5, "Batch verify").
 
 Each bundle is judged as ``verify`` judges it (``judge``: a read snapshot, no write lock) in
-worker processes, and recorded in the parent in bundle order (``record``: one write
-transaction per bundle, so each ``bundle.observed`` + ``verification.recorded`` pair is atomic
-and the pairs follow the argument order). The parent reads the clock for each bundle, in
-bundle order, as it hands the bundle out: a batch writes the bytes N single verifies run one
-after another with the same clock would write. A refusal is yielded in the bundle's place and
-the batch goes on.
+worker processes, and recorded in the parent in bundle order (``record``, or ``record_group``
+for consecutive bundles judged with the same time: each ``bundle.observed`` +
+``verification.recorded`` pair whole, the pairs in the argument order). The parent reads the
+clock for each bundle, in bundle order, as it hands the bundle out: a batch writes the bytes N
+single verifies run one after another with the same clock would write. A refusal is yielded
+in the bundle's place and the batch goes on.
 """
 
 from __future__ import annotations
@@ -273,6 +273,8 @@ def _start_pool(ledger: Ledger, jobs: int) -> ProcessPoolExecutor:
         max_workers=jobs,
         mp_context=context,
         initializer=_worker_start,
+        # Each worker starts in the parent's current folder (multiprocessing's preparation
+        # data), so relative bundle paths, and the messages naming them, are the parent's.
         initargs=(str(ledger.path),),
     )
 
@@ -290,6 +292,8 @@ def _submit(
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and stop the workers now (a judgement in progress is only
     a read: dropping it loses nothing)."""
+    # The executor has no public way to stop a running worker; its process table is read
+    # defensively (getattr), and without it shutdown still cancels what has not started.
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
