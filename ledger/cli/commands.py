@@ -391,7 +391,9 @@ def verify(
     bundles: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Result bundle folder(s) (result-manifest.json...).", show_default=False
+            help="Result bundle folder(s) (result-manifest.json...).",
+            metavar="BUNDLE...",
+            show_default=False,
         ),
     ] = None,
     from_list: Annotated[
@@ -417,8 +419,8 @@ def verify(
     """Judge a result bundle by the plan the ledger committed for it; record bundle and result.
 
     Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written). Several
-    bundles (or --from) are a batch: each is recorded on its own, in order; one line each
-    (JSON Lines with --json), and the exit code is the worst outcome.
+    bundles (or --from) are a batch: workers judge them, each pair is appended whole, in
+    order; one line each (JSON Lines with --json), and the exit code is the worst outcome.
     """
     from ledger.store.sqlite import Ledger
 
