@@ -929,6 +929,84 @@ def bench_start(work: Path, sz: Sizes, diff: bytes) -> list[Row]:
     ]
 
 
+# -- 9. batch verify: many small bundles in one process ------------------------------------------
+
+
+def bench_batch(work: Path, sz: Sizes) -> list[Row]:
+    """`ledger verify --from LIST` of N small bundles (the installed console script, end to end:
+    start-up, worker start, judging on every core, N recorded pairs) against N library `verify`
+    calls in one process and against the reference stand-in (one process per bundle)."""
+    n = 200 if sz is QUICK else 1000
+    sub = work / "batch"
+    sub.mkdir(exist_ok=True)
+    template = sub / "template.db"
+    ledger, bundle = gen.small_setup(sub, template)
+    ledger.close()
+    bundles = []
+    for i in range(n):  # N bundle folders, as a harness would leave them
+        copy = sub / "bundles" / f"attempt-{i:04d}"
+        shutil.copytree(bundle, copy)
+        bundles.append(copy)
+    listing = sub / "bundles.txt"
+    listing.write_text("".join(f"{b}\n" for b in bundles), "utf-8")
+    batch_db, serial_db = sub / "batch.db", sub / "serial.db"
+    gen.copy_ledger(template, batch_db)
+    gen.copy_ledger(template, serial_db)
+    cmd = [str(BIN / "ledger"), "--db", str(batch_db), "verify", "--from", str(listing), "--json"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, check=False, env=START_ENV)
+    batch_seconds = time.perf_counter() - t0
+    check(out.returncode == 0, f"batch verify exited {out.returncode}: {out.stderr[-300:]!r}")
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    check(
+        [(x["bundle"], x["outcome"]) for x in lines] == [(str(b), "support") for b in bundles],
+        "batch verify did not judge every bundle support, in order",
+    )
+    with Ledger.open(serial_db) as serial:
+        t0 = time.perf_counter()
+        outcomes = [verify(serial, b).outcome for b in bundles]
+        serial_seconds = time.perf_counter() - t0
+    check(outcomes == ["support"] * n, "a library verify did not judge support")
+    for path in (batch_db, serial_db):
+        with Ledger.open_read_only(path) as done:
+            recorded = sum(1 for _ in done.entries(kinds=["verification.recorded"]))
+        check(recorded == n, f"{path.name} holds {recorded} results, not {n}")
+    standin = [
+        sys.executable,
+        str(STANDIN),
+        *_standin_inputs(sub, serial_db, bundle),
+        str(bundle / "changes.patch"),
+        str(sub / "standin-out.json"),
+    ]
+    first = subprocess.run(standin, capture_output=True, check=False, env=START_ENV)
+    check(first.returncode == 0, f"stand-in failed: {first.stderr[-500:]!r}")
+    standin_seconds = statistics.median(_timed(standin) for _ in range(sz.starts))
+    batch_rate, serial_rate, standin_rate = (
+        n / batch_seconds,
+        n / serial_seconds,
+        1 / standin_seconds,
+    )
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return [
+        Row(
+            f"batch verify, {n} small bundles, {cores} cores (CLI)",
+            f"{batch_rate:.0f} bundles/s",
+            f"{serial_rate:.0f}/s {n} library verify calls, 1 process",
+            f"{batch_rate / serial_rate:.2f}x",
+            ">= 200 bundles/s",
+            batch_rate >= 200,
+        ),
+        Row(
+            "  same, vs reference stand-in",
+            f"{batch_rate:.0f} bundles/s",
+            f"{standin_rate:.1f}/s stand-in, 1 process per bundle",
+            f"{batch_rate / standin_rate:.1f}x",
+            ">= 50x",
+            batch_rate / standin_rate >= 50,
+        ),
+    ]
+
+
 # -- driver --------------------------------------------------------------------------------------
 
 
@@ -976,6 +1054,7 @@ def main(argv: list[str] | None = None) -> int:
         ("cli", lambda: bench_cli(sz)),
         ("start", lambda: bench_start(work, sz, diff_box["diff"])),
         ("ledgers", lambda: bench_ledgers(work, sz)),
+        ("batch", lambda: bench_batch(work, sz)),
         # Only when asked (``--only state``): the verify-at-size rows alone, on a ledger of the
         # largest size only (``ledgers`` ends with the same rows).
         ("state", lambda: bench_state(work, sz)),

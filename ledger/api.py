@@ -32,6 +32,7 @@ import msgspec
 from ledger.audit.engine import audit
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
+from ledger.operations.batch import verify_many
 from ledger.operations.burn import burn
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
@@ -205,4 +206,5 @@ __all__ = [
     "prove_inclusion",
     "settings_from_environ",
     "verify",
+    "verify_many",
 ]

@@ -414,7 +414,26 @@ def msgspec_builtins(value: Any) -> Any:
 
 @app.command()
 def verify(
-    bundle: Annotated[Path, typer.Argument(help="Result bundle folder (result-manifest.json...).")],
+    bundles: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Result bundle folder(s) (result-manifest.json...).",
+            metavar="BUNDLE...",
+            show_default=False,
+        ),
+    ] = None,
+    from_list: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="A file naming one bundle folder per line ('-': stdin; '#' comments).",
+            show_default=False,
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(help="Worker processes judging a batch (default: one per core).", min=1),
+    ] = None,
     cohort: Annotated[
         str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
     ] = None,
@@ -425,29 +444,189 @@ def verify(
 ) -> int:
     """Judge a result bundle by the plan the ledger committed for it; record bundle and result.
 
-    Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written).
+    Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written). Several
+    bundles (or --from) are a batch: workers judge them, each pair is appended whole, in
+    order; one line each (JSON Lines with --json), and the exit code is the worst outcome.
     """
-    from ledger.operations.verify import verify as run_verify
+    paths = list(bundles or ())
+    if from_list is None and len(paths) == 1:
+        from ledger.operations.verify import verify as run_verify
 
-    with _open_ledger(read_only=False) as ledger:
-        result = run_verify(ledger, bundle, cohort=cohort, task=task)
-    if as_json:
-        _emit_json(
-            {
-                "outcome": result.outcome,
-                "cohort": result.cohort,
-                "task": result.task,
-                "bundle_entry": result.bundle_entry,
-                "result_entry": result.result_entry,
-                "adapter": result.adapter,
-                "adapter_version": result.adapter_version,
-                "runner_version": result.runner_version,
-                "verification_result": result.verification_result,
-            }
-        )
+        with _open_ledger(read_only=False) as ledger:
+            result = run_verify(ledger, paths[0], cohort=cohort, task=task)
+        if as_json:
+            _emit_json(_verification_json(result))
+            return result.exit_code
+        _say_verification(result)
         return result.exit_code
-    _say_verification(result)
-    return result.exit_code
+    if from_list is None and not paths:
+        raise UsageError(
+            "usage-error",
+            "Missing argument 'BUNDLES...': give a bundle folder, several, or --from FILE"
+            " (see `ledger verify --help`)",
+        )
+    return _verify_batch(paths, from_list, jobs=jobs, cohort=cohort, task=task, as_json=as_json)
+
+
+def _verification_json(result: Any) -> dict[str, Any]:
+    return {
+        "outcome": result.outcome,
+        "cohort": result.cohort,
+        "task": result.task,
+        "bundle_entry": result.bundle_entry,
+        "result_entry": result.result_entry,
+        "adapter": result.adapter,
+        "adapter_version": result.adapter_version,
+        "runner_version": result.runner_version,
+        "verification_result": result.verification_result,
+    }
+
+
+def _read_bundle_list(source: Path) -> bytes:
+    """The --from list's bytes, at most one byte over its limit (the library refuses it)."""
+    from ledger.operations.batch import MAX_LIST_BYTES
+
+    if str(source) == "-":
+        return sys.stdin.buffer.read(MAX_LIST_BYTES + 1)
+    try:
+        with open(source, "rb") as handle:
+            return handle.read(MAX_LIST_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(
+            "batch-list-unreadable", f"cannot read the bundle list {source}: {exc.strerror}"
+        ) from None
+
+
+def _verify_batch(
+    paths: list[Path],
+    from_list: Path | None,
+    *,
+    jobs: int | None,
+    cohort: str | None,
+    task: str | None,
+    as_json: bool,
+) -> int:
+    """One line per bundle as it is recorded, then (text) a summary; the worst exit code.
+
+    A refusal before the first bundle (a bad list, no ledger) is one error line like any
+    command's, compact under --json so the output stays JSON Lines."""
+    import signal
+    import time
+
+    from ledger.operations.batch import read_bundle_list, verify_many
+
+    try:
+        if from_list is not None:
+            source = "stdin" if str(from_list) == "-" else str(from_list)
+            paths += read_bundle_list(_read_bundle_list(from_list), source=source)
+        ledger = _open_ledger(read_only=False)
+    except LedgerError as exc:
+        _batch_fail(exc.code, exc.message, exc.exit_code, as_json)
+    total = len(paths)
+    progress = _Progress(total) if sys.stderr.isatty() else None
+    counts: dict[str, int] = {}
+    seen: list[int] = []  # the exit code of each bundle reported, in order
+
+    def render(item: Any) -> None:
+        path = paths[len(seen)]
+        if isinstance(item, LedgerError):
+            seen.append(EXIT_REFUSED)
+            line: dict[str, Any] = {"error": {"code": item.code, "message": item.message}}
+            text = f"{path}: REFUSED {item.code}: {item.message}"
+        else:
+            seen.append(item.exit_code)
+            counts[item.outcome] = counts.get(item.outcome, 0) + 1
+            line = _verification_json(item)
+            text = (
+                f"{path}: {item.outcome.upper()}: {item.cohort} / {item.task}"
+                f" ({item.adapter} {item.adapter_version}; entries {item.bundle_entry},"
+                f" {item.result_entry})"
+            )
+        if progress is not None:
+            progress.clear()
+        if as_json:
+            line["bundle"] = str(path)
+            _emit_json_line(line)
+        else:
+            _say(text)
+        sys.stdout.flush()
+        if progress is not None:
+            progress.show(len(seen), time.monotonic())
+
+    # Ctrl-C is taken between two bundles, never inside one's append or output line: the
+    # handler only marks it (each step returns within one judgement's time).
+    interrupted: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
+    results = verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task)
+    try:
+        for item in results:
+            render(item)
+            if interrupted:
+                break
+        for item in results.close():  # appended, not yet shown (the workers are stopped)
+            render(item)
+    except LedgerError as exc:  # a refusal of the whole batch (the clock, the ledger file)
+        for item in results.close():
+            render(item)
+        if progress is not None:
+            progress.clear()
+        _batch_fail(exc.code, exc.message, exc.exit_code, as_json)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        results.close()
+        ledger.close()
+    if interrupted:
+        if progress is not None:
+            progress.clear()
+        recorded = sum(1 for code in seen if code != EXIT_REFUSED)
+        _batch_fail(
+            "interrupted",
+            f"interrupted after {len(seen)} of {total} bundles: the {recorded} recorded stay,"
+            " none is half-written, the rest were not verified",
+            EXIT_REFUSED,
+            as_json,
+        )
+    if progress is not None:
+        progress.clear()
+    if not as_json:
+        outcomes = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
+        refused = seen.count(EXIT_REFUSED)
+        _say(f"batch: {total} bundles: {outcomes or 'none recorded'}; {refused} refused")
+    return max(seen, default=EXIT_OK)
+
+
+class _Progress:
+    """A one-line bar on stderr, redrawn at most ten times a second (only at a terminal)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.shown_at = 0.0
+
+    def show(self, done: int, now: float) -> None:
+        if done < self.total and now - self.shown_at < 0.1:
+            return
+        self.shown_at = now
+        filled = 30 * done // max(self.total, 1)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total}")
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        sys.stderr.write("\r\x1b[K")
+
+
+def _emit_json_line(value: Any) -> None:
+    sys.stdout.write(
+        json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+    )
+
+
+def _batch_fail(code: str, message: str, exit_code: int, as_json: bool) -> NoReturn:
+    if as_json:
+        _emit_json_line({"error": {"code": code, "message": message}})
+        sys.stdout.flush()
+    else:
+        sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
+    raise typer.Exit(exit_code)
 
 
 def _say_verification(result: Any) -> None:

@@ -26,4 +26,7 @@ Rules (LEDGER.md section 5, "Rules enforced by structure"; codes in section 11):
    observed in this ledger before the freeze of the cohort it is verified against
    (``outcome_digests``, shared with the audit; ``StateIndex.observed_before``, the derived
    copy of the audit's ``LedgerState.observed_before``).
+
+A batch (``batch.verify_many``) is N verifies: judged in worker processes, each re-checked and
+appended in bundle order by the parent, every pair whole (LEDGER.md section 5, "Batch verify").
 """

@@ -4,13 +4,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
-from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError, from_verifier
+from ledger.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CommitError,
+    LedgerError,
+    UsageError,
+    from_verifier,
+)
 from ledger.format.entries import Entry, later_time
 from ledger.state import CommittedTask, StateIndex, committed_plan, outcome_digests
 from ledger.store.sqlite import Ledger, Writer
@@ -148,6 +156,23 @@ class Judged:
     outcome: RunOutcome
 
 
+PlanCache = dict[tuple[str, str], tuple[EvaluatorPlan, WorkUnit]]
+
+
+def cached_plan(
+    ledger: Ledger, chosen: CommittedTask, plans: PlanCache | None
+) -> tuple[EvaluatorPlan, WorkUnit]:
+    """``committed_plan``, decoded once per batch: the key is the two objects' content
+    addresses, so a kept decoding is the decoding of the same bytes."""
+    if plans is None:
+        return committed_plan(ledger, chosen)
+    key = (chosen.plan_object, chosen.work_unit_object)
+    found = plans.get(key)
+    if found is None:
+        found = plans[key] = committed_plan(ledger, chosen)
+    return found
+
+
 def verify(
     ledger: Ledger, bundle_dir: Path, *, cohort: str | None = None, task: str | None = None
 ) -> VerifyResult:
@@ -165,13 +190,23 @@ def verify(
 
 
 def judge(
-    ledger: Ledger, bundle_dir: Path, *, cohort: str | None = None, task: str | None = None
+    ledger: Ledger,
+    bundle_dir: Path,
+    *,
+    cohort: str | None = None,
+    task: str | None = None,
+    now: str | None = None,
+    plans: PlanCache | None = None,
 ) -> Judged | None:
     """Read and judge a bundle without the write lock, in one read snapshot of the ledger.
 
+    ``now``: the clock reading to judge with (a batch reads the clock in its parent process,
+    in bundle order); None reads the ledger's clock here. ``plans``: decoded plans and
+    WorkUnits kept across the bundles of a batch (``cached_plan``).
     None when the derived state is absent or behind the head (a file from before it, or a
     writer that did not keep it): ``record`` then does all of it under the lock."""
-    clock_time = ledger.now()  # the clock is read once: this judgement's time is the entries'
+    # The clock is read once: this judgement's time is the entries'.
+    clock_time = ledger.now() if now is None else now
     probe = _read_manifest_only(bundle_dir)
     wu_id, wu_version = _manifest_claims(probe)
     with ledger.snapshot():
@@ -179,7 +214,7 @@ def judge(
         if state is None:
             return None
         chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
-        plan, work_unit = committed_plan(ledger, chosen)
+        plan, work_unit = cached_plan(ledger, chosen, plans)
         head = ledger.head()
         snapshot = _read_snapshot(bundle_dir, plan, probe)
         digests = _check_outcome_before_plan(state, chosen, plan, snapshot)
@@ -204,28 +239,75 @@ def record(
     task chosen now: judged again, under the lock. ``judged`` None: all of it under the lock."""
     with ledger.writer(at=None if judged is None else judged.time) as w:
         state = StateIndex.for_writer(w)
-        if judged is not None:
-            wu_id, wu_version = _manifest_claims(judged.snapshot.manifest)
-            chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
-            if chosen != judged.chosen:
-                judged = None
-        if judged is not None:
-            _check_digests(state, chosen, judged.digests)
-            outcome = judged.outcome
-            if w.time != judged.time:
-                # Another writer's entry came later than this judgement's clock reading, and
-                # entries' time never goes back: the result must carry the entries' time.
-                outcome = _run(chosen, judged.plan, judged.work_unit, judged.snapshot, w.time)
-            snapshot = judged.snapshot
-        else:
-            probe = _read_manifest_only(bundle_dir)
-            wu_id, wu_version = _manifest_claims(probe)
-            chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
-            plan, work_unit = committed_plan(ledger, chosen)
-            snapshot = _read_snapshot(bundle_dir, plan, probe)
-            _check_outcome_before_plan(state, chosen, plan, snapshot)
-            outcome = _run(chosen, plan, work_unit, snapshot, w.time)
-        bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
+        chosen, snapshot, outcome = _decide(ledger, w, state, bundle_dir, judged, cohort, task)
+        return _recorded(w, chosen, snapshot, outcome)
+
+
+def record_group(
+    ledger: Ledger,
+    group: Sequence[tuple[Path, Judged]],
+    *,
+    cohort: str | None = None,
+    task: str | None = None,
+) -> list[VerifyResult | LedgerError]:
+    """``record`` for consecutive bundles judged with the same time, in one write transaction
+    (a batch's group commit): each re-checked under the lock as ``record`` re-checks it, in
+    order, and each refusal returned in its place. A refusal is decided before its bundle
+    appends anything, so every pair in the transaction is whole; a failure while appending (the
+    store's) rolls back the whole group and is raised."""
+    if not group:
+        return []
+    with ledger.writer(at=group[0][1].time) as w:
+        state = StateIndex.for_writer(w)
+        results: list[VerifyResult | LedgerError] = []
+        for bundle_dir, judged in group:
+            try:
+                chosen, snapshot, outcome = _decide(
+                    ledger, w, state, bundle_dir, judged, cohort, task
+                )
+            except LedgerError as exc:
+                results.append(exc)
+                continue
+            results.append(_recorded(w, chosen, snapshot, outcome))
+    return results
+
+
+def _decide(
+    ledger: Ledger,
+    w: Writer,
+    state: StateIndex,
+    bundle_dir: Path,
+    judged: Judged | None,
+    cohort: str | None,
+    task: str | None,
+) -> tuple[CommittedTask, BundleSnapshot, RunOutcome]:
+    """Under the lock, before anything is appended: what to record, or the refusal."""
+    if judged is not None:
+        wu_id, wu_version = _manifest_claims(judged.snapshot.manifest)
+        chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
+        if chosen != judged.chosen:
+            judged = None
+    if judged is not None:
+        _check_digests(state, chosen, judged.digests)
+        outcome = judged.outcome
+        if w.time != judged.time:
+            # Another writer's entry came later than this judgement's clock reading, and
+            # entries' time never goes back: the result must carry the entries' time.
+            outcome = _run(chosen, judged.plan, judged.work_unit, judged.snapshot, w.time)
+        return chosen, judged.snapshot, outcome
+    probe = _read_manifest_only(bundle_dir)
+    wu_id, wu_version = _manifest_claims(probe)
+    chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
+    plan, work_unit = committed_plan(ledger, chosen)
+    snapshot = _read_snapshot(bundle_dir, plan, probe)
+    _check_outcome_before_plan(state, chosen, plan, snapshot)
+    return chosen, snapshot, _run(chosen, plan, work_unit, snapshot, w.time)
+
+
+def _recorded(
+    w: Writer, chosen: CommittedTask, snapshot: BundleSnapshot, outcome: RunOutcome
+) -> VerifyResult:
+    bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
     return VerifyResult(
         outcome=outcome.outcome,
         cohort=chosen.cohort,

@@ -1,0 +1,325 @@
+"""``ledger verify B1 B2 ...`` / ``--from FILE``: many bundles in one process (LEDGER.md
+section 5, "Batch verify").
+
+Each bundle is judged as ``verify`` judges it (``judge``: a read snapshot, no write lock) in
+worker processes, and recorded in the parent in bundle order (``record``, or ``record_group``
+for consecutive bundles judged with the same time: each ``bundle.observed`` +
+``verification.recorded`` pair whole, the pairs in the argument order). The parent reads the
+clock for each bundle, in bundle order, as it hands the bundle out: a batch writes the bytes N
+single verifies run one after another with the same clock would write. A refusal is yielded
+in the bundle's place and the batch goes on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+from collections import deque
+from collections.abc import Generator, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
+
+from ledger.errors import LedgerError, UsageError
+from ledger.operations.verify import (
+    Judged,
+    PlanCache,
+    VerifyResult,
+    cached_plan,
+    judge,
+    record,
+    record_group,
+)
+from ledger.store.sqlite import Ledger
+
+MAX_LIST_BYTES: Final = 4 * 1024 * 1024  # a --from list: ~40,000 paths of 100 bytes
+IN_FLIGHT_PER_JOB: Final = 8  # bundles handed out ahead of the appends: bounds memory
+MAX_GROUP: Final = 32  # pairs appended in one transaction at most
+
+
+def default_jobs() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def read_bundle_list(data: bytes, *, source: str) -> list[Path]:
+    """The bundle paths of a ``--from`` list: one per line, blank lines and ``#`` comments
+    skipped. ``data`` must already be bounded by the caller (at most ``MAX_LIST_BYTES + 1``)."""
+    if len(data) > MAX_LIST_BYTES:
+        raise UsageError(
+            "batch-list-too-large",
+            f"{source} is over {MAX_LIST_BYTES} bytes; split the batch into several lists",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            "batch-list-unreadable", f"{source} is not UTF-8 text (byte {exc.start})"
+        ) from None
+    if "\x00" in text:
+        raise UsageError("batch-list-unreadable", f"{source} contains a NUL byte")
+    paths: list[Path] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        paths.append(Path(stripped))
+    if not paths:
+        raise UsageError("batch-list-empty", f"{source} names no bundle")
+    return paths
+
+
+def verify_many(
+    ledger: Ledger,
+    bundles: Iterable[Path],
+    *,
+    jobs: int | None = None,
+    cohort: str | None = None,
+    task: str | None = None,
+) -> BatchRun:
+    """Verify each bundle as ``verify`` would, in order; yield its result or its refusal.
+
+    ``jobs``: worker processes judging in parallel (default: one per core; 1 judges in this
+    process). The pairs are appended here, in bundle order (``BatchRun``). ``close()`` (or
+    Ctrl-C while it runs, then ``close()``) stops the workers; every pair already appended
+    stays, none is half-written, and ``close`` returns the results appended but not yet
+    yielded."""
+    paths = list(bundles)
+    count = default_jobs() if jobs is None else jobs
+    if count < 1:
+        raise UsageError("usage-error", f"--jobs must be at least 1, not {count}")
+    return BatchRun(ledger, paths, min(count, len(paths)), cohort, task)
+
+
+class BatchRun:
+    """The iterator ``verify_many`` returns: one result or refusal per bundle, in order."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        paths: list[Path],
+        jobs: int,
+        cohort: str | None,
+        task: str | None,
+    ) -> None:
+        self._ledger = ledger
+        self._cohort = cohort
+        self._task = task
+        # Appended (committed), not yet yielded: what a Ctrl-C must still report.
+        self._ready: deque[VerifyResult | LedgerError] = deque()
+        self._steps = self._serial(paths) if jobs <= 1 else self._parallel(paths, jobs)
+
+    def __iter__(self) -> BatchRun:
+        return self
+
+    def __next__(self) -> VerifyResult | LedgerError:
+        while not self._ready:
+            next(self._steps)  # its StopIteration ends the batch
+        return self._ready.popleft()
+
+    def close(self) -> list[VerifyResult | LedgerError]:
+        """Stop (the workers too); the results already appended and not yet yielded."""
+        self._steps.close()
+        left = list(self._ready)
+        self._ready.clear()
+        return left
+
+    def _serial(self, paths: list[Path]) -> Generator[None, None, None]:
+        ledger, cohort, task = self._ledger, self._cohort, self._task
+        kept: PlanCache = {}
+        for path in paths:
+            try:
+                judged = judge(ledger, path, cohort=cohort, task=task, plans=kept)
+            except LedgerError as exc:
+                self._ready.append(exc)
+            else:
+                with _interrupts_deferred():
+                    self._ready.append(_one(ledger, path, judged, cohort, task))
+            yield None
+
+    def _parallel(self, paths: list[Path], jobs: int) -> Generator[None, None, None]:
+        ledger, cohort, task = self._ledger, self._cohort, self._task
+        pool = _start_pool(ledger, jobs)
+        plans: PlanCache = {}
+        waiting: deque[tuple[Path, Future[tuple[str, object]] | None]] = deque()
+        pending = iter(paths)
+        try:
+            while True:
+                while len(waiting) < jobs * IN_FLIGHT_PER_JOB:
+                    upcoming = next(pending, None)
+                    if upcoming is None:
+                        break
+                    waiting.append((upcoming, _submit(pool, ledger, upcoming, cohort, task)))
+                if not waiting:
+                    return
+                path, future = waiting.popleft()
+                collected = _collect(ledger, plans, future)
+                if not isinstance(collected, Judged):
+                    with _interrupts_deferred():
+                        self._ready.append(_one(ledger, path, collected, cohort, task))
+                    yield None
+                    continue
+                # Group commit: the bundles after it already judged with the same time (the
+                # clock reads whole seconds) are appended in the same transaction, each pair
+                # whole.
+                group = [(path, collected)]
+                while waiting and len(group) < MAX_GROUP:
+                    ahead = waiting[0][1]
+                    if ahead is None or not ahead.done():
+                        break
+                    peek = _collect(ledger, plans, ahead)
+                    if not isinstance(peek, Judged) or peek.time != collected.time:
+                        break
+                    group.append((waiting.popleft()[0], peek))
+                with _interrupts_deferred():
+                    self._ready.extend(record_group(ledger, group, cohort=cohort, task=task))
+                yield None
+        finally:
+            _stop_pool(pool)
+
+
+@contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C while a group is appended and handed over is raised once both are done: the
+    transaction is atomic either way, but the results of a committed one must not be lost
+    before they are reported. Only where Python's own SIGINT handler is in place (the main
+    thread, no handler of the caller's)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    caught: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def _one(
+    ledger: Ledger,
+    path: Path,
+    judged: Judged | LedgerError | None,
+    cohort: str | None,
+    task: str | None,
+) -> VerifyResult | LedgerError:
+    """One bundle on its own, as ``verify`` does it (``judged`` None: ``judge`` here first,
+    or, from a worker, all of it under the lock)."""
+    if isinstance(judged, LedgerError):
+        return judged
+    try:
+        return record(ledger, path, judged, cohort=cohort, task=task)
+    except LedgerError as exc:
+        return exc
+
+
+def _collect(
+    ledger: Ledger, plans: PlanCache, future: Future[tuple[str, object]] | None
+) -> Judged | LedgerError | None:
+    """A worker's judgement or its refusal. Anything else (a worker that died, a bug there,
+    a bundle no worker took): None, and ``record`` does all of it under the lock, as
+    ``verify`` would."""
+    if future is None:
+        return None
+    try:
+        kind, value = future.result()
+    except Exception:  # BrokenProcessPool included
+        return None
+    if kind == "refused" and isinstance(value, tuple):
+        cls, code, message, exit_code = value
+        error = cls if isinstance(cls, type) and issubclass(cls, LedgerError) else LedgerError
+        return error(code, message, exit_code=exit_code)
+    if kind != "judged" or not isinstance(value, tuple):
+        return None
+    # The plan and WorkUnit do not travel (decoding them again costs more than judging a small
+    # bundle): the parent decodes each task's once, from the same content-addressed objects.
+    chosen, snapshot, digests, time, outcome = value
+    try:
+        plan, work_unit = cached_plan(ledger, chosen, plans)
+    except LedgerError:
+        return None
+    return Judged(chosen, plan, work_unit, snapshot, digests, time, outcome)
+
+
+# -- the workers -------------------------------------------------------------------------------
+
+_WORKER_LEDGER: Ledger | None = None
+_WORKER_PLANS: PlanCache = {}
+
+
+def _start_pool(ledger: Ledger, jobs: int) -> ProcessPoolExecutor:
+    # forkserver (spawn where it is missing): a worker never inherits the parent's open SQLite
+    # connection or locks, which a plain fork would copy.
+    context: multiprocessing.context.BaseContext
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        forkserver = multiprocessing.get_context("forkserver")
+        # Imported once in the server, not once per worker.
+        forkserver.set_forkserver_preload(["ledger.operations.batch"])
+        context = forkserver
+    else:
+        context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=context,
+        initializer=_worker_start,
+        # Each worker starts in the parent's current folder (multiprocessing's preparation
+        # data), so relative bundle paths, and the messages naming them, are the parent's.
+        initargs=(str(ledger.path),),
+    )
+
+
+def _submit(
+    pool: ProcessPoolExecutor, ledger: Ledger, path: Path, cohort: str | None, task: str | None
+) -> Future[tuple[str, object]] | None:
+    now = ledger.now()  # read here, in bundle order: the times a serial run would record
+    try:
+        return pool.submit(_worker_judge, str(path), now, cohort, task)
+    except (BrokenProcessPool, RuntimeError):
+        return None  # judged in this process instead
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and stop the workers now (a judgement in progress is only
+    a read: dropping it loses nothing)."""
+    # The executor has no public way to stop a running worker; its process table is read
+    # defensively (getattr), and without it shutdown still cancels what has not started.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def _worker_start(path: str) -> None:
+    # Ctrl-C reaches the whole process group: the parent alone handles it, and stops us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    global _WORKER_LEDGER
+    _WORKER_LEDGER = Ledger.open(path)
+
+
+def _worker_judge(path: str, now: str, cohort: str | None, task: str | None) -> tuple[str, object]:
+    if _WORKER_LEDGER is None:
+        return "unjudged", None
+    try:
+        judged = judge(
+            _WORKER_LEDGER, Path(path), cohort=cohort, task=task, now=now, plans=_WORKER_PLANS
+        )
+    except LedgerError as exc:
+        # Sent as its parts: an exception with keyword-only arguments does not unpickle.
+        return "refused", (type(exc), exc.code, exc.message, exc.exit_code)
+    if judged is None:
+        return "unjudged", None
+    return "judged", (judged.chosen, judged.snapshot, judged.digests, judged.time, judged.outcome)

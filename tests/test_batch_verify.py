@@ -1,0 +1,475 @@
+"""Batch verify (LEDGER.md section 5, "Batch verify"): ``ledger verify B1 B2 ...`` and
+``--from FILE`` judge in worker processes and record in bundle order, each bundle its own atomic
+pair; one refusal does not stop the others; the exit code is the worst outcome."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from commit_helpers import make_bundle, make_cohort
+from helpers import (
+    FIXED_TIME,
+    REPO_DIR,
+    cli_env,
+    file_state,
+    ledger_command,
+    run_cli,
+    run_cli_subprocess,
+)
+
+from ledger import api
+from ledger.errors import LedgerError
+from ledger.operations.batch import MAX_LIST_BYTES, verify_many
+from ledger.operations.burn import burn
+from ledger.operations.verify import VerifyResult, verify
+from ledger.store.sqlite import Ledger
+
+TASK = "test/cohort-a/task-000"
+COHORT = "test/cohort-a"
+DEMO = REPO_DIR / "fixtures" / "demo" / "bundles"
+DEMO_BUNDLES = [
+    DEMO / "readme-marker" / "attempt-1",  # support
+    DEMO / "readme-marker" / "attempt-2",  # reject
+    DEMO / "yaml-safe-load" / "attempt-1",
+    DEMO / "pagination-test" / "attempt-1",
+    DEMO / "readme-marker" / "attempt-1",  # the same bundle again: recorded again
+]
+
+
+class Clock:
+    """A clock that moves one second per reading: every reading shows in the entries."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def __call__(self) -> str:
+        self.ticks += 1
+        hours, minutes, seconds = self.ticks // 3600, self.ticks // 60 % 60, self.ticks % 60
+        return f"2026-05-01T{hours:02d}:{minutes:02d}:{seconds:02d}Z"
+
+
+def ticking_from(ticks: int) -> Clock:
+    """A ticking clock already past the frozen ledger's head time."""
+    clock = Clock()
+    clock.ticks = ticks
+    return clock
+
+
+def rows(db: Path) -> tuple[list[tuple[int, str, bytes]], list[tuple[str, bytes]]]:
+    """Every entry (seq, hash, body) and every object of the file, in order."""
+    conn = sqlite3.connect(db)
+    try:
+        entries = conn.execute("SELECT seq, entry_hash, body FROM entries ORDER BY seq").fetchall()
+        objects = conn.execute("SELECT digest, body FROM objects ORDER BY digest").fetchall()
+        return entries, objects
+    finally:
+        conn.close()
+
+
+def copy_db(src: Path, dst: Path) -> Path:
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+    a.close()
+    b.close()
+    return dst
+
+
+@pytest.fixture(scope="module")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ledger with calibration and the demo cohort frozen (the CLI's clock fixed)."""
+    db = tmp_path_factory.mktemp("batch") / "template.db"
+    env = {"LEDGER_TIME": FIXED_TIME}
+    for args in (
+        ["init", "--origin", "test/batch"],
+        ["calibrate"],
+        ["freeze", "cohorts/demo", "--root", str(REPO_DIR)],
+    ):
+        result = run_cli(["--db", str(db), *args], env=env, cwd=REPO_DIR)
+        assert result.code == 0, result.stderr
+    return db
+
+
+@pytest.fixture
+def demo_db(demo_template: Path, tmp_path: Path) -> Path:
+    return copy_db(demo_template, tmp_path / "ledger.db")
+
+
+@pytest.fixture
+def frozen(tmp_path: Path) -> Path:
+    """A ledger (ticking clock) with calibration and one frozen cohort of five tasks."""
+    db = tmp_path / "frozen.db"
+    ledger, _ = Ledger.create(db, origin="test/batch", clock=Clock())
+    with ledger:
+        api.calibrate(ledger)
+        api.freeze(ledger, make_cohort(tmp_path), root=tmp_path)
+    return db
+
+
+def jsonl(stdout: str) -> list[dict[str, object]]:
+    lines = stdout.splitlines()
+    assert lines, "no output"
+    for line in lines:
+        assert line.startswith("{") and line.endswith("}"), line[:120] + " ... " + line[-120:]
+    return [json.loads(line) for line in lines]
+
+
+# -- same bytes as N single verifies ------------------------------------------------------------
+
+
+def test_batch_writes_the_bytes_of_n_single_verifies_under_a_fixed_clock(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    singles = copy_db(demo_db, tmp_path / "singles.db")
+    missing = tmp_path / "no-such-bundle"
+    bundles = [*DEMO_BUNDLES[:2], missing, *DEMO_BUNDLES[2:]]
+    for bundle in bundles:
+        one = run_cli(
+            ["--db", str(singles), "verify", str(bundle)], env={"LEDGER_TIME": FIXED_TIME}
+        )
+        assert one.code in (0, 1, 2), one.stderr
+    batch = run_cli_subprocess(
+        ["--db", str(demo_db), "verify", "--jobs", "2", "--json", *map(str, bundles)]
+    )
+    assert batch.code == 2, batch.stderr  # the missing bundle was refused
+    assert [line.get("bundle") for line in jsonl(batch.stdout)] == [str(b) for b in bundles]
+    assert rows(demo_db) == rows(singles)
+
+
+def test_batch_with_workers_writes_the_bytes_of_n_single_verifies_under_a_ticking_clock(
+    frozen: Path, tmp_path: Path
+) -> None:
+    """The parent reads the clock once per bundle, in bundle order, as N single verifies do:
+    even with the clock moving, the entries are byte for byte the same."""
+    singles = copy_db(frozen, tmp_path / "singles.db")
+    bundles = [
+        make_bundle(tmp_path, family, f"b{i}")
+        for i, family in enumerate(
+            ["good", "wrong-marker", "good", "decoy", "good", "good", "wrong-marker"]
+        )
+    ]
+    with Ledger.open(singles, clock=ticking_from(1000)) as ledger:
+        expected = [verify(ledger, b, task=TASK).outcome for b in bundles]
+    with Ledger.open(frozen, clock=ticking_from(1000)) as ledger:
+        got = list(verify_many(ledger, bundles, jobs=2, task=TASK))
+    assert [r.outcome for r in got if isinstance(r, VerifyResult)] == expected
+    assert "reject" in expected and "support" in expected
+    assert rows(frozen) == rows(singles)
+
+
+def test_verify_many_in_the_api_yields_results_and_refusals_in_bundle_order(
+    frozen: Path, tmp_path: Path
+) -> None:
+    good = make_bundle(tmp_path, "good")
+    with api.open_ledger(frozen) as ledger:
+        got = list(api.verify_many(ledger, [good, tmp_path / "missing", good], jobs=2, task=TASK))
+    assert isinstance(got[0], VerifyResult) and got[0].outcome == "support"
+    assert isinstance(got[1], LedgerError) and got[1].code == "bundle-not-found"
+    assert isinstance(got[2], VerifyResult) and got[2].bundle_entry == got[0].result_entry + 1
+
+
+# -- refusals and exit codes --------------------------------------------------------------------
+
+
+def test_one_refused_bundle_does_not_stop_the_others(demo_db: Path, tmp_path: Path) -> None:
+    folder_not_bundle = tmp_path / "a-file"
+    folder_not_bundle.write_text("not a folder")
+    bundles = [DEMO_BUNDLES[0], folder_not_bundle, DEMO_BUNDLES[2]]
+    out = run_cli_subprocess(["--db", str(demo_db), "verify", "--json", *map(str, bundles)])
+    assert out.code == 2
+    lines = jsonl(out.stdout)
+    assert [line["bundle"] for line in lines] == [str(b) for b in bundles]
+    assert lines[0]["outcome"] == "support" and lines[2]["outcome"] == "support"
+    assert lines[1] == {
+        "bundle": str(folder_not_bundle),
+        "error": {"code": "bundle-not-directory", "message": lines[1]["error"]["message"]},  # type: ignore[index]
+    }
+    assert (lines[0]["bundle_entry"], lines[2]["bundle_entry"]) == (
+        lines[0]["result_entry"] - 1,  # type: ignore[operator]
+        lines[0]["result_entry"] + 1,  # type: ignore[operator]
+    )
+    assert out.stderr == ""  # stderr is a pipe: no progress bar
+
+
+@pytest.mark.parametrize(
+    ("bundles", "code"),
+    [
+        ([DEMO_BUNDLES[0], DEMO_BUNDLES[2]], 0),
+        ([DEMO_BUNDLES[0], DEMO_BUNDLES[1], DEMO_BUNDLES[2]], 1),
+        ([DEMO_BUNDLES[1], Path("/no/such/bundle"), DEMO_BUNDLES[0]], 2),
+    ],
+)
+def test_the_exit_code_is_the_worst_outcome(demo_db: Path, bundles: list[Path], code: int) -> None:
+    out = run_cli(["--db", str(demo_db), "verify", "--jobs", "1", *map(str, bundles)])
+    assert out.code == code, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == len(bundles) + 1
+    assert all(line.startswith(f"{b}: ") for line, b in zip(lines, bundles, strict=False))
+    support = sum(": SUPPORT: " in line for line in lines)
+    reject = sum(": REJECT: " in line for line in lines)
+    refused = sum(": REFUSED bundle-not-found: " in line for line in lines)
+    assert support + reject + refused == len(bundles)
+    assert lines[-1] == (
+        f"batch: {len(bundles)} bundles: "
+        + ", ".join(f"{n} {k}" for k, n in (("reject", reject), ("support", support)) if n)
+        + f"; {refused} refused"
+    )
+
+
+def test_a_single_bundle_keeps_the_single_verify_output(demo_db: Path) -> None:
+    """One bundle and no --from: today's one JSON document (indented), not a JSON Line."""
+    out = run_cli(["--db", str(demo_db), "verify", "--json", str(DEMO_BUNDLES[0])])
+    assert out.code == 0
+    doc = json.loads(out.stdout)
+    assert "bundle" not in doc and doc["outcome"] == "support"
+    assert out.stdout == json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    text = run_cli(["--db", str(demo_db), "verify", str(DEMO_BUNDLES[1])])
+    assert text.code == 1
+    assert text.stdout.splitlines()[0].startswith("REJECT: example/demo / demo/001-readme-marker")
+    assert "batch:" not in text.stdout
+
+
+def test_verify_without_a_bundle_is_a_usage_error(demo_db: Path) -> None:
+    before = file_state(demo_db)
+    out = run_cli(["--db", str(demo_db), "verify", "--json"])
+    assert out.code == 2 and out.error_code() == "usage-error"
+    assert run_cli(["--db", str(demo_db), "verify", "a", "b", "--jobs", "0"]).code == 2
+    assert file_state(demo_db) == before
+
+
+# -- --from FILE --------------------------------------------------------------------------------
+
+
+def test_from_list_skips_blank_lines_and_comments_and_reads_stdin(demo_db: Path) -> None:
+    listing = f"# the batch\n\n{DEMO_BUNDLES[0]}\n   \n  # indented comment\n{DEMO_BUNDLES[1]}\n"
+    proc = subprocess.run(
+        [*ledger_command(), "--db", str(demo_db), "verify", "--from", "-", "--json"],
+        input=listing,
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=60,
+    )
+    assert proc.returncode == 1, proc.stderr
+    lines = jsonl(proc.stdout)
+    assert [(line["bundle"], line["outcome"]) for line in lines] == [
+        (str(DEMO_BUNDLES[0]), "support"),
+        (str(DEMO_BUNDLES[1]), "reject"),
+    ]
+
+
+def test_from_list_over_the_limit_is_refused_before_anything_is_written(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    listing = tmp_path / "list.txt"
+    line = f"{DEMO_BUNDLES[0]}\n".encode()
+    listing.write_bytes(line * (MAX_LIST_BYTES // len(line) + 1))
+    before = file_state(demo_db)
+    out = run_cli(["--db", str(demo_db), "verify", "--from", str(listing), "--json"])
+    assert out.code == 2
+    assert jsonl(out.stdout)[0]["error"]["code"] == "batch-list-too-large"  # type: ignore[index]
+    assert file_state(demo_db) == before
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [
+        (b"\xff\xfe not utf-8\n", "batch-list-unreadable"),
+        (b"bundle\x00\n", "batch-list-unreadable"),
+        (b"# only a comment\n\n   \n", "batch-list-empty"),
+    ],
+)
+def test_unusable_from_list_is_refused(
+    demo_db: Path, tmp_path: Path, content: bytes, code: str
+) -> None:
+    listing = tmp_path / "list.txt"
+    listing.write_bytes(content)
+    before = file_state(demo_db)
+    out = run_cli(["--db", str(demo_db), "verify", "--from", str(listing)])
+    assert out.code == 2 and out.error_code() == code
+    missing = run_cli(["--db", str(demo_db), "verify", "--from", str(tmp_path / "nope")])
+    assert missing.code == 2 and missing.error_code() == "batch-list-unreadable"
+    assert file_state(demo_db) == before
+
+
+# -- races and interruptions --------------------------------------------------------------------
+
+
+def test_burn_while_batch_judges_ahead_refuses_the_rest(frozen: Path, tmp_path: Path) -> None:
+    """Workers judge bundles ahead of the appends; a burn landing meanwhile refuses every bundle
+    not yet recorded (each is re-checked under the lock), and those recorded before it stay."""
+    good = make_bundle(tmp_path, "good")
+    with Ledger.open(frozen, clock=Clock()) as ledger:
+        results = verify_many(ledger, [good] * 60, jobs=2, task=TASK)
+        first = next(results)
+        assert isinstance(first, VerifyResult)
+        time.sleep(0.5)  # the workers have judged the bundles in flight
+        with Ledger.open(frozen, clock=Clock()) as other:
+            burned = burn(other, COHORT, reason="published while the batch ran").burned_entry
+        rest = list(results)
+    # The group the first result was appended with (committed before the burn), then refusals.
+    recorded = [r for r in rest if isinstance(r, VerifyResult)]
+    refused = rest[len(recorded) :]
+    assert len(recorded) < 20 and all(r.result_entry < burned for r in [first, *recorded])
+    assert [r.code for r in refused if isinstance(r, LedgerError)] == ["cohort-burned"] * (
+        59 - len(recorded)
+    )
+    with Ledger.open_read_only(frozen) as ledger:
+        report, _ = api.audit_ledger(ledger)
+    assert report.ok, report.violations
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return found
+    for kid in map(int, kids):
+        found |= {kid, *_children(kid)}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_ctrl_c_during_a_batch_keeps_whole_pairs_and_stops_the_workers(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    listing = tmp_path / "list.txt"
+    listing.write_text("".join(f"{DEMO_BUNDLES[i % 4]}\n" for i in range(400)))
+    err_file = tmp_path / "stderr.txt"
+    with err_file.open("w") as err_out:
+        proc = subprocess.Popen(
+            [*ledger_command(), "--db", str(demo_db), "verify", "--from", str(listing), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=err_out,
+            text=True,
+            env=cli_env(),
+            start_new_session=True,  # its own process group, as a terminal's foreground job
+        )
+    assert proc.stdout is not None
+    printed = [proc.stdout.readline() for _ in range(5)]
+    workers = _children(proc.pid)
+    assert workers, "no worker processes"
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at a terminal does
+    rest = proc.stdout.read()  # the same buffered reader: no line is lost between the two
+    proc.wait(timeout=60)
+    err = err_file.read_text()
+    assert proc.returncode == 2, err
+    lines = jsonl("".join(printed) + rest)
+    assert lines[-1]["error"]["code"] == "interrupted"  # type: ignore[index]
+    recorded = lines[:-1]
+    assert recorded and len(recorded) < 400
+    deadline = time.monotonic() + 10
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, workers))
+    with Ledger.open_read_only(demo_db) as ledger:
+        results = list(ledger.entries(kinds=["verification.recorded"]))
+        observed = list(ledger.entries(kinds=["bundle.observed"]))
+        report, _ = api.audit_ledger(ledger)
+    assert report.ok, report.violations
+    # Every result printed is recorded, each with its bundle just before it, and nothing else.
+    assert [r.seq for r in results] == [line["result_entry"] for line in recorded]
+    assert [r.payload["bundle_entry"] for r in results] == [o.seq for o in observed]
+    assert [o.seq + 1 for o in observed] == [r.seq for r in results]
+
+
+def test_progress_bar_only_when_stderr_is_a_terminal(demo_db: Path) -> None:
+    primary, secondary = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [
+                *ledger_command(),
+                "--db",
+                str(demo_db),
+                "verify",
+                "--json",
+                "--jobs",
+                "1",
+                *map(str, DEMO_BUNDLES),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+            env=cli_env(),
+            timeout=60,
+        )
+        os.close(secondary)
+        secondary = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if secondary >= 0:
+            os.close(secondary)
+        os.close(primary)
+    assert proc.returncode == 1
+    assert len(jsonl(proc.stdout.decode())) == len(DEMO_BUNDLES)  # stdout stays JSON Lines
+    assert f"] {len(DEMO_BUNDLES)}/{len(DEMO_BUNDLES)}".encode() in shown
+
+
+def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(
+    frozen: Path, tmp_path: Path
+) -> None:
+    """A worker that dies (OOM killer, kill -9) breaks the pool: every bundle not yet judged is
+    judged in the parent under the lock, as a single verify would be; none is lost or doubled."""
+    good = make_bundle(tmp_path, "good")
+    with Ledger.open(frozen, clock=Clock()) as ledger:
+        results = verify_many(ledger, [good] * 40, jobs=2, task=TASK)
+        first = next(results)
+        killed = 0
+        for child in _children(os.getpid()):
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            parent = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            parent_cmd = Path(f"/proc/{parent}/cmdline").read_bytes()
+            if b"forkserver" in parent_cmd and b"resource_tracker" not in cmdline:
+                os.kill(child, signal.SIGKILL)
+                killed += 1
+        assert killed == 2
+        rest = list(results)
+    assert [type(r) for r in [first, *rest]] == [VerifyResult] * 40
+    entries = [r.result_entry for r in [first, *rest] if isinstance(r, VerifyResult)]
+    assert entries == sorted(entries) and len(set(entries)) == 40
+    with Ledger.open_read_only(frozen) as ledger:
+        report, _ = api.audit_ledger(ledger)
+    assert report.ok, report.violations
+
+
+def test_relative_bundle_paths_resolve_where_the_batch_runs(
+    frozen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers' forkserver may have been started in another folder (by an earlier batch of
+    this process): a relative path still names the bundle in the folder the batch runs in (each
+    worker starts in the parent's folder), and its refusal reads as a single verify's."""
+    with Ledger.open(frozen, clock=Clock()) as ledger:  # a batch elsewhere starts the server
+        assert isinstance(next(verify_many(ledger, [DEMO_BUNDLES[0]] * 2, jobs=2)), LedgerError)
+    make_bundle(tmp_path, "good")
+    monkeypatch.chdir(tmp_path)
+    relative = [Path("bundles/good"), Path("bundles/missing"), Path("bundles/good")]
+    with Ledger.open(frozen, clock=Clock()) as ledger:
+        got = list(verify_many(ledger, relative, jobs=2, task=TASK))
+        with pytest.raises(LedgerError) as single:
+            verify(ledger, relative[1], task=TASK)
+    assert [type(r) for r in got] == [VerifyResult, type(single.value), VerifyResult]
+    refused = got[1]
+    assert isinstance(refused, LedgerError)
+    assert (refused.code, refused.message) == (single.value.code, single.value.message)
