@@ -7,8 +7,6 @@ so this module does not import ``ledger.cli.commands`` (no import cycle) and err
 once, by ``ledger.cli.commands.main``, like every other command's.
 """
 
-from __future__ import annotations
-
 import os
 import shutil
 import stat
