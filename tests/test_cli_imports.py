@@ -4,6 +4,9 @@ Attack / regression stopped: a start-up that pays for what the command never use
 builds a pydantic ``TypeAdapter`` for every parameter (about 65 ms of a 0.2 s ``verify``); rich
 (typer's pretty help and tracebacks) and cryptography (checkpoint signing) cost more still. Not a
 timing test: it reads ``python -X importtime`` of the real entry point and names the modules.
+Also held: check-patch loads no entry format, and neither typer's command-tree build nor
+msgspec's first decode has annotation strings to compile and evaluate (postponed annotations
+cost a small ``verify`` about a fifth of its time).
 """
 
 from __future__ import annotations
@@ -113,3 +116,77 @@ def test_version_imports_neither_typer_nor_the_library(tmp_path: Path) -> None:
     assert not {
         m for m in modules if m.startswith("ledger.") and m not in {"ledger.cli", "ledger.cli.main"}
     }
+
+
+def test_check_patch_loads_no_entry_format_or_contracts(tmp_path: Path) -> None:
+    # The command tree once imported ledger.format.entries for its default clock: msgspec Structs
+    # of every entry kind, blake3 and the bundle reader, on a command that reads one diff.
+    patch = tmp_path / "p.diff"
+    patch.write_bytes(SMALL_DIFF)
+    proc, modules = imported(["check-patch", str(patch)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not {
+        m
+        for m in modules
+        if m.startswith(("ledger.format", "ledger.operations", "verifiers.contracts", "blake3"))
+        or m in {"verifiers.bundle", "verifiers.runner", "verifiers.canonical"}
+    }
+
+
+# Modules whose msgspec Structs a small `verify` or `check-patch` decodes or builds.
+HOT_STRUCT_MODULES = (
+    "ledger.format.entries",
+    "ledger.format.payloads",
+    "ledger.operations.verify",
+    "verifiers.canonical",
+    "verifiers.diff",
+    "verifiers.jsonread",
+    "verifiers.contracts.common",
+    "verifiers.contracts.evaluator_plan",
+    "verifiers.contracts.result_manifest",
+    "verifiers.contracts.verification_result",
+    "verifiers.contracts.work_unit",
+)
+
+
+def _string_annotations(annotations: dict[str, object]) -> set[str]:
+    return {name for name, value in annotations.items() if isinstance(value, str)}
+
+
+def test_hot_path_structs_carry_no_annotation_strings() -> None:
+    # With postponed annotations (`from __future__ import annotations`) msgspec compiles and
+    # evaluates every field's annotation string at a type's first decode: about a third of a
+    # small verify's library time. Evaluated annotations cost that once, at class creation.
+    import importlib
+
+    import msgspec
+
+    found = 0
+    for name in HOT_STRUCT_MODULES:
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, msgspec.Struct)
+                and value.__module__ == name
+            ):
+                found += 1
+                assert _string_annotations(value.__annotations__) == set(), value
+    assert found >= 20  # the list above still names the modules that define them
+
+
+def test_command_tree_build_evaluates_no_annotation_strings() -> None:
+    # typer builds every command's click object at each start and, for string annotations,
+    # evaluates each parameter's annotation twice (inspect.signature and get_type_hints).
+    from ledger.cli.commands import app
+
+    callbacks = [c.callback for c in app.registered_commands]
+    callbacks += [
+        c.callback for g in app.registered_groups for c in g.typer_instance.registered_commands
+    ]
+    assert app.registered_callback is not None
+    callbacks.append(app.registered_callback.callback)
+    assert len(callbacks) >= 18
+    for callback in callbacks:
+        assert callback is not None
+        assert _string_annotations(callback.__annotations__) == set(), callback.__qualname__

@@ -19,8 +19,6 @@ Rules (normative text in LEDGER.md, "Canonical form and digests"):
    bytes is its address in the ledger.
 """
 
-from __future__ import annotations
-
 import hashlib
 import math
 from typing import Any, Final

@@ -14,8 +14,6 @@ Design notes (why, briefly):
   ``correctness``.
 """
 
-from __future__ import annotations
-
 import codecs
 import re
 import unicodedata

@@ -21,8 +21,6 @@ exponent), and no object member was dropped (see ``_fast``). Any doubt takes the
 parser, which names every refusal exactly as before.
 """
 
-from __future__ import annotations
-
 import itertools
 import json
 import math

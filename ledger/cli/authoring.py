@@ -7,8 +7,6 @@ so this module does not import ``ledger.cli.commands`` (no import cycle) and err
 once, by ``ledger.cli.commands.main``, like every other command's.
 """
 
-from __future__ import annotations
-
 import os
 import shutil
 import stat
@@ -19,7 +17,6 @@ from typing import Annotated, Any
 import typer
 
 from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError
-from ledger.format.entries import system_clock
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 RootOpt = Annotated[
@@ -29,6 +26,14 @@ RootOpt = Annotated[
 MAX_LOG_BYTES = 64 * 1024 * 1024
 
 
+def _system_clock() -> str:
+    # Imported on use: the entry format (msgspec, blake3, the bundle reader) is not needed to
+    # build the command tree, and check-patch never loads it.
+    from ledger.format.entries import system_clock
+
+    return system_clock()
+
+
 class _Io:
     """The app's renderers and ``--db``, handed over by ``register``."""
 
@@ -36,7 +41,7 @@ class _Io:
     emit_json: Callable[[Any], None] = print
     db: Callable[[], Path] = staticmethod(lambda: Path("ledger.db"))
     # The time for what a command writes (LEDGER_TIME, else the wall clock): the app's settings.
-    now: Callable[[], str] = staticmethod(system_clock)
+    now: Callable[[], str] = staticmethod(_system_clock)
 
 
 IO = _Io()

@@ -27,8 +27,6 @@ is ~0.2 s in all) and prints help as ``<list[str]>``; tests/test_cli_imports.py 
 ``verify`` or ``check-patch`` ever imports pydantic again.
 """
 
-from __future__ import annotations
-
 import base64
 import json
 import os
@@ -164,7 +162,7 @@ def _root(
     STATE.db = db
 
 
-def _settings() -> Settings:
+def _settings() -> "Settings":
     """The environment's settings (LEDGER.md section 2), read once by each command that opens
     a ledger: with ``ledger.api.settings_from_environ`` the only reader of the environment."""
     from ledger.settings import Settings
@@ -172,7 +170,7 @@ def _settings() -> Settings:
     return Settings.from_environ(os.environ)
 
 
-def _open_ledger(*, read_only: bool, settings: Settings | None = None) -> Ledger:
+def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Ledger":
     from ledger.store.sqlite import Ledger
 
     settings = settings or _settings()

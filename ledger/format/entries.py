@@ -14,8 +14,6 @@ Rules (normative text in LEDGER.md, "Entries"):
    fixes it), never read twice per write.
 """
 
-from __future__ import annotations
-
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping

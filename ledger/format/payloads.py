@@ -4,8 +4,6 @@ Digests named ``digest`` are reference ``sha256:`` digests of the object's bytes
 the blake3 address under which those bytes are stored (and listed in the entry's ``refs``).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 import msgspec

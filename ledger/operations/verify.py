@@ -2,8 +2,6 @@
 (rules 1, 2, 8 and 9 of ``ledger.operations``).
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path

@@ -13,8 +13,6 @@ Rules every contract follows (normative text in LEDGER.md, "Document contracts")
   never raises.
 """
 
-from __future__ import annotations
-
 import re
 import types
 import typing

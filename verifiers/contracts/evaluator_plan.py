@@ -15,8 +15,6 @@ version "0.1.1", as the reference code does; an older stored copy of the referen
 (adapter "0.1", no ``required_log_types``) is not accepted.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Final, Literal

@@ -5,8 +5,6 @@ itself; the verifier re-derives every fact it relies on from the bundle bytes an
 ``ModelInfo``, ``Resources`` and ``Environment`` are shared with VerificationResult.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 

@@ -13,8 +13,6 @@ decode). ``schema_version`` defaults to "0.1" only here, because the ledger writ
 decode the field is still required (``decode_document`` refuses a document without it).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, ClassVar, Final, Literal

@@ -6,8 +6,6 @@ and ``budget.paid_fallback_allowed``, the older one does not know them. Both sha
 the two fields are optional here, and typed and bounded when present.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
