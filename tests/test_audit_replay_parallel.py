@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import copy
 import json
-import multiprocessing
 import os
 import signal
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,48 +198,37 @@ def test_workers_killed_before_the_audit_fall_back_to_in_process_replay(
     honest_copy: Path,
 ) -> None:
     expected = _tamper(honest_copy)
-    executor = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn"))
-    pids = {executor.submit(os.getpid).result() for _ in range(4)}
-    for pid in pids:
+    pool = ReplayPool(workers=2)
+    for pid in pool.pids():
         os.kill(pid, signal.SIGKILL)
-    pool = ReplayPool(executor=executor)
     parallel, replayed = run_audit(honest_copy, parallel=True, pool=pool)
     single, single_replayed = run_audit(honest_copy, parallel=False)
-    assert pool.fell_back > 0
+    # Every replay (and the one that fails) was answered here.
+    assert pool.fell_back == single_replayed + 1 and pool.answered == 0
     assert codes(single) == expected
     assert (parallel, replayed) == (single, single_replayed)
 
 
-def _die_on_the_third_replay() -> None:
-    """Worker initializer: this worker process exits (as a crash would) on its third job."""
-    from ledger.audit import replay
+class _KillingPool(ReplayPool):
+    """A pool one of whose workers is killed (SIGKILL, as the OOM killer would) once three
+    answers have been delivered: the audit is in the middle of its replays."""
 
-    real = replay.answer
-    calls = [0]
-
-    def dying(job: Any) -> Any:
-        calls[0] += 1
-        if calls[0] == 3:
-            os._exit(70)
-        return real(job)
-
-    replay.answer = dying  # type: ignore[assignment]
+    def _settle(self, *args: Any) -> None:
+        super()._settle(*args)
+        if self.answered == 3 and self.fell_back == 0:
+            os.kill(self.pids()[1], signal.SIGKILL)
 
 
 def test_worker_dying_mid_audit_falls_back_and_gives_the_same_report(
     honest_copy: Path,
 ) -> None:
     expected = _tamper(honest_copy)
-    executor = ProcessPoolExecutor(
-        max_workers=2,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_die_on_the_third_replay,
-    )
-    pool = ReplayPool(executor=executor, in_flight=4)
+    pool = _KillingPool(workers=2, in_flight=4)
     parallel, replayed = run_audit(honest_copy, parallel=True, pool=pool)
     single, single_replayed = run_audit(honest_copy, parallel=False)
     # Some replays were answered by the workers before one died, the rest here.
-    assert 0 < pool.fell_back < single_replayed
+    assert pool.answered >= 3 and pool.fell_back > 0
+    assert pool.answered + pool.fell_back == single_replayed + 1  # + the replay that fails
     assert codes(single) == expected
     assert (parallel, replayed) == (single, single_replayed)
 

@@ -13,12 +13,13 @@ answered here, in this process, from the same bytes; a verdict never depends on 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import subprocess
+import sys
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, Final
+from pathlib import Path
+from typing import IO, Any, Final
 
 import msgspec
 
@@ -77,13 +78,9 @@ def answer(job: ReplayJob) -> ReplayAnswer:
     return ReplayAnswer(True, None)
 
 
-def _answer_encoded(data: bytes) -> bytes:
-    """The worker's side: msgspec bytes in and out (cheaper to send than pickled objects)."""
-    return msgspec.msgpack.encode(answer(_JOB.decode(data)))
-
-
 _JOB: Final = msgspec.msgpack.Decoder(ReplayJob)
 _ANSWER: Final = msgspec.msgpack.Decoder(ReplayAnswer)
+_MAX_FRAME: Final = 1 << 31  # a job's bytes are bounded by the bundle budget long before this
 
 
 def cpus() -> int:
@@ -104,37 +101,98 @@ def wants_pool(parallel: bool | None, verifications: Callable[[], int]) -> bool:
 Deliver = Callable[[ReplayAnswer], None]
 
 
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise EOFError("the stream ended inside a frame")
+    return data
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | None:
+    head = stream.read(4)
+    if not head:
+        return None
+    if len(head) != 4:
+        raise EOFError("the stream ended inside a frame")
+    size = int.from_bytes(head, "big")
+    if size > _MAX_FRAME:
+        raise EOFError(f"a frame of {size} bytes")
+    return _read_exactly(stream, size)
+
+
+def _write_frame(stream: IO[bytes], data: bytes) -> None:
+    stream.write(len(data).to_bytes(4, "big") + data)
+    stream.flush()
+
+
+class _Worker:
+    """One worker process (``main``): jobs in on stdin, answers out on stdout, in order."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    def send(self, data: bytes) -> None:
+        if self.proc.stdin is None:
+            raise OSError("no pipe to the worker")
+        _write_frame(self.proc.stdin, data)
+
+    def receive(self) -> ReplayAnswer:
+        frame = None if self.proc.stdout is None else _read_frame(self.proc.stdout)
+        if frame is None:
+            raise EOFError("the worker exited")
+        return _ANSWER.decode(frame)
+
+    def stop(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()  # an idle worker exits at the end of its input
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
 class ReplayPool:
-    """Replays in worker processes, answered in any order through each job's ``deliver``.
+    """Replays in ``workers`` processes (one per CPU by default), answered through each job's
+    ``deliver``. The workers are plain child processes of this interpreter in isolated mode
+    (``-I``), with this package's folder first on their path, like the row-check worker
+    (``ledger.audit.worker``): they run this code, read no environment and no file, and import
+    nothing of the caller's program. They start at the first job."""
 
-    ``executor`` is for tests that hand in a pool whose workers they kill; by default a
-    ``spawn`` pool of one worker per CPU (a fresh interpreter: nothing of this process's state
-    but the job's bytes reaches it)."""
+    def __init__(self, *, workers: int = 0, in_flight: int = 0) -> None:
+        self._size = workers or max(2, cpus())
+        self._in_flight = in_flight or 4 * self._size
+        self._workers: list[_Worker] | None = None
+        self._broken = False
+        self._turn = 0
+        self._pending: deque[tuple[_Worker, ReplayJob, Deliver]] = deque()
+        self.answered = 0  # by a worker
+        self.fell_back = 0  # answered here because the pool failed
 
-    def __init__(self, *, executor: ProcessPoolExecutor | None = None, in_flight: int = 0) -> None:
-        workers = max(2, cpus())
-        self._executor: ProcessPoolExecutor | None = executor or ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn")
-        )
-        self._in_flight = in_flight or 8 * workers
-        self._pending: deque[tuple[Future[bytes], ReplayJob, Deliver]] = deque()
-        self.fell_back = 0  # jobs answered here because the pool failed
+    def pids(self) -> list[int]:
+        """The worker processes' ids (started if they were not)."""
+        return [w.proc.pid for w in self._start()]
 
     def submit(self, job: ReplayJob, deliver: Deliver) -> None:
-        while self._pending and (
-            len(self._pending) >= self._in_flight or self._pending[0][0].done()
-        ):
+        while len(self._pending) >= self._in_flight:
             self._settle(*self._pending.popleft())
-        if self._executor is None:
+        workers = self._start()
+        if not workers:
             self._local(job, deliver)
             return
+        worker = workers[self._turn % len(workers)]
+        self._turn += 1
         try:
-            future = self._executor.submit(_answer_encoded, msgspec.msgpack.encode(job))
-        except Exception:  # a broken or shut pool: replay here instead
+            worker.send(msgspec.msgpack.encode(job))
+        except OSError:  # the worker is gone: this job and every later one is replayed here
             self._drop()
             self._local(job, deliver)
             return
-        self._pending.append((future, job, deliver))
+        self._pending.append((worker, job, deliver))
 
     def finish(self) -> None:
         """Deliver every answer still owed."""
@@ -145,21 +203,61 @@ class ReplayPool:
         self._pending.clear()
         self._drop()
 
-    def _settle(self, future: Future[bytes], job: ReplayJob, deliver: Deliver) -> None:
-        try:
-            got = _ANSWER.decode(future.result())
-        except Exception:  # a dead worker, or an error: replayed here
-            # Here, an error the replay itself raises is raised as one process raises it.
-            self._drop()
-            self._local(job, deliver)
-            return
-        deliver(got)
+    def _start(self) -> list[_Worker]:
+        if self._broken:
+            return []
+        if self._workers is None:
+            self._workers = []
+            package_root = str(Path(__file__).resolve().parent.parent.parent)
+            try:
+                for _ in range(self._size):
+                    proc = subprocess.Popen(
+                        [sys.executable, "-I", "-c", _CHILD, package_root],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                    )
+                    self._workers.append(_Worker(proc))
+            except OSError:
+                self._drop()
+                return []
+        return self._workers
+
+    def _settle(self, worker: _Worker, job: ReplayJob, deliver: Deliver) -> None:
+        if not self._broken:
+            try:
+                got = worker.receive()
+            except (OSError, EOFError, msgspec.DecodeError, msgspec.ValidationError):
+                # A dead worker, or one that raised: replayed here, where an error the replay
+                # itself raises is raised as one process raises it.
+                self._drop()
+            else:
+                self.answered += 1
+                deliver(got)
+                return
+        self._local(job, deliver)
 
     def _local(self, job: ReplayJob, deliver: Deliver) -> None:
         self.fell_back += 1
         deliver(answer(job))
 
     def _drop(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        self._broken = True
+        for worker in self._workers or []:
+            worker.stop()
+        self._workers = []
+
+
+_CHILD: Final = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from ledger.audit.replay import main;"
+    " sys.exit(main())"
+)
+"""The worker's program (``python -I -c _CHILD PACKAGE_ROOT``)."""
+
+
+def main() -> int:
+    """A worker: answer each job frame on stdin with one answer frame on stdout, until EOF."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while (frame := _read_frame(stdin)) is not None:
+        _write_frame(stdout, msgspec.msgpack.encode(answer(_JOB.decode(frame))))
+    return 0
