@@ -273,6 +273,7 @@ class CommitmentRules:
     def finish(self, report: Report) -> None:
         if self._pool is not None:
             self._pool.finish()  # every replay answered, at its own place in the report
+            self._pool.close()  # no job comes after the last entry
         if self._pending_bundle is not None:
             bundle_entry, _ = self._pending_bundle
             _flag(
@@ -837,7 +838,7 @@ class CommitmentRules:
         return self._pool
 
     def close(self) -> None:
-        """Stop the replay workers (after ``finish``, or when the audit failed)."""
+        """Stop the replay workers if ``finish`` did not (the audit failed on the way)."""
         if self._pool is not None:
             self._pool.close()
 
