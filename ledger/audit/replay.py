@@ -19,7 +19,7 @@ import sys
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Literal
 
 import msgspec
 
@@ -52,7 +52,8 @@ class ReplayAnswer(msgspec.Struct, frozen=True):
     """``replayed``: the verifier ran; ``violation``: (code, message) when it disagrees."""
 
     replayed: bool
-    violation: tuple[str, str] | None
+    # Only these two codes decode: any other answer is a broken worker's (replayed here).
+    violation: tuple[Literal["replay-failed", "replay-mismatch"], str] | None
 
 
 def answer(job: ReplayJob) -> ReplayAnswer:

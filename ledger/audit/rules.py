@@ -15,8 +15,8 @@ from typing import Any, Final
 import msgspec
 
 from ledger.audit.replay import (
-    REPLAY_FAILED,  # noqa: F401 - re-exported: the codes are the rules' too
-    REPLAY_MISMATCH,  # noqa: F401
+    REPLAY_FAILED,
+    REPLAY_MISMATCH,
     ReplayAnswer,
     ReplayJob,
     ReplayPool,
@@ -824,8 +824,13 @@ class CommitmentRules:
     def _replayed(self, entry: Entry, got: ReplayAnswer, report: Report) -> None:
         if got.replayed:
             self.replayed += 1
-        if got.violation is not None:
-            _flag(report, entry, *got.violation)
+        if got.violation is None:
+            return
+        code, message = got.violation
+        if code == REPLAY_FAILED:
+            _flag(report, entry, REPLAY_FAILED, message)
+        else:
+            _flag(report, entry, REPLAY_MISMATCH, message)
 
     def _replay_pool(self) -> ReplayPool | None:
         """The worker pool, started at the first replay when ``parallel`` asks for one."""
