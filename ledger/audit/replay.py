@@ -251,14 +251,14 @@ class ReplayPool:
 
 _CHILD: Final = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); from ledger.audit.replay import main;"
-    " sys.exit(main())"
+    " sys.exit(main(sys.stdin.buffer, sys.stdout.buffer))"
 )
 """The worker's program (``python -I -c _CHILD PACKAGE_ROOT``)."""
 
 
-def main() -> int:
-    """A worker: answer each job frame on stdin with one answer frame on stdout, until EOF."""
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+def main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
+    """A worker: answer each job frame on ``stdin`` with one answer frame on ``stdout``, until
+    EOF (the worker's program passes its own standard streams: the library prints nothing)."""
     while (frame := _read_frame(stdin)) is not None:
         _write_frame(stdout, msgspec.msgpack.encode(answer(_JOB.decode(frame))))
     return 0
