@@ -111,8 +111,9 @@ def audit_ledger(
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit`` runs: every check of LEDGER.md section 6, the commitment rules and
     (unless ``replay`` is off) every replay. Returns the report and the number of replays.
-    ``parallel`` (``Settings.parallel``): the row checks in a second process (True), not
-    (False), or as the ledger's size and the CPUs decide (None); the report is the same.
+    ``parallel`` (``Settings.parallel``): the row checks in a second process and the replays
+    in worker processes (True), not (False), or as the ledger's size and the CPUs decide
+    (None); the report is the same.
 
     A checkpoint of another origin is refused (``checkpoint-origin-mismatch``). ``withheld``
     maps objects known to exist whose bytes are absent to the ``(sha256, size)`` listed for
@@ -122,15 +123,18 @@ def audit_ledger(
     for cp in checkpoints:
         check_origin(ledger, cp)
     withheld = withheld or {}
-    rules = CommitmentRules(ledger, replay=replay, withheld=withheld)
-    report = audit(
-        ledger,
-        observers=[rules],
-        checkpoints=checkpoints,
-        withheld=withheld,
-        progress=progress,
-        parallel=parallel,
-    )
+    rules = CommitmentRules(ledger, replay=replay, withheld=withheld, parallel=parallel)
+    try:
+        report = audit(
+            ledger,
+            observers=[rules],
+            checkpoints=checkpoints,
+            withheld=withheld,
+            progress=progress,
+            parallel=parallel,
+        )
+    finally:
+        rules.close()
     report.replayed = rules.replayed
     report.withheld = len(withheld)
     report.skipped = [

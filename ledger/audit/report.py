@@ -115,10 +115,20 @@ class _Collector:
     def __init__(self) -> None:
         self.kept: list[tuple[Position, Violation]] = []
         self.count = 0
+        self._order = 0  # positions handed out, in the order this pass reaches them
         self.row = BEFORE_ROWS
         self.phase = P_CHAIN
 
     def __call__(self, violation: Violation) -> None:
+        self.put(self.reserve(), violation)
+
+    def reserve(self) -> Position:
+        """The place of a violation found here that is reported later (a replay answered by
+        a worker process): ``put`` with it, it sorts where this pass would have reported it."""
+        self._order += 1
+        return (self.row, self.phase, self._order)
+
+    def put(self, position: Position, violation: Violation) -> None:
         kind: object = violation.kind
         if kind is not None and not isinstance(kind, str):
             # A kind column the ledger did not write (a BLOB or a number in a tampered file):
@@ -126,7 +136,7 @@ class _Collector:
             text = kind.decode("utf-8", "replace") if isinstance(kind, bytes) else repr(kind)
             violation = msgspec.structs.replace(violation, kind=text)
         self.count += 1
-        self.kept.append(((self.row, self.phase, self.count), violation))
+        self.kept.append((position, violation))
         if len(self.kept) >= 2 * MAX_REPORTED:
             self.trim()
 

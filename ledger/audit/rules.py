@@ -14,7 +14,16 @@ from typing import Any, Final
 
 import msgspec
 
-from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Violation
+from ledger.audit.replay import (
+    REPLAY_FAILED,
+    REPLAY_MISMATCH,
+    ReplayAnswer,
+    ReplayJob,
+    ReplayPool,
+    answer,
+    wants_pool,
+)
+from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Violation, _Collector
 from ledger.documents.cohort import decode_burn_notice, decode_cohort, definition_digest
 from ledger.format.entries import Entry
 from ledger.format.payloads import (
@@ -35,7 +44,6 @@ from ledger.state import (
     outcome_digests,
 )
 from ledger.store.sqlite import Ledger, StoredObject
-from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
 from verifiers.canonical import MAX_DEPTH, blake3_address, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
@@ -44,7 +52,7 @@ from verifiers.contracts import (
     decode_work_unit,
 )
 from verifiers.jsonread import nesting_depth
-from verifiers.runner import ADAPTERS, PlanBindingError, check_binding, run
+from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
 
 PAYLOAD_INVALID: Final = "payload-invalid"
 COHORT_REFROZEN: Final = "cohort-refrozen"
@@ -64,8 +72,6 @@ BUNDLE_WITHOUT_RESULT: Final = "bundle-without-result"
 RESULT_WITHOUT_BUNDLE: Final = "result-without-bundle"
 PLAN_NOT_COMMITTED: Final = "plan-not-committed"
 OUTCOME_MISMATCH: Final = "outcome-mismatch"
-REPLAY_MISMATCH: Final = "replay-mismatch"
-REPLAY_FAILED: Final = "replay-failed"
 CALIBRATION_REPLAY_MISMATCH: Final = "calibration-replay-mismatch"
 
 Report = Callable[[Violation], None]
@@ -123,10 +129,18 @@ class CommitmentRules:
         *,
         replay: bool = True,
         withheld: Mapping[str, tuple[str, int]] | None = None,
+        parallel: bool | None = None,
+        pool: ReplayPool | None = None,
     ) -> None:
+        """``parallel`` (``Settings.parallel``): replays in worker processes (True), here
+        (False), or as the CPUs and the number of verifications decide (None); the report is
+        the same. ``pool``: the workers to use (tests); call ``close`` when done."""
         self.name = "commitment rules" + (" and replay" if replay else "")
         self._ledger = ledger
         self._replay = replay
+        self._parallel = parallel
+        self._pool = pool
+        self._pool_decided = pool is not None
         self._withheld: Mapping[str, tuple[str, int]] = withheld or {}
         # (check, reason) -> how many times it was skipped.
         self.skipped: dict[tuple[str, str], int] = {}
@@ -257,6 +271,9 @@ class CommitmentRules:
             self._calibration(entry, payload, report)
 
     def finish(self, report: Report) -> None:
+        if self._pool is not None:
+            self._pool.finish()  # every replay answered, at its own place in the report
+            self._pool.close()  # no job comes after the last entry
         if self._pending_bundle is not None:
             bundle_entry, _ = self._pending_bundle
             _flag(
@@ -781,34 +798,54 @@ class CommitmentRules:
         wu_bytes = self._object(entry, payload.work_unit.object, report)
         if plan_bytes is None or wu_bytes is None:
             return  # reported as object-missing by the chain audit
-        plan = decode_evaluator_plan(plan_bytes).value
-        work_unit = decode_work_unit(wu_bytes).value
-        if plan is None or work_unit is None:
-            _flag(report, entry, REPLAY_FAILED, "stored plan or WorkUnit does not decode")
+        job = ReplayJob(
+            plan=plan_bytes,
+            work_unit=wu_bytes,
+            observations=observations,
+            blobs=blobs,
+            time=entry.body.time,
+            result=result_bytes,
+            outcome=payload.outcome,
+            runner_version=payload.runner_version,
+        )
+        pool = self._replay_pool() if isinstance(report, _Collector) else None
+        if pool is None or not isinstance(report, _Collector):
+            self._replayed(entry, answer(job), report)
             return
-        try:
-            snapshot = snapshot_from_parts(observations, blobs)
-            outcome = run(
-                plan, work_unit, snapshot, started_at=entry.body.time, finished_at=entry.body.time
-            )
-        except (SnapshotReplayError, PlanBindingError) as exc:
-            _flag(report, entry, REPLAY_FAILED, f"replay: {exc}")
+        # Reported later, where this pass would have reported it: the position is taken now.
+        position = report.reserve()
+        collector = report
+
+        def deliver(got: ReplayAnswer) -> None:
+            self._replayed(entry, got, lambda v: collector.put(position, v))
+
+        pool.submit(job, deliver)
+
+    def _replayed(self, entry: Entry, got: ReplayAnswer, report: Report) -> None:
+        if got.replayed:
+            self.replayed += 1
+        if got.violation is None:
             return
-        self.replayed += 1
-        if outcome.result_bytes != result_bytes:
-            _flag(
-                report,
-                entry,
-                REPLAY_MISMATCH,
-                "the stored VerificationResult differs from its replay",
-            )
-        elif (outcome.outcome, outcome.runner_version) != (payload.outcome, payload.runner_version):
-            _flag(
-                report,
-                entry,
-                REPLAY_MISMATCH,
-                "the recorded outcome or runner version differs from the replay",
-            )
+        code, message = got.violation
+        if code == REPLAY_FAILED:
+            _flag(report, entry, REPLAY_FAILED, message)
+        else:
+            _flag(report, entry, REPLAY_MISMATCH, message)
+
+    def _replay_pool(self) -> ReplayPool | None:
+        """The worker pool, started at the first replay when ``parallel`` asks for one."""
+        if not self._pool_decided:
+            self._pool_decided = True
+            if wants_pool(
+                self._parallel, lambda: self._ledger.count_kind("verification.recorded")
+            ):
+                self._pool = ReplayPool()
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the replay workers if ``finish`` did not (the audit failed on the way)."""
+        if self._pool is not None:
+            self._pool.close()
 
     def _calibration(self, entry: Entry, payload: CalibrationRecorded, report: Report) -> None:
         data = self._document(

@@ -385,6 +385,11 @@ class Ledger:
         row = self._conn.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM entries").fetchone()
         return int(row[0])
 
+    def count_kind(self, kind: str) -> int:
+        """How many entries of ``kind`` (by the kind index: the audit's ``auto`` decisions)."""
+        row = self._conn.execute("SELECT count(*) FROM entries WHERE kind = ?", (kind,)).fetchone()
+        return int(row[0])
+
     def origin(self) -> str:
         genesis = self.entry(0)
         if genesis is None:

@@ -1,0 +1,306 @@
+"""The audit's replays in worker processes (LEDGER.md section 6, "Parallel replay").
+
+Each replay is answered by a worker while the pass goes on; the report must be byte for byte the
+single-process one (``parallel=False``) whatever the ledger holds: honest verifications, a stored
+result tampered with (replay-mismatch), a bundle whose stored bytes cannot rebuild it
+(replay-failed), a public export that withholds a hidden task's bytes (skipped), and workers that
+die (their replays are answered in the auditor, never a wrong or missing verdict).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write_json
+from helpers import FIXED_TIME, checkpointed_copy, run_cli
+
+from ledger import api
+from ledger.audit.engine import audit
+from ledger.audit.replay import ReplayPool
+from ledger.audit.report import AuditReport
+from ledger.audit.rules import CommitmentRules
+from ledger.store.sqlite import Ledger
+from verifiers.calibration import GOOD_PATCH, PLANS, patch_bundle
+from verifiers.canonical import canonical_bytes, canonical_digest, sha256_hex_digest
+
+ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}
+HONEST_PAIRS = 24
+
+
+def cli(db: Path, *args: str) -> Any:
+    return run_cli(["--db", str(db), *args], env=ENV)
+
+
+@dataclass(frozen=True)
+class Built:
+    root: Path
+    honest: Path  # one verify, then HONEST_PAIRS more honest pairs
+
+
+def _pair(ledger: Ledger, source: list[Any], bundle_changes: Any = None, **changes: Any) -> int:
+    """The last bundle.observed + verification.recorded of ``source`` appended again, changed;
+    returns the result's seq."""
+    bundle = {**copy.deepcopy(source[-2].payload), **(bundle_changes or {})}
+    result = copy.deepcopy(source[-1].payload)
+    with ledger.writer() as w:
+        b = w.append(
+            "bundle.observed",
+            bundle,
+            sorted({o["object"] for o in bundle["observations"] if o["object"]}),
+        )
+        payload = {**result, "bundle_entry": b.seq, **changes}
+        refs = {payload["result"]["object"], payload["plan"]["object"]}
+        refs.add(payload["work_unit"]["object"])
+        return w.append("verification.recorded", payload, sorted(refs)).seq
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    root = tmp_path_factory.mktemp("replay-parallel")
+    db = root / "honest.db"
+    assert cli(db, "init", "--origin", "test/replay-parallel").code == 0
+    assert cli(db, "calibrate").code == 0
+    assert cli(db, "freeze", str(make_cohort(root)), "--root", str(root)).code == 0
+    good = make_bundle(root, "good")
+    verified = cli(db, "verify", str(good), "--task", "test/cohort-a/task-000")
+    assert verified.code == 0, verified.stdout + verified.stderr
+    with Ledger.open(db, clock=lambda: FIXED_TIME) as ledger:
+        source = list(ledger.entries())
+        for _ in range(HONEST_PAIRS):
+            _pair(ledger, source)
+    return Built(root, db)
+
+
+@pytest.fixture
+def honest_copy(built: Built, tmp_path: Path) -> Path:
+    return checkpointed_copy(built.honest, tmp_path / "ledger.db")
+
+
+def run_audit(db: Path, *, parallel: bool, pool: ReplayPool | None = None) -> tuple[bytes, int]:
+    """The report as ``ledger audit`` builds it, encoded, and the number of replays."""
+    with Ledger.open_read_only(db) as ledger:
+        rules = CommitmentRules(ledger, parallel=parallel, pool=pool)
+        try:
+            report = audit(ledger, observers=[rules], parallel=False)
+        finally:
+            rules.close()
+    report.replayed = rules.replayed
+    return msgspec.json.encode(report), rules.replayed
+
+
+def decoded(data: bytes) -> AuditReport:
+    return msgspec.json.decode(data, type=AuditReport)
+
+
+def codes(data: bytes) -> list[tuple[int | None, str]]:
+    return [(v.seq, v.code) for v in decoded(data).violations]
+
+
+def test_honest_verifications_replayed_in_workers_give_the_single_process_report(
+    honest_copy: Path,
+) -> None:
+    pool = ReplayPool()
+    parallel, replayed = run_audit(honest_copy, parallel=True, pool=pool)
+    assert pool.fell_back == 0  # every replay was answered by a worker
+    single, single_replayed = run_audit(honest_copy, parallel=False)
+    assert parallel == single
+    assert decoded(single).ok and replayed == single_replayed == HONEST_PAIRS + 1
+
+
+def test_cli_audit_parallel_on_and_off_print_the_same_bytes(honest_copy: Path) -> None:
+    command = ["--db", str(honest_copy), "audit", "--json"]
+    on = run_cli(command, env={**ENV, "LEDGER_AUDIT_PARALLEL": "on"})
+    off = run_cli(command, env={**ENV, "LEDGER_AUDIT_PARALLEL": "off"})
+    assert (on.code, off.code) == (0, 0), on.stderr + off.stderr
+    assert on.stdout == off.stdout
+    assert json.loads(on.stdout)["replayed"] == HONEST_PAIRS + 1
+
+
+def _tamper(db: Path) -> list[tuple[int | None, str]]:
+    """Tampered pairs among honest ones; the violations they must give, in report order."""
+    with Ledger.open(db, clock=lambda: FIXED_TIME) as ledger:
+        source = list(ledger.entries())
+        result = source[-1].payload["result"]
+        stored = ledger.get_object(result["object"])
+        assert stored is not None
+        # A stored result rewritten to another document with the same recommendation (the
+        # outcome check passes; only the replay sees it), stored honestly under its address.
+        document = json.loads(stored.body)
+        document["decision_support"]["summary"] = "rewritten after the fact"
+        forged = canonical_bytes(document)
+        with ledger.writer() as w:
+            forged_address = w.put_object(forged, "application/json")
+        forged_result = {**result, "object": forged_address, "digest": sha256_hex_digest(forged)}
+        observations = copy.deepcopy(source[-2].payload["observations"])
+        patch = next(o for o in observations if o["locator"] == "changes.patch")
+        patch["size"] += 1
+        expected: list[tuple[int | None, str]] = []
+        _pair(ledger, source)
+        expected.append((_pair(ledger, source, result=forged_result), "replay-mismatch"))
+        _pair(ledger, source)
+        seq = _pair(ledger, source, outcome="reject")
+        expected += [(seq, "outcome-mismatch"), (seq, "replay-mismatch")]
+        expected.append((_pair(ledger, source, {"observations": observations}), "replay-failed"))
+        expected.append((_pair(ledger, source, runner_version="9.9"), "replay-mismatch"))
+        _pair(ledger, source)
+    return expected
+
+
+def test_tampered_stored_result_and_replay_failure_are_reported_as_one_process_reports_them(
+    honest_copy: Path,
+) -> None:
+    expected = _tamper(honest_copy)
+    pool = ReplayPool()
+    parallel, _ = run_audit(honest_copy, parallel=True, pool=pool)
+    assert pool.fell_back == 0
+    single, _ = run_audit(honest_copy, parallel=False)
+    assert codes(single) == expected
+    assert parallel == single
+
+
+def test_parallel_replay_keeps_the_first_violations_a_sequential_pass_keeps(
+    honest_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More violations than the report keeps: the replay's (answered by the workers after later
+    rows were checked) come first in seq order, the in-process ones after; the kept ones must
+    be those one sequential pass keeps, not those found first."""
+    monkeypatch.setattr("ledger.audit.report.MAX_REPORTED", 3)
+    with Ledger.open(honest_copy, clock=lambda: FIXED_TIME) as ledger:
+        source = list(ledger.entries())
+        observations = copy.deepcopy(source[-2].payload["observations"])
+        next(o for o in observations if o["locator"] == "changes.patch")["size"] += 1
+        failed = _pair(ledger, source, {"observations": observations})
+        mismatch = _pair(ledger, source, runner_version="9.9")
+        # A bundle naming another freeze of its cohort: found in this process, no replay.
+        for _ in range(3):
+            _pair(ledger, source, {"cohort_entry": 1}, cohort_entry=1)
+    parallel, _ = run_audit(honest_copy, parallel=True, pool=ReplayPool(in_flight=64))
+    single, _ = run_audit(honest_copy, parallel=False)
+    assert codes(single) == [
+        (failed, "replay-failed"),
+        (mismatch, "replay-mismatch"),
+        (mismatch + 1, "bundle-not-committed"),
+    ]
+    assert decoded(single).violation_count == 2 + 3
+    assert parallel == single
+
+
+def test_workers_killed_before_the_audit_fall_back_to_in_process_replay(
+    honest_copy: Path,
+) -> None:
+    expected = _tamper(honest_copy)
+    pool = ReplayPool(workers=2)
+    for pid in pool.pids():
+        os.kill(pid, signal.SIGKILL)
+    parallel, replayed = run_audit(honest_copy, parallel=True, pool=pool)
+    single, single_replayed = run_audit(honest_copy, parallel=False)
+    # Every replay (and the one that fails) was answered here.
+    assert pool.fell_back == single_replayed + 1 and pool.answered == 0
+    assert codes(single) == expected
+    assert (parallel, replayed) == (single, single_replayed)
+
+
+class _KillingPool(ReplayPool):
+    """A pool one of whose workers is killed (SIGKILL, as the OOM killer would) once three
+    answers have been delivered: the audit is in the middle of its replays."""
+
+    def _settle(self, *args: Any) -> None:
+        super()._settle(*args)
+        if self.answered == 3 and self.fell_back == 0:
+            os.kill(self.pids()[1], signal.SIGKILL)
+
+
+def test_worker_dying_mid_audit_falls_back_and_gives_the_same_report(
+    honest_copy: Path,
+) -> None:
+    expected = _tamper(honest_copy)
+    pool = _KillingPool(workers=2, in_flight=4)
+    parallel, replayed = run_audit(honest_copy, parallel=True, pool=pool)
+    single, single_replayed = run_audit(honest_copy, parallel=False)
+    # Some replays were answered by the workers before one died, the rest here.
+    assert pool.answered >= 3 and pool.fell_back > 0
+    assert pool.answered + pool.fell_back == single_replayed + 1  # + the replay that fails
+    assert codes(single) == expected
+    assert (parallel, replayed) == (single, single_replayed)
+
+
+# -- a public export withholding a hidden task's bytes -------------------------------------------
+
+COHORT = "test/cohort-hidden"
+REQUIRED = "zq-hidden-replay-parallel"
+
+
+def _bundle(root: Path, name: str, patch: bytes) -> Path:
+    target = root / "bundles" / name
+    target.mkdir(parents=True)
+    for file_name, data in patch_bundle(name, patch).files:
+        (target / file_name).write_bytes(data)
+    return target
+
+
+@pytest.fixture(scope="module")
+def public_export(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("replay-public")
+    db = root / "ledger.db"
+    assert cli(db, "init", "--origin", "test.example/replay-public").code == 0
+    assert cli(db, "calibrate").code == 0
+    plan = copy.deepcopy(PLANS["v0.3-fragment"])
+    plan["id"] = "test/hidden-plan"
+    plan["visibility"] = "hidden"
+    plan["backend"]["required_added_substrings"] = [REQUIRED]
+    write_json(root / "hidden" / "plan.json", plan)
+    keys = [
+        "v0.2-whole-line",
+        "v0.3-fragment",
+        "v0.3-transition",
+        "v0.4-transition",
+        "v0.2-fragment",
+    ]
+    families = ["bug_fix", "test_failure", "bounded_feature", "refactor", "documentation_contract"]
+    tasks = [
+        task_doc(root, f"{COHORT}/task-{i:03d}", key, family=families[i])
+        for i, key in enumerate(keys)
+    ]
+    tasks[0]["evaluator"] = {
+        "visibility": "hidden",
+        "plan_id": plan["id"],
+        "plan_digest": canonical_digest(plan),
+        "backend": "unified_diff",
+    }
+    write_json(root / "cohort" / "cohort.json", cohort_doc(COHORT, tasks))
+    frozen = cli(
+        db, "freeze", str(root / "cohort"), "--root", str(root),
+        "--hidden-plans", str(root / "hidden"),
+    )  # fmt: skip
+    assert frozen.code == 0, frozen.stderr
+    hidden_patch = GOOD_PATCH.replace(b"patch-evaluator expected", REQUIRED.encode())
+    for name, patch, task in [
+        ("hidden", hidden_patch, f"{COHORT}/task-000"),
+        ("public-1", GOOD_PATCH, f"{COHORT}/task-001"),
+        ("public-2", GOOD_PATCH, f"{COHORT}/task-001"),
+    ]:
+        result = cli(db, "verify", str(_bundle(root, name, patch)), "--task", task)
+        assert result.code == 0, result.stdout + result.stderr
+    public = root / "public.jsonl"
+    assert cli(db, "export", "--public", "--out", str(public)).code == 0
+    yield public
+
+
+def test_withheld_bundle_in_a_public_export_is_skipped_the_same_in_parallel(
+    public_export: Path,
+) -> None:
+    on, on_replayed = api.audit_export(public_export, parallel=True)
+    off, off_replayed = api.audit_export(public_export, parallel=False)
+    assert msgspec.json.encode(on) == msgspec.json.encode(off)
+    assert (on_replayed, off_replayed) == (2, 2)  # the hidden task's verification is not
+    assert off.verdict == "intact-with-skips"
+    assert [(s.check, s.count) for s in off.skipped if s.check == "replay"] == [("replay", 1)]
