@@ -318,3 +318,19 @@ def test_a_malformed_setting_refuses_every_command_that_opens_a_ledger(
         proc = run(tmp_path, {name: value}, *args)
         assert proc.returncode == 2, proc.stdout
         assert json.loads(proc.stdout)["error"]["code"] == code
+
+
+def test_the_authoring_commands_that_read_a_ledger_take_the_settings(tmp_path: Path) -> None:
+    """``seal`` and ``freeze --dry-run`` open --db read-only: with the app's busy timeout, so a
+    malformed one refuses them as it refuses every command that opens a ledger."""
+    assert run(tmp_path, {}, "init").returncode == 0
+    cohort = tmp_path / "c"
+    made = run(tmp_path, {}, "new", "cohort", str(cohort), "--id", "t/c", "--root", str(tmp_path))
+    assert made.returncode == 0, made.stderr
+    for args in (
+        ("seal", "--check", str(cohort), "--root", str(tmp_path), "--json"),
+        ("freeze", str(cohort), "--root", str(tmp_path), "--dry-run", "--json"),
+    ):
+        proc = run(tmp_path, {"LEDGER_BUSY_TIMEOUT_MS": "0"}, *args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert json.loads(proc.stdout)["error"]["code"] == "bad-busy-timeout"

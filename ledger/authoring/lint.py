@@ -17,6 +17,7 @@ from typing import Any
 
 from ledger.documents.cohort_folder import LoadedCohort, Problem, lint_cohort
 from ledger.errors import CommitError
+from ledger.settings import BUSY_TIMEOUT_MS
 from ledger.state import CommitmentLookups, lookups_for_reading
 from ledger.store.sqlite import Ledger
 
@@ -63,13 +64,14 @@ def dry_run(
     root: Path,
     hidden_plans: Path | None,
     state_checks: Sequence[StateCheck],
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
 ) -> LintReport:
     """Lint, then the ledger-state checks of ``freeze`` on what loaded; the ledger is opened
     read-only (a missing ledger is refused as ``freeze`` refuses it)."""
     loaded, problems = lint_cohort(cohort_dir, root=root, hidden_plans=hidden_plans)
     found = list(problems)
     notes: list[str] = []
-    with Ledger.open_read_only(db) as ledger, ledger.snapshot():
+    with Ledger.open_read_only(db, busy_timeout_ms=busy_timeout_ms) as ledger, ledger.snapshot():
         _state_problems(loaded, cohort_dir, lookups_for_reading(ledger), state_checks, found, notes)
     return LintReport(
         cohort=loaded.cohort.id if loaded is not None else None,

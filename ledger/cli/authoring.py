@@ -42,6 +42,8 @@ class _Io:
     db: Callable[[], Path] = staticmethod(lambda: Path("ledger.db"))
     # The time for what a command writes (LEDGER_TIME, else the wall clock): the app's settings.
     now: Callable[[], str] = staticmethod(_system_clock)
+    # How long a read of --db waits for a writer (LEDGER_BUSY_TIMEOUT_MS): the app's settings.
+    busy_timeout_ms: Callable[[], int] = staticmethod(lambda: 30_000)
 
 
 IO = _Io()
@@ -68,9 +70,11 @@ def register(
     emit_json: Callable[[Any], None],
     db: Callable[[], Path],
     now: Callable[[], str],
+    busy_timeout_ms: Callable[[], int],
 ) -> None:
     """Add the authoring commands to ``app``."""
     IO.say, IO.emit_json, IO.db, IO.now = say, emit_json, db, now
+    IO.busy_timeout_ms = busy_timeout_ms
     app.add_typer(new_app, name="new")
     app.add_typer(bundle_app, name="bundle")
     app.command()(seal)
@@ -306,7 +310,8 @@ def seal(
     from ledger.authoring.seal import frozen_definitions
     from ledger.authoring.seal import seal as run_seal
 
-    sealed = run_seal(cohort_dir, root=root, frozen=frozen_definitions(IO.db()))
+    frozen = frozen_definitions(IO.db(), busy_timeout_ms=IO.busy_timeout_ms())
+    sealed = run_seal(cohort_dir, root=root, frozen=frozen)
     if not check:
         write_files(sealed.writes)
     _show_seal(sealed, as_json, written=not check)
@@ -358,7 +363,12 @@ def freeze_dry_run(
     from ledger.operations.freeze import STATE_CHECKS
 
     report = dry_run(
-        db, cohort_dir, root=root, hidden_plans=hidden_plans, state_checks=STATE_CHECKS
+        db,
+        cohort_dir,
+        root=root,
+        hidden_plans=hidden_plans,
+        state_checks=STATE_CHECKS,
+        busy_timeout_ms=IO.busy_timeout_ms(),
     )
     return _show_report(report, as_json)
 

@@ -1112,7 +1112,12 @@ def export(
 
 
 authoring.register(
-    app, say=_say, emit_json=_emit_json, db=lambda: STATE.db, now=lambda: _settings().clock()
+    app,
+    say=_say,
+    emit_json=_emit_json,
+    db=lambda: STATE.db,
+    now=lambda: _settings().clock(),
+    busy_timeout_ms=lambda: _settings().busy_timeout_ms,
 )
 
 
