@@ -45,6 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = (
     "ledger/audit/rules.py",
+    "ledger/audit/replay.py",
     "ledger/audit/engine.py",
     "ledger/audit/rows.py",
     "ledger/audit/worker.py",
@@ -122,9 +123,28 @@ def _code_of(stmt: ast.stmt, constants: dict[str, str]) -> str | None:
         ):
             return first.value
         return None
+    if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
+        # The replay's answers: ``return ReplayAnswer(ok, (CODE, m))`` (ledger/audit/replay.py).
+        for arg in stmt.value.args:
+            if isinstance(arg, ast.Tuple) and len(arg.elts) == 2:
+                code = arg.elts[0]
+                value = code.value if isinstance(code, ast.Constant) else None
+                if isinstance(code, ast.Name):
+                    value = constants.get(code.id)
+                if isinstance(value, str) and CODE_RE.fullmatch(value):
+                    return value
+        return None
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         # ``report(Violation(seq, kind, CODE, m))``, ``x.append(_violation(entry, CODE, m))``
         # and the rules' ``_flag(report, entry, CODE, m)``: where the code is in each call.
+        # The cohort loader's ``checks.fail(CommitError("code", ...), ...)``: freeze raises what
+        # it is given, lint collects it (ledger/documents/cohort_folder.py).
+        for arg in stmt.value.args:
+            if isinstance(arg, ast.Call) and _call_name(arg).endswith("Error") and arg.args:
+                first = arg.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    if CODE_RE.fullmatch(first.value):
+                        return first.value
         calls = [(stmt.value, CODE_ARG.get(_call_name(stmt.value)))]
         calls += [(arg, CODE_ARG.get(_call_name(arg))) for arg in stmt.value.args]
         for call, index in calls:
