@@ -215,6 +215,9 @@ def collect(only: set[str] | None = None) -> list[Mutant]:
         code = "/".join(codes)
         if only is not None and not set(codes) & only:
             return
+        # A guard that cannot be reached (marked as coverage does) has only equivalent mutants.
+        if "pragma: no cover" in sources[path].splitlines()[node.lineno - 1]:  # type: ignore[attr-defined]
+            return
         source = _mutated(sources[path], node, new)
         mutants.append(Mutant(len(mutants) + 1, path, node.lineno, kind, code, source))  # type: ignore[attr-defined]
 
