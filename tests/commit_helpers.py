@@ -10,7 +10,7 @@ import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ledger.documents.cohort import definition_digest
 from verifiers.calibration import BUNDLES, PATCH_WORK_UNIT, PLANS
@@ -64,6 +64,41 @@ def task_doc(
         "accounting": {"required_metrics": ["wall_seconds"]},
         "evidence": {"status": "pending", "attempts": []},
     }
+
+
+# One task per family (the frozen-cohort minimum), across every plan version.
+FIVE_TASK_PLANS: Final = (
+    "v0.2-whole-line",
+    "v0.3-fragment",
+    "v0.3-transition",
+    "v0.4-transition",
+    "v0.2-fragment",
+)
+FAMILIES: Final = (
+    "bug_fix",
+    "test_failure",
+    "bounded_feature",
+    "refactor",
+    "documentation_contract",
+)
+
+
+def five_tasks_first_hidden(
+    root: Path, cohort: str, hidden: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The tasks of a five-task cohort whose first task is judged by the hidden plan ``hidden``
+    (no plan_path: it is found by its digest in --hidden-plans)."""
+    tasks = [
+        task_doc(root, f"{cohort}/task-{i:03d}", key, family=FAMILIES[i])
+        for i, key in enumerate(FIVE_TASK_PLANS)
+    ]
+    tasks[0]["evaluator"] = {
+        "visibility": "hidden",
+        "plan_id": hidden["id"],
+        "plan_digest": canonical_digest(hidden),
+        "backend": "unified_diff",
+    }
+    return tasks
 
 
 def cohort_doc(

@@ -20,7 +20,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write_json
+from commit_helpers import (
+    cohort_doc,
+    five_tasks_first_hidden,
+    make_bundle,
+    make_cohort,
+    write_json,
+)
 from helpers import FIXED_TIME, checkpointed_copy, run_cli
 
 from ledger import api
@@ -30,7 +36,7 @@ from ledger.audit.report import AuditReport
 from ledger.audit.rules import CommitmentRules
 from ledger.store.sqlite import Ledger
 from verifiers.calibration import GOOD_PATCH, PLANS, patch_bundle
-from verifiers.canonical import canonical_bytes, canonical_digest, sha256_hex_digest
+from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}
 HONEST_PAIRS = 24
@@ -258,24 +264,7 @@ def public_export(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     plan["visibility"] = "hidden"
     plan["backend"]["required_added_substrings"] = [REQUIRED]
     write_json(root / "hidden" / "plan.json", plan)
-    keys = [
-        "v0.2-whole-line",
-        "v0.3-fragment",
-        "v0.3-transition",
-        "v0.4-transition",
-        "v0.2-fragment",
-    ]
-    families = ["bug_fix", "test_failure", "bounded_feature", "refactor", "documentation_contract"]
-    tasks = [
-        task_doc(root, f"{COHORT}/task-{i:03d}", key, family=families[i])
-        for i, key in enumerate(keys)
-    ]
-    tasks[0]["evaluator"] = {
-        "visibility": "hidden",
-        "plan_id": plan["id"],
-        "plan_digest": canonical_digest(plan),
-        "backend": "unified_diff",
-    }
+    tasks = five_tasks_first_hidden(root, COHORT, plan)
     write_json(root / "cohort" / "cohort.json", cohort_doc(COHORT, tasks))
     frozen = cli(
         db, "freeze", str(root / "cohort"), "--root", str(root),

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write_json
+from commit_helpers import (
+    cohort_doc,
+    five_tasks_first_hidden,
+    make_bundle,
+    make_cohort,
+    write_json,
+)
 from helpers import FIXED_TIME, CliResult, run_cli
 
 from ledger.audit.rules import SKIP_BUNDLE_WITHHELD, SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
@@ -46,26 +52,9 @@ def hidden_plan() -> dict[str, Any]:
 
 def make_hidden_cohort(root: Path, hidden_dir: Path) -> Path:
     """A frozen cohort whose first task is judged by a hidden plan (no plan_path anywhere)."""
-    keys = [
-        "v0.2-whole-line",
-        "v0.3-fragment",
-        "v0.3-transition",
-        "v0.4-transition",
-        "v0.2-fragment",
-    ]
-    families = ["bug_fix", "test_failure", "bounded_feature", "refactor", "documentation_contract"]
-    tasks = [
-        task_doc(root, f"{HIDDEN_COHORT}/task-{i:03d}", key, family=families[i])
-        for i, key in enumerate(keys)
-    ]
     plan = hidden_plan()
     write_json(hidden_dir / "plan.json", plan)
-    tasks[0]["evaluator"] = {
-        "visibility": "hidden",
-        "plan_id": plan["id"],
-        "plan_digest": canonical_digest(plan),
-        "backend": "unified_diff",
-    }
+    tasks = five_tasks_first_hidden(root, HIDDEN_COHORT, plan)
     folder = root / "cohort-h"
     write_json(folder / "cohort.json", cohort_doc(HIDDEN_COHORT, tasks))
     return folder

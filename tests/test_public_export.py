@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commit_helpers import cohort_doc, task_doc, write_json
+from commit_helpers import cohort_doc, five_tasks_first_hidden, write_json
 from helpers import FIXED_TIME, CliResult, run_cli
 
 from ledger import api
@@ -25,7 +25,7 @@ from ledger.audit.rules import SKIP_NOT_REQUESTED, SKIP_PLAN_WITHHELD, SKIP_RESU
 from ledger.errors import LedgerError
 from ledger.transparency.notes import Checkpoint
 from verifiers.calibration import GOOD_PATCH, PLANS, patch_bundle
-from verifiers.canonical import canonical_bytes, canonical_digest
+from verifiers.canonical import canonical_bytes
 
 ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}
 COHORT = "test/cohort-hidden"
@@ -93,24 +93,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     hidden_dir = root / "hidden"
     plan = hidden_plan()
     write_json(hidden_dir / "plan.json", plan)
-    keys = [
-        "v0.2-whole-line",
-        "v0.3-fragment",
-        "v0.3-transition",
-        "v0.4-transition",
-        "v0.2-fragment",
-    ]
-    families = ["bug_fix", "test_failure", "bounded_feature", "refactor", "documentation_contract"]
-    tasks = [
-        task_doc(root, f"{COHORT}/task-{i:03d}", key, family=families[i])
-        for i, key in enumerate(keys)
-    ]
-    tasks[0]["evaluator"] = {
-        "visibility": "hidden",
-        "plan_id": plan["id"],
-        "plan_digest": canonical_digest(plan),
-        "backend": "unified_diff",
-    }
+    tasks = five_tasks_first_hidden(root, COHORT, plan)
     folder = root / "cohort"
     write_json(folder / "cohort.json", cohort_doc(COHORT, tasks))
     frozen = cli(db, "freeze", str(folder), "--root", str(root), "--hidden-plans", str(hidden_dir))

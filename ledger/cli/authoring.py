@@ -34,6 +34,12 @@ def _system_clock() -> str:
     return system_clock()
 
 
+def _default_busy_timeout() -> int:
+    from ledger.settings import BUSY_TIMEOUT_MS  # on use, as the clock: check-patch loads neither
+
+    return BUSY_TIMEOUT_MS
+
+
 class _Io:
     """The app's renderers and ``--db``, handed over by ``register``."""
 
@@ -43,7 +49,7 @@ class _Io:
     # The time for what a command writes (LEDGER_TIME, else the wall clock): the app's settings.
     now: Callable[[], str] = staticmethod(_system_clock)
     # How long a read of --db waits for a writer (LEDGER_BUSY_TIMEOUT_MS): the app's settings.
-    busy_timeout_ms: Callable[[], int] = staticmethod(lambda: 30_000)
+    busy_timeout_ms: Callable[[], int] = staticmethod(_default_busy_timeout)
 
 
 IO = _Io()
