@@ -18,9 +18,8 @@ import signal
 import threading
 from collections import deque
 from collections.abc import Generator, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final
 
@@ -146,21 +145,24 @@ class BatchRun:
 
     def _parallel(self, paths: list[Path], jobs: int) -> Generator[None, None, None]:
         ledger, cohort, task = self._ledger, self._cohort, self._task
-        pool = _start_pool(ledger, jobs)
+        workers = _Workers()
         plans: PlanCache = {}
-        waiting: deque[tuple[Path, Future[tuple[str, object]] | None]] = deque()
+        waiting: deque[tuple[Path, _Ticket | None]] = deque()
         pending = iter(paths)
         try:
+            workers.start(str(ledger.path), jobs)
             while True:
                 while len(waiting) < jobs * IN_FLIGHT_PER_JOB:
                     upcoming = next(pending, None)
                     if upcoming is None:
                         break
-                    waiting.append((upcoming, _submit(pool, ledger, upcoming, cohort, task)))
+                    # The clock is read here, in bundle order: the times a serial run records.
+                    now = ledger.now()
+                    waiting.append((upcoming, workers.submit((str(upcoming), now, cohort, task))))
                 if not waiting:
                     return
-                path, future = waiting.popleft()
-                collected = _collect(ledger, plans, future)
+                path, ticket = waiting.popleft()
+                collected = _collect(ledger, plans, workers.answer(ticket))
                 if not isinstance(collected, Judged):
                     with _interrupts_deferred():
                         self._ready.append(_one(ledger, path, collected, cohort, task))
@@ -172,17 +174,17 @@ class BatchRun:
                 group = [(path, collected)]
                 while waiting and len(group) < MAX_GROUP:
                     ahead = waiting[0][1]
-                    if ahead is None or not ahead.done():
+                    if ahead is None or not workers.ready(ahead):
                         break
-                    peek = _collect(ledger, plans, ahead)
+                    peek = _collect(ledger, plans, workers.answer(ahead))
                     if not isinstance(peek, Judged) or peek.time != collected.time:
-                        break
+                        break  # the ticket keeps its answer: it is the next head
                     group.append((waiting.popleft()[0], peek))
                 with _interrupts_deferred():
                     self._ready.extend(record_group(ledger, group, cohort=cohort, task=task))
                 yield None
         finally:
-            _stop_pool(pool)
+            workers.stop()
 
 
 @contextmanager
@@ -224,18 +226,13 @@ def _one(
         return exc
 
 
-def _collect(
-    ledger: Ledger, plans: PlanCache, future: Future[tuple[str, object]] | None
-) -> Judged | LedgerError | None:
+def _collect(ledger: Ledger, plans: PlanCache, answer: object) -> Judged | LedgerError | None:
     """A worker's judgement or its refusal. Anything else (a worker that died, a bug there,
     a bundle no worker took): None, and ``record`` does all of it under the lock, as
     ``verify`` would."""
-    if future is None:
+    if not isinstance(answer, tuple) or len(answer) != 2:
         return None
-    try:
-        kind, value = future.result()
-    except Exception:  # BrokenProcessPool included
-        return None
+    kind, value = answer
     if kind == "refused" and isinstance(value, tuple):
         cls, code, message, exit_code = value
         error = cls if isinstance(cls, type) and issubclass(cls, LedgerError) else LedgerError
@@ -253,70 +250,164 @@ def _collect(
 
 
 # -- the workers -------------------------------------------------------------------------------
+#
+# A small pool of our own rather than concurrent.futures: ProcessPoolExecutor reads results in a
+# manager thread, and a worker stopped while it writes a result (Ctrl-C stops them all at once)
+# leaves that thread blocked on half a message; the interpreter then waits for it at exit for
+# ever. Here each worker has one duplex pipe that only the main thread reads, answers come back
+# in the order asked (one worker judges one bundle at a time), and stopping is closing the pipes
+# and ending the processes: nothing is left to wait for.
 
-_WORKER_LEDGER: Ledger | None = None
+NO_ANSWER: Final = ("unjudged", None)
+
+
+class _Ticket:
+    """One bundle handed to one worker; its answer once read."""
+
+    __slots__ = ("answer", "answered", "worker")
+
+    def __init__(self, worker: int) -> None:
+        self.worker = worker
+        self.answer: object = NO_ANSWER
+        self.answered = False
+
+
+class _Workers:
+    def __init__(self) -> None:
+        self._processes: list[multiprocessing.process.BaseProcess] = []
+        self._pipes: list[Connection | None] = []  # None: that worker is gone
+        self._asked: list[deque[_Ticket]] = []
+        self._turn = 0
+
+    def start(self, ledger_path: str, jobs: int) -> None:
+        # forkserver (spawn where it is missing): a worker never inherits the parent's open
+        # SQLite connection or locks, which a plain fork would copy.
+        context: multiprocessing.context.BaseContext
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            forkserver = multiprocessing.get_context("forkserver")
+            # Imported once in the server, not once per worker.
+            forkserver.set_forkserver_preload(["ledger.operations.batch"])
+            context = forkserver
+        else:
+            context = multiprocessing.get_context("spawn")
+        for _ in range(jobs):
+            ours, theirs = context.Pipe(duplex=True)
+            # Each worker starts in the parent's current folder (multiprocessing's preparation
+            # data), so relative bundle paths, and the messages naming them, are the parent's.
+            process = context.Process(target=_worker_main, args=(theirs, ledger_path), daemon=True)
+            self._processes.append(process)
+            self._pipes.append(ours)
+            self._asked.append(deque())
+            process.start()
+            theirs.close()
+
+    def submit(self, request: tuple[str, str, str | None, str | None]) -> _Ticket | None:
+        """Hand a bundle to the next worker still running; None when none is (the parent
+        judges it then). A worker's queue holds at most ``IN_FLIGHT_PER_JOB`` small requests,
+        well under a pipe's buffer: sending never blocks on a busy worker."""
+        for _ in range(len(self._pipes)):
+            index = self._turn
+            self._turn = (self._turn + 1) % len(self._pipes)
+            pipe = self._pipes[index]
+            if pipe is None:
+                continue
+            try:
+                pipe.send(request)
+            except (OSError, ValueError):
+                self._lost(index)
+                continue
+            ticket = _Ticket(index)
+            self._asked[index].append(ticket)
+            return ticket
+        return None
+
+    def ready(self, ticket: _Ticket) -> bool:
+        """Whether ``answer`` would return without waiting for a judgement."""
+        if ticket.answered:
+            return True
+        pipe = self._pipes[ticket.worker]
+        if pipe is None or self._asked[ticket.worker][0] is not ticket:
+            return pipe is None
+        try:
+            return pipe.poll(0)
+        except (OSError, ValueError):
+            return True
+
+    def answer(self, ticket: _Ticket | None) -> object:
+        """The worker's answer for ``ticket`` (``NO_ANSWER`` if its worker died first)."""
+        if ticket is None:
+            return NO_ANSWER
+        asked = self._asked[ticket.worker]
+        while not ticket.answered:
+            pipe = self._pipes[ticket.worker]
+            if pipe is None or not asked:
+                ticket.answered = True
+                break
+            try:
+                answer = pipe.recv()
+            except (EOFError, OSError, ValueError):
+                self._lost(ticket.worker)
+                continue
+            oldest = asked.popleft()
+            oldest.answer, oldest.answered = answer, True
+        return ticket.answer
+
+    def _lost(self, index: int) -> None:
+        """A worker died (OOM killer, kill -9): what it was asked is judged by the parent."""
+        pipe, self._pipes[index] = self._pipes[index], None
+        if pipe is not None:
+            pipe.close()
+        for ticket in self._asked[index]:
+            ticket.answered = True
+        self._asked[index].clear()
+
+    def stop(self) -> None:
+        """Stop every worker now: a judgement in progress is only a read, dropping it loses
+        nothing. Bounded: no step waits on a worker for more than a few seconds."""
+        for index, pipe in enumerate(self._pipes):
+            if pipe is not None:
+                pipe.close()
+                self._pipes[index] = None
+        for process in self._processes:
+            if process.pid is not None and process.is_alive():
+                process.terminate()
+        for process in self._processes:
+            if process.pid is None:
+                continue
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5)
+
+
 _WORKER_PLANS: PlanCache = {}
 
 
-def _start_pool(ledger: Ledger, jobs: int) -> ProcessPoolExecutor:
-    # forkserver (spawn where it is missing): a worker never inherits the parent's open SQLite
-    # connection or locks, which a plain fork would copy.
-    context: multiprocessing.context.BaseContext
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        forkserver = multiprocessing.get_context("forkserver")
-        # Imported once in the server, not once per worker.
-        forkserver.set_forkserver_preload(["ledger.operations.batch"])
-        context = forkserver
-    else:
-        context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=context,
-        initializer=_worker_start,
-        # Each worker starts in the parent's current folder (multiprocessing's preparation
-        # data), so relative bundle paths, and the messages naming them, are the parent's.
-        initargs=(str(ledger.path),),
-    )
-
-
-def _submit(
-    pool: ProcessPoolExecutor, ledger: Ledger, path: Path, cohort: str | None, task: str | None
-) -> Future[tuple[str, object]] | None:
-    now = ledger.now()  # read here, in bundle order: the times a serial run would record
-    try:
-        return pool.submit(_worker_judge, str(path), now, cohort, task)
-    except (BrokenProcessPool, RuntimeError):
-        return None  # judged in this process instead
-
-
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and stop the workers now (a judgement in progress is only
-    a read: dropping it loses nothing)."""
-    # The executor has no public way to stop a running worker; its process table is read
-    # defensively (getattr), and without it shutdown still cancels what has not started.
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-    for process in processes:
-        process.join(timeout=5)
-
-
-def _worker_start(path: str) -> None:
+def _worker_main(pipe: Connection, ledger_path: str) -> None:
     # Ctrl-C reaches the whole process group: the parent alone handles it, and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    global _WORKER_LEDGER
-    _WORKER_LEDGER = Ledger.open(path)
+    ledger = Ledger.open(ledger_path)
+    with pipe:
+        while True:
+            try:
+                request = pipe.recv()
+            except (EOFError, OSError):
+                return  # the parent closed its end: the batch is over
+            try:
+                answer = _worker_judge(ledger, *request)
+            except Exception:  # a bug here must not lose the bundle: the parent judges it
+                answer = NO_ANSWER
+            try:
+                pipe.send(answer)
+            except (OSError, ValueError):
+                return
 
 
-def _worker_judge(path: str, now: str, cohort: str | None, task: str | None) -> tuple[str, object]:
-    if _WORKER_LEDGER is None:
-        return "unjudged", None
+def _worker_judge(
+    ledger: Ledger, path: str, now: str, cohort: str | None, task: str | None
+) -> tuple[str, object]:
     try:
-        judged = judge(
-            _WORKER_LEDGER, Path(path), cohort=cohort, task=task, now=now, plans=_WORKER_PLANS
-        )
+        judged = judge(ledger, Path(path), cohort=cohort, task=task, now=now, plans=_WORKER_PLANS)
     except LedgerError as exc:
         # Sent as its parts: an exception with keyword-only arguments does not unpickle.
         return "refused", (type(exc), exc.code, exc.message, exc.exit_code)
