@@ -32,6 +32,7 @@ import msgspec
 from ledger.audit.engine import audit
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
+from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
 from ledger.operations.burn import burn
 from ledger.operations.calibrate import calibrate
@@ -192,13 +193,16 @@ def audit_export(
 
 
 __all__ = [
+    "AttestationCheck",
     "InitResult",
     "Ledger",
     "Settings",
+    "attestations",
     "audit_export",
     "audit_ledger",
     "burn",
     "calibrate",
+    "check_attestation",
     "checkpoint",
     "checkpoint_note",
     "default_origin",

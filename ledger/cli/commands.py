@@ -1049,6 +1049,110 @@ def prove(
     return EXIT_OK
 
 
+@app.command()
+def attest(
+    seq: Annotated[
+        int | None, typer.Argument(help="The verification.recorded entry to attest.")
+    ] = None,
+    cohort: Annotated[
+        str | None,
+        typer.Option("--cohort", help="Attest every recorded verification of this cohort."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write the attestations here (JSON Lines; default: stdout)."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
+    sign: Annotated[
+        Path | None,
+        typer.Option(help="Signer key file (from `ledger keygen`): sign envelope and checkpoint."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """in-toto attestations (SLSA Verification Summary v1 in a DSSE envelope) of recorded
+    verdicts, each with its inclusion proof and checkpoint: `ledger check-attestation`
+    checks one with no ledger file."""
+    from ledger.interop.attest import attestations
+
+    signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
+    with _open_ledger(read_only=True) as ledger:
+        lines = [
+            json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+            for doc in attestations(ledger, seq=seq, cohort=cohort, signer_key=signer)
+        ]
+    if out is None:  # JSON Lines already, with or without --json
+        sys.stdout.write("".join(lines))
+        return EXIT_OK
+    _write_new_file(out, "".join(lines).encode("utf-8"), force=force)
+    if as_json:
+        _emit_json({"attestations": len(lines), "out": str(out)})
+        return EXIT_OK
+    _say(f"wrote {len(lines)} attestation{'' if len(lines) == 1 else 's'} to {out}")
+    return EXIT_OK
+
+
+def _write_new_file(path: Path, data: bytes, *, force: bool) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, renamed: never a
+    partial file; an existing file only with ``force``."""
+    import os
+    import tempfile
+
+    if not force and (path.exists() or path.is_symlink()):
+        raise UsageError("file-exists", f"{path} exists; give --force to replace it")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise UsageError("file-unwritable", f"cannot write {path}: {exc.strerror}") from None
+
+
+@app.command("check-attestation")
+def check_attestation_command(
+    file: Annotated[Path, typer.Argument(help="A file `ledger attest` wrote.")],
+    key: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--key", help="Verifier key file; repeatable: each attestation must be signed by one."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Check attestations with no ledger file: the inclusion proof and checkpoint, the
+    statement derived again from the proven entry, and (with --key) the signatures.
+    Exit 0 when every one holds, 1 at the first that does not."""
+    from ledger.interop.attest import (
+        MAX_ATTESTATION_BYTES,
+        check_attestation,
+        read_attestation_lines,
+    )
+
+    keys = [_read_text_file(k, 64 * 1024, "key").strip() for k in key or []]
+    docs = read_attestation_lines(
+        _read_operator_file(file, MAX_ATTESTATION_BYTES + 1), source=str(file)
+    )
+    checks = [check_attestation(doc, keys) for doc in docs]
+    if as_json:
+        _emit_json({"valid": True, "attestations": [c.to_json() for c in checks]})
+        return EXIT_OK
+    for c in checks:
+        tied = "" if c.subject_tied else " (result withheld: subject not tied)"
+        signed = f", signed by {', '.join(c.signed_by)}" if c.signed_by else ", not signed"
+        _say(
+            f"entry {c.entry}: {c.outcome} ({c.verification_result}) of "
+            f"{c.subject['name']} sha256:{c.subject['digest']['sha256']}{tied}; "
+            f"included in the tree of size {c.tree_size}{signed}"
+        )
+    return EXIT_OK
+
+
 def _say_consistency(proof: Any, as_json: bool) -> None:
     if as_json:
         _emit_json(proof.to_json())

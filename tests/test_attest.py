@@ -1,0 +1,340 @@
+"""``ledger attest`` / ``ledger check-attestation`` (LEDGER.md section 7, "Attestations").
+
+The statements are checked with the in-toto attestation library's own validators and protobuf
+schemas (an unknown or mistyped field fails to parse), and the DSSE signatures with
+securesystemslib, not only with the project's own checker. The attacks are edits an outsider
+holding the file could make: flip the verdict, swap the proof, swap the result, re-sign.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from commit_helpers import make_bundle, make_cohort
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from google.protobuf import json_format
+from helpers import FIXED_TIME, LEDGER_SCRIPT, CliResult, run_cli
+from in_toto_attestation.v1 import resource_descriptor_pb2, statement_pb2
+from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+from in_toto_attestation.v1.statement import Statement
+from securesystemslib.dsse import Envelope
+from securesystemslib.signer import SSlibKey
+from test_export import HIDDEN_COHORT, HIDDEN_TASK, make_hidden_cohort
+
+from ledger.interop.attest import pae
+from ledger.transparency.notes import parse_verifier_key
+
+# The predicate's fields as https://slsa.dev/spec/v1.0/verification_summary lists them (its
+# "Schema" and "Fields" sections). Not the in-toto library's vsa/v1 protobuf: that one has
+# `verifiedLevels` as one string and no `verifier.version`, against the spec's text.
+VSA_V1 = {
+    "type": "object",
+    "required": [
+        "verifier", "timeVerified", "resourceUri", "policy", "verificationResult",
+        "verifiedLevels",
+    ],
+    "properties": {
+        "verifier": {
+            "type": "object",
+            "required": ["id"],
+            "properties": {
+                "id": {"type": "string", "format": "uri"},
+                "version": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+        },
+        "timeVerified": {"type": "string", "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"},
+        "resourceUri": {"type": "string", "format": "uri"},
+        "policy": {"type": "object"},
+        "inputAttestations": {"type": "array", "items": {"type": "object"}},
+        "verificationResult": {"enum": ["PASSED", "FAILED"]},
+        "verifiedLevels": {"type": "array", "items": {"type": "string"}},
+        "dependencyLevels": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "slsaVersion": {"type": "string"},
+    },
+}  # fmt: skip
+ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}
+ORIGIN = "test.example/attest"
+Doc = dict[str, Any]
+
+
+def cli(*args: str) -> CliResult:
+    return run_cli(list(args), env=ENV)
+
+
+@dataclass(frozen=True)
+class Built:
+    root: Path
+    db: Path
+    key: Path  # signer key file
+    pub: Path  # verifier key file
+    verdicts: dict[str, int]  # task -> its verification.recorded seq
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    root = tmp_path_factory.mktemp("attest")
+    db = root / "ledger.db"
+    assert cli("--db", str(db), "init", "--origin", ORIGIN).code == 0
+    assert cli("--db", str(db), "calibrate").code == 0
+    assert cli("--db", str(db), "freeze", str(make_cohort(root)), "--root", str(root)).code == 0
+    hidden = make_hidden_cohort(root, root / "hidden")
+    frozen = cli(
+        "--db", str(db), "freeze", str(hidden), "--root", str(root),
+        "--hidden-plans", str(root / "hidden"),
+    )  # fmt: skip
+    assert frozen.code == 0, frozen.stderr
+    verdicts: dict[str, int] = {}
+    for bundle, cohort_id, task in [
+        ("good", "test/cohort-a", "test/cohort-a/task-000"),
+        ("wrong-marker", "test/cohort-a", "test/cohort-a/task-001"),
+        ("fragment", HIDDEN_COHORT, HIDDEN_TASK),
+    ]:
+        result = cli(
+            "--db", str(db), "verify", str(make_bundle(root, bundle)),
+            "--cohort", cohort_id, "--task", task, "--json",
+        )  # fmt: skip
+        assert result.code in (0, 1), result.stderr
+        verdicts[task] = result.json()["result_entry"]
+    keys = cli("keygen", "--name", ORIGIN, "--out", str(root / "ledger"), "--json")
+    assert keys.code == 0, keys.stderr
+    return Built(root, db, root / "ledger.key", root / "ledger.pub", verdicts)
+
+
+def attest(built: Built, *args: str) -> list[Doc]:
+    result = cli("--db", str(built.db), "attest", *args)
+    assert result.code == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def check(built: Built, docs: list[Doc], *args: str) -> CliResult:
+    path = built.root / "check.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    return cli("check-attestation", str(path), *args)
+
+
+def statement_of(doc: Doc) -> Doc:
+    value: Doc = json.loads(base64.b64decode(doc["dsseEnvelope"]["payload"]))
+    return value
+
+
+def resign(doc: Doc, statement: Doc, signer: Ed25519PrivateKey, keyid: str) -> Doc:
+    """What an attacker with their own key does: a new payload, a valid signature."""
+    forged = copy.deepcopy(doc)
+    payload = json.dumps(statement).encode()
+    sig = signer.sign(pae("application/vnd.in-toto+json", payload))
+    forged["dsseEnvelope"]["payload"] = base64.b64encode(payload).decode()
+    forged["dsseEnvelope"]["signatures"] = [{"keyid": keyid, "sig": base64.b64encode(sig).decode()}]
+    return forged
+
+
+# -- the formats, checked by independent implementations ---------------------------------------
+
+
+def test_pae_is_the_dsse_specs_encoding() -> None:
+    # The DSSE v1 protocol's own example (secure-systems-lab/dsse, protocol.md).
+    assert pae("http://example.com/HelloWorld", b"hello world") == (
+        b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    )
+
+
+def test_statements_parse_with_the_in_toto_library_and_its_vsa_schema(built: Built) -> None:
+    docs = attest(built, "--cohort", "test/cohort-a")
+    assert len(docs) == 2
+    for doc, task in zip(docs, ["test/cohort-a/task-000", "test/cohort-a/task-001"], strict=True):
+        statement = statement_of(doc)
+        pb = json_format.ParseDict(statement, statement_pb2.Statement())  # type: ignore[attr-defined]
+        Statement.copy_from_pb(pb).validate()
+        assert statement["predicateType"] == "https://slsa.dev/verification_summary/v1"
+        predicate = statement["predicate"]
+        jsonschema.validate(predicate, VSA_V1, format_checker=jsonschema.FormatChecker())
+        # policy and inputAttestations are ResourceDescriptors: the library's own check.
+        for descriptor in [predicate["policy"], *predicate["inputAttestations"]]:
+            rd = json_format.ParseDict(descriptor, resource_descriptor_pb2.ResourceDescriptor())  # type: ignore[attr-defined]
+            ResourceDescriptor.copy_from_pb(rd).validate()
+        assert predicate["verifiedLevels"] == []  # no SLSA level is claimed: none is checked
+        assert task in predicate["resourceUri"]
+    good, wrong = (statement_of(d)["predicate"] for d in docs)
+    assert (good["verificationResult"], wrong["verificationResult"]) == ("PASSED", "FAILED")
+
+
+def test_subject_is_the_sha256_of_the_candidate_patch_bytes(built: Built) -> None:
+    (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]))
+    patch = (built.root / "bundles" / "good" / "changes.patch").read_bytes()
+    (subject,) = statement_of(doc)["subject"]
+    assert subject == {
+        "name": "changes.patch",
+        "digest": {"sha256": hashlib.sha256(patch).hexdigest()},
+    }
+
+
+def test_policy_is_the_committed_plans_digest(built: Built) -> None:
+    seq = built.verdicts["test/cohort-a/task-001"]
+    (doc,) = attest(built, str(seq))
+    shown = cli("--db", str(built.db), "show", str(seq), "--json").json()
+    plan = shown["body"]["payload"]["plan"]
+    policy = statement_of(doc)["predicate"]["policy"]
+    assert policy["digest"] == {"sha256": plan["digest"].removeprefix("sha256:")}
+
+
+def test_signed_envelope_verifies_with_securesystemslib(built: Built) -> None:
+    (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]), "--sign", str(built.key))
+    vkey = parse_verifier_key(built.pub.read_text().strip())
+    (signature,) = doc["dsseEnvelope"]["signatures"]
+    keyid = signature["keyid"]
+    key = SSlibKey(keyid, "ed25519", "ed25519", {"public": vkey.public_key.hex()})
+    envelope = Envelope.from_dict(copy.deepcopy(doc["dsseEnvelope"]))  # from_dict pops fields
+    assert keyid in envelope.verify([key], 1)
+    flipped = envelope.payload.replace(b'"PASSED"', b'"FAILED"')
+    assert flipped != envelope.payload
+    envelope.payload = flipped
+    with pytest.raises(Exception, match=r"(?i)verif|threshold"):
+        envelope.verify([key], 1)  # the same check fails on a changed payload
+
+
+def test_check_passes_offline_after_the_ledger_file_is_gone(built: Built, tmp_path: Path) -> None:
+    out = tmp_path / "verdicts.intoto.jsonl"
+    db = tmp_path / "copy.db"
+    db.write_bytes(built.db.read_bytes())
+    made = cli("--db", str(db), "attest", "--cohort", "test/cohort-a", "--sign", str(built.key),
+               "--out", str(out))  # fmt: skip
+    assert made.code == 0, made.stderr
+    db.unlink()
+    proc = subprocess.run(
+        [str(LEDGER_SCRIPT), "check-attestation", str(out), "--key", str(built.pub), "--json"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    checked = json.loads(proc.stdout)["attestations"]
+    assert [c["outcome"] for c in checked] == ["support", "reject"]
+    assert all(c["subject_tied"] and c["signed_by"] for c in checked)
+
+
+# -- the attacks ---------------------------------------------------------------------------------
+
+
+def test_failed_verdict_flipped_to_passed_is_caught(built: Built) -> None:
+    (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-001"]))
+    statement = statement_of(doc)
+    statement["predicate"]["verificationResult"] = "PASSED"
+    forged = copy.deepcopy(doc)
+    forged["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    result = check(built, [forged])
+    assert result.code == 1 and result.error_code() == "attestation-invalid"
+    assert "not the one the proven entry implies" in result.stderr
+
+
+def test_flipped_verdict_resigned_with_another_key_is_refused(built: Built) -> None:
+    (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-001"]), "--sign", str(built.key))
+    statement = statement_of(doc)
+    statement["predicate"]["verificationResult"] = "PASSED"
+    mallory = Ed25519PrivateKey.generate()
+    keyid = doc["dsseEnvelope"]["signatures"][0]["keyid"]  # claims the ledger's key id
+    result = check(built, [resign(doc, statement, mallory, keyid)], "--key", str(built.pub))
+    assert result.code == 1 and result.error_code() == "attestation-invalid"
+    assert "does not verify" in result.stderr
+
+
+def test_unsigned_attestation_checked_with_a_key_says_not_signed(built: Built) -> None:
+    (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]))
+    result = check(built, [doc], "--key", str(built.pub))
+    assert result.code == 1 and "not signed by" in result.stderr
+
+
+def test_proof_of_another_entry_is_caught(built: Built) -> None:
+    (good,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]))
+    (wrong,) = attest(built, str(built.verdicts["test/cohort-a/task-001"]))
+    swapped = copy.deepcopy(wrong)
+    swapped["verificationMaterial"] = good["verificationMaterial"]
+    result = check(built, [swapped])
+    assert result.code == 1 and result.error_code() == "attestation-invalid"
+
+
+def test_tampered_proof_hash_is_caught(built: Built) -> None:
+    (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]))
+    forged = copy.deepcopy(doc)
+    proof = forged["verificationMaterial"]["inclusionProof"]
+    first = bytearray(base64.b64decode(proof["proof"][0]))
+    first[0] ^= 1
+    proof["proof"][0] = base64.b64encode(bytes(first)).decode()
+    result = check(built, [forged])
+    assert result.code == 1 and "not included" in result.stderr
+
+
+def test_result_document_of_another_verdict_is_caught(built: Built) -> None:
+    (good,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]))
+    (wrong,) = attest(built, str(built.verdicts["test/cohort-a/task-001"]))
+    forged = copy.deepcopy(wrong)
+    forged["verificationMaterial"]["verificationResult"] = good["verificationMaterial"][
+        "verificationResult"
+    ]
+    result = check(built, [forged])
+    assert result.code == 1 and "not the one the entry records" in result.stderr
+
+
+def test_checkpoint_signed_by_another_key_is_refused(built: Built, tmp_path: Path) -> None:
+    other = cli("keygen", "--name", "other.example/log", "--out", str(tmp_path / "other"))
+    assert other.code == 0
+    (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]), "--sign",
+                    str(tmp_path / "other.key"))  # fmt: skip
+    result = check(built, [doc], "--key", str(built.pub))
+    assert result.code == 1 and result.error_code() == "attestation-invalid"
+
+
+def test_hidden_tasks_result_is_withheld_and_its_subject_is_not_tied(built: Built) -> None:
+    (doc,) = attest(built, str(built.verdicts[HIDDEN_TASK]))
+    assert "verificationResult" not in doc["verificationMaterial"]
+    checked = check(built, [doc], "--json")
+    assert checked.code == 0, checked.stderr
+    (result,) = checked.json()["attestations"]
+    assert result["subject_tied"] is False
+    statement = statement_of(doc)
+    statement["predicate"]["policy"]["digest"]["sha256"] = "0" * 64
+    forged = copy.deepcopy(doc)
+    forged["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    assert check(built, [forged]).code == 1  # what the entry holds is still checked
+
+
+# -- the operator's errors -------------------------------------------------------------------
+
+
+def test_attest_of_an_entry_that_is_not_a_verdict_is_refused(built: Built) -> None:
+    result = cli("--db", str(built.db), "attest", "0")
+    assert result.code == 2 and result.error_code() == "attest-not-a-verification"
+
+
+def test_attest_of_a_cohort_without_verdicts_is_refused(built: Built) -> None:
+    result = cli("--db", str(built.db), "attest", "--cohort", "no/such-cohort")
+    assert result.code == 2 and result.error_code() == "attest-nothing"
+
+
+def test_attest_refuses_to_replace_an_existing_file(built: Built, tmp_path: Path) -> None:
+    out = tmp_path / "a.jsonl"
+    out.write_text("keep me\n")
+    seq = str(built.verdicts["test/cohort-a/task-000"])
+    result = cli("--db", str(built.db), "attest", seq, "--out", str(out))
+    assert result.code == 2 and result.error_code() == "file-exists"
+    assert out.read_text() == "keep me\n"
+    assert cli("--db", str(built.db), "attest", seq, "--out", str(out), "--force").code == 0
+    assert json.loads(out.read_text())["mediaType"].startswith("application/vnd.evidence-ledger")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not json\n", b'{"mediaType": "something/else"}\n', b"[1, 2]\n"],
+)
+def test_a_file_that_is_not_attestations_is_unusable_input(
+    built: Built, tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content)
+    result = cli("check-attestation", str(path))
+    assert result.code == 2 and result.error_code() == "attestation-unreadable"
