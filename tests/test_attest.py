@@ -338,3 +338,23 @@ def test_a_file_that_is_not_attestations_is_unusable_input(
     path.write_bytes(content)
     result = cli("check-attestation", str(path))
     assert result.code == 2 and result.error_code() == "attestation-unreadable"
+
+
+def test_an_attestation_file_over_the_limit_is_refused_before_it_is_parsed(
+    built: Built, tmp_path: Path
+) -> None:
+    from ledger.interop.attest import MAX_ATTESTATION_BYTES
+
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as handle:
+        handle.truncate(MAX_ATTESTATION_BYTES + 1)  # sparse: no disk, still read as bytes
+    result = cli("check-attestation", str(path))
+    assert result.code == 2 and result.error_code() == "attestation-unreadable"
+    assert "over" in result.stderr
+
+
+def test_attest_takes_either_a_seq_or_a_cohort(built: Built) -> None:
+    both = cli("--db", str(built.db), "attest", "1", "--cohort", "test/cohort-a")
+    neither = cli("--db", str(built.db), "attest")
+    assert both.code == neither.code == 2
+    assert both.error_code() == neither.error_code() == "usage-error"
