@@ -1,0 +1,158 @@
+"""RFC 3161 timestamps over checkpoint notes (LEDGER.md section 7, "Timestamps").
+
+A timestamp authority (TSA) signs "these bytes' hash existed at time t". The ledger asks for
+one over a checkpoint note's exact bytes (SHA-256 message imprint, a fresh nonce, the TSA's
+certificate requested), and checks the answer with ``rfc3161-client`` (the ASN.1, the CMS
+signature, the certificate chain up to a root the caller trusts, the timeStamping key usage,
+the nonce and the imprint are its work, not hand-written here). What a timestamp proves: the
+note, and so the tree it commits to, existed by ``gen_time``. What it does not: that nothing
+was judged in private before.
+
+The request and the check are pure (bytes in, values out); ``ask_tsa`` is the one function
+that does I/O, bounded in time and in the bytes it reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Final
+
+import rfc3161_client
+from cryptography import x509
+
+from ledger.errors import LedgerError
+
+MAX_RESPONSE_BYTES: Final = 64 * 1024  # a TimeStampResp with its certificate: a few KiB
+MAX_CA_BYTES: Final = 256 * 1024
+TSA_TIMEOUT_SECONDS: Final = 30.0
+
+
+class TimestampError(LedgerError):
+    """A TSA that cannot be used (exit 2), or a timestamp that does not hold (exit 1)."""
+
+    def __init__(self, code: str, message: str, *, exit_code: int = 2) -> None:
+        super().__init__(code, message, exit_code=exit_code)
+
+
+@dataclass(frozen=True, slots=True)
+class Timestamp:
+    """A checked timestamp: when, by whom, and the token to keep."""
+
+    gen_time: str  # RFC 3339, UTC, whole seconds (as entry times are written)
+    serial: int
+    tsa: str  # the TSA's name in the token, or its certificate's subject
+    policy: str
+    token: bytes = field(repr=False)  # the DER TimeStampResp, as the TSA sent it
+
+
+def request_for(note: str) -> rfc3161_client.TimeStampRequest:
+    """A time-stamp query over the note's UTF-8 bytes, with a nonce and the TSA's certificate
+    requested (so the answer can be checked against a root alone)."""
+    return (
+        rfc3161_client.TimestampRequestBuilder()
+        .data(note.encode("utf-8"))
+        .hash_algorithm(rfc3161_client.HashAlgorithm.SHA256)
+        .nonce(nonce=True)
+        .cert_request(cert_request=True)
+        .build()
+    )
+
+
+def ask_tsa(url: str, query: bytes, *, timeout: float = TSA_TIMEOUT_SECONDS) -> bytes:
+    """POST ``query`` to the TSA at ``url`` (http or https); its answer, at most
+    ``MAX_RESPONSE_BYTES``."""
+    if not url.startswith(("http://", "https://")):
+        raise TimestampError("tsa-url-invalid", f"{url!r} is not an http(s) URL")
+    request = urllib.request.Request(
+        url, data=query, method="POST", headers={"Content-Type": "application/timestamp-query"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            body: bytes = answer.read(MAX_RESPONSE_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise TimestampError("tsa-refused", f"the TSA at {url} answered HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TimestampError(
+            "tsa-unreachable", f"cannot reach the TSA at {url}: {reason}"
+        ) from None
+    if len(body) > MAX_RESPONSE_BYTES:
+        raise TimestampError(
+            "tsa-response-malformed", f"the TSA's answer is over {MAX_RESPONSE_BYTES} bytes"
+        )
+    return body
+
+
+def load_roots(pem: bytes) -> list[x509.Certificate]:
+    """The trusted root certificates of a PEM file (``--tsa-ca``)."""
+    if len(pem) > MAX_CA_BYTES:
+        raise TimestampError("tsa-ca-malformed", f"the CA file is over {MAX_CA_BYTES} bytes")
+    try:
+        roots = x509.load_pem_x509_certificates(pem)
+    except ValueError:
+        raise TimestampError("tsa-ca-malformed", "the CA file holds no PEM certificate") from None
+    return roots
+
+
+def check_timestamp(
+    token: bytes,
+    note: str,
+    roots: list[x509.Certificate],
+    *,
+    nonce: int | None = None,
+) -> Timestamp:
+    """Check a TimeStampResp over ``note`` against ``roots`` (and the request's ``nonce``,
+    when it is the answer to one): the ``Timestamp`` it proves, or ``TimestampError``
+    (``timestamp-invalid``, exit 1) with the reason."""
+    if len(token) > MAX_RESPONSE_BYTES:
+        raise TimestampError("timestamp-invalid", "the token is over the size limit", exit_code=1)
+    try:
+        response = rfc3161_client.decode_timestamp_response(token)
+    except ValueError:  # the Rust decoder's errors are ValueErrors
+        raise TimestampError("timestamp-invalid", "not a DER TimeStampResp", exit_code=1) from None
+    if not roots:
+        raise TimestampError("tsa-ca-malformed", "no trusted TSA root given")
+    errors: list[str] = []
+    for root in roots:
+        builder = rfc3161_client.VerifierBuilder().add_root_certificate(root)
+        if nonce is not None:
+            builder = builder.nonce(nonce)
+        try:
+            builder.build().verify_message(response, note.encode("utf-8"))
+        except (rfc3161_client.VerificationError, ValueError) as exc:
+            errors.append(str(exc))
+            continue
+        info = response.tst_info
+        moment = info.gen_time.astimezone(UTC).replace(microsecond=0)
+        return Timestamp(
+            gen_time=moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            serial=info.serial_number,
+            tsa=_tsa_name(response),
+            policy=info.policy.dotted_string,
+            token=token,
+        )
+    raise TimestampError(
+        "timestamp-invalid",
+        f"the timestamp does not hold for this note: {errors[0] if errors else 'no root'}",
+        exit_code=1,
+    )
+
+
+def _tsa_name(response: rfc3161_client.TimeStampResponse) -> str:
+    try:
+        name = response.tst_info.name
+    except ValueError:
+        name = None
+    if name is not None:
+        value = getattr(name, "value", name)
+        return value.rfc4514_string() if isinstance(value, x509.Name) else str(value)
+    return "unnamed TSA"
+
+
+def note_digest(note: str) -> str:
+    """The sha256 a timestamp over ``note`` carries as its message imprint."""
+    return "sha256:" + hashlib.sha256(note.encode("utf-8")).hexdigest()
