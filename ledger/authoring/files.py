@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ledger.errors import UsageError
+from ledger.store.files import write_atomic
 
 
 def _check_name(name: str) -> None:
@@ -59,14 +60,9 @@ def write_new_folder(out: Path, files: Mapping[str, bytes], *, force: bool = Fal
 
 
 def write_files(writes: Mapping[Path, bytes]) -> None:
-    """Replace each existing file by its new bytes (write a sibling, then rename over it)."""
+    """Replace each existing file by its new bytes (a temporary sibling, fsync'd, renamed)."""
     for path, data in sorted(writes.items()):
         if path.is_symlink():
             raise UsageError("file-unwritable", f"{path} is a symlink; refusing to write it")
-        temp = path.with_name(f".{path.name}.tmp")
-        try:
-            temp.write_bytes(data)
-            os.replace(temp, path)
-        except OSError as exc:
-            temp.unlink(missing_ok=True)
-            raise UsageError("file-unwritable", f"cannot write {path}: {exc.strerror}") from None
+        # Whole or not at all, through an exclusive temporary file (ledger.store.files).
+        write_atomic(path, data, replace=True)

@@ -282,9 +282,11 @@ def new_task(
     for path in targets:
         if path.exists() or path.is_symlink():
             raise UsageError("file-exists", f"{path} already exists; not overwritten")
+    from ledger.store.files import write_atomic
+
     for path, body in sorted(targets.items()):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(body)
+        write_atomic(path, body, replace=False)
     write_files({cohort_dir / COHORT_FILE: pretty(cohort)})
     sealed = run_seal(cohort_dir, root=root)
     write_files(sealed.writes)

@@ -41,6 +41,7 @@ from typer.core import TyperGroup
 
 from ledger import __version__
 from ledger.cli import authoring
+from ledger.cli.output import check_output, output_file, write_output
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
@@ -127,6 +128,9 @@ app = typer.Typer(
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Replace an existing --out file (default: refuse).")
+]
 
 
 class _State:
@@ -921,11 +925,10 @@ def keygen(
     name: Annotated[
         str | None, typer.Option(help="Key name (default: this ledger's origin).")
     ] = None,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Create an Ed25519 key pair for signing checkpoints (C2SP signed-note key format)."""
-    import os
-
     from ledger.transparency.notes import generate_key
 
     if name is None:
@@ -934,16 +937,10 @@ def keygen(
     secret_path = out.with_name(out.name + ".key")
     public_path = out.with_name(out.name + ".pub")
     for target in (secret_path, public_path):
-        if target.exists() or target.is_symlink():
-            raise UsageError("file-exists", f"{target} exists; choose another --out")
+        check_output(target, force=force)
     signer, verifier = generate_key(name)
-    try:
-        fd = os.open(secret_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(signer + "\n")
-        public_path.write_text(verifier + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise UsageError("file-unwritable", f"cannot write the key: {exc.strerror}") from None
+    write_output(secret_path, (signer + "\n").encode("utf-8"), force=force, mode=0o600)
+    write_output(public_path, (verifier + "\n").encode("utf-8"), force=force)
     if as_json:
         _emit_json(
             {
@@ -965,6 +962,7 @@ def checkpoint(
         Path | None, typer.Option(help="Signer key file (from `ledger keygen`): sign the note.")
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Also write the note to this file.")] = None,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Print the current checkpoint (C2SP tlog-checkpoint note: origin, size, base64 root).
@@ -974,14 +972,13 @@ def checkpoint(
     """
     from ledger.transparency.proofs import checkpoint_note
 
+    if out is not None:
+        check_output(out, force=force)
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
     with _open_ledger(read_only=True) as ledger:
         cp, note = checkpoint_note(ledger, signer)
     if out is not None:
-        try:
-            out.write_text(note, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
+        write_output(out, note.encode("utf-8"), force=force)
     if as_json:
         _emit_json(
             {
@@ -1074,29 +1071,25 @@ def export(
             help="Withhold hidden tasks' plans, bundles and results (keep their digests).",
         ),
     ] = False,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Write the ledger as JSON Lines (header, entries, objects): enough for
     `ledger audit --from-export FILE` without the SQLite file."""
     from ledger.transparency.export import export as run_export
 
+    if out is None and as_json:
+        raise UsageError("usage-error", "--json needs --out (the export itself is stdout)")
+    if out is not None:
+        check_output(out, force=force)
     with _open_ledger(read_only=True) as ledger:
         if out is None:
-            if as_json:
-                raise UsageError("usage-error", "--json needs --out (the export itself is stdout)")
             run_export(ledger, sys.stdout, public=public)
             return EXIT_OK
-        try:
-            with out.open("w", encoding="utf-8") as handle:
-                counts = run_export(ledger, handle, public=public)
-        except OSError as exc:
-            raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
-        except LedgerError:
-            # A refused export leaves no partial file that could pass for the whole ledger
-            # (only a regular file is removed: never a device or what a symlink names).
-            if out.is_file() and not out.is_symlink():
-                out.unlink()
-            raise
+        # Written whole or not at all: a refused or interrupted export leaves no partial file
+        # that could pass for the whole ledger, and no temporary file.
+        with output_file(out, force=force) as handle:
+            counts = run_export(ledger, handle, public=public)
     if as_json:
         _emit_json({"out": str(out), "public": public, **counts})
     else:
