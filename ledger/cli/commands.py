@@ -41,7 +41,7 @@ from typer.core import TyperGroup
 
 from ledger import __version__
 from ledger.cli import authoring
-from ledger.cli.output import check_output, output_file, write_output
+from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
@@ -91,7 +91,9 @@ class _LedgerGroup(TyperGroup):
         except typer.TyperException as exc:  # the parser's: bad option, missing argument
             _usage_error(exc, as_json)
         except (KeyboardInterrupt, typer.Abort):
-            _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
+            # A harness's own SIGINT handling (ledger.cli.main renders and ends it; the console
+            # script's handler raises Interrupted, which passes every except here).
+            raise Interrupted() from None
         except BrokenPipeError:
             raise typer.Exit(EXIT_OK) from None
         except Exception as exc:
@@ -180,7 +182,36 @@ def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Led
     settings = settings or _settings()
     if read_only:
         return Ledger.open_read_only(STATE.db, busy_timeout_ms=settings.busy_timeout_ms)
-    return Ledger.open(STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+    opened: list[int] = []  # the size when opened: nothing can be appended before that
+    _note_appends(STATE.db, opened)
+    ledger = Ledger.open(STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+    opened.append(ledger.size())
+    return ledger
+
+
+def _note_appends(db: Path, opened: list[int]) -> None:
+    """After Ctrl-C, say what this command appended to ``db`` (read back: a commit may have
+    landed just before the interrupt, and then its entries stay)."""
+
+    def report() -> str:
+        from ledger.store.sqlite import Ledger
+
+        if not opened:
+            return f"nothing was appended to {db}"
+        size = opened[0]
+        with Ledger.open_read_only(db, busy_timeout_ms=2000) as ledger:
+            now = ledger.size()
+        if now == size:
+            return f"nothing was appended to {db}"
+        first, last = size, now - 1
+        entries = (
+            f"1 entry (seq {first})"
+            if first == last
+            else f"{now - size} entries (seq {first}-{last})"
+        )
+        return f"{entries} appended to {db} stay, each whole; nothing else was written"
+
+    note_write(report)
 
 
 def _emit_json(value: Any) -> None:
@@ -581,13 +612,13 @@ def _verify_batch(
         if progress is not None:
             progress.clear()
         recorded = sum(1 for code in seen if code != EXIT_REFUSED)
-        _batch_fail(
+        _batch_error(
             "interrupted",
-            f"interrupted after {len(seen)} of {total} bundles: the {recorded} recorded stay,"
-            " none is half-written, the rest were not verified",
-            EXIT_REFUSED,
+            f"stopped by Ctrl-C after {len(seen)} of {total} bundles: the {recorded} recorded"
+            f" stay in {STATE.db}, none is half-written, the rest were not verified",
             as_json,
         )
+        raise Interrupted(rendered=True)  # ledger.cli.main ends the process by SIGINT
     if progress is not None:
         progress.clear()
     if not as_json:
@@ -623,12 +654,16 @@ def _emit_json_line(value: Any) -> None:
 
 
 def _batch_fail(code: str, message: str, exit_code: int, as_json: bool) -> NoReturn:
+    _batch_error(code, message, as_json)
+    raise typer.Exit(exit_code)
+
+
+def _batch_error(code: str, message: str, as_json: bool) -> None:
     if as_json:
         _emit_json_line({"error": {"code": code, "message": message}})
         sys.stdout.flush()
     else:
         sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
-    raise typer.Exit(exit_code)
 
 
 def _say_verification(result: Any) -> None:
