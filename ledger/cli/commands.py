@@ -15,8 +15,9 @@ Why typer, and used this way (the decision of issue 14 item 6): typer stays (a r
 dependency; its help pages and option parsing are what LEDGER.md's CLI contract shows). The app
 runs in typer's normal standalone mode through ``app()``; two documented extension points carry
 the contract: ``Typer(cls=_LedgerGroup)`` is the one place every error (a library refusal, a
-usage error from the vendored click parser, Ctrl-C, a bug) becomes ``ledger: <code>: <message>``
-and exit 2, and ``result_callback`` turns a command's returned exit code into ``typer.Exit``.
+usage error from the vendored click parser, a bug) becomes ``ledger: <code>: <message>``
+and exit 2 (Ctrl-C passes through it to ``ledger.cli.main``, which ends the process by SIGINT),
+and ``result_callback`` turns a command's returned exit code into ``typer.Exit``.
 No class-name checks, no private typer imports. Switched off, on purpose: shell completion
 (``--install-completion`` would change every help page and write into the user's shell rc),
 rich markup and pretty tracebacks (plain, byte-stable help; errors are ours, one line, never a
