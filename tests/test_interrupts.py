@@ -27,6 +27,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import LEDGER_SCRIPT, REPO_DIR, cli_env, make_ledger, run_cli
@@ -304,3 +305,79 @@ def test_ctrl_c_ignored_by_the_caller_stays_ignored(
     code, out, lines = child.finish()
     assert code == 0 and out.startswith("SUPPORT: "), (code, out, lines)
     assert lines == []
+
+
+# -- in a harness's process: the same line, exit 130, and what each kind of write says -------
+
+
+def test_ctrl_c_during_an_export_to_stdout_says_the_output_is_incomplete(
+    tmp_path: Path, fixed_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger.transparency import export as export_module
+
+    db = tmp_path / "l.db"
+    make_ledger(db, 2)
+
+    def cut(_ledger: object, handle: Any, **_kwargs: object) -> None:
+        handle.write('{"partial": ')
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(export_module, "export", cut)
+    result = run_cli(["--db", str(db), "export"])
+    assert result.code == 130, result
+    assert result.stderr == (
+        "ledger: interrupted: stopped by Ctrl-C; the export written to stdout is incomplete"
+        " (--out FILE is whole or absent)\n"
+    )
+
+
+def test_ctrl_c_while_a_new_cohort_is_written_leaves_no_half_folder(
+    tmp_path: Path, fixed_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger.authoring import files as files_module
+
+    real_fsync = os.fsync
+    calls: list[int] = []
+
+    def fsync_then_ctrl_c(fd: int) -> None:
+        real_fsync(fd)
+        calls.append(fd)
+        if len(calls) == 2:  # the second file of the folder is on disk, the rest are not
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(files_module.os, "fsync", fsync_then_ctrl_c)
+    result = run_cli(["new", "cohort", str(tmp_path / "mine"), "--root", str(tmp_path)])
+    assert result.code == 130, result
+    assert result.stderr == (
+        f"ledger: interrupted: stopped by Ctrl-C; no file under {tmp_path / 'mine'} was changed\n"
+    )
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor its temporary sibling
+
+
+def test_ctrl_c_during_init_says_whether_the_ledger_was_created(
+    tmp_path: Path, fixed_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger import api as api_module
+
+    db = tmp_path / "new.db"
+
+    def before_anything(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    def after_sqlite_made_the_file(path: Path, **_kwargs: object) -> None:
+        Path(path).write_bytes(b"")  # what SQLite's connect leaves before the genesis
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api_module, "init_ledger", before_anything)
+    result = run_cli(["--db", str(db), "init"])
+    assert result.code == 130 and result.stderr.endswith(f"; {db} was not created\n"), result
+    monkeypatch.setattr(api_module, "init_ledger", after_sqlite_made_the_file)
+    result = run_cli(["--db", str(db), "init", "--json"])
+    assert result.code == 130, result
+    message = json.loads(result.stdout)["error"]["message"]
+    assert message == f"stopped by Ctrl-C; {db} is not a ledger yet (run `ledger init` again)"
+    monkeypatch.undo()
+    assert run_cli(["--db", str(db), "init"]).code == 0  # as the line says
+    monkeypatch.setattr(api_module, "init_ledger", before_anything)
+    result = run_cli(["--db", str(db), "init"])
+    assert result.code == 130 and result.stderr.endswith(f"; nothing was written to {db}\n")

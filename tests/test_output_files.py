@@ -188,3 +188,32 @@ def test_written_output_is_the_same_bytes_as_stdout(db: Path, tmp_path: Path) ->
     assert cli(db, "export", "--out", str(out)).code == 0
     assert out.read_text(encoding="utf-8") == cli(db, "export").stdout
     assert json.loads(out.read_text().splitlines()[0])  # a whole file: the header first
+
+
+def test_file_system_without_hard_links_still_never_replaces_a_file(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ``link`` is not supported (EPERM, as on FAT or some network mounts) the file is
+    renamed into place after a check: still whole, still no replacing without --force."""
+    import errno
+
+    from ledger.store import files as files_module
+
+    def no_links(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(files_module.os, "link", no_links)
+    out = tmp_path / "e.jsonl"
+    assert cli(db, "export", "--out", str(out)).code == 0
+    assert out.read_text(encoding="utf-8") == cli(db, "export").stdout
+    real = export_module.export
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        out.write_text("written by another process\n")
+        return real(*args, **kwargs)
+
+    out.unlink()
+    monkeypatch.setattr(export_module, "export", racing)
+    refused_file_exists(cli(db, "export", "--out", str(out)))
+    assert out.read_text() == "written by another process\n"
+    assert listing(tmp_path) == ["e.jsonl", "ledger.db"]

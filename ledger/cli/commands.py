@@ -263,7 +263,9 @@ def init(
     """Create an empty ledger with its genesis entry (idempotent)."""
     from ledger.api import init_ledger
 
-    result = init_ledger(STATE.db, origin=origin, settings=_settings())
+    settings = _settings()
+    _note_init(STATE.db, settings)
+    result = init_ledger(STATE.db, origin=origin, settings=settings)
     if as_json:
         _emit_json({"db": str(STATE.db), "created": result.created, "origin": result.origin})
     elif result.created:
@@ -271,6 +273,34 @@ def init(
     else:
         _say(f"ledger {STATE.db} already exists (origin {result.origin}); nothing changed")
     return EXIT_OK
+
+
+def _is_ledger(db: Path, settings: "Settings") -> bool:
+    from ledger.store.sqlite import Ledger
+
+    try:
+        with Ledger.open_read_only(db, busy_timeout_ms=min(settings.busy_timeout_ms, 2000)):
+            return True
+    except LedgerError:
+        return False
+
+
+def _note_init(db: Path, settings: "Settings") -> None:
+    """After Ctrl-C, say what ``init`` left at ``db`` (read back, as for any write)."""
+    existed = os.path.lexists(db)
+    was_ledger = existed and _is_ledger(db, settings)
+
+    def report() -> str:
+        if was_ledger:
+            return f"nothing was written to {db}"
+        if not os.path.lexists(db):
+            return f"{db} was not created"
+        if _is_ledger(db, settings):
+            return f"created the ledger {db} (its genesis entry whole)"
+        # SQLite creates the file first; init makes an empty file or blank database a ledger.
+        return f"{db} is not a ledger yet (run `ledger init` again)"
+
+    note_write(report)
 
 
 @app.command()
@@ -1120,7 +1150,14 @@ def export(
         check_output(out, force=force)
     with _open_ledger(read_only=True) as ledger:
         if out is None:
+            done: list[bool] = []
+            note_write(
+                lambda: "the export was written whole to stdout"
+                if done
+                else "the export written to stdout is incomplete (--out FILE is whole or absent)"
+            )
             run_export(ledger, sys.stdout, public=public)
+            done.append(True)
             return EXIT_OK
         # Written whole or not at all: a refused or interrupted export leaves no partial file
         # that could pass for the whole ledger, and no temporary file.

@@ -56,6 +56,22 @@ def summary() -> str:
     return "; ".join(parts) if parts else "nothing was written"
 
 
+def note_files(where: Path) -> Callable[[Path], None]:
+    """Note a command that writes several files under ``where``, each whole (the authoring
+    commands); returns the callback that records each file once it is in place."""
+    written: list[Path] = []
+
+    def report() -> str:
+        if not written:
+            return f"no file under {where} was changed"
+        shown = ", ".join(str(p) for p in written[:3])
+        more = f" and {len(written) - 3} more" if len(written) > 3 else ""
+        return f"wrote {shown}{more} (each whole); the rest of {where} was not changed"
+
+    note_write(report)
+    return written.append
+
+
 def check_output(path: Path, *, force: bool) -> None:
     """Refuse ``--out`` before any work when it exists (``file-exists``) and ``--force`` is not
     given, or when it is a folder, a device or a FIFO."""
