@@ -42,10 +42,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     owned = argv is None  # the console script: this process is ours to end by the signal
     args: list[str] = []
     try:
+        args = list(sys.argv[1:] if argv is None else argv)
         if owned and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _on_sigint)
         output.reset()
-        args = list(sys.argv[1:] if argv is None else argv)
         if args == ["--version"]:
             sys.stdout.write(f"ledger {__version__}\n")
             raise SystemExit(0)
