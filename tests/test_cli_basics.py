@@ -473,9 +473,11 @@ def test_help_and_version_exit_0_through_typer_as_well() -> None:
 
 
 @pytest.mark.parametrize("signal", [KeyboardInterrupt, typer.Abort], ids=["ctrl-c", "abort"])
-def test_ctrl_c_inside_a_command_is_refused_as_interrupted(
+def test_ctrl_c_inside_a_command_is_one_interrupted_line_and_exit_130_in_process(
     ledger_path: Path, monkeypatch: pytest.MonkeyPatch, signal: type[BaseException]
 ) -> None:
+    """``main(argv)`` in a harness's process (the console script itself ends by SIGINT:
+    tests/test_interrupts.py): the same one line, then exit 130, the shell's code for it."""
     from ledger.store import sqlite as store
 
     def interrupted(*_args: object, **_kwargs: object) -> None:
@@ -484,7 +486,10 @@ def test_ctrl_c_inside_a_command_is_refused_as_interrupted(
     monkeypatch.setattr(store.Ledger, "entries", interrupted)
     for as_json in (False, True):
         args = ["--db", str(ledger_path), "log", *(["--json"] if as_json else [])]
-        assert_refused(run_cli(args), "interrupted", as_json=as_json)
+        result = run_cli(args)
+        assert result.code == 130, result
+        assert_refused(CliResult(2, result.stdout, result.stderr), "interrupted", as_json=as_json)
+        assert "nothing was written" in result.stdout + result.stderr
 
 
 def test_a_bug_is_an_internal_error_line_and_ledger_debug_shows_the_traceback(

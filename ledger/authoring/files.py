@@ -7,13 +7,15 @@ into place, so a failure leaves no half-written folder; an existing target is re
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ledger.errors import UsageError
+from ledger.store.files import write_atomic
 
 
 def _check_name(name: str) -> None:
@@ -22,8 +24,15 @@ def _check_name(name: str) -> None:
         raise UsageError("file-unwritable", f"refusing to write the unsafe path {name!r}")
 
 
-def write_new_folder(out: Path, files: Mapping[str, bytes], *, force: bool = False) -> None:
-    """Write ``files`` (folder-relative names) as the folder ``out``, atomically by rename."""
+def write_new_folder(
+    out: Path,
+    files: Mapping[str, bytes],
+    *,
+    force: bool = False,
+    on_written: Callable[[Path], None] | None = None,
+) -> None:
+    """Write ``files`` (folder-relative names) as the folder ``out``, atomically by rename;
+    ``on_written(out)`` once it is in place (the CLI's note for an interrupt)."""
     if out.is_symlink():
         raise UsageError("file-exists", f"{out} is a symlink; refusing to write through it")
     if out.exists() and not force:
@@ -45,28 +54,38 @@ def write_new_folder(out: Path, files: Mapping[str, bytes], *, force: bool = Fal
         for name, data in sorted(files.items()):
             target = temp / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            with open(target, "xb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=parent))
             os.rename(out, old / "x")
             os.rename(temp, out)
+            if on_written is not None:
+                on_written(out)
             shutil.rmtree(old)
         else:
             os.rename(temp, out)
+            if on_written is not None:
+                on_written(out)
     except OSError as exc:
         shutil.rmtree(temp, ignore_errors=True)
         raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
+    except BaseException:
+        # Ctrl-C (or a bug) while the files are written: no half-written folder stays behind.
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
 
 
-def write_files(writes: Mapping[Path, bytes]) -> None:
-    """Replace each existing file by its new bytes (write a sibling, then rename over it)."""
+def write_files(
+    writes: Mapping[Path, bytes], *, on_written: Callable[[Path], None] | None = None
+) -> None:
+    """Replace each existing file by its new bytes (a temporary sibling, fsync'd, renamed);
+    ``on_written(path)`` after each (the CLI's note for an interrupt)."""
     for path, data in sorted(writes.items()):
         if path.is_symlink():
             raise UsageError("file-unwritable", f"{path} is a symlink; refusing to write it")
-        temp = path.with_name(f".{path.name}.tmp")
-        try:
-            temp.write_bytes(data)
-            os.replace(temp, path)
-        except OSError as exc:
-            temp.unlink(missing_ok=True)
-            raise UsageError("file-unwritable", f"cannot write {path}: {exc.strerror}") from None
+        # Whole or not at all, through an exclusive temporary file (ledger.store.files).
+        done = None if on_written is None else functools.partial(on_written, path)
+        write_atomic(path, data, replace=True, on_written=done)

@@ -7,6 +7,7 @@ so this module does not import ``ledger.cli.commands`` (no import cycle) and err
 once, by ``ledger.cli.commands.main``, like every other command's.
 """
 
+import functools
 import os
 import shutil
 import stat
@@ -16,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ledger.cli.output import note_files
 from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
@@ -190,11 +192,12 @@ def new_cohort(
         repository=repository,
         revision=revision,
     )
-    write_new_folder(cohort_dir, files)
+    written = note_files(cohort_dir)
+    write_new_folder(cohort_dir, files, on_written=written)
     sealed = run_seal(cohort_dir, root=root)
     from ledger.authoring.files import write_files
 
-    write_files(sealed.writes)
+    write_files(sealed.writes, on_written=written)
     if as_json:
         IO.emit_json(
             {
@@ -220,7 +223,7 @@ def _from_fixtures(
         raise UsageError("usage-error", "--from-fixtures needs --work-units FOLDER")
     _prefix(out.parent, root)  # OUT inside ROOT: the cohorts' paths are ROOT-relative
     made = from_fixtures(plans, work_units, root=root, prefix="", repository=repository)
-    write_new_folder(out, made.files)
+    write_new_folder(out, made.files, on_written=note_files(out))
     if as_json:
         IO.emit_json(
             {
@@ -282,12 +285,15 @@ def new_task(
     for path in targets:
         if path.exists() or path.is_symlink():
             raise UsageError("file-exists", f"{path} already exists; not overwritten")
+    from ledger.store.files import write_atomic
+
+    written = note_files(cohort_dir)
     for path, body in sorted(targets.items()):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(body)
-    write_files({cohort_dir / COHORT_FILE: pretty(cohort)})
+        write_atomic(path, body, replace=False, on_written=functools.partial(written, path))
+    write_files({cohort_dir / COHORT_FILE: pretty(cohort)}, on_written=written)
     sealed = run_seal(cohort_dir, root=root)
-    write_files(sealed.writes)
+    write_files(sealed.writes, on_written=written)
     if as_json:
         IO.emit_json({"task": task_id, "files": sorted(str(p) for p in targets), "sealed": True})
     else:
@@ -319,7 +325,7 @@ def seal(
     frozen = frozen_definitions(IO.db(), busy_timeout_ms=IO.busy_timeout_ms())
     sealed = run_seal(cohort_dir, root=root, frozen=frozen)
     if not check:
-        write_files(sealed.writes)
+        write_files(sealed.writes, on_written=note_files(cohort_dir))
     _show_seal(sealed, as_json, written=not check)
     return EXIT_FAILED if check and sealed.stale else EXIT_OK
 
@@ -478,7 +484,7 @@ def bundle_pack(
         worker_id=worker_id,
         summary=summary,
     )
-    write_new_folder(out, packed.files, force=force)
+    write_new_folder(out, packed.files, force=force, on_written=note_files(out))
     if as_json:
         IO.emit_json(
             {

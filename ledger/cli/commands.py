@@ -15,8 +15,9 @@ Why typer, and used this way (the decision of issue 14 item 6): typer stays (a r
 dependency; its help pages and option parsing are what LEDGER.md's CLI contract shows). The app
 runs in typer's normal standalone mode through ``app()``; two documented extension points carry
 the contract: ``Typer(cls=_LedgerGroup)`` is the one place every error (a library refusal, a
-usage error from the vendored click parser, Ctrl-C, a bug) becomes ``ledger: <code>: <message>``
-and exit 2, and ``result_callback`` turns a command's returned exit code into ``typer.Exit``.
+usage error from the vendored click parser, a bug) becomes ``ledger: <code>: <message>``
+and exit 2 (Ctrl-C passes through it to ``ledger.cli.main``, which ends the process by SIGINT),
+and ``result_callback`` turns a command's returned exit code into ``typer.Exit``.
 No class-name checks, no private typer imports. Switched off, on purpose: shell completion
 (``--install-completion`` would change every help page and write into the user's shell rc),
 rich markup and pretty tracebacks (plain, byte-stable help; errors are ours, one line, never a
@@ -41,6 +42,7 @@ from typer.core import TyperGroup
 
 from ledger import __version__
 from ledger.cli import authoring
+from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
@@ -90,7 +92,9 @@ class _LedgerGroup(TyperGroup):
         except typer.TyperException as exc:  # the parser's: bad option, missing argument
             _usage_error(exc, as_json)
         except (KeyboardInterrupt, typer.Abort):
-            _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
+            # A harness's own SIGINT handling (ledger.cli.main renders and ends it; the console
+            # script's handler raises Interrupted, which passes every except here).
+            raise Interrupted() from None
         except BrokenPipeError:
             raise typer.Exit(EXIT_OK) from None
         except Exception as exc:
@@ -127,6 +131,9 @@ app = typer.Typer(
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Replace an existing --out file (default: refuse).")
+]
 
 
 class _State:
@@ -176,7 +183,36 @@ def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Led
     settings = settings or _settings()
     if read_only:
         return Ledger.open_read_only(STATE.db, busy_timeout_ms=settings.busy_timeout_ms)
-    return Ledger.open(STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+    opened: list[int] = []  # the size when opened: nothing can be appended before that
+    _note_appends(STATE.db, opened)
+    ledger = Ledger.open(STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+    opened.append(ledger.size())
+    return ledger
+
+
+def _note_appends(db: Path, opened: list[int]) -> None:
+    """After Ctrl-C, say what this command appended to ``db`` (read back: a commit may have
+    landed just before the interrupt, and then its entries stay)."""
+
+    def report() -> str:
+        from ledger.store.sqlite import Ledger
+
+        if not opened:
+            return f"nothing was appended to {db}"
+        size = opened[0]
+        with Ledger.open_read_only(db, busy_timeout_ms=2000) as ledger:
+            now = ledger.size()
+        if now == size:
+            return f"nothing was appended to {db}"
+        first, last = size, now - 1
+        entries = (
+            f"1 entry (seq {first})"
+            if first == last
+            else f"{now - size} entries (seq {first}-{last})"
+        )
+        return f"{entries} appended to {db} stay, each whole; nothing else was written"
+
+    note_write(report)
 
 
 def _emit_json(value: Any) -> None:
@@ -227,7 +263,9 @@ def init(
     """Create an empty ledger with its genesis entry (idempotent)."""
     from ledger.api import init_ledger
 
-    result = init_ledger(STATE.db, origin=origin, settings=_settings())
+    settings = _settings()
+    _note_init(STATE.db, settings)
+    result = init_ledger(STATE.db, origin=origin, settings=settings)
     if as_json:
         _emit_json({"db": str(STATE.db), "created": result.created, "origin": result.origin})
     elif result.created:
@@ -235,6 +273,34 @@ def init(
     else:
         _say(f"ledger {STATE.db} already exists (origin {result.origin}); nothing changed")
     return EXIT_OK
+
+
+def _is_ledger(db: Path, settings: "Settings") -> bool:
+    from ledger.store.sqlite import Ledger
+
+    try:
+        with Ledger.open_read_only(db, busy_timeout_ms=min(settings.busy_timeout_ms, 2000)):
+            return True
+    except LedgerError:
+        return False
+
+
+def _note_init(db: Path, settings: "Settings") -> None:
+    """After Ctrl-C, say what ``init`` left at ``db`` (read back, as for any write)."""
+    existed = os.path.lexists(db)
+    was_ledger = existed and _is_ledger(db, settings)
+
+    def report() -> str:
+        if was_ledger:
+            return f"nothing was written to {db}"
+        if not os.path.lexists(db):
+            return f"{db} was not created"
+        if _is_ledger(db, settings):
+            return f"created the ledger {db} (its genesis entry whole)"
+        # SQLite creates the file first; init makes an empty file or blank database a ledger.
+        return f"{db} is not a ledger yet (run `ledger init` again)"
+
+    note_write(report)
 
 
 @app.command()
@@ -577,13 +643,13 @@ def _verify_batch(
         if progress is not None:
             progress.clear()
         recorded = sum(1 for code in seen if code != EXIT_REFUSED)
-        _batch_fail(
+        _batch_error(
             "interrupted",
-            f"interrupted after {len(seen)} of {total} bundles: the {recorded} recorded stay,"
-            " none is half-written, the rest were not verified",
-            EXIT_REFUSED,
+            f"stopped by Ctrl-C after {len(seen)} of {total} bundles: the {recorded} recorded"
+            f" stay in {STATE.db}, none is half-written, the rest were not verified",
             as_json,
         )
+        raise Interrupted(rendered=True)  # ledger.cli.main ends the process by SIGINT
     if progress is not None:
         progress.clear()
     if not as_json:
@@ -619,12 +685,16 @@ def _emit_json_line(value: Any) -> None:
 
 
 def _batch_fail(code: str, message: str, exit_code: int, as_json: bool) -> NoReturn:
+    _batch_error(code, message, as_json)
+    raise typer.Exit(exit_code)
+
+
+def _batch_error(code: str, message: str, as_json: bool) -> None:
     if as_json:
         _emit_json_line({"error": {"code": code, "message": message}})
         sys.stdout.flush()
     else:
         sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
-    raise typer.Exit(exit_code)
 
 
 def _say_verification(result: Any) -> None:
@@ -921,11 +991,10 @@ def keygen(
     name: Annotated[
         str | None, typer.Option(help="Key name (default: this ledger's origin).")
     ] = None,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Create an Ed25519 key pair for signing checkpoints (C2SP signed-note key format)."""
-    import os
-
     from ledger.transparency.notes import generate_key
 
     if name is None:
@@ -934,16 +1003,10 @@ def keygen(
     secret_path = out.with_name(out.name + ".key")
     public_path = out.with_name(out.name + ".pub")
     for target in (secret_path, public_path):
-        if target.exists() or target.is_symlink():
-            raise UsageError("file-exists", f"{target} exists; choose another --out")
+        check_output(target, force=force)
     signer, verifier = generate_key(name)
-    try:
-        fd = os.open(secret_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(signer + "\n")
-        public_path.write_text(verifier + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise UsageError("file-unwritable", f"cannot write the key: {exc.strerror}") from None
+    write_output(secret_path, (signer + "\n").encode("utf-8"), force=force, mode=0o600)
+    write_output(public_path, (verifier + "\n").encode("utf-8"), force=force)
     if as_json:
         _emit_json(
             {
@@ -965,6 +1028,7 @@ def checkpoint(
         Path | None, typer.Option(help="Signer key file (from `ledger keygen`): sign the note.")
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Also write the note to this file.")] = None,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Print the current checkpoint (C2SP tlog-checkpoint note: origin, size, base64 root).
@@ -974,14 +1038,13 @@ def checkpoint(
     """
     from ledger.transparency.proofs import checkpoint_note
 
+    if out is not None:
+        check_output(out, force=force)
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
     with _open_ledger(read_only=True) as ledger:
         cp, note = checkpoint_note(ledger, signer)
     if out is not None:
-        try:
-            out.write_text(note, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
+        write_output(out, note.encode("utf-8"), force=force)
     if as_json:
         _emit_json(
             {
@@ -1075,6 +1138,8 @@ def attest(
     from ledger.interop.attest import attestations
 
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
+    if out is not None:
+        check_output(out, force=force)  # before any work
     with _open_ledger(read_only=True) as ledger:
         lines = [
             json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
@@ -1083,35 +1148,12 @@ def attest(
     if out is None:  # JSON Lines already, with or without --json
         sys.stdout.write("".join(lines))
         return EXIT_OK
-    _write_new_file(out, "".join(lines).encode("utf-8"), force=force)
+    write_output(out, "".join(lines).encode("utf-8"), force=force)
     if as_json:
         _emit_json({"attestations": len(lines), "out": str(out)})
         return EXIT_OK
     _say(f"wrote {len(lines)} attestation{'' if len(lines) == 1 else 's'} to {out}")
     return EXIT_OK
-
-
-def _write_new_file(path: Path, data: bytes, *, force: bool) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, renamed: never a
-    partial file; an existing file only with ``force``."""
-    import os
-    import tempfile
-
-    if not force and (path.exists() or path.is_symlink()):
-        raise UsageError("file-exists", f"{path} exists; give --force to replace it")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as exc:
-        raise UsageError("file-unwritable", f"cannot write {path}: {exc.strerror}") from None
 
 
 @app.command("check-attestation")
@@ -1178,29 +1220,32 @@ def export(
             help="Withhold hidden tasks' plans, bundles and results (keep their digests).",
         ),
     ] = False,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Write the ledger as JSON Lines (header, entries, objects): enough for
     `ledger audit --from-export FILE` without the SQLite file."""
     from ledger.transparency.export import export as run_export
 
+    if out is None and as_json:
+        raise UsageError("usage-error", "--json needs --out (the export itself is stdout)")
+    if out is not None:
+        check_output(out, force=force)
     with _open_ledger(read_only=True) as ledger:
         if out is None:
-            if as_json:
-                raise UsageError("usage-error", "--json needs --out (the export itself is stdout)")
+            done: list[bool] = []
+            note_write(
+                lambda: "the export was written whole to stdout"
+                if done
+                else "the export written to stdout is incomplete (--out FILE is whole or absent)"
+            )
             run_export(ledger, sys.stdout, public=public)
+            done.append(True)
             return EXIT_OK
-        try:
-            with out.open("w", encoding="utf-8") as handle:
-                counts = run_export(ledger, handle, public=public)
-        except OSError as exc:
-            raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
-        except LedgerError:
-            # A refused export leaves no partial file that could pass for the whole ledger
-            # (only a regular file is removed: never a device or what a symlink names).
-            if out.is_file() and not out.is_symlink():
-                out.unlink()
-            raise
+        # Written whole or not at all: a refused or interrupted export leaves no partial file
+        # that could pass for the whole ledger, and no temporary file.
+        with output_file(out, force=force) as handle:
+            counts = run_export(ledger, handle, public=public)
     if as_json:
         _emit_json({"out": str(out), "public": public, **counts})
     else:
