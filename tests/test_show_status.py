@@ -274,3 +274,26 @@ def test_status_of_a_ledger_without_cohorts_says_so(ledger_path: Path, tmp_path:
     result = cli(tmp_path, ledger_path, "status")
     assert (result.code, result.stdout) == (0, "no frozen cohort in this ledger\n")
     assert cli(tmp_path, ledger_path, "status", "--json").json() == {"cohorts": []}
+
+
+def test_the_library_answers_what_show_and_status_print(judged: tuple[Path, Path]) -> None:
+    """``ledger.api`` gives a harness the same lookups without a subprocess."""
+    from ledger import api
+    from ledger.format.entries import Entry
+
+    root, db = judged
+    entry = last_reject(root, db)
+    printed = cli(root, db, "status", "--json").json()["cohorts"][0]
+    with api.open_ledger(db, read_only=True) as ledger:
+        found = api.find_ref(ledger, entry["entry_hash"][:23])
+        assert isinstance(found, Entry) and found.seq == entry["seq"]
+        assert api.verification_result(ledger, found) == stored_result(db, entry)
+        [status] = api.status(ledger, COHORT)
+    assert (status.stage, status.verified, status.outcomes) == (
+        printed["stage"],
+        printed["verified"],
+        printed["outcomes"],
+    )
+    assert [(t.task.task, t.verified, t.outcomes) for t in status.tasks] == [
+        (t["task"], t["verified"], t["outcomes"]) for t in printed["tasks"]
+    ]
