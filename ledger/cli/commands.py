@@ -595,7 +595,11 @@ def verify(
         str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
     ] = None,
     task: Annotated[
-        str | None, typer.Option(help="Task id, when the manifest cannot name its WorkUnit.")
+        str | None,
+        typer.Option(
+            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
+            " manifest cannot name one."
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> int:
