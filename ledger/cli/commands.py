@@ -301,7 +301,7 @@ def show(
     """Show one entry or one stored object, readably: a verification with its cohort, task,
     attempt, outcome and every finding; --json gives the entry (and a verification's decoded
     result) or the object."""
-    from ledger.api import find_ref, verification_result
+    from ledger.store.lookup import find_ref, verification_result
     from ledger.store.sqlite import StoredObject
 
     with _open_ledger(read_only=True) as ledger:
@@ -423,7 +423,7 @@ def status(
 ) -> int:
     """Per cohort: its stage (frozen, burned), its tasks, the verifications recorded for each
     and their outcomes. Reads only."""
-    from ledger.api import status as read_status
+    from ledger.state import ledger_status as read_status
 
     with _open_ledger(read_only=True) as ledger:
         cohorts = read_status(ledger, cohort)
