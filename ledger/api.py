@@ -39,6 +39,8 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.settings import Settings
+from ledger.state import CohortStatus, TaskStatus, ledger_status
+from ledger.store.lookup import find_ref, verification_result
 from ledger.store.sqlite import Ledger
 from ledger.transparency.export import export, hidden_task_objects, open_export
 from ledger.transparency.notes import Checkpoint
@@ -192,11 +194,19 @@ def audit_export(
     return report, replayed
 
 
+def status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatus]:
+    """What ``ledger status [COHORT]`` shows: each frozen cohort (or only ``cohort``;
+    ``cohort-not-frozen`` if it is not) with its stage, tasks and outcomes per task."""
+    return ledger_status(ledger, cohort)
+
+
 __all__ = [
     "AttestationCheck",
+    "CohortStatus",
     "InitResult",
     "Ledger",
     "Settings",
+    "TaskStatus",
     "attestations",
     "audit_export",
     "audit_ledger",
@@ -207,12 +217,15 @@ __all__ = [
     "checkpoint_note",
     "default_origin",
     "export",
+    "find_ref",
     "freeze",
     "init_ledger",
     "open_ledger",
     "prove_consistency",
     "prove_inclusion",
     "settings_from_environ",
+    "status",
+    "verification_result",
     "verify",
     "verify_many",
 ]

@@ -10,7 +10,8 @@ Shared knowledge, kept out of both sides so that neither imports the other (docs
 - ``outcome_digests``: the digests rule 9 (outcome before plan) compares;
 - ``imported_burn``: what a cohort.json whose stage is burned imports as its burn;
 - ``calibration_report_bytes``: the built-in calibration matrix's canonical report;
-- ``committed_plan``: a task's plan and WorkUnit exactly as the ledger stores them.
+- ``committed_plan``: a task's plan and WorkUnit exactly as the ledger stores them;
+- ``ledger_status``: per cohort its stage, tasks and recorded outcomes (``ledger status``).
 
 Each is pure over its inputs, so ``freeze``/``verify`` and the audit's rules agree by construction.
 The rules themselves are listed in ``ledger.operations`` and LEDGER.md section 5.
@@ -24,7 +25,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from ledger.errors import StoreError
+from ledger.errors import StoreError, UsageError
 from ledger.format.entries import Entry
 from ledger.format.payloads import (
     BundleObserved,
@@ -441,6 +442,11 @@ class StateIndex:
             burned_entry=row[2],
         )
 
+    def cohort_ids(self) -> list[str]:
+        """Every frozen cohort's id, in the order they were frozen."""
+        rows = self._conn.execute("SELECT cohort FROM state_cohorts ORDER BY frozen_entry, cohort")
+        return [str(row[0]) for row in rows]
+
     def burned_entry(self, cohort: str) -> int | None:
         row = self._conn.execute(
             "SELECT burned_entry FROM state_cohorts WHERE cohort = ?", (cohort,)
@@ -484,6 +490,13 @@ class StateIndex:
             if row is not None and row[0] < frozen_entry:
                 return digest, row[0]
         return None
+
+    def first_observed(self, digest: str) -> int | None:
+        """The seq of the first bundle.observed that read these bytes (status ok), if any."""
+        row = self._conn.execute(
+            "SELECT seq FROM state_observed WHERE sha256 = ?", (digest,)
+        ).fetchone()
+        return None if row is None else int(row[0])
 
     def calibration(self, version: str) -> tuple[bool, int] | None:
         """(green, seq) of the latest calibration entry naming this adapter version."""
@@ -582,3 +595,84 @@ def calibration_report_bytes() -> tuple[bytes, dict[str, Any]]:
 
     report = run_calibration().to_json()
     return canonical_bytes(report), report
+
+
+# -- the status of each cohort (``ledger status``) ------------------------------------------------
+
+
+@dataclass(slots=True)
+class TaskStatus:
+    """One committed task and the verifications recorded against it."""
+
+    task: CommittedTask
+    verified: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    last_result_entry: int | None = None
+
+
+@dataclass(slots=True)
+class CohortStatus:
+    """One frozen cohort: its stage (``frozen`` or ``burned``) and each task's tally."""
+
+    cohort: CommittedCohort
+    tasks: list[TaskStatus]
+
+    @property
+    def stage(self) -> str:
+        return "frozen" if self.cohort.burned_entry is None else "burned"
+
+    @property
+    def verified(self) -> int:
+        return sum(t.verified for t in self.tasks)
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for t in self.tasks:
+            for outcome, n in t.outcomes.items():
+                total[outcome] = total.get(outcome, 0) + n
+        return dict(sorted(total.items()))
+
+
+def ledger_status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatus]:
+    """Every frozen cohort (or only ``cohort``) in freeze order, with its tasks' outcomes.
+
+    Cohorts and tasks come from the derived state when it is current (a few key reads), else
+    from the fold of the entries; the outcomes are one pass over the ``verification.recorded``
+    entries by the kind index. In one read snapshot, so the counts belong to one head. A
+    verification naming no committed task is not counted (the audit reports it)."""
+    with ledger.snapshot():
+        index = StateIndex.current(ledger)
+        committed: list[CommittedCohort]
+        if index is not None:
+            names = index.cohort_ids() if cohort is None else [cohort]
+            committed = [c for c in map(index.cohort, names) if c is not None]
+        else:
+            folded = read_state(ledger).cohorts
+            committed = sorted(
+                (c for c in folded.values() if cohort in (None, c.cohort)),
+                key=lambda c: (c.frozen_entry, c.cohort),
+            )
+        if cohort is not None and not committed:
+            raise UsageError("cohort-not-frozen", f"no frozen cohort {cohort} in this ledger")
+        statuses = [
+            CohortStatus(c, [TaskStatus(t) for _, t in sorted(c.tasks.items())]) for c in committed
+        ]
+        by_task = {(s.cohort.cohort, t.task.task): t for s in statuses for t in s.tasks}
+        for entry in ledger.entries(kinds=("verification.recorded",)):
+            p = entry.payload
+            name, task, outcome = p.get("cohort"), p.get("task"), p.get("outcome")
+            tally = (
+                by_task.get((name, task))
+                if isinstance(name, str) and isinstance(task, str)
+                else None
+            )
+            if tally is None or not isinstance(outcome, str):
+                continue
+            tally.verified += 1
+            tally.outcomes[outcome] = tally.outcomes.get(outcome, 0) + 1
+            tally.last_result_entry = entry.seq
+    for s in statuses:
+        for t in s.tasks:
+            t.outcomes = dict(sorted(t.outcomes.items()))
+    return statuses

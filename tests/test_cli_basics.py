@@ -39,6 +39,7 @@ COMMANDS: dict[str, list[str]] = {
     "init": ["init", "--origin", ORIGIN],
     "log": ["log"],
     "show": ["show", "0"],
+    "status": ["status"],
     "audit": ["audit", "--no-replay"],
 }
 

@@ -130,10 +130,13 @@ def test_future_workunit_plan_and_cohort_shipped_in_bundles_do_not_break_the_hon
     code, report = audit_json(root, db)
     assert code == 0, report
     assert report["violations"] == []
-    # ... and cohort B is usable: a bundle verified against it replays.
-    proc = run_cli(
-        root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-b/task-000"
-    )
+    # ... and cohort B is usable: a bundle for its WorkUnit verified against it replays (the
+    # manifest names B's WorkUnit: --task never records a bundle of another WorkUnit).
+    bundle = make_bundle(root, "good")
+    manifest = json.loads((bundle / "result-manifest.json").read_text("utf-8"))
+    manifest["work_unit_id"] = frozen["tasks"][0]["work_unit"]["id"]
+    (bundle / "result-manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    proc = run_cli(root, db, "verify", str(bundle), "--task", "test/cohort-b/task-000")
     assert proc.returncode in (0, 1), proc.stderr
     code, report = audit_json(root, db)
     assert code == 0, report

@@ -42,6 +42,7 @@ READERS: dict[str, list[str]] = {
     "audit": ["audit", "--no-replay", "--json"],
     "log": ["log"],
     "show": ["show", "2"],
+    "status": ["status", "--json"],
     "prove": ["prove", "3"],
     "checkpoint": ["checkpoint"],
     "export": ["export"],

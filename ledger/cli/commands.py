@@ -355,40 +355,199 @@ def _summary(entry: Any) -> str:
 
 @app.command()
 def show(
-    ref: Annotated[str, typer.Argument(help="A seq number, an entry hash or an object address.")],
+    ref: Annotated[
+        str,
+        typer.Argument(
+            help="A seq number, or an entry hash or object address, whole or a unique prefix"
+            " of at least 8 hex digits (blake3:1a2b3c4d, as `ledger log` prints it)."
+        ),
+    ],
     as_json: JsonOpt = False,
 ) -> int:
-    """Show one entry (by seq or entry hash) or one stored object (by its blake3 address)."""
+    """Show one entry or one stored object, readably: a verification with its cohort, task,
+    attempt, outcome and every finding; --json gives the entry (and a verification's decoded
+    result) or the object."""
+    from ledger.store.lookup import find_ref, verification_result
+    from ledger.store.sqlite import StoredObject
 
     with _open_ledger(read_only=True) as ledger:
-        if re.fullmatch(r"[0-9]{1,64}", ref):
-            entry = ledger.entry(int(ref))
-        elif ref.startswith("blake3:"):
-            entry = ledger.entry_by_hash(ref)
-            if entry is None:
-                obj = ledger.get_object(ref)
-                if obj is not None:
-                    return _show_object(obj, as_json)
-        else:
-            raise UsageError(
-                "bad-ref", f"{ref!r} is neither a seq number nor a blake3:<hex> hash or address"
-            )
-        if entry is None:
-            raise UsageError("not-found", f"no entry or object {ref} in {STATE.db}")
+        found = find_ref(ledger, ref)
+        if isinstance(found, StoredObject):
+            return _show_object(found, as_json)
+        entry = found
+        result = (
+            verification_result(ledger, entry) if entry.kind == "verification.recorded" else None
+        )
         if as_json:
-            _emit_json(
-                {
-                    "seq": entry.seq,
-                    "kind": entry.kind,
-                    "entry_hash": entry.entry_hash,
-                    "body": _body(entry),
-                }
-            )
-        else:
-            _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
+            doc: dict[str, Any] = {
+                "seq": entry.seq,
+                "kind": entry.kind,
+                "entry_hash": entry.entry_hash,
+                "body": _body(entry),
+            }
+            if entry.kind == "verification.recorded":
+                doc["result"] = result
+            _emit_json(doc)
+            return EXIT_OK
+        _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
+        _say(f"time {entry.body.time}")
+        lines = _entry_lines(entry, result)
+        if lines is None:  # a kind without a readable form, or a payload not of its shape
             text = json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2)
             sys.stdout.write(_visible(text, lines=True) + "\n")
+        else:
+            for line in lines:
+                _say(line)
     return EXIT_OK
+
+
+def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
+    """The readable lines of one entry's payload (``show``), or None to print it as JSON."""
+    p = entry.payload
+    try:
+        if entry.kind == "verification.recorded":
+            return _verification_lines(p, result)
+        if entry.kind == "ledger.created":
+            return [f"origin {p['origin']}"]
+        if entry.kind == "cohort.frozen":
+            lines = [
+                f"cohort {p['cohort']}",
+                f"definition digest {p['definition_digest']}",
+                f"tasks {len(p['tasks'])}:",
+            ]
+            for t in p["tasks"]:
+                wu, plan = t["work_unit"], t["plan"]
+                lines.append(
+                    f"  {t['task']}  {t['split']}  WorkUnit {wu['id']} v{wu['version']}"
+                    f"  plan {plan['id']} ({plan['schema_version']}, {t['adapter_version']})"
+                )
+            return lines
+        if entry.kind == "cohort.burned":
+            observed = ", ".join(p["observed_tasks"]) or "none named"
+            return [f"cohort {p['cohort']}", f"reason {p['reason']}", f"observed tasks {observed}"]
+        if entry.kind == "bundle.observed":
+            lines = [f"cohort {p['cohort']}", f"task {p['task']}", "observations:"]
+            for o in p["observations"]:
+                size = "-" if o.get("size") is None else f"{o['size']} bytes"
+                digest = o.get("sha256") or "-"
+                lines.append(f"  {o['role']:<8} {o['locator']}  {o['status']}  {size}  {digest}")
+            return lines
+        if entry.kind == "calibration.recorded":
+            adapters = ", ".join(
+                f"{v} {'green' if ok else 'RED'}" for v, ok in sorted(p["adapters"].items())
+            )
+            return [f"rows {p['rows']}", f"adapters {adapters}"]
+    except (KeyError, TypeError, AttributeError):
+        return None  # a malformed payload: the audit says what is wrong with it
+    return None
+
+
+def _verification_lines(p: Any, result: dict[str, Any] | None) -> list[str]:
+    """A verdict in plain text: where it belongs, what was decided, and why (every finding
+    and every check that did not pass), from the recorded VerificationResult."""
+    plan = p["plan"]
+    attempt = result.get("attempt") if result is not None else None
+    lines = [
+        f"cohort {p['cohort']}",
+        f"task {p['task']}",
+        f"attempt {attempt if isinstance(attempt, int) else 'unknown (result unreadable)'}",
+        f"outcome {p['outcome']}",
+        f"verifier {p['adapter']} {p['adapter_version']} (runner {p['runner_version']})",
+        f"plan {plan['id']} {plan['digest']}",
+        f"bundle entry {p['bundle_entry']}",
+        f"result {p['result']['object']}",
+    ]
+    if result is None:
+        lines.append("the result object is missing or unreadable: run `ledger audit`")
+        return lines
+    checks = [c for c in _dicts(result.get("checks")) if c.get("status") != "passed"]
+    for check in checks:
+        lines.append(f"check {check.get('id')}: {check.get('status')}: {check.get('summary')}")
+    findings = _dicts(result.get("findings"))
+    lines.append(f"findings {len(findings)}" + (":" if findings else ""))
+    for item in findings:
+        where = ""
+        if isinstance(item.get("path"), str):
+            line = item.get("line")
+            where = f"  at {item['path']}" + (f":{line}" if isinstance(line, int) else "")
+        lines.append(
+            f"  {item.get('severity')}/{item.get('category')}: {item.get('summary')}{where}"
+        )
+    return lines
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+@app.command()
+def status(
+    cohort: Annotated[
+        str | None, typer.Argument(help="Only this cohort (default: every frozen cohort).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Per cohort: its stage (frozen, burned), its tasks, the verifications recorded for each
+    and their outcomes. Reads only."""
+    from ledger.state import ledger_status as read_status
+
+    with _open_ledger(read_only=True) as ledger:
+        cohorts = read_status(ledger, cohort)
+    if as_json:
+        _emit_json({"cohorts": [_cohort_status_json(c) for c in cohorts]})
+        return EXIT_OK
+    if not cohorts:
+        _say("no frozen cohort in this ledger")
+    for c in cohorts:
+        since = (
+            f"frozen at seq {c.cohort.frozen_entry}"
+            if c.cohort.burned_entry is None
+            else f"burned at seq {c.cohort.burned_entry} (frozen at seq {c.cohort.frozen_entry})"
+        )
+        _say(
+            f"{c.cohort.cohort}: {since}; {_count(len(c.tasks), 'task')},"
+            f" {_count(c.verified, 'verification')}{_outcomes(c.outcomes)}"
+        )
+        for t in c.tasks:
+            _say(
+                f"  {t.task.task}  {t.task.split}: {_count(t.verified, 'verification')}"
+                f"{_outcomes(t.outcomes)}"
+            )
+    return EXIT_OK
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _outcomes(outcomes: dict[str, int]) -> str:
+    return "" if not outcomes else " (" + ", ".join(f"{n} {o}" for o, n in outcomes.items()) + ")"
+
+
+def _cohort_status_json(c: Any) -> dict[str, Any]:
+    """One cohort of ``status --json`` (LEDGER.md section 7, "JSON shapes printed by the CLI")."""
+    return {
+        "cohort": c.cohort.cohort,
+        "stage": c.stage,
+        "frozen_entry": c.cohort.frozen_entry,
+        "burned_entry": c.cohort.burned_entry,
+        "definition_digest": c.cohort.definition_digest,
+        "verified": c.verified,
+        "outcomes": c.outcomes,
+        "tasks": [
+            {
+                "task": t.task.task,
+                "split": t.task.split,
+                "work_unit": {"id": t.task.work_unit_id, "version": t.task.work_unit_version},
+                "plan_id": t.task.plan_id,
+                "adapter_version": t.task.adapter_version,
+                "verified": t.verified,
+                "outcomes": t.outcomes,
+                "last_result_entry": t.last_result_entry,
+            }
+            for t in c.tasks
+        ],
+    }
 
 
 def _show_object(obj: Any, as_json: bool) -> int:
@@ -502,7 +661,11 @@ def verify(
         str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
     ] = None,
     task: Annotated[
-        str | None, typer.Option(help="Task id, when the manifest cannot name its WorkUnit.")
+        str | None,
+        typer.Option(
+            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
+            " manifest cannot name one."
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> int:
@@ -543,7 +706,19 @@ def _verification_json(result: Any) -> dict[str, Any]:
         "adapter_version": result.adapter_version,
         "runner_version": result.runner_version,
         "verification_result": result.verification_result,
+        "earlier": None if result.earlier is None else msgspec_builtins(result.earlier),
     }
+
+
+def _earlier_note(result: Any) -> str | None:
+    """The line saying this bundle was judged here before (it is recorded again all the same)."""
+    e = result.earlier
+    if e is None:
+        return None
+    return (
+        f"  already judged in this ledger: entries {e.bundle_entry}, {e.result_entry}"
+        f" ({e.cohort} / {e.task}: {e.outcome}); recorded again"
+    )
 
 
 def _read_bundle_list(source: Path) -> bytes:
@@ -606,6 +781,8 @@ def _verify_batch(
                 f" ({item.adapter} {item.adapter_version}; entries {item.bundle_entry},"
                 f" {item.result_entry})"
             )
+            if item.earlier is not None:
+                text += f" [already judged at entry {item.earlier.result_entry}]"
         if progress is not None:
             progress.clear()
         if as_json:
@@ -705,6 +882,9 @@ def _say_verification(result: Any) -> None:
         f" ({result.adapter} {result.adapter_version}; entries {result.bundle_entry},"
         f" {result.result_entry})"
     )
+    earlier = _earlier_note(result)
+    if earlier is not None:
+        _say(earlier)
     for check in doc.get("checks", []):
         if check.get("status") != "passed":
             _say(f"  check {check.get('id')}: {check.get('status')}: {check.get('summary')}")

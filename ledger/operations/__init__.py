@@ -5,7 +5,9 @@ Rules (LEDGER.md section 5, "Rules enforced by structure"; codes in section 11):
 1. A verifier runs only on a plan read back from the ledger: ``verify`` takes no plan argument;
    it finds the task whose frozen entry commits a plan for the bundle's WorkUnit.
 2. ``verify`` refuses (nothing written) when no frozen cohort commits a plan for the bundle's
-   WorkUnit, when several do and no ``cohort`` is given, or when the cohort is burned. Otherwise one
+   WorkUnit, when several do and no ``cohort`` is given, when the cohort is burned, when ``task``
+   names a task of another WorkUnit than the one the manifest names, or when the folder has no
+   manifest at all (``task`` only names the task of a manifest that cannot say). Otherwise one
    transaction stores the bundle's files, appends ``bundle.observed``, runs the runner, stores the
    VerificationResult and appends ``verification.recorded``: both entries or neither.
 3. A frozen cohort never changes: the same id with another definition is refused; re-freezing the

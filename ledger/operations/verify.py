@@ -20,7 +20,13 @@ from ledger.errors import (
 from ledger.format.entries import Entry, later_time
 from ledger.state import CommittedTask, StateIndex, committed_plan, outcome_digests
 from ledger.store.sqlite import Ledger, Writer
-from verifiers.bundle import BundleRootError, BundleSnapshot, read_bundle, snapshot_observations
+from verifiers.bundle import (
+    MANIFEST_NAME,
+    BundleRootError,
+    BundleSnapshot,
+    read_bundle,
+    snapshot_observations,
+)
 from verifiers.canonical import sha256_hex_digest
 from verifiers.contracts import LIMITS, EvaluatorPlan, WorkUnit
 from verifiers.jsonread import read_json
@@ -33,6 +39,17 @@ OCTETS: Final = "application/octet-stream"
 # -- verify -------------------------------------------------------------------------------------
 
 
+class EarlierVerification(msgspec.Struct, frozen=True):
+    """The verification this ledger already recorded for the same bundle (the same bytes
+    observed at every locator), for whichever task it was."""
+
+    bundle_entry: int
+    result_entry: int
+    cohort: str
+    task: str
+    outcome: str
+
+
 class VerifyResult(msgspec.Struct, frozen=True):
     outcome: str
     cohort: str
@@ -43,6 +60,9 @@ class VerifyResult(msgspec.Struct, frozen=True):
     adapter_version: str
     runner_version: str
     verification_result: dict[str, Any]
+    # Set when the same bundle was already judged here: recorded again all the same (a
+    # verify is an event), and said so, so a re-run of a loop is never mistaken for news.
+    earlier: EarlierVerification | None = None
 
     @property
     def exit_code(self) -> int:
@@ -104,15 +124,35 @@ def select_task(
             )
         )
     ]
+    if task is not None and matches and (work_unit_id, work_unit_version) != (None, None):
+        # --task names the task of a manifest that cannot say; it never overrides one that
+        # does: a bundle of one WorkUnit recorded against another's plan would be a reject
+        # that exposes the other WorkUnit (rule 5) for a bundle that never was its attempt.
+        named = matches
+        matches = [
+            m
+            for m in named
+            if work_unit_id in (None, m.work_unit_id)
+            and work_unit_version in (None, m.work_unit_version)
+        ]
+        if not matches:
+            theirs = ", ".join(
+                sorted(
+                    f"{m.cohort}/{m.task} is {m.work_unit_id} v{m.work_unit_version}" for m in named
+                )
+            )
+            raise CommitError(
+                "task-work-unit-mismatch",
+                f"the manifest names {_claimed(work_unit_id, work_unit_version)} but {theirs}:"
+                " --task only chooses among the tasks of the manifest's own WorkUnit",
+            )
     if not matches:
         if task is None and work_unit_id is None:
             raise CommitError(
                 "task-unknown",
                 "the manifest does not name a WorkUnit; say which task it is with --task",
             )
-        wanted = (
-            f"task {task}" if task is not None else f"WorkUnit {work_unit_id} v{work_unit_version}"
-        )
+        wanted = f"task {task}" if task is not None else _claimed(work_unit_id, work_unit_version)
         raise CommitError(
             "no-committed-plan",
             f"no frozen cohort commits a plan for {wanted}; freeze its cohort first",
@@ -137,6 +177,15 @@ def select_task(
             f"cohort {chosen.cohort} was burned at seq {burned}; it accepts no verification",
         )
     return chosen
+
+
+def _claimed(work_unit_id: str | None, work_unit_version: int | None) -> str:
+    """What the manifest claims, in words (never "None")."""
+    if work_unit_id is None:
+        return f"WorkUnit version {work_unit_version} (and no WorkUnit id)"
+    if work_unit_version is None:
+        return f"WorkUnit {work_unit_id} (and no usable version)"
+    return f"WorkUnit {work_unit_id} v{work_unit_version}"
 
 
 @dataclass(slots=True)
@@ -238,7 +287,7 @@ def record(
     with ledger.writer(at=None if judged is None else judged.time) as w:
         state = StateIndex.for_writer(w)
         chosen, snapshot, outcome = _decide(ledger, w, state, bundle_dir, judged, cohort, task)
-        return _recorded(w, chosen, snapshot, outcome)
+        return _recorded(w, state, chosen, snapshot, outcome)
 
 
 def record_group(
@@ -266,7 +315,7 @@ def record_group(
             except LedgerError as exc:
                 results.append(exc)
                 continue
-            results.append(_recorded(w, chosen, snapshot, outcome))
+            results.append(_recorded(w, state, chosen, snapshot, outcome))
     return results
 
 
@@ -303,8 +352,13 @@ def _decide(
 
 
 def _recorded(
-    w: Writer, chosen: CommittedTask, snapshot: BundleSnapshot, outcome: RunOutcome
+    w: Writer,
+    state: StateIndex,
+    chosen: CommittedTask,
+    snapshot: BundleSnapshot,
+    outcome: RunOutcome,
 ) -> VerifyResult:
+    earlier = earlier_verification(w.ledger, state, snapshot)
     bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
     return VerifyResult(
         outcome=outcome.outcome,
@@ -316,7 +370,54 @@ def _recorded(
         adapter_version=outcome.adapter_version,
         runner_version=outcome.runner_version,
         verification_result=msgspec.json.decode(outcome.result_bytes),
+        earlier=earlier,
     )
+
+
+def earlier_verification(
+    ledger: Ledger, state: StateIndex, snapshot: BundleSnapshot
+) -> EarlierVerification | None:
+    """The first recorded verification of exactly this bundle (every observation the same:
+    locator, status, size, sha256), if this ledger has one.
+
+    Found without a scan: a bundle observed before was the first to observe at least one of
+    its byte strings, unless other bundles saw each of them first (then it is not found, and
+    nothing but this note depends on it). At most one lookup and two entry reads per
+    observation."""
+    described = snapshot_observations(snapshot)
+    firsts = set()
+    for item in described:
+        digest = item.get("sha256")
+        if item.get("status") == "ok" and isinstance(digest, str):
+            seq = state.first_observed(digest)
+            if seq is not None:
+                firsts.add(seq)
+    for seq in sorted(firsts):
+        bundle = ledger.entry(seq)
+        if bundle is None or bundle.kind != "bundle.observed":
+            continue
+        stored = bundle.payload.get("observations")
+        if not isinstance(stored, list) or len(stored) != len(described):
+            continue
+        same = all(
+            isinstance(old, dict) and {k: v for k, v in old.items() if k != "object"} == new
+            for old, new in zip(stored, described, strict=True)
+        )
+        result = ledger.entry(seq + 1)
+        if not same or result is None or result.kind != "verification.recorded":
+            continue
+        p = result.payload
+        fields = (p.get("cohort"), p.get("task"), p.get("outcome"))
+        if p.get("bundle_entry") != seq or not all(isinstance(f, str) for f in fields):
+            continue  # not the pair verify writes: the audit says what it is
+        return EarlierVerification(
+            bundle_entry=seq,
+            result_entry=result.seq,
+            cohort=str(fields[0]),
+            task=str(fields[1]),
+            outcome=str(fields[2]),
+        )
+    return None
 
 
 def _run(
@@ -357,14 +458,24 @@ def _check_digests(state: StateIndex, chosen: CommittedTask, digests: tuple[str,
 
 
 def _read_manifest_only(bundle_dir: Path) -> bytes | None:
+    """The manifest's bytes (None when present but not readable: the candidate's defect).
+
+    A folder with no manifest at all is not a result bundle: refused, so no ``--task`` can
+    make a reject out of a folder no worker handed in."""
     try:
-        return read_bundle(
+        probe = read_bundle(
             bundle_dir,
             max_manifest_bytes=LIMITS["result-manifest"].max_bytes,
             limit_for=lambda _locator: 0,
-        ).manifest
+        )
     except BundleRootError as exc:
         raise from_verifier(exc, UsageError) from None
+    if probe.manifest_observation.status == "missing":
+        raise UsageError(
+            "bundle-manifest-missing",
+            f"{bundle_dir} holds no {MANIFEST_NAME}: it is not a result bundle",
+        )
+    return probe.manifest
 
 
 def _read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -> BundleSnapshot:

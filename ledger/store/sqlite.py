@@ -414,6 +414,24 @@ class Ledger:
         ).fetchone()
         return None if row is None else _row_entry(row[0], row[1], row[2])
 
+    def entries_by_hash_prefix(self, prefix: str, limit: int) -> list[Entry]:
+        """At most ``limit`` entries whose hash starts with ``prefix``, in hash order: a range
+        on the unique hash index (``show`` of a short hash), never a scan."""
+        rows = self._conn.execute(
+            "SELECT seq, entry_hash, body FROM entries WHERE entry_hash >= ? AND entry_hash < ?"
+            " ORDER BY entry_hash LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        ).fetchall()
+        return [_row_entry(seq, hash_, body) for seq, hash_, body in rows]
+
+    def object_digests_by_prefix(self, prefix: str, limit: int) -> list[str]:
+        """At most ``limit`` object addresses starting with ``prefix`` (a range on the key)."""
+        rows = self._conn.execute(
+            "SELECT digest FROM objects WHERE digest >= ? AND digest < ? ORDER BY digest LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        ).fetchall()
+        return [row[0] for row in rows if isinstance(row[0], str)]
+
     def entries(self, *, kinds: Sequence[str] = (), start: int = 0) -> Iterator[Entry]:
         """Entries in seq order (optionally of the given kinds), streamed."""
         if kinds:
