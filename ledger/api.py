@@ -26,6 +26,7 @@ import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -48,6 +49,9 @@ from ledger.transparency.proofs import (
     prove_consistency,
     prove_inclusion,
 )
+
+if TYPE_CHECKING:
+    from ledger.interop.browse import BrowseResult
 
 EXPORT_HEADER_MISMATCH = "export-header-mismatch"
 
@@ -191,12 +195,26 @@ def audit_export(
     return report, replayed
 
 
+def browse(
+    ledger: Ledger, out: str | os.PathLike[str], *, public: bool = False, force: bool = False
+) -> BrowseResult:
+    """What ``ledger browse`` runs (LEDGER.md section 15): write the Datasette database ``out``
+    and its ``<stem>.metadata.json`` from ``ledger`` (opened read-only is enough). ``public``
+    withholds what ``export --public`` withholds; an existing output is refused
+    (``file-exists``) unless ``force``. (sqlite-utils is imported here, on use: it costs every
+    other command ~0.2 s of start-up.)"""
+    from ledger.interop.browse import build_browse
+
+    return build_browse(ledger, Path(out), public=public, force=force)
+
+
 __all__ = [
     "InitResult",
     "Ledger",
     "Settings",
     "audit_export",
     "audit_ledger",
+    "browse",
     "burn",
     "calibrate",
     "checkpoint",
