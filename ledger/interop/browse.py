@@ -34,20 +34,19 @@ import msgspec
 import sqlite_utils
 
 from ledger.errors import StoreError, UsageError
+from ledger.format.entries import check_body_depth
 from ledger.format.payloads import (
     BundleObserved,
     CohortBurned,
     CohortFrozen,
+    TypedBody,
     VerificationRecorded,
-    payload_struct,
 )
 from ledger.store.sqlite import Ledger
 from ledger.transparency.export import hidden_task_objects
 from ledger.transparency.proofs import b64, checkpoint
 from verifiers.contracts.common import LIMITS
-from verifiers.jsonread import nesting_depth
 
-_KINDS: Final = ("cohort.frozen", "cohort.burned", "bundle.observed", "verification.recorded")
 _OUTCOMES: Final = ("support", "reject", "escalate", "insufficient_evidence")
 _BATCH: Final = 10_000  # rows buffered per table before a bulk insert
 _RESULT_LIMITS: Final = LIMITS["verification-result"]
@@ -105,6 +104,13 @@ class _ResultView(msgspec.Struct, frozen=True):
 
 
 _RESULT_DECODER: Final = msgspec.json.Decoder(_ResultView)
+# kind -> a decoder of the whole stored body with that kind's payload Struct.
+_BODY_DECODERS: Final[dict[str, msgspec.json.Decoder[Any]]] = {
+    "cohort.frozen": msgspec.json.Decoder(TypedBody[CohortFrozen]),
+    "cohort.burned": msgspec.json.Decoder(TypedBody[CohortBurned]),
+    "bundle.observed": msgspec.json.Decoder(TypedBody[BundleObserved]),
+    "verification.recorded": msgspec.json.Decoder(TypedBody[VerificationRecorded]),
+}
 _ENCODER: Final = msgspec.json.Encoder(order="deterministic")
 
 
@@ -233,40 +239,51 @@ class _Builder:
             self.withheld = hidden_task_objects(ledger) if self.public else set()
             cp = checkpoint(ledger)
             self.origin, self.tree_size = cp.origin, cp.size
-            for entry in ledger.entries(kinds=_KINDS):
+            for seq, _prev, hash_, kind, body in ledger.raw_entries():
+                decoder = _BODY_DECODERS.get(kind)
+                if decoder is None:
+                    continue  # the genesis and calibration entries: not in any table
+                if not isinstance(body, bytes) or not isinstance(hash_, str):
+                    raise _malformed(seq, "a column is not what the ledger writes")
                 try:
-                    payload = payload_struct(entry.kind, entry.payload)
-                except (msgspec.ValidationError, KeyError, TypeError):
-                    raise _malformed(
-                        entry.seq, f"its {entry.kind} payload does not decode"
-                    ) from None
-                time = entry.body.time
+                    # One typed decode of the stored body (the audit's fast path), bounded first.
+                    check_body_depth(body)
+                    typed = decoder.decode(body)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    raise _malformed(seq, f"its {kind} body does not decode") from None
+                payload, time = typed.payload, typed.time
                 if isinstance(payload, CohortFrozen):
-                    self._cohort(ledger, entry.seq, time, payload)
+                    self._cohort(ledger, seq, time, payload)
                 elif isinstance(payload, CohortBurned):
                     cohort = self.cohorts.get(payload.frozen_entry)
                     if cohort is not None:
-                        cohort.update(
-                            burned_entry=entry.seq, burned_at=time, burn_reason=payload.reason
-                        )
+                        cohort.update(burned_entry=seq, burned_at=time, burn_reason=payload.reason)
                 elif isinstance(payload, BundleObserved):
-                    self._bundle(entry.seq, entry.entry_hash, time, payload)
+                    self._bundle(seq, hash_, time, payload)
                 elif isinstance(payload, VerificationRecorded):
-                    self._verification(ledger, entry.seq, entry.entry_hash, time, payload)
+                    self._verification(ledger, seq, hash_, time, payload)
         for table in self.buffers:
             self._flush(table)
-        self.db.table("ledger").insert(
-            {
-                "origin": cp.origin,
-                "tree_size": cp.size,
-                "root_hash": b64(cp.root),
-                "public": self.public,
-                "withheld": self.withheld_rows,
-            }
+        _insert(
+            self.db,
+            "ledger",
+            [
+                {
+                    "origin": cp.origin,
+                    "tree_size": cp.size,
+                    "root_hash": b64(cp.root),
+                    "public": self.public,
+                    "withheld": self.withheld_rows,
+                }
+            ],
         )
-        self.db.table("cohorts").insert_all(self.cohorts[seq] for seq in sorted(self.cohorts))
-        self.db.table("plans").insert_all(self.plans[digest] for digest in sorted(self.plans))
-        self.db.table("tasks").insert_all(sorted(self.tasks.values(), key=lambda row: row["id"]))
+        for table, rows in (
+            ("cohorts", [self.cohorts[seq] for seq in sorted(self.cohorts)]),
+            ("plans", [self.plans[digest] for digest in sorted(self.plans)]),
+            ("tasks", sorted(self.tasks.values(), key=lambda row: row["id"])),
+        ):
+            if rows:
+                _insert(self.db, table, rows)
         # The full-text index is built once, from the finished table (no triggers: read-only).
         self.db.table("findings").enable_fts(["summary", "path", "category"], fts_version="FTS5")
         self.db.index_foreign_keys()
@@ -287,7 +304,7 @@ class _Builder:
     def _flush(self, table: str) -> None:
         rows = self.buffers[table]
         if rows:
-            self.db.table(table).insert_all(rows, batch_size=len(rows))
+            _insert(self.db, table, rows)
             self.counts[table] += len(rows)
             rows.clear()
 
@@ -457,16 +474,31 @@ class _Builder:
         if stored is None:
             raise _malformed(seq, f"its VerificationResult {address} is not stored")
         body = stored.body
-        # Bounded before it is parsed, as the contract's own reader bounds it.
-        if (
-            len(body) > _RESULT_LIMITS.max_bytes
-            or nesting_depth(body, _RESULT_LIMITS.max_depth) > _RESULT_LIMITS.max_depth
-        ):
-            raise _malformed(seq, f"its VerificationResult {address} is over the contract's limits")
+        # Bounded by size before it is parsed, as the contract's own reader bounds it. Depth: the
+        # typed decoder recurses only into the fields above, and msgspec refuses deeper input
+        # with RecursionError (caught), never a crash; the exact scan (nesting_depth) cost more
+        # than the rest of the build.
+        if len(body) > _RESULT_LIMITS.max_bytes:
+            raise _malformed(seq, f"its VerificationResult {address} is over 1 MiB")
         try:
             return _RESULT_DECODER.decode(body)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             raise _malformed(seq, f"its VerificationResult {address} does not decode") from None
+
+
+def _insert(db: sqlite_utils.Database, table: str, rows: list[dict[str, Any]]) -> None:
+    """Rows (dicts of one shape, the table's columns) by one ``executemany``.
+
+    Not ``Table.insert_all``: it converts every value in Python (``jsonify_if_needed``) and
+    builds each chunk's SQL anew; on 100,000 verifications that was most of the build time (see
+    benchmarks/README.md, "Browse"). sqlite-utils still creates every table, key and index and
+    the full-text index."""
+    columns = list(rows[0])
+    names = ", ".join(f"[{name}]" for name in columns)
+    marks = ", ".join("?" * len(columns))
+    db.conn.executemany(
+        f"INSERT INTO [{table}] ({names}) VALUES ({marks})", [tuple(row.values()) for row in rows]
+    )
 
 
 def _create_tables(db: sqlite_utils.Database) -> None:
