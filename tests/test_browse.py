@@ -284,6 +284,71 @@ def test_tampered_result_is_refused_and_leaves_no_file(demo: Path, tmp_path: Pat
     assert list(out_dir.iterdir()) == []  # no partial database, no temporary file
 
 
+def test_tampered_entry_body_is_refused_as_malformed(demo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "tampered.db"
+    db.write_bytes(demo.read_bytes())
+    seq = recorded(demo)[0][0]
+    with attacker(db) as conn:
+        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (b'{"kind": 1}', seq))
+    refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
+    assert (refused.code, refused.error_code()) == (2, "entry-malformed")
+    assert f"entry {seq}: its verification.recorded body does not decode" in refused.stderr
+    assert not (tmp_path / "b.db").exists()
+
+
+def test_entry_body_stored_as_text_is_refused_as_malformed(demo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "tampered.db"
+    db.write_bytes(demo.read_bytes())
+    seq = recorded(demo)[0][0]
+    with attacker(db) as conn:
+        conn.execute("UPDATE entries SET body = CAST(body AS TEXT) WHERE seq = ?", (seq,))
+    refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
+    assert (refused.code, refused.error_code()) == (2, "entry-malformed")
+    assert f"entry {seq}: a column is not what the ledger writes" in refused.stderr
+
+
+def _tampered_copy(demo: Path, tmp_path: Path) -> tuple[Path, int, str]:
+    """A copy of the demo ledger, the seq of its last verification and its result's address."""
+    db = tmp_path / "tampered.db"
+    db.write_bytes(demo.read_bytes())
+    seq = recorded(demo)[-1][0]
+    with api.open_ledger(db, read_only=True) as ledger:
+        entry = ledger.entry(seq)
+        assert entry is not None
+        return db, seq, str(entry.payload["result"]["object"])
+
+
+def test_result_over_the_contract_size_is_refused_unparsed(demo: Path, tmp_path: Path) -> None:
+    db, seq, address = _tampered_copy(demo, tmp_path)
+    huge = b'{"attempt": 1, "pad": "' + b"x" * (1024 * 1024) + b'"}'
+    with attacker(db) as conn:
+        conn.execute("UPDATE objects SET body = ? WHERE digest = ?", (huge, address))
+    refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
+    assert (refused.code, refused.error_code()) == (2, "entry-malformed")
+    assert f"entry {seq}: its VerificationResult {address} is over 1 MiB" in refused.stderr
+
+
+def test_result_missing_from_the_objects_is_refused(demo: Path, tmp_path: Path) -> None:
+    db, seq, address = _tampered_copy(demo, tmp_path)
+    with attacker(db) as conn:
+        conn.execute("DELETE FROM objects WHERE digest = ?", (address,))
+    refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
+    assert (refused.code, refused.error_code()) == (2, "entry-malformed")
+    assert f"entry {seq}: its VerificationResult {address} is not stored" in refused.stderr
+
+
+def test_verification_of_a_task_no_cohort_froze_is_refused(demo: Path, tmp_path: Path) -> None:
+    db, seq, _address = _tampered_copy(demo, tmp_path)
+    with attacker(db) as conn:
+        (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
+        doc = json.loads(body)
+        doc["payload"]["task"] = "demo/999-never-frozen"
+        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (json.dumps(doc).encode(), seq))
+    refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
+    assert (refused.code, refused.error_code()) == (2, "entry-malformed")
+    assert "names task 'demo/999-never-frozen' of no cohort" in refused.stderr
+
+
 def test_library_refuses_existing_out_with_the_same_code(demo: Path, tmp_path: Path) -> None:
     out = tmp_path / "b.db"
     out.write_bytes(b"")

@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 import sqlite_utils
@@ -36,11 +36,9 @@ import sqlite_utils
 from ledger.errors import StoreError, UsageError
 from ledger.format.entries import check_body_depth
 from ledger.format.payloads import (
-    BundleObserved,
     CohortBurned,
     CohortFrozen,
     TypedBody,
-    VerificationRecorded,
 )
 from ledger.store.sqlite import Ledger
 from ledger.transparency.export import hidden_task_objects
@@ -104,12 +102,64 @@ class _ResultView(msgspec.Struct, frozen=True):
 
 
 _RESULT_DECODER: Final = msgspec.json.Decoder(_ResultView)
+
+
+# The two kinds that make up almost every entry, read as views: the fields the tables show,
+# without the payload Structs' patterns (the audit checks those; a view only shows them).
+class _ObservationView(msgspec.Struct, frozen=True):
+    role: str
+    locator: str
+    status: str
+    size: int | None
+    sha256: str | None
+
+
+class _BundleView(msgspec.Struct, frozen=True):
+    cohort: str
+    cohort_entry: int
+    task: str
+    observations: list[_ObservationView]
+
+
+class _Reference(msgspec.Struct, frozen=True):
+    digest: str
+    object: str
+
+
+class _PlanReference(msgspec.Struct, frozen=True):
+    id: str
+    digest: str
+
+
+class _VerificationView(msgspec.Struct, frozen=True):
+    cohort: str
+    cohort_entry: int
+    task: str
+    bundle_entry: int
+    work_unit: _Reference
+    plan: _PlanReference
+    adapter: str
+    adapter_version: str
+    runner_version: str
+    outcome: Literal["support", "reject", "escalate", "insufficient_evidence"]
+    result: _Reference
+
+
+P = TypeVar("P")
+
+
+class _BodyView(msgspec.Struct, Generic[P], frozen=True):
+    kind: str
+    time: str
+    payload: P
+
+
 # kind -> a decoder of the whole stored body with that kind's payload Struct.
 _BODY_DECODERS: Final[dict[str, msgspec.json.Decoder[Any]]] = {
     "cohort.frozen": msgspec.json.Decoder(TypedBody[CohortFrozen]),
     "cohort.burned": msgspec.json.Decoder(TypedBody[CohortBurned]),
-    "bundle.observed": msgspec.json.Decoder(TypedBody[BundleObserved]),
-    "verification.recorded": msgspec.json.Decoder(TypedBody[VerificationRecorded]),
+    "bundle.observed": msgspec.json.Decoder(_BodyView[_BundleView]),
+    "verification.recorded": msgspec.json.Decoder(_BodyView[_VerificationView]),
 }
 _ENCODER: Final = msgspec.json.Encoder(order="deterministic")
 
@@ -258,9 +308,9 @@ class _Builder:
                     cohort = self.cohorts.get(payload.frozen_entry)
                     if cohort is not None:
                         cohort.update(burned_entry=seq, burned_at=time, burn_reason=payload.reason)
-                elif isinstance(payload, BundleObserved):
+                elif isinstance(payload, _BundleView):
                     self._bundle(seq, hash_, time, payload)
-                elif isinstance(payload, VerificationRecorded):
+                elif isinstance(payload, _VerificationView):
                     self._verification(ledger, seq, hash_, time, payload)
         for table in self.buffers:
             self._flush(table)
@@ -368,17 +418,7 @@ class _Builder:
             raise _malformed(seq, f"it names task {task!r} of no cohort frozen at {cohort_entry}")
         return int(row["id"])
 
-    def _bundle(self, seq: int, hash_: str, time: str, payload: BundleObserved) -> None:
-        observations = [
-            {
-                "role": item.role,
-                "locator": item.locator,
-                "status": item.status,
-                "size": item.size,
-                "sha256": item.sha256,
-            }
-            for item in payload.observations
-        ]
+    def _bundle(self, seq: int, hash_: str, time: str, payload: _BundleView) -> None:
         manifest = next((o for o in payload.observations if o.role == "manifest"), None)
         self._add(
             "bundles",
@@ -392,12 +432,12 @@ class _Builder:
                 "task": payload.task,
                 "files": sum(1 for o in payload.observations if o.role == "file"),
                 "manifest_sha256": manifest.sha256 if manifest is not None else None,
-                "observations": _ENCODER.encode(observations).decode("utf-8"),
+                "observations": _ENCODER.encode(payload.observations).decode("utf-8"),
             },
         )
 
     def _verification(
-        self, ledger: Ledger, seq: int, hash_: str, time: str, payload: VerificationRecorded
+        self, ledger: Ledger, seq: int, hash_: str, time: str, payload: _VerificationView
     ) -> None:
         task_id = self._task_id(seq, payload.cohort_entry, payload.task)
         task = self.tasks[(payload.cohort_entry, payload.task)]
