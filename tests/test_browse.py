@@ -204,10 +204,6 @@ def test_metadata_file_names_tables_and_label_columns(demo_browse: Path) -> None
     assert "test/browse" in meta["title"]
 
 
-def test_the_view_is_read_only_on_disk(demo_browse: Path) -> None:
-    assert demo_browse.stat().st_mode & 0o222 == 0
-
-
 # -- the ledger is only read; outputs are never silently replaced ----------------------------
 
 
@@ -347,6 +343,30 @@ def test_verification_of_a_task_no_cohort_froze_is_refused(demo: Path, tmp_path:
     refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
     assert (refused.code, refused.error_code()) == (2, "entry-malformed")
     assert "names task 'demo/999-never-frozen' of no cohort" in refused.stderr
+
+
+def test_body_of_another_kind_than_its_row_is_refused(demo: Path, tmp_path: Path) -> None:
+    db, seq, _address = _tampered_copy(demo, tmp_path)
+    with attacker(db) as conn:
+        (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
+        doc = json.loads(body)
+        doc["kind"] = "bundle.observed"  # the row still says verification.recorded
+        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (json.dumps(doc).encode(), seq))
+    refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
+    assert (refused.code, refused.error_code()) == (2, "entry-malformed")
+    assert "its body is a 'bundle.observed', its row a 'verification.recorded'" in refused.stderr
+
+
+@pytest.mark.parametrize(("ledger_mode", "view_mode"), [(0o600, 0o400), (0o644, 0o444)])
+def test_view_is_read_only_and_as_readable_as_the_ledger(
+    demo: Path, tmp_path: Path, ledger_mode: int, view_mode: int
+) -> None:
+    db = tmp_path / "ledger.db"
+    db.write_bytes(demo.read_bytes())
+    db.chmod(ledger_mode)
+    assert cli(db, "browse", "--out", str(tmp_path / "b.db")).code == 0
+    assert (tmp_path / "b.db").stat().st_mode & 0o777 == view_mode
+    assert (tmp_path / "b.metadata.json").stat().st_mode & 0o777 == view_mode
 
 
 def test_library_refuses_existing_out_with_the_same_code(demo: Path, tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ VerificationResult of each hidden-task verification (so its findings, checks and
 the entries' own payloads are public in an export too, and stay.
 
 The database is rebuilt whole from the ledger each time (fast: see benchmarks/run.py
-``--only browse``): written into a temporary file in the same folder, made read-only (mode
-0444) and renamed over ``out``; an existing ``out`` or metadata file is refused
+``--only browse``): written into a temporary file in the same folder, made read-only (the
+ledger's read bits) and renamed over ``out``; an existing ``out`` or metadata file is refused
 (``file-exists``) unless ``force``. The same ledger gives the same bytes.
 """
 
@@ -154,7 +154,8 @@ class _BodyView(msgspec.Struct, Generic[P], frozen=True):
     payload: P
 
 
-# kind -> a decoder of the whole stored body with that kind's payload Struct.
+# kind -> a decoder of the whole stored body: the payload Struct of the two rare kinds, a view
+# of the two frequent ones.
 _BODY_DECODERS: Final[dict[str, msgspec.json.Decoder[Any]]] = {
     "cohort.frozen": msgspec.json.Decoder(TypedBody[CohortFrozen]),
     "cohort.burned": msgspec.json.Decoder(TypedBody[CohortBurned]),
@@ -199,6 +200,13 @@ def _temporary_sibling(path: Path) -> Iterator[Path]:
         temp.unlink(missing_ok=True)
 
 
+def _read_bits(path: Path) -> int:
+    try:
+        return (os.stat(path).st_mode & 0o444) or 0o400
+    except OSError:
+        return 0o400
+
+
 def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -237,9 +245,12 @@ def build_browse(
         )
         try:
             temp_meta.write_text(text + "\n", encoding="utf-8")
+            # A derived view is never edited in place: read-only, and readable by whoever may
+            # read the ledger (mkstemp made it private).
+            mode = _read_bits(ledger.path)
             for temp in (temp_db, temp_meta):
                 _fsync(temp)
-                os.chmod(temp, 0o444)  # a derived view: never edited in place
+                os.chmod(temp, mode)
             os.replace(temp_meta, meta)
             os.replace(temp_db, out)
         except OSError as exc:
@@ -296,11 +307,13 @@ class _Builder:
                 if not isinstance(body, bytes) or not isinstance(hash_, str):
                     raise _malformed(seq, "a column is not what the ledger writes")
                 try:
-                    # One typed decode of the stored body (the audit's fast path), bounded first.
+                    # One typed decode of the stored body, bounded first.
                     check_body_depth(body)
                     typed = decoder.decode(body)
                 except (msgspec.DecodeError, msgspec.ValidationError):
                     raise _malformed(seq, f"its {kind} body does not decode") from None
+                if typed.kind != kind:
+                    raise _malformed(seq, f"its body is a {typed.kind!r}, its row a {kind!r}")
                 payload, time = typed.payload, typed.time
                 if isinstance(payload, CohortFrozen):
                     self._cohort(ledger, seq, time, payload)
