@@ -322,7 +322,9 @@ def small_setup(
     return ledger, bundle
 
 
-def append_pairs(ledger: Ledger, bundle: Path, pairs: int, *, batch: int = 5000) -> None:
+def append_pairs(
+    ledger: Ledger, bundle: Path, pairs: int, *, batch: int = 5000, expect: str = "support"
+) -> None:
     """Append ``pairs`` bundle.observed + verification.recorded pairs through the Writer.
 
     The first goes through ``ledger.commit.verify``; the rest reuse its snapshot and outcome
@@ -332,8 +334,8 @@ def append_pairs(ledger: Ledger, bundle: Path, pairs: int, *, batch: int = 5000)
     if pairs <= 0:
         return
     first = verify(ledger, bundle)
-    if first.outcome != "support":
-        raise RuntimeError(f"the benchmark bundle was judged {first.outcome}, not support")
+    if first.outcome != expect:
+        raise RuntimeError(f"the benchmark bundle was judged {first.outcome}, not {expect}")
     pairs -= 1
     state = read_state(ledger)
     chosen: CommittedTask = state.cohorts[first.cohort].tasks[first.task]

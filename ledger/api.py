@@ -26,6 +26,7 @@ import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -51,6 +52,9 @@ from ledger.transparency.proofs import (
     prove_consistency,
     prove_inclusion,
 )
+
+if TYPE_CHECKING:
+    from ledger.interop.browse import BrowseResult
 
 EXPORT_HEADER_MISMATCH = "export-header-mismatch"
 
@@ -200,6 +204,19 @@ def status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatus]:
     return ledger_status(ledger, cohort)
 
 
+def browse(
+    ledger: Ledger, out: str | os.PathLike[str], *, public: bool = False, force: bool = False
+) -> BrowseResult:
+    """What ``ledger browse`` runs (LEDGER.md section 15): write the Datasette database ``out``
+    and its ``<stem>.metadata.json`` from ``ledger`` (opened read-only is enough). ``public``
+    withholds what ``export --public`` withholds; an existing output is refused
+    (``file-exists``) unless ``force``. (sqlite-utils is imported here, on use: it costs every
+    other command ~0.2 s of start-up.)"""
+    from ledger.interop.browse import build_browse
+
+    return build_browse(ledger, Path(out), public=public, force=force)
+
+
 __all__ = [
     "AttestationCheck",
     "CohortStatus",
@@ -210,6 +227,7 @@ __all__ = [
     "attestations",
     "audit_export",
     "audit_ledger",
+    "browse",
     "burn",
     "calibrate",
     "check_attestation",

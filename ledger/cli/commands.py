@@ -41,7 +41,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring
+from ledger.cli import authoring, browse
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
@@ -1447,6 +1447,9 @@ authoring.register(
     db=lambda: STATE.db,
     now=lambda: _settings().clock(),
     busy_timeout_ms=lambda: _settings().busy_timeout_ms,
+)
+browse.register(
+    app, say=_say, emit_json=_emit_json, open_read_only=lambda: _open_ledger(read_only=True)
 )
 
 
