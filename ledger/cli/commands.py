@@ -17,16 +17,17 @@ runs in typer's normal standalone mode through ``app()``; two documented extensi
 the contract: ``Typer(cls=_LedgerGroup)`` is the one place every error (a library refusal, a
 usage error from the vendored click parser, Ctrl-C, a bug) becomes ``ledger: <code>: <message>``
 and exit 2, and ``result_callback`` turns a command's returned exit code into ``typer.Exit``.
-No class-name checks, no private typer imports. Shell completion is typer's
-(``ledger --install-completion`` / ``--show-completion``: only the root help lists them, and
-only an explicit ``--install-completion`` writes into the user's shell set-up). Switched off, on
+No class-name checks, no private typer imports. Shell completion is typer's (``ledger
+--install-completion`` / ``--show-completion``: only the root help lists them, and only an
+explicit ``--install-completion`` writes into the user's shell set-up). Switched off, on
 purpose: rich markup and pretty tracebacks (plain, byte-stable help; errors are ours, one line,
 never a traceback) -- so rich is never imported. ``_apply_conventions`` gives every command
-``--db`` (after the command name too) and metavars that say what to type. typer is pinned to ``>=0.27,<0.29``: 0.27 and 0.28
-vendor click and print the same help and errors byte for byte, while 0.29 builds a pydantic
-``TypeAdapter`` for every parameter, which costs every start about 65 ms (a small ``verify``
-is ~0.2 s in all) and prints help as ``<list[str]>``; tests/test_cli_imports.py fails if a plain
-``verify`` or ``check-patch`` ever imports pydantic again.
+``--db`` (after the command name too) and metavars that say what to type. typer is pinned to
+``>=0.27,<0.29``: 0.27 and 0.28 vendor click and print the same help and errors byte for byte,
+while 0.29 builds a pydantic ``TypeAdapter`` for every parameter, which costs every start about
+65 ms (a small ``verify`` is ~0.2 s in all) and prints help as ``<list[str]>``;
+tests/test_cli_imports.py fails if a plain ``verify`` or ``check-patch`` ever imports pydantic
+again.
 """
 
 import base64
