@@ -1068,11 +1068,11 @@ def parse_diff(data: bytes, *, max_bytes: int = DEFAULT_MAX_PATCH_BYTES) -> Pars
             CORRECTNESS,
         )
     mail = None
-    for i, line in enumerate(lines):  # the text before the first section only
-        if line.startswith(_DIFF_GIT):
+    for number, text_line in enumerate(lines):  # the text before the first section only
+        if text_line.startswith(_DIFF_GIT):
             break
-        if _MAIL_START.match(line):
-            mail = i
+        if _MAIL_START.match(text_line):
+            mail = number
             break
     if mail is not None:
         return _only(
