@@ -203,11 +203,11 @@ def test_unsigned_checkpoint_given_with_key_says_not_signed_by_key(
     assert ok.code == 0, ok
 
 
-def test_checkpoint_of_a_rewritten_ledger_blames_no_entry_it_cannot_name(
+def test_checkpoint_of_a_rewritten_ledger_says_the_root_cannot_name_the_entry(
     tmp_path: Path, fixed_env: None
 ) -> None:
-    """A full rewrite (every hash recomputed) under one checkpoint: the text says how many
-    violations and never 'first bad seq: None' or 'seq 0'."""
+    """A full rewrite (every hash recomputed) under one checkpoint: nothing is proven intact,
+    and the message says the root cannot name the entry rather than 'entries 0..N differ'."""
     db = tmp_path / "l.db"
     make_ledger(db, 3)
     cp = tmp_path / "cp.txt"
@@ -219,8 +219,9 @@ def test_checkpoint_of_a_rewritten_ledger_blames_no_entry_it_cannot_name(
     result = run_cli(["--db", str(other), "audit", "--no-replay", "--checkpoint", str(cp)])
     lines = result.stdout.splitlines()
     assert result.code == 1, result
-    assert lines[-1] == "VIOLATIONS: 1 in 4 entries", lines
-    assert lines[0].startswith("seq      -  -") and "checkpoint-mismatch" in lines[0]
+    assert lines[-1] == "VIOLATIONS: 1 (first bad seq: 0) in 4 entries", lines
+    assert lines[0].startswith("seq      0  -") and "checkpoint-mismatch" in lines[0]
+    assert "a root alone cannot say which" in lines[0] and "differ from" not in lines[0]
     assert "None" not in result.stdout
 
 

@@ -331,9 +331,9 @@ def _check_checkpoints(
 ) -> None:
     """Each checkpoint must be a prefix of this ledger. A root alone cannot say which entry
     differs: the violation names the first seq after the largest checkpoint that still matches
-    (so several kept checkpoints localize a rewrite as finely as they were taken), the seq the
-    stored tree pins, or no seq at all when nothing localizes it (seq 0 would blame the genesis
-    entry, which nothing shows to differ)."""
+    (so several kept checkpoints localize a rewrite as finely as they were taken) or the seq the
+    stored tree pins; with nothing to localize it, seq 0: no entry is proven intact, and the
+    message says that the root cannot name the entry (``first_bad_seq`` stays a safe bound)."""
     matching = [cp.size for cp in checkpoints if roots_at.get(cp.size) == cp.root]
     for cp in sorted(checkpoints, key=lambda c: c.size):
         if cp.size > count:
@@ -368,10 +368,11 @@ def _check_checkpoints(
             else:
                 message = (
                     f"the first {cp.size} entries do not give the root of the checkpoint of size"
-                    f" {cp.size}: an entry in 0..{cp.size - 1} was rewritten after it was taken"
-                    " (a root alone cannot say which; smaller kept checkpoints narrow it down)"
+                    f" {cp.size}: some entry in 0..{cp.size - 1} was rewritten after it was taken,"
+                    " so none is proven intact (a root alone cannot say which; smaller kept"
+                    " checkpoints narrow it down)"
                 )
-                report(Violation(None, None, CHECKPOINT_MISMATCH, message))
+                report(Violation(0, None, CHECKPOINT_MISMATCH, message))
 
 
 _BODY_CHECKER: Final = checking_decoder(EntryBody)
