@@ -152,32 +152,66 @@ _IMPORTED_FOR_NOBODY: list[bool] = []
 
 
 def _import_everything_the_cli_may_import() -> None:
-    """Import, as root, every module a CLI run might import lazily. The dropped child cannot
-    read the checkout or its .venv when they sit in a private folder (a clone under /root or
-    in ``mktemp -d``); with everything already in ``sys.modules`` it never needs to."""
+    """Import, before the fork, every module a CLI run might import lazily. The dropped child
+    cannot read the checkout, its .venv or even the interpreter's standard library when they
+    sit in a private folder (a clone under a 0700 home, pyenv under /root, ``mktemp -d``);
+    with everything already in ``sys.modules`` it never needs to. "Everything" is every module
+    of the packages and every module any of their ``import`` statements names, the lazy ones
+    inside functions included (``import signal`` in a command), read from their source."""
+    import ast
     import importlib
     import pkgutil
 
     if _IMPORTED_FOR_NOBODY:
         return
     _IMPORTED_FOR_NOBODY.append(True)
+    names: set[str] = {"_strptime", "encodings.idna", "encodings.ascii", "encodings.latin_1"}
     for name in ("ledger", "verifiers", "typer", "msgspec"):
         package = importlib.import_module(name)
         for info in pkgutil.walk_packages(package.__path__, f"{name}."):
             if info.name.endswith(("__main__", ".audit_rows")) or ".tests" in info.name:
                 continue
             try:
-                importlib.import_module(info.name)
+                module = importlib.import_module(info.name)
             except Exception:  # optional extras of a dependency (rich.jupyter needs IPython)
-                pass
+                continue
+            source = getattr(module, "__file__", None) or ""
+            if name in ("ledger", "verifiers") and source.endswith(".py"):
+                tree = ast.parse(Path(source).read_text("utf-8"))
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Import):
+                        names.update(alias.name for alias in node.names)
+                    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                        names.add(node.module)
+                        names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    for name in sorted(names):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # `from x import function`: not a module, already imported
+            pass
+
+
+def _forbid_imports_from_disk() -> None:
+    """In the dropped child: no finder may read a file any more, whoever runs the tests. As
+    root in a clone under a 0700 home the child cannot read the checkout, the venv or (pyenv
+    under /root) the standard library; emptying the import path makes every machine behave
+    like that one, so a privilege-dropping test that passes here passes wherever it is cloned."""
+    import importlib
+    import importlib.machinery
+
+    sys.path[:] = []
+    sys.path_hooks[:] = []
+    sys.path_importer_cache.clear()
+    keep = (importlib.machinery.BuiltinImporter, importlib.machinery.FrozenImporter)
+    sys.meta_path[:] = [finder for finder in sys.meta_path if finder in keep]
+    importlib.invalidate_caches()
 
 
 def as_nobody(work: Callable[[], Any]) -> Any:
     """``work()`` in a forked child that, when we are root, first drops to uid/gid 65534; its
     JSON-able result comes back through a pipe. Root reads a chmod-000 file regardless, so as
     root this is the only honest way to see what a user who lacks read permission gets."""
-    if os.geteuid() == 0:
-        _import_everything_the_cli_may_import()
+    _import_everything_the_cli_may_import()
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never return into pytest
@@ -189,6 +223,7 @@ def as_nobody(work: Callable[[], Any]) -> Any:
                 os.setgroups([])
                 os.setgid(65534)
                 os.setuid(65534)
+            _forbid_imports_from_disk()
             os.write(write_fd, json.dumps(work()).encode())
             status = 0
         except BaseException:

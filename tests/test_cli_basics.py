@@ -454,7 +454,8 @@ def test_bad_root_option_is_a_usage_error_not_a_traceback(ledger_path: Path) -> 
 def test_bad_int_argument_is_a_usage_error_naming_the_argument(ledger_path: Path) -> None:
     result = run_cli_subprocess(["--db", str(ledger_path), "prove", "abc"])
     assert_refused(result, "usage-error", as_json=False)
-    assert "'seq'" in result.stderr and "`ledger prove --help`" in result.stderr
+    # named as its help page shows it (metavar SEQ)
+    assert "'SEQ'" in result.stderr and "`ledger prove --help`" in result.stderr
 
 
 def test_no_arguments_prints_the_overview_on_stdout_and_exits_0() -> None:
@@ -515,4 +516,4 @@ def test_exit_codes_returned_by_commands_reach_the_console_script(tmp_path: Path
     bad.write_bytes(b"diff --git a/x b/x\n--- a/x\n+++ b/y\n@@ -1 +1 @@\n-a\n+b\n")
     assert run_cli_subprocess(["check-patch", str(good)]).code == 0
     refused = run_cli_subprocess(["check-patch", str(bad)])
-    assert refused.code == 1 and refused.stdout.rstrip().endswith("findings"), refused
+    assert refused.code == 1 and refused.stdout.rstrip().endswith("refused: 1 finding"), refused

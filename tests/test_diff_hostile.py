@@ -318,13 +318,18 @@ CASES: dict[str, tuple[bytes, str, str]] = {
         "correctness",
     ),
     "text-before-first-section": (
-        ("Subject: [PATCH] x\n\n" + GOOD).encode(),
+        ("Some notes about the change\n\n" + GOOD).encode(),
         "unexpected-text",
+        "correctness",
+    ),
+    "mail-headers-before-first-section": (
+        ("Subject: [PATCH] x\n\n" + GOOD).encode(),
+        "mail-patch",
         "correctness",
     ),
     "format-patch-mail-header": (
         ("From 1234 Mon Sep 17 00:00:00 2001\nFrom: a <a@b>\nSubject: x\n---\n" + GOOD).encode(),
-        "unexpected-text",
+        "mail-patch",
         "correctness",
     ),
     "combined-diff-cc": (

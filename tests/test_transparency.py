@@ -425,7 +425,9 @@ def test_rewrite_with_recomputed_chain_is_pinned_to_its_seq_by_a_checkpoint(
     assert result.code == 1
     report = result.json()
     assert report["first_bad_seq"] == REWRITTEN
-    assert by_code(report, "checkpoint-mismatch")
+    [mismatch] = by_code(report, "checkpoint-mismatch")
+    assert mismatch["seq"] == REWRITTEN
+    assert mismatch["message"].startswith(f"entry {REWRITTEN} is the first that differs")
 
 
 def test_full_rewrite_is_invisible_without_an_outside_checkpoint(
@@ -440,7 +442,10 @@ def test_full_rewrite_is_invisible_without_an_outside_checkpoint(
     ).decode("ascii")
     code, report = audit(db, grown.checkpoints[SIZE])
     assert code == 1
+    # Nothing localizes it: nothing is proven intact (seq 0), and the message says why no
+    # later entry can be named (it does not claim that every entry differs).
     assert [(v["seq"], v["code"]) for v in report["violations"]] == [(0, "checkpoint-mismatch")]
+    assert "a root alone cannot say which" in report["violations"][0]["message"]
 
 
 def test_full_rewrite_is_localized_by_the_largest_checkpoint_that_still_matches(

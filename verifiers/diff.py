@@ -146,6 +146,11 @@ class ParsedDiff(msgspec.Struct, frozen=True, gc=False):
 # Lexical pieces
 
 _DIFF_GIT: Final = "diff --git "
+# What a patch that is not a bare diff starts with: `git format-patch` writes an mbox separator
+# ("From <commit> Mon Sep 17 00:00:00 2001") and mail headers before the commit message.
+_MAIL_START: Final = re.compile(
+    r"From (?:[0-9a-f]{40}|[0-9a-f]{64}) |(?:From|Subject|Date|Message-I[Dd]|To|Cc): "
+)
 _NO_NEWLINE: Final = "\\ No newline at end of file"
 _DEV_NULL: Final = "/dev/null"
 _ALLOWED_MODES: Final = frozenset({"100644", "100755"})
@@ -1050,6 +1055,33 @@ def parse_diff(data: bytes, *, max_bytes: int = DEFAULT_MAX_PATCH_BYTES) -> Pars
         return _only(None, "too-many-lines", f"more than {MAX_PATCH_LINES} lines", POLICY)
     if not any(lines):
         return _only(None, "empty-patch", "the patch has no file sections", CORRECTNESS)
+    # Two common mistakes get a finding that names them, not a generic one: no line of a diff
+    # starts with ESC (a colour code of `git diff --color`), and a diff starts with its first
+    # section, not with a mail's headers. Both are linear scans (one find, one match).
+    colour = text.find("\n\x1b[") + 1 if not text.startswith("\x1b[") else 0
+    if text.startswith("\x1b[") or colour:
+        return _only(
+            text.count("\n", 0, colour) + 1,
+            "color-codes",
+            "the patch holds terminal colour codes (ESC [ ... m, as `git diff --color` writes"
+            " them): write it with `git diff --no-color`",
+            CORRECTNESS,
+        )
+    mail = None
+    for number, text_line in enumerate(lines):  # the text before the first section only
+        if text_line.startswith(_DIFF_GIT):
+            break
+        if _MAIL_START.match(text_line):
+            mail = number
+            break
+    if mail is not None:
+        return _only(
+            mail + 1,
+            "mail-patch",
+            "the patch is a mail (headers and a commit message, as `git format-patch` writes"
+            " it), not a diff: give the diff alone (`git diff BASE HEAD`)",
+            CORRECTNESS,
+        )
     tail = lines.pop()
     if tail != "":
         lines.append(tail)  # parsed like the others, but reported as missing its newline

@@ -331,7 +331,9 @@ def _check_checkpoints(
 ) -> None:
     """Each checkpoint must be a prefix of this ledger. A root alone cannot say which entry
     differs: the violation names the first seq after the largest checkpoint that still matches
-    (so several kept checkpoints localize a rewrite as finely as they were taken)."""
+    (so several kept checkpoints localize a rewrite as finely as they were taken) or the seq the
+    stored tree pins; with nothing to localize it, seq 0: no entry is proven intact, and the
+    message says that the root cannot name the entry (``first_bad_seq`` stays a safe bound)."""
     matching = [cp.size for cp in checkpoints if roots_at.get(cp.size) == cp.root]
     for cp in sorted(checkpoints, key=lambda c: c.size):
         if cp.size > count:
@@ -352,16 +354,25 @@ def _check_checkpoints(
                 and low <= first_leaf_mismatch < cp.size
             ):
                 # The stored tree still is the checkpointed one: it pins the first rewrite.
-                low = first_leaf_mismatch
-            report(
-                Violation(
-                    low,
-                    None,
-                    CHECKPOINT_MISMATCH,
-                    f"entries {low}..{cp.size - 1} differ from the checkpoint of size {cp.size}"
-                    " (the ledger was rewritten after the checkpoint was taken)",
+                message = (
+                    f"entry {first_leaf_mismatch} is the first that differs from the checkpoint"
+                    f" of size {cp.size} (the ledger was rewritten after the checkpoint was taken)"
                 )
-            )
+                report(Violation(first_leaf_mismatch, None, CHECKPOINT_MISMATCH, message))
+            elif low > 0:
+                message = (
+                    f"an entry in {low}..{cp.size - 1} differs from the checkpoint of size"
+                    f" {cp.size}; the entries before {low} match the checkpoint of size {low}"
+                )
+                report(Violation(low, None, CHECKPOINT_MISMATCH, message))
+            else:
+                message = (
+                    f"the first {cp.size} entries do not give the root of the checkpoint of size"
+                    f" {cp.size}: some entry in 0..{cp.size - 1} was rewritten after it was taken,"
+                    " so none is proven intact (a root alone cannot say which; smaller kept"
+                    " checkpoints narrow it down)"
+                )
+                report(Violation(0, None, CHECKPOINT_MISMATCH, message))
 
 
 _BODY_CHECKER: Final = checking_decoder(EntryBody)

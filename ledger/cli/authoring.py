@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from ledger.cli.output import note_files
+from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
@@ -126,9 +127,9 @@ def _show_seal(sealed: Any, as_json: bool, *, written: bool) -> None:
     if not sealed.changes:
         IO.say("sealed: every digest and binding is already right; nothing changed")
     elif written:
-        IO.say(f"sealed: {len(sealed.changes)} field(s) written")
+        IO.say(f"sealed: {count(len(sealed.changes), 'field')} written")
     else:
-        IO.say(f"stale: {len(sealed.changes)} field(s) would change (run `ledger seal`)")
+        IO.say(f"stale: {count(len(sealed.changes), 'field')} would change (run `ledger seal`)")
     if sealed.definition_digest is not None:
         IO.say(f"definition digest {sealed.definition_digest}")
 
@@ -208,7 +209,8 @@ def new_cohort(
             }
         )
     else:
-        IO.say(f"wrote cohort {cid} in {cohort_dir} ({len(files)} files; read its README.md)")
+        files_written = count(len(files), "file")
+        IO.say(f"wrote cohort {cid} in {cohort_dir} ({files_written}; read its README.md)")
         IO.say(f"definition digest {sealed.definition_digest}")
     return EXIT_OK
 
@@ -237,7 +239,7 @@ def _from_fixtures(
         IO.say(f"wrote cohort {cohort_id}")
     for name, reason in made.skipped:
         IO.say(f"skipped {name}: {reason}")
-    IO.say(f"{len(made.cohorts)} cohort(s) in {out}; freeze each: ledger freeze {out}/NAME")
+    IO.say(f"{count(len(made.cohorts), 'cohort')} in {out}; freeze each: ledger freeze {out}/NAME")
     return EXIT_OK
 
 
@@ -341,10 +343,10 @@ def _show_report(report: Any, as_json: bool) -> int:
     for note in report.notes:
         IO.say(note)
     if report.ok:
-        IO.say(f"ok: cohort {report.cohort}, {report.tasks} task(s), no error")
+        IO.say(f"ok: cohort {report.cohort}, {count(report.tasks, 'task')}, no error")
         IO.say(f"definition digest {report.definition_digest}")
         return EXIT_OK
-    IO.say(f"{len(report.problems)} error(s)")
+    IO.say(count(len(report.problems), "error"))
     return EXIT_FAILED
 
 
@@ -499,7 +501,7 @@ def bundle_pack(
         )
     else:
         IO.say(
-            f"wrote bundle {out}: {packed.files_changed} file(s) changed"
+            f"wrote bundle {out}: {count(packed.files_changed, 'file')} changed"
             f" ({packed.base[:12]}..{packed.head[:12]})"
         )
         IO.say(f"patch raw {packed.patch_digest}")

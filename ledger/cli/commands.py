@@ -18,14 +18,17 @@ the contract: ``Typer(cls=_LedgerGroup)`` is the one place every error (a librar
 usage error from the vendored click parser, a bug) becomes ``ledger: <code>: <message>``
 and exit 2 (Ctrl-C passes through it to ``ledger.cli.main``, which ends the process by SIGINT),
 and ``result_callback`` turns a command's returned exit code into ``typer.Exit``.
-No class-name checks, no private typer imports. Switched off, on purpose: shell completion
-(``--install-completion`` would change every help page and write into the user's shell rc),
-rich markup and pretty tracebacks (plain, byte-stable help; errors are ours, one line, never a
-traceback) -- so rich is never imported. typer is pinned to ``>=0.27,<0.29``: 0.27 and 0.28
-vendor click and print the same help and errors byte for byte, while 0.29 builds a pydantic
-``TypeAdapter`` for every parameter, which costs every start about 65 ms (a small ``verify``
-is ~0.2 s in all) and prints help as ``<list[str]>``; tests/test_cli_imports.py fails if a plain
-``verify`` or ``check-patch`` ever imports pydantic again.
+No class-name checks, no private typer imports. Shell completion is typer's (``ledger
+--install-completion`` / ``--show-completion``: only the root help lists them, and only an
+explicit ``--install-completion`` writes into the user's shell set-up). Switched off, on
+purpose: rich markup and pretty tracebacks (plain, byte-stable help; errors are ours, one line,
+never a traceback) -- so rich is never imported. ``_apply_conventions`` gives every command
+``--db`` (after the command name too) and metavars that say what to type. typer is pinned to
+``>=0.27,<0.29``: 0.27 and 0.28 vendor click and print the same help and errors byte for byte,
+while 0.29 builds a pydantic ``TypeAdapter`` for every parameter, which costs every start about
+65 ms (a small ``verify`` is ~0.2 s in all) and prints help as ``<list[str]>``;
+tests/test_cli_imports.py fails if a plain ``verify`` or ``check-patch`` ever imports pydantic
+again.
 """
 
 import base64
@@ -43,6 +46,7 @@ from typer.core import TyperGroup
 from ledger import __version__
 from ledger.cli import authoring, browse
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
+from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
@@ -74,6 +78,8 @@ class _LedgerGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         as_json = "--json" in args
+        if parent is None:
+            _apply_conventions(self)
         try:
             ctx = super().make_context(info_name, args, parent, **extra)
         except typer.TyperException as exc:  # a bad root option: `ledger --no-such`
@@ -110,6 +116,42 @@ class _LedgerGroup(TyperGroup):
             )
 
 
+# Metavars by click type name: what a person types, not the Python type (`<str>`, `<int range>`).
+_METAVARS = {"str": "<text>", "text": "<text>", "path": "<path>", "int": "<n>", "int range": "<n>"}
+_DB_HELP = "The ledger file, here or before the command (default: $LEDGER_DB, else ./ledger.db)."
+
+
+def _set_db(_ctx: Any, _param: Any, value: str | None) -> None:
+    if value is not None:  # given after the command name: it wins over the root's --db
+        STATE.db = Path(value)
+
+
+def _apply_conventions(command: Any) -> None:
+    """The conventions every command's help and parsing share (LEDGER.md section 11), applied
+    to the whole command tree, so a command added later follows them without a line of its own:
+    ``--db <path>`` accepted after the command name too, and metavars that say what to type."""
+    for sub in getattr(command, "commands", {}).values():
+        if not any(param.name == "db" for param in sub.params):
+            sub.params.insert(
+                0,
+                typer.core.TyperOption(
+                    param_decls=["--db"],
+                    metavar="<path>",
+                    expose_value=False,
+                    callback=_set_db,
+                    help=_DB_HELP,
+                ),
+            )
+        for param in sub.params:
+            if param.metavar is not None:
+                continue
+            if param.param_type_name == "argument":
+                param.metavar = (param.name or "value").upper()
+            elif not getattr(param, "is_flag", False):
+                param.metavar = _METAVARS.get(param.type.name, f"<{param.name}>")
+        _apply_conventions(sub)
+
+
 def _exit_with(code: int | None, **_root_params: Any) -> None:
     """``result_callback``: a command returns its exit code (0 ok, 1 reject/violations)."""
     raise typer.Exit(code or EXIT_OK)
@@ -124,7 +166,7 @@ app = typer.Typer(
         "ledger already committed, and let anyone audit the file."
     ),
     result_callback=_exit_with,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -339,13 +381,16 @@ def _summary(entry: Any) -> str:
             return f"origin {p['origin']}"
         if kind == "calibration.recorded":
             state = ", ".join(f"{v} {'green' if ok else 'RED'}" for v, ok in p["adapters"].items())
-            return f"{p['rows']} rows: {state}"
+            return f"{count(p['rows'], 'row')}: {state}"
         if kind == "cohort.frozen":
-            return f"{p['cohort']} ({len(p['tasks'])} tasks, {p['definition_digest'][:19]}...)"
+            return (
+                f"{p['cohort']} ({count(len(p['tasks']), 'task')},"
+                f" {p['definition_digest'][:19]}...)"
+            )
         if kind == "cohort.burned":
             return f"{p['cohort']}: {p['reason']}"
         if kind == "bundle.observed":
-            return f"{p['task']} ({len(p['observations'])} files observed)"
+            return f"{p['task']} ({count(len(p['observations']), 'file')} observed)"
         if kind == "verification.recorded":
             return f"{p['task']}: {p['outcome']} ({p['adapter_version']})"
     except (KeyError, TypeError, AttributeError):
@@ -577,7 +622,7 @@ def _show_object(obj: Any, as_json: bool) -> int:
             doc["body_base64"] = base64.b64encode(obj.body).decode("ascii")
         _emit_json(doc)
     else:
-        _note(f"object {obj.digest}  {obj.sha256}  {obj.media_type}  {obj.size} bytes")
+        _note(f"object {obj.digest}  {obj.sha256}  {obj.media_type}  {count(obj.size, 'byte')}")
         # Shown, not copied: `show --json` gives the exact bytes (base64 or the document).
         sys.stdout.write(
             _visible(text, lines=True)
@@ -832,7 +877,7 @@ def _verify_batch(
     if not as_json:
         outcomes = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
         refused = seen.count(EXIT_REFUSED)
-        _say(f"batch: {total} bundles: {outcomes or 'none recorded'}; {refused} refused")
+        _say(f"batch: {count(total, 'bundle')}: {outcomes or 'none recorded'}; {refused} refused")
     return max(seen, default=EXIT_OK)
 
 
@@ -887,7 +932,8 @@ def _say_verification(result: Any) -> None:
         _say(earlier)
     for check in doc.get("checks", []):
         if check.get("status") != "passed":
-            _say(f"  check {check.get('id')}: {check.get('status')}: {check.get('summary')}")
+            summary = f": {check['summary']}" if check.get("summary") else ""
+            _say(f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}")
     for item in doc.get("findings", []):
         where = (
             f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
@@ -895,7 +941,8 @@ def _say_verification(result: Any) -> None:
             else ""
         )
         _say(
-            f"  finding {item.get('severity')}/{item.get('category')}: {item.get('summary')}{where}"
+            f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
+            f" {item.get('summary') or '-'}{where}"
         )
 
 
@@ -994,12 +1041,12 @@ def check_patch(
                 f"{f.kind:<9} {f.old_path or '/dev/null'} -> {f.new_path or '/dev/null'}"
                 f"  {modes}  +{f.added_count} -{f.removed_count}"
             )
-        _say(f"valid: {len(parsed.files)} files")
+        _say(f"valid: {count(len(parsed.files), 'file')}")
         return EXIT_OK
     for x in parsed.findings:
         where = f"line {x.line}" if x.line is not None else "patch"
         _say(f"{where}: {x.category}/{x.code}: {x.message}")
-    _say(f"refused: {len(parsed.findings)} findings")
+    _say(f"refused: {count(len(parsed.findings), 'finding')}")
     return EXIT_FAILED
 
 
@@ -1067,6 +1114,13 @@ def audit(
     """
     from ledger.api import audit_export, audit_ledger
 
+    if key is not None and not checkpoint:
+        # --key checks the signatures of the given checkpoints; alone it would check nothing
+        # while the verdict looked signed-off.
+        raise UsageError(
+            "key-without-checkpoint",
+            "--key checks the signature of each --checkpoint FILE: give at least one",
+        )
     settings = _settings()
     checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
 
@@ -1129,16 +1183,19 @@ def _say_audit(report: Any, replayed: int) -> None:
         where = "-" if v.seq is None else str(v.seq)
         _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
     if report.ok:
-        extra = f", replayed {replayed} verifications" if replayed else ""
+        extra = f", replayed {count(replayed, 'verification')}" if replayed else ""
         skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
         _say(
-            f"intact{skips}: {report.entries} entries, {report.objects} objects{extra};"
+            f"intact{skips}: {count(report.entries, 'entry', 'entries')},"
+            f" {count(report.objects, 'object')}{extra};"
             f" checked {', '.join(report.checks)}"
         )
     else:
+        # A violation of the file as a whole (a checkpoint, the tree) has no seq: none is named.
+        first = "" if report.first_bad_seq is None else f" (first bad seq: {report.first_bad_seq})"
         _say(
-            f"VIOLATIONS: {report.violation_count} (first bad seq: {report.first_bad_seq}) "
-            f"in {report.entries} entries"
+            f"VIOLATIONS: {report.violation_count}{first}"
+            f" in {count(report.entries, 'entry', 'entries')}"
         )
 
 
@@ -1430,9 +1487,10 @@ def export(
         _emit_json({"out": str(out), "public": public, **counts})
     else:
         _say(
-            f"exported {counts['entries']} entries and {counts['objects']} objects to {out}"
+            f"exported {count(counts['entries'], 'entry', 'entries')} and"
+            f" {count(counts['objects'], 'object')} to {out}"
             + (
-                f" ({counts['withheld']} objects of hidden tasks withheld)"
+                f" ({count(counts['withheld'], 'object')} of hidden tasks withheld)"
                 if counts["withheld"]
                 else ""
             )

@@ -417,6 +417,16 @@ def sign_checkpoint(cp: Checkpoint, signer_key: str) -> str:
 
 def open_checkpoint(note: str, verifier_keys: Sequence[str]) -> tuple[Checkpoint, list[str]]:
     """Verify a signed checkpoint note and parse its text."""
+    if isinstance(note, str) and "\n\n" not in note:
+        # A bare checkpoint body (`ledger checkpoint` without --sign) is well-formed, only
+        # unsigned: say that, not that the note's grammar is wrong.
+        parse_checkpoint(note)
+        keys = [parse_verifier_key(vkey) for vkey in verifier_keys]
+        wanted = ", ".join(f"{k.name}+{k.key_id:08x}" for k in keys) or "any key"
+        raise CheckpointError(
+            "checkpoint-signature-missing",
+            f"the checkpoint is not signed, so not signed by {wanted}",
+        )
     text, names = open_note(note, verifier_keys)
     return parse_checkpoint(text), names
 

@@ -1,0 +1,94 @@
+"""`make demo` tells the story (issue 16 item 10): why each reject happened, and a ledger that
+is still there afterwards at the path it prints.
+
+Regressions stopped: a demo whose rejects carry no reason (the reader cannot tell a forbidden
+path from a wrong marker), and a demo that audits a temporary ledger and deletes it, so the
+`ledger log` / `show` it invites cannot be run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import REPO_DIR, cli_env, run_cli
+
+# What each example reject is, by construction of the fixtures (tools/examples.py).
+REASONS = {
+    "fixtures/demo/bundles/pagination-test/attempt-2": "forbidden path changed: .github/",
+    "fixtures/demo/bundles/readme-marker/attempt-2": "Missing: '<!-- inventory-api:",
+    "fixtures/demo/bundles/timeout-default/attempt-2": "do not match worker-declared digest",
+    "fixtures/demo/bundles/yaml-safe-load/attempt-2": "Missing: 'yaml.load('",
+    "fixtures/demo/bundles/api-docs-contract/attempt-2": "unexpected-text",
+}
+
+
+def _demo(out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tools.demo", "--out", str(out)],
+        cwd=REPO_DIR,
+        env=cli_env({"LEDGER_TIME": None}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_demo_says_why_each_reject_happened_and_keeps_its_ledger(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    proc = _demo(out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    text = proc.stdout
+    db = out / "ledger.db"
+    # The ledger is where the demo says, after it ended, and it is the audited one.
+    assert f"The demo's ledger stays at {db}" in text
+    assert f"--db {db} log" in text
+    assert db.is_file() and (out / "checkpoint.txt").is_file()
+    audit = run_cli(["--db", str(db), "audit", "--no-replay", "--json"])
+    assert audit.code == 0 and audit.json()["entries"] == 32, audit
+    # Every reject of the summary is followed by its reason, and that reason is the first
+    # finding of the VerificationResult the ledger recorded for it.
+    expected = json.loads((REPO_DIR / "fixtures/demo/expected.json").read_text("utf-8"))
+    rejects = sorted(bundle for bundle, want in expected.items() if want == "reject")
+    assert sorted(REASONS) == rejects
+    summary = text[text.index("\nSummary") :]
+    lines = summary.splitlines()
+    recorded = run_cli(["--db", str(db), "log", "--json"]).json()["entries"]
+    results = [e for e in recorded if e["kind"] == "verification.recorded"]
+    for bundle in rejects:
+        [row] = [i for i, line in enumerate(lines) if line.split()[:1] == [bundle]]
+        assert lines[row].split()[1:4] == ["reject", "reject", "yes"], lines[row]
+        reason = lines[row + 1].strip()
+        assert reason.startswith("why: ["), (bundle, reason)
+        # The full list, above the summary, names the finding that decided it.
+        listed = text[text.index(f"verify {bundle}: reject") :].split("\n  verify ")[0]
+        assert REASONS[bundle] in listed, (bundle, listed)
+        task = bundle.split("/")[3]
+        [entry] = [
+            e
+            for e in results
+            if e["body"]["payload"]["task"].endswith(task)
+            and e["body"]["payload"]["outcome"] == "reject"
+        ]
+        result_ref = entry["body"]["payload"]["result"]["object"]
+        stored = run_cli(["--db", str(db), "show", result_ref, "--json"]).json()["document"]
+        first = stored["findings"][0]
+        assert reason.startswith(f"why: [{first['category']}] {first['summary']}"), reason
+    for line in lines:  # supports carry no reason
+        if re.match(r"  fixtures/\S+\s+support\s+support\s+yes$", line):
+            assert not lines[lines.index(line) + 1].strip().startswith("why:")
+
+
+def test_a_second_demo_run_says_it_replaced_the_previous_ledger(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "ledger.db").write_bytes(b"an old demo ledger")
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    proc = _demo(out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert f"(removed the previous demo's {out / 'ledger.db'})" in proc.stdout
+    assert (out / "notes.txt").read_text("utf-8") == "mine"  # nothing else is touched
+    assert run_cli(["--db", str(out / "ledger.db"), "log", "--json"]).code == 0
