@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,17 @@ def test_demo_says_why_each_reject_happened_and_keeps_its_ledger(tmp_path: Path)
     for line in lines:  # supports carry no reason
         if re.match(r"  fixtures/\S+\s+support\s+support\s+yes$", line):
             assert not lines[lines.index(line) + 1].strip().startswith("why:")
+    # It ends with the evidence in other tools' formats, where it says: a Datasette database
+    # with every verification, and one attestation per verdict of the demo cohort that checks.
+    browse, attestations = out / "browse.db", out / "demo.intoto.jsonl"
+    assert f"datasette -i {browse}" in text and f"check-attestation {attestations}" in text
+    with sqlite3.connect(f"file:{browse}?mode=ro", uri=True) as view:
+        [(shown,)] = view.execute("SELECT count(*) FROM verifications").fetchall()
+    assert shown == len(results)
+    checked = run_cli(["check-attestation", str(attestations), "--json"])
+    assert checked.code == 0, checked
+    demo_results = [e for e in results if e["body"]["payload"]["cohort"] == "example/demo"]
+    assert len(checked.json()["attestations"]) == len(demo_results)
 
 
 def test_a_second_demo_run_says_it_replaced_the_previous_ledger(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ DEFAULT_OUT = REPO / "build" / "demo"
 # What a run leaves in its folder (and the next run replaces): nothing else there is touched.
 LEDGER_FILE = "ledger.db"
 CHECKPOINT_FILE = "checkpoint.txt"
+BROWSE_FILE = "browse.db"  # with browse.metadata.json beside it (ledger browse)
+ATTESTATIONS_FILE = "demo.intoto.jsonl"
 
 
 class Result(NamedTuple):
@@ -108,7 +110,15 @@ def fresh_folder(out: Path) -> Path:
     """``out`` made ready for this run: created, or the previous run's files removed (and
     said so); only the files a run writes are touched."""
     out.mkdir(parents=True, exist_ok=True)
-    for name in (LEDGER_FILE, f"{LEDGER_FILE}-wal", f"{LEDGER_FILE}-shm", CHECKPOINT_FILE):
+    for name in (
+        LEDGER_FILE,
+        f"{LEDGER_FILE}-wal",
+        f"{LEDGER_FILE}-shm",
+        CHECKPOINT_FILE,
+        BROWSE_FILE,
+        "browse.metadata.json",
+        ATTESTATIONS_FILE,
+    ):
         old = out / name
         if old.is_file() and not old.is_symlink():
             old.unlink()
@@ -147,6 +157,12 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     print("\nA checkpoint kept outside the file lets anyone prove later that it only grew:")
     run(db, "checkpoint", "--out", str(checkpoint))
     audit = run(db, "audit", "--checkpoint", str(checkpoint))
+    print("\nThe evidence where other tools look: a database for Datasette, in-toto attestations:")
+    browse = folder / BROWSE_FILE
+    attestations = folder / ATTESTATIONS_FILE
+    run(db, "browse", "--out", str(browse))
+    run(db, "attest", "--cohort", "example/demo", "--out", str(attestations))
+    run(db, "check-attestation", str(attestations))
     print("\nSummary (why: the first finding of each reject; every one is listed above)")
     width = max(len("bundle"), *(len(row["bundle"]) for row in rows))
     print(f"  {'bundle':<{width}} {'expected':<8} {'outcome':<8} ok")
@@ -168,6 +184,9 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     print(f"  .venv/bin/ledger --db {shown} log")
     print(f"  .venv/bin/ledger --db {shown} show SEQ")
     print(f"  .venv/bin/ledger --db {shown} audit --checkpoint {_shown(checkpoint)}")
+    metadata = browse.with_name("browse.metadata.json")
+    print(f"  .venv/bin/datasette -i {_shown(browse)} -m {_shown(metadata)}")
+    print(f"  .venv/bin/ledger check-attestation {_shown(attestations)}")
     print("The next `make demo` replaces them.")
     return 0 if good and audit.returncode == 0 else 1
 
