@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck unit schemas fixtures bench bench-quick soak fuzz resources mutants clean
+.PHONY: demo test lint typecheck unit browser schemas fixtures bench bench-quick soak fuzz resources mutants clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,8 +25,18 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict ledger verifiers
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/pytest
+
+# tests/test_report.py renders the HTML report in Debian's headless Chromium: installed here when
+# it is missing (as root, from Debian's packages), never skipped.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for tests/test_report.py"; \
+	  apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
+	  { echo "cannot install chromium: install Debian's chromium package, then make test" >&2; \
+	    exit 1; }; }
 
 schemas: $(STAMP)
 	$(BIN)/python -m tools.schemas

@@ -217,6 +217,21 @@ def browse(
     return build_browse(ledger, Path(out), public=public, force=force)
 
 
+def report_html(
+    ledger: Ledger,
+    *,
+    public: bool = False,
+    cohort: str | None = None,
+    parallel: bool | None = None,
+) -> tuple[str, AuditReport]:
+    """What ``ledger report --html`` writes (LEDGER.md section 15): the audit of ``ledger`` and
+    the static page showing it, its checkpoint, cohorts, verdicts and findings."""
+    from ledger.interop.report import render_report
+
+    audited, _ = audit_ledger(ledger, parallel=parallel)
+    return render_report(ledger, audited, public=public, cohort=cohort), audited
+
+
 __all__ = [
     "AttestationCheck",
     "CohortStatus",
@@ -241,6 +256,7 @@ __all__ = [
     "open_ledger",
     "prove_consistency",
     "prove_inclusion",
+    "report_html",
     "settings_from_environ",
     "status",
     "verification_result",

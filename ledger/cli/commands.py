@@ -1393,6 +1393,39 @@ def attest(
     return EXIT_OK
 
 
+@app.command()
+def report(
+    html: Annotated[Path, typer.Option("--html", help="Write the report to this HTML file.")],
+    public: Annotated[
+        bool,
+        typer.Option("--public", help="Withhold hidden tasks' plans, results and findings."),
+    ] = False,
+    cohort: Annotated[
+        str | None, typer.Option("--cohort", help="Only this cohort (default: every one).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing --html file.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> int:
+    """One static, self-contained HTML page: the audit verdict, the checkpoint, per cohort the
+    tasks, outcomes (charts), every verdict's plan, bundle and entry, and why each reject."""
+    from ledger.api import report_html
+
+    check_output(html, force=force)  # before the audit runs
+    settings = _settings()
+    with _open_ledger(read_only=True, settings=settings) as ledger:
+        page, audited = report_html(
+            ledger, public=public, cohort=cohort, parallel=settings.parallel
+        )
+    write_output(html, page.encode("utf-8"), force=force)
+    if as_json:
+        _emit_json({"out": str(html), "audit_ok": audited.ok, "public": public})
+    else:
+        _say(f"wrote {html} (audit: {'intact' if audited.ok else 'violations found'})")
+    return EXIT_OK
+
+
 @app.command("check-attestation")
 def check_attestation_command(
     file: Annotated[Path, typer.Argument(help="A file `ledger attest` wrote.")],

@@ -260,6 +260,18 @@ def build_browse(
     )
 
 
+def browse_in_memory(ledger: Ledger, *, public: bool = False) -> sqlite3.Connection:
+    """The same tables, in a private in-memory database: what ``ledger report`` renders."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        _Builder(sqlite_utils.Database(conn), public=public).build(ledger)
+        conn.commit()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def _malformed(seq: int, what: str) -> StoreError:
     return StoreError("entry-malformed", f"entry {seq}: {what}; run `ledger audit`")
 
