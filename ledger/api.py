@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import os
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -32,6 +32,7 @@ import msgspec
 from ledger.audit.engine import audit
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
+from ledger.format.entries import Entry
 from ledger.operations.batch import verify_many
 from ledger.operations.burn import burn
 from ledger.operations.calibrate import calibrate
@@ -98,6 +99,23 @@ def open_ledger(
     if read_only:
         return Ledger.open_read_only(path, busy_timeout_ms=settings.busy_timeout_ms)
     return Ledger.open(path, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+
+
+def read_log(
+    ledger: Ledger,
+    *,
+    kinds: Sequence[str] = (),
+    since: int = 0,
+    tail: int | None = None,
+    limit: int | None = None,
+) -> Iterator[Entry]:
+    """What ``ledger log`` reads (LEDGER.md section 2, "Reading entries"): the entries of
+    ``kinds`` (each value a kind or a comma list; an unknown one is ``bad-kind``) from seq
+    ``since`` on, of those the last ``tail``, of those the first ``limit``, in seq order.
+
+    A generator over the store's cursors (constant memory); the arguments are checked at the
+    call, before anything is read."""
+    return ledger.select_entries(kinds=kinds, since=since, tail=tail, limit=limit)
 
 
 def audit_ledger(
@@ -208,6 +226,7 @@ __all__ = [
     "open_ledger",
     "prove_consistency",
     "prove_inclusion",
+    "read_log",
     "settings_from_environ",
     "verify",
     "verify_many",

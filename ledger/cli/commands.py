@@ -92,6 +92,14 @@ class _LedgerGroup(TyperGroup):
         except (KeyboardInterrupt, typer.Abort):
             _fail("interrupted", "interrupted; nothing was written", EXIT_REFUSED, as_json)
         except BrokenPipeError:
+            # The reader went away (`ledger log | head`): stop quietly. stdout is pointed at
+            # /dev/null so the interpreter's last flush of the lost buffer does not fail too.
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):
+                pass  # stdout is not a file (in-process use): nothing is flushed to a pipe
             raise typer.Exit(EXIT_OK) from None
         except Exception as exc:
             # A bug, not a refusal: every write is one transaction, so nothing was written.
@@ -240,24 +248,82 @@ def init(
 @app.command()
 def log(
     kind: Annotated[
-        list[str] | None, typer.Option("--kind", help="Only entries of this kind (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--kind", help="Only entries of this kind (repeatable, or a comma list).", metavar="K"
+        ),
     ] = None,
+    since: Annotated[
+        int, typer.Option("--since", help="Start at this seq (default: 0).", min=0, metavar="SEQ")
+    ] = 0,
+    tail: Annotated[
+        int | None,
+        typer.Option("--tail", help="Only the last N entries (of those selected).", min=0),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="At most N entries (the first ones).", min=0)
+    ] = None,
+    as_jsonl: Annotated[
+        bool, typer.Option("--jsonl", help="Print JSON Lines: one entry object per line.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> int:
-    """List the entries in seq order."""
+    """List the entries in seq order, streamed (constant memory, whatever the ledger's size).
 
+    --kind, --since, --tail and --limit select, in that order; an unknown kind is refused
+    (bad-kind). --json prints one document {"entries": [...]}, written as it is read."""
+    if as_json and as_jsonl:
+        raise UsageError("usage-error", "give --json or --jsonl, not both")
     with _open_ledger(read_only=True) as ledger:
-        entries = ledger.entries(kinds=tuple(kind or ()))
-        if as_json:
-            items = [
-                {"seq": e.seq, "kind": e.kind, "entry_hash": e.entry_hash, "body": _body(e)}
-                for e in entries
-            ]
-            _emit_json({"entries": items})
-            return EXIT_OK
-        for e in entries:
-            _say(f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}")
+        entries = ledger.select_entries(
+            kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
+        )
+        if as_jsonl:
+            try:
+                for e in entries:
+                    _emit_json_line(_entry_json(e))
+            except LedgerError as exc:  # a damaged row mid-stream: one last line, the error
+                _batch_fail(exc.code, exc.message, exc.exit_code, as_json=True)
+        elif as_json:
+            _stream_json_array("entries", (_entry_json(e) for e in entries))
+        else:
+            for e in entries:
+                _say(f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}")
     return EXIT_OK
+
+
+def _entry_json(entry: Any) -> dict[str, Any]:
+    return {
+        "seq": entry.seq,
+        "kind": entry.kind,
+        "entry_hash": entry.entry_hash,
+        "body": _body(entry),
+    }
+
+
+def _stream_json_array(key: str, items: Any) -> None:
+    """``_emit_json({key: list(items)})`` byte for byte, written one item at a time (the list
+    is never held). Item text holds no raw newline (JSON escapes them in strings), so indenting
+    each of its lines places it as ``json.dumps(..., indent=2)`` would at depth two."""
+    out = sys.stdout
+    head = json.dumps(key, ensure_ascii=False)
+    first = True
+    try:
+        for item in items:
+            text = json.dumps(item, ensure_ascii=False, sort_keys=True, indent=2)
+            out.write("{\n  " + head + ": [\n    " if first else ",\n    ")
+            out.write(text.replace("\n", "\n    "))
+            first = False
+    except LedgerError as exc:
+        if first:
+            raise  # nothing written yet: the plain error document
+        # Refused mid-stream (a damaged row): the document still closes, and is an error
+        # document, {"entries": [what was read before], "error": {"code", "message"}}.
+        error = {"error": {"code": exc.code, "message": exc.message}}
+        text = json.dumps(error, ensure_ascii=False, sort_keys=True, indent=2)
+        out.write("\n  ],\n" + text.removeprefix("{\n") + "\n")
+        raise typer.Exit(exc.exit_code) from None
+    out.write("{\n  " + head + ": []\n}\n" if first else "\n  ]\n}\n")
 
 
 def _body(entry: Any) -> Any:
