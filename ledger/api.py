@@ -124,7 +124,7 @@ def audit_ledger(
     replay: bool = True,
     checkpoints: Sequence[Checkpoint] = (),
     withheld: Mapping[str, tuple[str, int]] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     parallel: bool | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit`` runs: every check of LEDGER.md section 6, the commitment rules and
@@ -137,7 +137,8 @@ def audit_ledger(
     maps objects known to exist whose bytes are absent to the ``(sha256, size)`` listed for
     them (``audit_export`` decides which); every check skipped for want of bytes, or because
     ``replay`` is off, is counted in ``report.skipped`` and makes the verdict
-    ``intact-with-skips``."""
+    ``intact-with-skips``. ``progress(done, total)``, when given, is told the entries audited
+    so far (every few hundred, and after the last): what the CLI draws its bar from."""
     for cp in checkpoints:
         check_origin(ledger, cp)
     withheld = withheld or {}
@@ -167,7 +168,7 @@ def audit_export(
     *,
     replay: bool = True,
     checkpoints: Sequence[Checkpoint] = (),
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     parallel: bool | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit --from-export`` runs (LEDGER.md section 7, "Audit modes"): the export

@@ -152,6 +152,7 @@ PRINTS_ALLOWED = {
     "ledger.cli.main",
     "ledger.cli.commands",
     "ledger.cli.authoring",
+    "ledger.cli.progress",
     "ledger.audit.worker",
 }
 CLI_LIBRARIES = {"typer", "rich", "click"}

@@ -20,7 +20,8 @@ and exit 2, and ``result_callback`` turns a command's returned exit code into ``
 No class-name checks, no private typer imports. Switched off, on purpose: shell completion
 (``--install-completion`` would change every help page and write into the user's shell rc),
 rich markup and pretty tracebacks (plain, byte-stable help; errors are ours, one line, never a
-traceback) -- so rich is never imported. typer is pinned to ``>=0.27,<0.29``: 0.27 and 0.28
+traceback) -- so rich is imported only to draw a progress bar at a terminal (``progress.py``).
+typer is pinned to ``>=0.27,<0.29``: 0.27 and 0.28
 vendor click and print the same help and errors byte for byte, while 0.29 builds a pydantic
 ``TypeAdapter`` for every parameter, which costs every start about 65 ms (a small ``verify``
 is ~0.2 s in all) and prints help as ``<list[str]>``; tests/test_cli_imports.py fails if a plain
@@ -28,11 +29,12 @@ is ~0.2 s in all) and prints help as ``<list[str]>``; tests/test_cli_imports.py 
 """
 
 import base64
+import contextlib
 import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -41,6 +43,7 @@ from typer.core import TyperGroup
 
 from ledger import __version__
 from ledger.cli import authoring
+from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
@@ -460,8 +463,19 @@ def freeze(
         return authoring.freeze_dry_run(
             STATE.db, cohort_dir, root=root, hidden_plans=hidden_plans, as_json=as_json
         )
-    with _open_ledger(read_only=False) as ledger:
-        result = run_freeze(ledger, cohort_dir, root=root, hidden_plans=hidden_plans)
+    bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
+    try:
+        with _open_ledger(read_only=False) as ledger:
+            result = run_freeze(
+                ledger,
+                cohort_dir,
+                root=root,
+                hidden_plans=hidden_plans,
+                progress=bar.update if bar is not None else None,
+            )
+    finally:
+        if bar is not None:
+            bar.close()
     if as_json:
         _emit_json(msgspec_builtins(result))
     else:
@@ -575,7 +589,6 @@ def _verify_batch(
     A refusal before the first bundle (a bad list, no ledger) is one error line like any
     command's, compact under --json so the output stays JSON Lines."""
     import signal
-    import time
 
     from ledger.operations.batch import read_bundle_list, verify_many
 
@@ -587,7 +600,9 @@ def _verify_batch(
     except LedgerError as exc:
         _batch_fail(exc.code, exc.message, exc.exit_code, as_json)
     total = len(paths)
-    progress = _Progress(total) if sys.stderr.isatty() else None
+    progress = progress_bar("verify", total)
+    if progress is not None:
+        progress.update(0)  # drawn while the first bundle is judged
     counts: dict[str, int] = {}
     seen: list[int] = []  # the exit code of each bundle reported, in order
 
@@ -615,7 +630,7 @@ def _verify_batch(
             _say(text)
         sys.stdout.flush()
         if progress is not None:
-            progress.show(len(seen), time.monotonic())
+            progress.update(len(seen))
 
     # Ctrl-C is taken between two bundles, never inside one's append or output line: the
     # handler only marks it (each step returns within one judgement's time).
@@ -659,23 +674,14 @@ def _verify_batch(
     return max(seen, default=EXIT_OK)
 
 
-class _Progress:
-    """A one-line bar on stderr, redrawn at most ten times a second (only at a terminal)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.shown_at = 0.0
-
-    def show(self, done: int, now: float) -> None:
-        if done < self.total and now - self.shown_at < 0.1:
-            return
-        self.shown_at = now
-        filled = 30 * done // max(self.total, 1)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total}")
-        sys.stderr.flush()
-
-    def clear(self) -> None:
-        sys.stderr.write("\r\x1b[K")
+@contextlib.contextmanager
+def _closing(bar: ProgressBar | None) -> Iterator[None]:
+    """Erase ``bar`` when the block ends, however it ends (the result lines come after)."""
+    try:
+        yield
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _emit_json_line(value: Any) -> None:
@@ -885,29 +891,31 @@ def audit(
 
     settings = _settings()
     checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
-
-    def progress(n: int) -> None:
-        if not as_json and n % 100_000 == 0:
-            _note(f"audited {n} entries")
+    bar = progress_bar("audit")  # at a terminal only, on stderr (ledger/cli/progress.py)
+    progress = bar.update if bar is not None else None
 
     # Every check and all export policy are the library's (ledger.api); this only renders.
-    if from_export is not None:
-        report, replayed = audit_export(
-            from_export,
-            replay=not no_replay,
-            checkpoints=checkpoints,
-            progress=progress,
-            parallel=settings.parallel,
-        )
-    else:
-        with _open_ledger(read_only=True, settings=settings) as ledger:
-            report, replayed = audit_ledger(
-                ledger,
+    try:
+        if from_export is not None:
+            report, replayed = audit_export(
+                from_export,
                 replay=not no_replay,
                 checkpoints=checkpoints,
                 progress=progress,
                 parallel=settings.parallel,
             )
+        else:
+            with _open_ledger(read_only=True, settings=settings) as ledger:
+                report, replayed = audit_ledger(
+                    ledger,
+                    replay=not no_replay,
+                    checkpoints=checkpoints,
+                    progress=progress,
+                    parallel=settings.parallel,
+                )
+    finally:
+        if bar is not None:
+            bar.close()
     if as_json:
         _emit_json(_audit_json(report, replayed))
     else:
@@ -1146,15 +1154,18 @@ def export(
     `ledger audit --from-export FILE` without the SQLite file."""
     from ledger.transparency.export import export as run_export
 
-    with _open_ledger(read_only=True) as ledger:
+    # A bar on a terminal's stderr, unless the export itself is being written to that terminal.
+    bar = progress_bar("export") if out is not None or not sys.stdout.isatty() else None
+    progress = bar.update if bar is not None else None
+    with _open_ledger(read_only=True) as ledger, _closing(bar):
         if out is None:
             if as_json:
                 raise UsageError("usage-error", "--json needs --out (the export itself is stdout)")
-            run_export(ledger, sys.stdout, public=public)
+            run_export(ledger, sys.stdout, public=public, progress=progress)
             return EXIT_OK
         try:
             with out.open("w", encoding="utf-8") as handle:
-                counts = run_export(ledger, handle, public=public)
+                counts = run_export(ledger, handle, public=public, progress=progress)
         except OSError as exc:
             raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
         except LedgerError:
