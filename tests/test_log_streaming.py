@@ -24,6 +24,7 @@ from helpers import (
     attacker,
     checkpointed_copy,
     cli_env,
+    fixed_clock,
     ledger_command,
     make_ledger,
     run_cli,
@@ -260,3 +261,20 @@ def test_log_into_a_closed_pipe_stops_quietly(big: Path) -> None:
             proc.wait(timeout=10)
     assert json.loads(first)["seq"] == 0
     assert proc.returncode == 0 and err == b""
+
+
+def test_log_json_and_jsonl_bytes_match_json_dumps_for_hostile_strings(tmp_path: Path) -> None:
+    # The lines are made by msgspec: its escaping must be the stdlib's, byte for byte.
+    path = tmp_path / "hostile.db"
+    make_ledger(path, 2)
+    tricky = '\x00\x1f\x7f\n\t\u2028\u2029\u202e é \U0001f600 "quoted" back\\slash </script>'
+    with Ledger.open(path, clock=fixed_clock) as ledger, ledger.writer() as w:
+        w.append("cohort.burned", {"note": tricky, tricky: [1, -2, {"é": None, "a": True}]})
+    everything = stored(path)
+    assert everything[-1]["body"]["payload"]["note"] == tricky
+    expected = json.dumps({"entries": everything}, ensure_ascii=False, sort_keys=True, indent=2)
+    assert log(path, "--json").stdout == expected + "\n"
+    lines = [
+        json.dumps(e, ensure_ascii=False, sort_keys=True, separators=(",", ":")) for e in everything
+    ]
+    assert log(path, "--jsonl").stdout == "".join(line + "\n" for line in lines)

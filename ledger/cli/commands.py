@@ -30,6 +30,7 @@ is ~0.2 s in all) and prints help as ``<list[str]>``; tests/test_cli_imports.py 
 
 import base64
 import contextlib
+import functools
 import json
 import os
 import re
@@ -282,9 +283,10 @@ def log(
             kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
         )
         if as_jsonl:
+            out = sys.stdout
             try:
                 for e in entries:
-                    _emit_json_line(_entry_json(e))
+                    out.write(_entry_json(e).decode("utf-8") + "\n")
             except LedgerError as exc:  # a damaged row mid-stream: one last line, the error
                 _batch_fail(exc.code, exc.message, exc.exit_code, as_json=True)
         elif as_json:
@@ -295,25 +297,42 @@ def log(
     return EXIT_OK
 
 
-def _entry_json(entry: Any) -> dict[str, Any]:
-    return {
-        "seq": entry.seq,
-        "kind": entry.kind,
-        "entry_hash": entry.entry_hash,
-        "body": _body(entry),
-    }
+def _entry_json(entry: Any) -> bytes:
+    """One entry as ``log`` prints it: compact JSON, keys sorted, non-ASCII kept (the bytes of
+    ``json.dumps(..., ensure_ascii=False, sort_keys=True, separators=(",", ":"))``, made by
+    msgspec at about five times the speed; the body was decoded once already, as the Entry)."""
+    decoder, encoder = _log_codec()
+    line: bytes = encoder.encode(
+        {
+            "seq": entry.seq,
+            "kind": entry.kind,
+            "entry_hash": entry.entry_hash,
+            "body": decoder.decode(entry.body_bytes),
+        }
+    )
+    return line
+
+
+@functools.cache
+def _log_codec() -> tuple[Any, Any]:
+    import msgspec
+
+    return msgspec.json.Decoder(), msgspec.json.Encoder(order="sorted")
 
 
 def _stream_json_array(key: str, items: Any) -> None:
-    """``_emit_json({key: list(items)})`` byte for byte, written one item at a time (the list
-    is never held). Item text holds no raw newline (JSON escapes them in strings), so indenting
-    each of its lines places it as ``json.dumps(..., indent=2)`` would at depth two."""
+    """``_emit_json({key: [...]})`` byte for byte, written one item at a time (the list is never
+    held). ``items`` are compact JSON bytes; ``msgspec.json.format`` indents each as
+    ``json.dumps(..., indent=2)`` does, and as it holds no raw newline (JSON escapes them in
+    strings), indenting each of its lines places it where the whole document would."""
+    import msgspec
+
     out = sys.stdout
     head = json.dumps(key, ensure_ascii=False)
     first = True
     try:
         for item in items:
-            text = json.dumps(item, ensure_ascii=False, sort_keys=True, indent=2)
+            text = msgspec.json.format(item, indent=2).decode("utf-8")
             out.write("{\n  " + head + ": [\n    " if first else ",\n    ")
             out.write(text.replace("\n", "\n    "))
             first = False
