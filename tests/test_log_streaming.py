@@ -278,3 +278,9 @@ def test_log_json_and_jsonl_bytes_match_json_dumps_for_hostile_strings(tmp_path:
         json.dumps(e, ensure_ascii=False, sort_keys=True, separators=(",", ":")) for e in everything
     ]
     assert log(path, "--jsonl").stdout == "".join(line + "\n" for line in lines)
+
+
+def test_a_since_past_any_sqlite_integer_is_an_empty_listing_not_a_crash(mixed: Path) -> None:
+    for args in (["--since", str(2**70)], ["--since", str(2**70), "--tail", "3"]):
+        result = log(mixed, "--jsonl", *args)
+        assert result.stdout == "" and result.stderr == ""
