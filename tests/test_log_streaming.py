@@ -21,6 +21,7 @@ import pytest
 from helpers import (
     FIXED_TIME,
     REPO_DIR,
+    append_entries,
     attacker,
     checkpointed_copy,
     cli_env,
@@ -284,3 +285,23 @@ def test_a_since_past_any_sqlite_integer_is_an_empty_listing_not_a_crash(mixed: 
     for args in (["--since", str(2**70)], ["--since", str(2**70), "--tail", "3"]):
         result = log(mixed, "--jsonl", *args)
         assert result.stdout == "" and result.stderr == ""
+
+
+def test_an_entry_appended_while_tail_reads_is_not_part_of_the_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --tail finds its start in one statement and reads from it in another: a writer that
+    # commits in between must not make "the last 3" four entries.
+    path = tmp_path / "busy.db"
+    make_ledger(path, 10)
+    with Ledger.open(path, clock=fixed_clock) as reader, Ledger.open(path) as writer:
+        real = reader.tail_start
+
+        def tail_then_append(*args: Any, **kwargs: Any) -> int:
+            start = real(*args, **kwargs)
+            append_entries(writer, 1, tag="late")
+            return start
+
+        monkeypatch.setattr(reader, "tail_start", tail_then_append)
+        assert [e.seq for e in reader.select_entries(tail=3)] == [8, 9, 10]
+        assert reader.size() == 12  # the late entry is there, after the tail that was asked for

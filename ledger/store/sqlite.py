@@ -519,7 +519,12 @@ class Ledger:
     ) -> Iterator[Entry]:
         if tail == 0 or limit == 0:
             return
-        start = since if tail is None else self.tail_start(tail, kinds=kinds, start=since)
+        start = since
+        if tail is not None:
+            start = self.tail_start(tail, kinds=kinds, start=since)
+            # Two statements, two read snapshots: what a writer appended in between is not
+            # part of the last ``tail`` this found.
+            limit = tail if limit is None else min(limit, tail)
         for count, entry in enumerate(self.entries(kinds=kinds, start=start), 1):
             yield entry
             if count == limit:
