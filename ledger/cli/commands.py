@@ -258,14 +258,24 @@ def log(
         ),
     ] = None,
     since: Annotated[
-        int, typer.Option("--since", help="Start at this seq (default: 0).", min=0, metavar="SEQ")
+        int,
+        typer.Option(
+            "--since",
+            help="Start at this seq (default: 0).",
+            min=0,
+            metavar="SEQ",
+            show_default=False,
+        ),
     ] = 0,
     tail: Annotated[
         int | None,
-        typer.Option("--tail", help="Only the last N entries (of those selected).", min=0),
+        typer.Option(
+            "--tail", help="Only the last N entries (of those selected).", min=0, metavar="N"
+        ),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", help="At most N entries (the first ones).", min=0)
+        int | None,
+        typer.Option("--limit", help="At most N entries (the first ones).", min=0, metavar="N"),
     ] = None,
     as_jsonl: Annotated[
         bool, typer.Option("--jsonl", help="Print JSON Lines: one entry object per line.")
