@@ -518,6 +518,64 @@ except BrokenPipeError:
 """
 
 
+# The first line's time inside the command, from the moment it opens the ledger (interpreter
+# start, imports and argument parsing are every command's start-up, not the read path): the
+# CLI's ``main`` with a stdout that notes the first line and then closes, as ``| head -1`` does.
+_FIRST_IN_PROCESS = """
+import io, json, sys, time
+import msgspec, ledger.settings, ledger.store.sqlite
+from ledger.cli import commands
+
+opened = []
+open_ledger = commands._open_ledger
+def timed_open(**kwargs):
+    opened.append(time.perf_counter())
+    return open_ledger(**kwargs)
+commands._open_ledger = timed_open
+
+class FirstLine(io.TextIOBase):
+    at = None
+    def write(self, text):
+        if self.at is None and "\\n" in text:
+            self.at = time.perf_counter()
+            raise BrokenPipeError
+        return len(text)
+
+sink, real = FirstLine(), sys.stdout
+t0 = time.perf_counter()
+sys.stdout = sink
+try:
+    commands.main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+sys.stdout = real
+first = None if sink.at is None or not opened else sink.at - opened[0]
+print(json.dumps({"first": first, "code": code, "start_up": opened[0] - t0}))
+"""
+
+# The baseline's same figure: connect, query, the first row as the same line.
+_BARE_FIRST = """
+import json, sqlite3, sys, time
+import msgspec
+decode, encode = msgspec.json.Decoder().decode, msgspec.json.Encoder(order="sorted").encode
+t0 = time.perf_counter()
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+rows = conn.execute("SELECT seq, kind, entry_hash, body FROM entries ORDER BY seq")
+seq, kind, h, body = next(rows)
+line = encode({"seq": seq, "kind": kind, "entry_hash": h, "body": decode(body)}) + b"\\n"
+print(json.dumps({"first": time.perf_counter() - t0, "code": 0}))
+"""
+
+
+def _first_in_process(script: str, args: list[str]) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, check=True, timeout=600
+    )
+    got = json.loads(done.stdout)
+    check(got["code"] == 0 and got["first"] is not None, f"{args}: {got}")
+    return float(got["first"])
+
+
 def _stream(cmd: list[str], mode: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", _MEASURE_STREAM, mode, *cmd],
@@ -552,10 +610,16 @@ def bench_log(work: Path, sz: Sizes) -> list[Row]:
                 check(got["code"] == 0 and got["stderr"] == "", f"{cmd[4:]}: {got}")
         return statistics.median(values)
 
-    start = median_of([*log, "--limit", "0"], "seconds")  # start-up and open, no entry
     first = median_of([*log, "--jsonl"], "first")
-    tail = median_of([*log, "--jsonl", "--tail", "10"], "seconds")
     bare_first = median_of(bare, "first")
+    args = ["--db", str(path), "log", "--jsonl"]
+    inside = statistics.median(_first_in_process(_FIRST_IN_PROCESS, args) for _ in range(runs))
+    tail = statistics.median(
+        _first_in_process(_FIRST_IN_PROCESS, [*args, "--tail", "10"]) for _ in range(runs)
+    )
+    bare_inside = statistics.median(
+        _first_in_process(_BARE_FIRST, [str(path)]) for _ in range(runs)
+    )
     note(f"log: whole --jsonl run of {big} entries")
     ours = _stream([*log, "--jsonl"], "all")
     base = _stream(bare, "all")
@@ -574,15 +638,14 @@ def bench_log(work: Path, sz: Sizes) -> list[Row]:
         array["code"] == 0 and array["first_line"] == "{\n", "log --json did not print a document"
     )
     mb, base_mb, array_mb = ours["rss_kb"] / 1024, base["rss_kb"] / 1024, array["rss_kb"] / 1024
-    after = first - start
     return [
         Row(
-            f"log --jsonl first line at {label}, after start-up",
-            ms(after),
-            f"{ms(start)} start-up (log --limit 0)",
-            f"{after / start:.2f}",
+            f"log --jsonl first line at {label} (open to line)",
+            ms(inside),
+            f"{ms(bare_inside)} bare sqlite3 reader",
+            f"{inside / bare_inside:.2f}",
             "<= 100 ms",
-            after <= 0.1,
+            inside <= 0.1,
         ),
         Row(
             f"log --jsonl first line at {label}, from spawn (info)",
@@ -617,12 +680,12 @@ def bench_log(work: Path, sz: Sizes) -> list[Row]:
             None,
         ),
         Row(
-            f"log --tail 10 at {label}, after start-up",
-            ms(tail - start),
-            f"{ms(start)} start-up (log --limit 0)",
-            f"{(tail - start) / start:.2f}",
+            f"log --tail 10 first line at {label} (open to line)",
+            ms(tail),
+            f"{ms(bare_inside)} bare sqlite3 reader (seq 0)",
+            f"{tail / bare_inside:.2f}",
             "<= 100 ms",
-            tail - start <= 0.1,
+            tail <= 0.1,
         ),
     ]
 
