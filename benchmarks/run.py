@@ -471,6 +471,225 @@ def bench_verify_at_size(work: Path, ledgers: dict[int, Path], sz: Sizes) -> lis
     ]
 
 
+# -- streaming reads: ``ledger log`` at the largest size ------------------------------------------
+
+# A fresh interpreter starts the command and reads its stdout line by line: the seconds to the
+# first line, the whole run, peak RSS (wait4; see ``_MEASURE``), lines, sha256 of the output.
+# "first" closes the pipe after the first line (as ``| head -1`` does) and reports its stderr.
+_MEASURE_STREAM = """
+import hashlib, json, os, subprocess, sys, time
+mode = sys.argv[1]
+t0 = time.perf_counter()
+proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+first = proc.stdout.readline()
+t_first = time.perf_counter() - t0
+digest, lines, last = hashlib.sha256(first), 1 if first else 0, first
+if mode == "all":
+    for line in proc.stdout:
+        digest.update(line)
+        lines += 1
+        last = line
+proc.stdout.close()
+err = proc.stderr.read()
+_, status, usage = os.wait4(proc.pid, 0)
+print(json.dumps({"first": t_first, "seconds": time.perf_counter() - t0,
+                  "rss_kb": usage.ru_maxrss, "code": os.waitstatus_to_exitcode(status),
+                  "lines": lines, "sha256": digest.hexdigest(), "first_line": first.decode(),
+                  "last_line": last.decode(), "stderr": err.decode(errors="replace")}))
+"""
+
+# The baseline: the same rows read with sqlite3 and written as the same lines (the encoder
+# ``log --jsonl`` uses), with no entry decoding, checking or rendering around it.
+_BARE_LOG = """
+import sqlite3, sys
+import msgspec
+decode, encode = msgspec.json.Decoder().decode, msgspec.json.Encoder(order="sorted").encode
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+out = sys.stdout.buffer
+try:
+    for seq, kind, h, body in conn.execute(
+        "SELECT seq, kind, entry_hash, body FROM entries ORDER BY seq"
+    ):
+        line = {"seq": seq, "kind": kind, "entry_hash": h, "body": decode(body)}
+        out.write(encode(line) + b"\\n")
+    out.flush()
+except BrokenPipeError:
+    pass
+"""
+
+
+# The first line's time inside the command, from the moment it opens the ledger (interpreter
+# start, imports and argument parsing are every command's start-up, not the read path): the
+# CLI's ``main`` with a stdout that notes the first line and then closes, as ``| head -1`` does.
+_FIRST_IN_PROCESS = """
+import io, json, sys, time
+import msgspec, ledger.settings, ledger.store.sqlite
+from ledger.cli import commands
+
+opened = []
+open_ledger = commands._open_ledger
+def timed_open(**kwargs):
+    opened.append(time.perf_counter())
+    return open_ledger(**kwargs)
+commands._open_ledger = timed_open
+
+class FirstLine(io.TextIOBase):
+    at = None
+    def write(self, text):
+        if self.at is None and "\\n" in text:
+            self.at = time.perf_counter()
+            raise BrokenPipeError
+        return len(text)
+
+sink, real = FirstLine(), sys.stdout
+t0 = time.perf_counter()
+sys.stdout = sink
+try:
+    commands.main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+sys.stdout = real
+first = None if sink.at is None or not opened else sink.at - opened[0]
+print(json.dumps({"first": first, "code": code, "start_up": opened[0] - t0}))
+"""
+
+# The baseline's same figure: connect, query, the first row as the same line.
+_BARE_FIRST = """
+import json, sqlite3, sys, time
+import msgspec
+decode, encode = msgspec.json.Decoder().decode, msgspec.json.Encoder(order="sorted").encode
+t0 = time.perf_counter()
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+rows = conn.execute("SELECT seq, kind, entry_hash, body FROM entries ORDER BY seq")
+seq, kind, h, body = next(rows)
+line = encode({"seq": seq, "kind": kind, "entry_hash": h, "body": decode(body)}) + b"\\n"
+print(json.dumps({"first": time.perf_counter() - t0, "code": 0}))
+"""
+
+
+def _first_in_process(script: str, args: list[str]) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, check=True, timeout=600
+    )
+    got = json.loads(done.stdout)
+    check(got["code"] == 0 and got["first"] is not None, f"{args}: {got}")
+    return float(got["first"])
+
+
+def _stream(cmd: list[str], mode: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE_STREAM, mode, *cmd],
+        capture_output=True,
+        check=True,
+        timeout=3600,
+    )
+    got: dict[str, Any] = json.loads(done.stdout)
+    return got
+
+
+def bench_log(work: Path, sz: Sizes) -> list[Row]:
+    """``ledger log`` on the largest ledger (1M entries; the ledger the ``state`` row builds,
+    reused from a ``--keep`` folder when it is there): time to the first line after start-up,
+    peak RSS of the whole ``--jsonl`` and ``--json`` runs, ``--tail``; against a bare sqlite3
+    reader of the same rows in the same run."""
+    big = max(sz.ledger_sizes)
+    path = work / f"ledger-{big}.db"
+    if not path.exists():
+        path = build_ledgers(work, sz, sizes=(big,))[big]
+    label = f"{big // 1000}k" if big < 1_000_000 else f"{big // 1_000_000}M"
+    log = [str(BIN / "ledger"), "--db", str(path), "log"]
+    bare = [sys.executable, "-c", _BARE_LOG, str(path)]
+    runs = max(3, sz.repeat)
+
+    def median_of(cmd: list[str], key: str) -> float:
+        values = []
+        for _ in range(runs):
+            got = _stream(cmd, "first")
+            values.append(got[key])
+            if cmd[0] != sys.executable:  # ours: `| head -1` ends it quietly
+                check(got["code"] == 0 and got["stderr"] == "", f"{cmd[4:]}: {got}")
+        return statistics.median(values)
+
+    first = median_of([*log, "--jsonl"], "first")
+    bare_first = median_of(bare, "first")
+    args = ["--db", str(path), "log", "--jsonl"]
+    inside = statistics.median(_first_in_process(_FIRST_IN_PROCESS, args) for _ in range(runs))
+    tail = statistics.median(
+        _first_in_process(_FIRST_IN_PROCESS, [*args, "--tail", "10"]) for _ in range(runs)
+    )
+    bare_inside = statistics.median(
+        _first_in_process(_BARE_FIRST, [str(path)]) for _ in range(runs)
+    )
+    note(f"log: whole --jsonl run of {big} entries")
+    ours = _stream([*log, "--jsonl"], "all")
+    base = _stream(bare, "all")
+    check(ours["code"] == 0 and ours["lines"] == big, f"log --jsonl printed {ours['lines']} lines")
+    check(json.loads(ours["first_line"])["seq"] == 0, "log --jsonl did not start at seq 0")
+    check(json.loads(ours["last_line"])["seq"] == big - 1, "log --jsonl did not end at the head")
+    check(ours["sha256"] == base["sha256"], "log --jsonl differs from the rows sqlite3 reads")
+    tailed = _stream([*log, "--jsonl", "--tail", "10"], "all")
+    check(
+        tailed["lines"] == 10 and json.loads(tailed["first_line"])["seq"] == big - 10,
+        "log --tail 10 did not print the last ten entries",
+    )
+    note(f"log: whole --json run of {big} entries")
+    array = _stream([*log, "--json"], "all")
+    check(
+        array["code"] == 0 and array["first_line"] == "{\n", "log --json did not print a document"
+    )
+    mb, base_mb, array_mb = ours["rss_kb"] / 1024, base["rss_kb"] / 1024, array["rss_kb"] / 1024
+    return [
+        Row(
+            f"log --jsonl first line at {label} (open to line)",
+            ms(inside),
+            f"{ms(bare_inside)} bare sqlite3 reader",
+            f"{inside / bare_inside:.2f}",
+            "<= 100 ms",
+            inside <= 0.1,
+        ),
+        Row(
+            f"log --jsonl first line at {label}, from spawn (info)",
+            ms(first),
+            f"{ms(bare_first)} bare sqlite3 reader",
+            f"{first / bare_first:.2f}",
+            "-",
+            None,
+        ),
+        Row(
+            f"log --jsonl peak RSS at {label}",
+            f"{mb:.1f} MB",
+            f"{base_mb:.1f} MB bare sqlite3 reader",
+            f"{mb / base_mb:.2f}",
+            "< 100 MB",
+            mb < 100,
+        ),
+        Row(
+            f"log --json (one document) peak RSS at {label}",
+            f"{array_mb:.1f} MB",
+            f"{base_mb:.1f} MB bare sqlite3 reader",
+            f"{array_mb / base_mb:.2f}",
+            "< 100 MB",
+            array_mb < 100,
+        ),
+        Row(
+            f"log --jsonl whole run at {label} (info)",
+            f"{ours['seconds']:.1f} s",
+            f"{base['seconds']:.1f} s bare sqlite3 reader",
+            f"{ours['seconds'] / base['seconds']:.2f}",
+            "-",
+            None,
+        ),
+        Row(
+            f"log --tail 10 first line at {label} (open to line)",
+            ms(tail),
+            f"{ms(bare_inside)} bare sqlite3 reader (seq 0)",
+            f"{tail / bare_inside:.2f}",
+            "<= 100 ms",
+            tail <= 0.1,
+        ),
+    ]
+
+
 def bare_audit_loop(path: Path, *, entries_only: bool = False) -> int:
     """The same rows the audit reads and the same hashes it recomputes, with no rule: each
     entry (BLAKE3, leaf hash, canonical form), the Merkle nodes stored in its row (the RFC 9162
@@ -1227,6 +1446,9 @@ def main(argv: list[str] | None = None) -> int:
         # Only when asked (``--only state``): the verify-at-size rows alone, on a ledger of the
         # largest size only (``ledgers`` ends with the same rows).
         ("state", lambda: bench_state(work, sz)),
+        # Only when asked (``--only log``): ``ledger log`` on the largest ledger (built as the
+        # ``state`` row builds it, or reused from ``--keep``).
+        ("log", lambda: bench_log(work, sz)),
     ]
     try:
         for name, fn in sections:
@@ -1234,7 +1456,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.only
                 and name not in args.only
                 and not (name == "diff" and {"verify", "start"} & set(args.only))
-            ) or (name == "state" and "state" not in args.only):
+            ) or (name in ("state", "log") and name not in args.only):
                 continue
             note(f"section {name}")
             try:

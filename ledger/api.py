@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import os
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +33,7 @@ import msgspec
 from ledger.audit.engine import audit
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
+from ledger.format.entries import Entry
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
 from ledger.operations.burn import burn
@@ -107,13 +108,30 @@ def open_ledger(
     return Ledger.open(path, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
 
 
+def read_log(
+    ledger: Ledger,
+    *,
+    kinds: Sequence[str] = (),
+    since: int = 0,
+    tail: int | None = None,
+    limit: int | None = None,
+) -> Iterator[Entry]:
+    """What ``ledger log`` reads (LEDGER.md section 2, "Reading entries"): the entries of
+    ``kinds`` (each value a kind or a comma list; an unknown one is ``bad-kind``) from seq
+    ``since`` on, of those the last ``tail``, of those the first ``limit``, in seq order.
+
+    A generator over the store's cursors (constant memory); the arguments are checked at the
+    call, before anything is read."""
+    return ledger.select_entries(kinds=kinds, since=since, tail=tail, limit=limit)
+
+
 def audit_ledger(
     ledger: Ledger,
     *,
     replay: bool = True,
     checkpoints: Sequence[Checkpoint] = (),
     withheld: Mapping[str, tuple[str, int]] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     parallel: bool | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit`` runs: every check of LEDGER.md section 6, the commitment rules and
@@ -126,7 +144,8 @@ def audit_ledger(
     maps objects known to exist whose bytes are absent to the ``(sha256, size)`` listed for
     them (``audit_export`` decides which); every check skipped for want of bytes, or because
     ``replay`` is off, is counted in ``report.skipped`` and makes the verdict
-    ``intact-with-skips``."""
+    ``intact-with-skips``. ``progress(done, total)``, when given, is told the entries audited
+    so far (every few hundred, and after the last): what the CLI draws its bar from."""
     for cp in checkpoints:
         check_origin(ledger, cp)
     withheld = withheld or {}
@@ -156,7 +175,7 @@ def audit_export(
     *,
     replay: bool = True,
     checkpoints: Sequence[Checkpoint] = (),
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     parallel: bool | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit --from-export`` runs (LEDGER.md section 7, "Audit modes"): the export
@@ -256,6 +275,7 @@ __all__ = [
     "open_ledger",
     "prove_consistency",
     "prove_inclusion",
+    "read_log",
     "report_html",
     "settings_from_environ",
     "status",

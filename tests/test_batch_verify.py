@@ -427,7 +427,9 @@ def test_progress_bar_only_when_stderr_is_a_terminal(demo_db: Path) -> None:
         os.close(primary)
     assert proc.returncode == 1
     assert len(jsonl(proc.stdout.decode())) == len(DEMO_BUNDLES)  # stdout stays JSON Lines
-    assert f"] {len(DEMO_BUNDLES)}/{len(DEMO_BUNDLES)}".encode() in shown
+    # The CLI's one bar (ledger/cli/progress.py): rich's bar glyphs and done/total.
+    assert f"{len(DEMO_BUNDLES)}/{len(DEMO_BUNDLES)}".encode() in shown
+    assert shown.startswith(b"\rverify ") and "━".encode() in shown
 
 
 def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(

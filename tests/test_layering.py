@@ -153,6 +153,7 @@ PRINTS_ALLOWED = {
     "ledger.cli.commands",
     "ledger.cli.authoring",
     "ledger.cli.browse",
+    "ledger.cli.progress",
     "ledger.audit.worker",
 }
 CLI_LIBRARIES = {"typer", "rich", "click"}

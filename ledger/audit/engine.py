@@ -82,7 +82,7 @@ def audit(
     ledger: Ledger,
     *,
     observers: Iterable[EntryObserver] = (),
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     checkpoints: Sequence[Checkpoint] = (),
     withheld: Collection[str] = (),
     parallel: bool | None = None,
@@ -94,7 +94,8 @@ def audit(
     ``parallel`` runs the row checks (chain, canonical form, tree) in a second process while
     this one decodes the entries and runs the observers; ``None`` decides from the ledger's
     size and the CPUs (the CLI passes ``LEDGER_AUDIT_PARALLEL``: ``ledger.settings``). The
-    report is the same either way.
+    report is the same either way. ``progress(done, total)`` is called every few hundred
+    entries and once after the last (``total``: the entries of the snapshot).
     """
     observers = list(observers)
     wanted_sizes = {cp.size for cp in checkpoints}
@@ -110,7 +111,7 @@ def audit(
         )
         try:
             return _audit_snapshot(
-                conn, worker, observers, progress, checkpoints, withheld, wanted_sizes
+                conn, worker, observers, progress, checkpoints, withheld, wanted_sizes, upto + 1
             )
         finally:
             if worker is not None:
@@ -121,10 +122,11 @@ def _audit_snapshot(
     conn: sqlite3.Connection,
     worker: _RowWorker | None,
     observers: list[EntryObserver],
-    progress: Callable[[int], None] | None,
+    progress: Callable[[int, int], None] | None,
     checkpoints: Sequence[Checkpoint],
     withheld: Collection[str],
     wanted_sizes: set[int],
+    total: int,
 ) -> AuditReport:
     """One pass over the rows (bodies, rules; the row checks too unless a worker has them),
     the row checks' answer, then everything that needs the whole file, then the checkpoints."""
@@ -140,7 +142,7 @@ def _audit_snapshot(
     inline = None if worker is not None else _RowChecks(report, wanted_sizes)
     # With a worker, what this process read, to prove the worker read the same (``RowDigest``).
     seen = RowDigest() if worker is not None else None
-    count, last = _entry_pass(conn, report, inline, seen, observers, derived, progress)
+    count, last = _entry_pass(conn, report, inline, seen, observers, derived, progress, total)
     rows = _row_answer(conn, report, worker, inline, seen, count, last, wanted_sizes)
     objects = _whole_file_checks(conn, report, observers, derived, withheld, count)
     _check_checkpoints(
@@ -179,7 +181,8 @@ def _entry_pass(
     seen: RowDigest | None,
     observers: list[EntryObserver],
     derived: StateIndexCheck,
-    progress: Callable[[int], None] | None,
+    progress: Callable[[int, int], None] | None,
+    total: int,
 ) -> tuple[int, tuple[int, str] | None]:
     """Every row in seq order: the row checks (``inline``, else only the digest of what was
     read, ``seen``), the body, the observers, and each reference into ``temp.audit_refs``.
@@ -228,8 +231,10 @@ def _entry_pass(
                 recent_refs.clear()
         last = (seq, row_hash)
         count += 1
-        if progress is not None and count % 10_000 == 0:
-            progress(count)
+        if progress is not None and count % _PROGRESS_EVERY == 0:
+            progress(count, max(total, count))
+    if progress is not None:
+        progress(count, max(total, count))
     if ref_buffer:
         conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
     return count, last
@@ -375,6 +380,9 @@ def _check_checkpoints(
                 report(Violation(0, None, CHECKPOINT_MISMATCH, message))
 
 
+# Entries between two progress reports: often enough for a bar to move during replays (each
+# costs milliseconds), rare enough to cost nothing against the entries' own checks.
+_PROGRESS_EVERY: Final = 256
 _BODY_CHECKER: Final = checking_decoder(EntryBody)
 # The row's kind picks a typed decoder: one decode validates the payload too, so the rules need
 # no second conversion. Anything it refuses goes the generic way, which names the defect.

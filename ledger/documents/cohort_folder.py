@@ -20,7 +20,7 @@ Rules (LEDGER.md "Freezing a cohort"):
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -187,9 +187,23 @@ def read_relative(
     raise CommitError(code, f"{what} {relpath!r} under {root} {reason}")
 
 
-def load_cohort(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = None) -> LoadedCohort:
-    """Read and cross-check a cohort folder. Raises CommitError/UsageError; writes nothing."""
-    loaded = _load(cohort_dir, root=root, hidden_plans=hidden_plans, checks=_Checks(collect=False))
+def load_cohort(
+    cohort_dir: Path,
+    *,
+    root: Path,
+    hidden_plans: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> LoadedCohort:
+    """Read and cross-check a cohort folder. Raises CommitError/UsageError; writes nothing.
+
+    ``progress(done, total)``, when given, is told each task read and checked, of them all."""
+    loaded = _load(
+        cohort_dir,
+        root=root,
+        hidden_plans=hidden_plans,
+        checks=_Checks(collect=False),
+        progress=progress,
+    )
     if loaded is None:  # pragma: no cover - a strict load raises before it could be None
         raise CommitError("document-invalid", f"{cohort_dir}/{COHORT_FILE} does not load")
     return loaded
@@ -209,7 +223,12 @@ def lint_cohort(
 
 
 def _load(
-    cohort_dir: Path, *, root: Path, hidden_plans: Path | None, checks: _Checks
+    cohort_dir: Path,
+    *,
+    root: Path,
+    hidden_plans: Path | None,
+    checks: _Checks,
+    progress: Callable[[int, int], None] | None = None,
 ) -> LoadedCohort | None:
     cohort_file = f"{cohort_dir}/{COHORT_FILE}"
     cohort_bytes = checks.read(
@@ -290,6 +309,8 @@ def _load(
         )
         if item is not None:
             tasks.append(item)
+        if progress is not None:
+            progress(index + 1, len(cohort.tasks))
     return LoadedCohort(
         cohort=cohort, document=_document(decoded), definition_digest=digest, tasks=tuple(tasks)
     )

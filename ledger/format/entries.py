@@ -48,6 +48,30 @@ KINDS: Final = frozenset(
     }
 )
 
+MAX_KIND_FILTERS: Final = 64  # ``log --kind`` values (there are six kinds; repeats are fine)
+
+
+def check_kinds(values: Iterable[str]) -> tuple[str, ...]:
+    """The kinds a reader asked for (each value one kind or a comma list), in order, once each.
+
+    An unknown kind is refused (``bad-kind``) rather than matching nothing: a typo must not
+    read as "there are no such entries"."""
+    out: list[str] = []
+    for count, value in enumerate(values):
+        if count >= MAX_KIND_FILTERS:
+            raise UsageError("bad-kind", f"more than {MAX_KIND_FILTERS} --kind values")
+        for kind in value.split(","):
+            kind = kind.strip()
+            if kind not in KINDS:
+                raise UsageError(
+                    "bad-kind",
+                    f"{kind[:80]!r} is not an entry kind (one of {', '.join(sorted(KINDS))})",
+                )
+            if kind not in out:
+                out.append(kind)
+    return tuple(out)
+
+
 ADDRESS_RE: Final = re.compile(r"^blake3:[0-9a-f]{64}\Z")
 # The form of an entry time, ASCII digits only (``\d`` would take any Unicode digit). The form
 # alone admits impossible times: ``valid_time`` is the one rule, this is its first half.

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -34,10 +35,25 @@ class FreezeResult(msgspec.Struct, frozen=True):
 
 
 def freeze(
-    ledger: Ledger, cohort_dir: Path, *, root: Path, hidden_plans: Path | None = None
+    ledger: Ledger,
+    cohort_dir: Path,
+    *,
+    root: Path,
+    hidden_plans: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> FreezeResult:
-    """Freeze ``cohort_dir/cohort.json`` and what it names; see the module rules."""
-    loaded = load_cohort(cohort_dir, root=root, hidden_plans=hidden_plans)
+    """Freeze ``cohort_dir/cohort.json`` and what it names; see the module rules.
+
+    ``progress(done, total)``, when given, counts two steps per task: read and checked, then
+    stored (``total`` is twice the tasks)."""
+
+    def loading(done: int, tasks: int) -> None:
+        if progress is not None:
+            progress(done, 2 * tasks)
+
+    loaded = load_cohort(
+        cohort_dir, root=root, hidden_plans=hidden_plans, progress=loading if progress else None
+    )
     cohort = loaded.cohort
     with ledger.writer() as w:
         state = StateIndex.for_writer(w)
@@ -70,7 +86,7 @@ def freeze(
             )
         for check in STATE_CHECKS:
             check(loaded, state)
-        frozen = _append_frozen(w, loaded)
+        frozen = _append_frozen(w, loaded, progress)
         burned_seq = None
         if cohort.stage == "burned":
             committed = CommittedCohort(
@@ -122,10 +138,13 @@ def _check_calibration(loaded: LoadedCohort, state: CommitmentLookups) -> None:
 STATE_CHECKS: Final = (_check_exposure, _check_calibration)
 
 
-def _append_frozen(w: Writer, loaded: LoadedCohort) -> Entry:
+def _append_frozen(
+    w: Writer, loaded: LoadedCohort, progress: Callable[[int, int], None] | None = None
+) -> Entry:
     refs = [w.put_object(loaded.document.canonical, JSON)]
     tasks = []
-    for item in loaded.tasks:
+    count = len(loaded.tasks)
+    for index, item in enumerate(loaded.tasks, 1):
         wu_object = w.put_object(item.work_unit_doc.canonical, JSON)
         plan_object = w.put_object(item.plan_doc.canonical, JSON)
         refs += [wu_object, plan_object]
@@ -150,6 +169,8 @@ def _append_frozen(w: Writer, loaded: LoadedCohort) -> Entry:
                 "adapter_version": item.adapter_version,
             }
         )
+        if progress is not None:
+            progress(count + index, 2 * count)
     payload = {
         "cohort": loaded.cohort.id,
         "definition_digest": loaded.definition_digest,
@@ -169,4 +190,3 @@ def _append_burn_from_document(
     )
     work_units = {item.task.id: item.work_unit_doc.digest for item in loaded.tasks}
     return append_burn(w, committed, reason, observed_ids, work_units, extra)
-

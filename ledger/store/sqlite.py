@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import heapq
 import os
 import sqlite3
 import stat
@@ -65,6 +66,7 @@ from ledger.format.entries import (
     Clock,
     Entry,
     EntryBody,
+    check_kinds,
     decode_body,
     encode_body,
     entry_hash,
@@ -151,6 +153,16 @@ class StoredObject:
         self.media_type = media_type
         self.size = size
         self.body = body
+
+
+def _seq_of(row: tuple[int, str, bytes]) -> int:
+    return row[0]
+
+
+def _rows(cursor: sqlite3.Cursor, sql: str, args: tuple[Any, ...]) -> Iterator[Any]:
+    """A cursor's rows through a generator: ``heapq.merge`` closes what it delegates to when it
+    is dropped, and ``Cursor.close`` raises once the ledger is closed; a generator's does not."""
+    yield from iter(cursor.execute(sql, args).fetchone, None)
 
 
 def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
@@ -433,20 +445,108 @@ class Ledger:
         return [row[0] for row in rows if isinstance(row[0], str)]
 
     def entries(self, *, kinds: Sequence[str] = (), start: int = 0) -> Iterator[Entry]:
-        """Entries in seq order (optionally of the given kinds), streamed."""
-        if kinds:
-            marks = ",".join("?" * len(kinds))
-            cursor = self._conn.execute(
-                f"SELECT seq, entry_hash, body FROM entries WHERE kind IN ({marks}) AND seq >= ?"
-                " ORDER BY seq",
-                (*kinds, start),
-            )
-        else:
-            cursor = self._conn.execute(
+        """Entries from seq ``start`` on in seq order (optionally of the given kinds), streamed
+        from cursors: constant memory, the first entry without reading the rest.
+
+        Several kinds are one cursor per kind over the ``(kind, seq)`` index, merged by seq:
+        ``kind IN (...) ORDER BY seq`` would make SQLite sort every matching row (bodies
+        included) in a temporary B-tree before it returns the first."""
+        if not INT_MIN <= start <= INT_MAX:
+            return
+        wanted = sorted(set(kinds))
+        rows: Iterable[tuple[int, str, bytes]]
+        if not wanted:
+            rows = self._conn.execute(
                 "SELECT seq, entry_hash, body FROM entries WHERE seq >= ? ORDER BY seq", (start,)
             )
-        for seq, hash_, body in cursor:
+        elif len(wanted) == 1:
+            rows = self._kind_rows(wanted[0], start)
+        else:
+            rows = heapq.merge(*(self._kind_rows(k, start) for k in wanted), key=_seq_of)
+        for seq, hash_, body in rows:
             yield _row_entry(seq, hash_, body)
+
+    def _kind_rows(self, kind: str, start: int) -> Iterator[tuple[int, str, bytes]]:
+        return _rows(
+            self._conn.cursor(),  # its own: several are read at once when merging
+            "SELECT seq, entry_hash, body FROM entries WHERE kind = ? AND seq >= ? ORDER BY seq",
+            (kind, start),
+        )
+
+    def tail_start(self, count: int, *, kinds: Sequence[str] = (), start: int = 0) -> int:
+        """The seq from which ``entries(kinds=kinds, start=...)`` yields exactly the last
+        ``count`` of ``entries(kinds=kinds, start=start)`` (``start`` when there are fewer).
+
+        Walks seqs backwards from the head (the ``(kind, seq)`` index, or the table's own
+        order), reading ``count`` seqs and no body: bounded by ``count``, not by the ledger."""
+        if count <= 0:
+            return max(self.size(), start)  # nothing: a start past the head
+        if not INT_MIN <= start <= INT_MAX:
+            return start
+        wanted = sorted(set(kinds))
+        streams: list[Iterator[tuple[int]]]
+        if not wanted:
+            streams = [
+                _rows(
+                    self._conn.cursor(),
+                    "SELECT seq FROM entries WHERE seq >= ? ORDER BY seq DESC",
+                    (start,),
+                )
+            ]
+        else:
+            streams = [
+                _rows(
+                    self._conn.cursor(),
+                    "SELECT seq FROM entries WHERE kind = ? AND seq >= ? ORDER BY seq DESC",
+                    (kind, start),
+                )
+                for kind in wanted
+            ]
+        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, reverse=True)
+        found = start
+        for index, (seq,) in enumerate(merged):
+            found = seq
+            if index + 1 == count:
+                break
+        else:
+            return start  # fewer than ``count``: all of them
+        return int(found)
+
+    def select_entries(
+        self,
+        *,
+        kinds: Sequence[str] = (),
+        since: int = 0,
+        tail: int | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Entry]:
+        """What ``ledger log`` reads: the entries of ``kinds`` (each known, else ``bad-kind``;
+        none: every kind) from seq ``since`` on, of those the last ``tail``, of those the first
+        ``limit``; streamed in seq order, in constant memory.
+
+        The kinds are checked here, before the first entry is read, so a typo is a refusal and
+        not an empty listing."""
+        wanted = check_kinds(kinds)
+        for name, value in (("since", since), ("tail", tail), ("limit", limit)):
+            if value is not None and value < 0:
+                raise UsageError("usage-error", f"--{name} must be 0 or more, not {value}")
+        return self._selected(wanted, since, tail, limit)
+
+    def _selected(
+        self, kinds: tuple[str, ...], since: int, tail: int | None, limit: int | None
+    ) -> Iterator[Entry]:
+        if tail == 0 or limit == 0:
+            return
+        start = since
+        if tail is not None:
+            start = self.tail_start(tail, kinds=kinds, start=since)
+            # Two statements, two read snapshots: what a writer appended in between is not
+            # part of the last ``tail`` this found.
+            limit = tail if limit is None else min(limit, tail)
+        for count, entry in enumerate(self.entries(kinds=kinds, start=start), 1):
+            yield entry
+            if count == limit:
+                return
 
     def raw_entries(self, start: int = 0) -> Iterator[tuple[int, str, str, str, bytes]]:
         """Rows as stored (seq, prev_hash, entry_hash, kind, body), unchecked: for the audit."""

@@ -17,7 +17,7 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -31,6 +31,7 @@ from ledger.transparency.proofs import b64, checkpoint
 from verifiers.jsonread import INT_MAX, read_json
 
 EXPORT_FORMAT: Final = "evidence-ledger-export/1"
+_PROGRESS_EVERY: Final = 256  # lines between two progress reports
 # The longest line `export` can write: the base64 of the largest object, with room for its
 # fields. Never more than this (plus one byte) of a line is read into memory.
 MAX_EXPORT_LINE: Final = 4 * -(-MAX_OBJECT_BYTES // 3) + 64 * 1024
@@ -145,12 +146,25 @@ def _check_stored(what: str, texts: tuple[object, ...], body: object, size: obje
         )
 
 
-def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, int]:
-    """Write the export to ``out`` from one consistent snapshot; return counts."""
+def export(
+    ledger: Ledger,
+    out: IO[str],
+    *,
+    public: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, int]:
+    """Write the export to ``out`` from one consistent snapshot; return counts.
+
+    ``progress(done, total)``, when given, is told the lines written after the header (entries,
+    then objects) every few hundred and after the last; ``total`` is the snapshot's rows."""
     counts = {"entries": 0, "objects": 0, "withheld": 0}
     with ledger.snapshot() as conn:
         withheld = hidden_task_objects(ledger) if public else set()
         cp = checkpoint(ledger)
+        total = 0
+        if progress is not None:
+            total = cp.size + int(conn.execute("SELECT count(*) FROM objects").fetchone()[0])
+            progress(0, total)
         header = {
             "type": "header",
             "format": EXPORT_FORMAT,
@@ -174,6 +188,8 @@ def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, i
             }
             out.write(json.dumps(row, sort_keys=True) + "\n")
             counts["entries"] += 1
+            if progress is not None and counts["entries"] % _PROGRESS_EVERY == 0:
+                progress(counts["entries"], total)
         for digest, sha256, media_type, size, body in conn.execute(
             "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest"
         ):
@@ -193,6 +209,11 @@ def export(ledger: Ledger, out: IO[str], *, public: bool = False) -> dict[str, i
                 item["body"] = b64(bytes(body))
             out.write(json.dumps(item, sort_keys=True) + "\n")
             counts["objects"] += 1
+            if progress is not None and counts["objects"] % _PROGRESS_EVERY == 0:
+                progress(counts["entries"] + counts["objects"], total)
+    if progress is not None:
+        done = counts["entries"] + counts["objects"]
+        progress(done, max(total, done))
     return counts
 
 
