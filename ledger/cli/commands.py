@@ -1056,7 +1056,8 @@ def prove(
 @app.command("check-proof")
 def check_proof(
     proof: Annotated[
-        Path, typer.Argument(help="A proof `ledger prove` wrote (--tlog, or --json).")
+        Path,
+        typer.Argument(metavar="FILE", help="A proof `ledger prove` wrote (--tlog, or --json)."),
     ],
     checkpoint: Annotated[
         Path | None,
@@ -1074,7 +1075,7 @@ def check_proof(
     ] = None,
     as_json: JsonOpt = False,
 ) -> int:
-    """Check a proof offline, with no ledger file: exit 0 valid, 1 invalid, 2 unusable input.
+    """Check a proof offline, with no ledger file (no --db): exit 0 valid, 1 invalid, 2 unusable.
 
     FILE is a C2SP tlog-proof (`prove SEQ --tlog`), an inclusion or a consistency proof
     (`prove --json`); its kind is read from its content. It is checked against --checkpoint
