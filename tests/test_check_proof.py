@@ -404,6 +404,32 @@ def test_oversized_proof_file_is_refused_before_it_is_read(log: Log) -> None:
     assert info.value.code == "proof-malformed"
 
 
+def test_oversized_tlog_proof_checkpoint_or_key_list_is_refused_by_the_library(log: Log) -> None:
+    tlog = log.prove("5", "--tlog")
+    head, _, note = tlog.partition("\n\n")
+    padded = head + "\n" + "A" * (300 * 1024) + "\n\n" + note  # under the file bound
+    path = log.write("padded.tlog", padded)
+    result = check(path, "--checkpoint", log.cp, "--leaf", log.leaf(5))
+    assert (result.code, result.error_code()) == (2, "tlog-proof-malformed")
+    proof = log.prove("5", "--json").encode()
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"checkpoint": log.cp.read_bytes() + b"x" * (256 * 1024)}, "checkpoint-malformed"),
+        ({"checkpoint": log.cp.read_text()}, "checkpoint-malformed"),  # text, not bytes
+        (
+            {"checkpoint": log.signed.read_bytes(), "keys": [log.pub.read_text().strip()] * 101},
+            "checkpoint-key-malformed",
+        ),
+        (
+            {"checkpoint": log.cp.read_bytes(), "leaf": b"x" * (4 * 1024 * 1024 + 1)},
+            "proof-malformed",
+        ),
+    ]
+    for kwargs, code in cases:
+        with pytest.raises(LedgerError) as info:
+            check_proof(proof, **kwargs)
+        assert info.value.code == code, kwargs.keys()
+
+
 def test_garbage_checkpoint_key_or_missing_file_is_unusable(log: Log) -> None:
     proof = log.write("7.json", log.prove("7", "--json"))
     cases = [

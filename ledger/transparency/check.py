@@ -260,11 +260,7 @@ def _parse_proof(data: bytes) -> _Inclusion | _Consistency:
     if len(data) > MAX_PROOF_BYTES:
         raise _malformed(f"the proof is larger than {MAX_PROOF_BYTES} bytes")
     if data.startswith(TLOG_PROOF_HEADER.encode("ascii") + b"\n"):
-        if len(data) > MAX_TLOG_PROOF_BYTES:
-            raise CheckpointError(
-                "tlog-proof-malformed",
-                f"the tlog-proof is larger than {MAX_TLOG_PROOF_BYTES} bytes",
-            )
+        # parse_tlog_proof bounds the text (MAX_TLOG_PROOF_BYTES) before it looks at it.
         return _parse_tlog_text(_text(data, "tlog-proof-malformed", "the tlog-proof"))
     if data.lstrip(b" \t\r\n")[:1] == b"{":
         return _parse_json(data)
