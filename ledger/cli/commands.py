@@ -1008,7 +1008,11 @@ def prove(
         typer.Option("--checkpoint", help="Prove inclusion against this (older) checkpoint."),
     ] = None,
     tlog: Annotated[
-        bool, typer.Option("--tlog", help="Print a C2SP tlog-proof (inclusion only).")
+        bool,
+        typer.Option(
+            "--tlog",
+            help="Print a C2SP tlog-proof (inclusion only; with --json, as `tlog_proof`).",
+        ),
     ] = False,
     as_json: JsonOpt = False,
 ) -> int:
