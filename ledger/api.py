@@ -44,6 +44,8 @@ from ledger.settings import Settings
 from ledger.state import CohortStatus, TaskStatus, ledger_status
 from ledger.store.lookup import find_ref, verification_result
 from ledger.store.sqlite import Ledger
+from ledger.transparency.check import ProofCheck
+from ledger.transparency.check import check_proof as _check_proof
 from ledger.transparency.export import export, hidden_task_objects, open_export
 from ledger.transparency.notes import Checkpoint
 from ledger.transparency.proofs import (
@@ -251,11 +253,28 @@ def report_html(
     return render_report(ledger, audited, public=public, cohort=cohort), audited
 
 
+def check_proof(
+    proof: bytes,
+    *,
+    checkpoint: bytes | None = None,
+    keys: Sequence[str] = (),
+    leaf: bytes | None = None,
+) -> ProofCheck:
+    """What ``ledger check-proof`` runs, with no ledger file (LEDGER.md section 7, "Checking a
+    proof offline"): ``proof`` is the bytes of a file ``ledger prove`` wrote (a C2SP tlog-proof,
+    or an inclusion or consistency proof as JSON), checked against ``checkpoint`` (a note's
+    bytes, signed or not) and verifier key strings ``keys`` (each must have signed it); ``leaf``
+    is the entry body a tlog-proof proves. Input that cannot be checked raises ``LedgerError``;
+    otherwise the ``ProofCheck`` says ``valid`` or gives the ``code`` and ``reason``."""
+    return _check_proof(proof, checkpoint=checkpoint, keys=keys, leaf=leaf)
+
+
 __all__ = [
     "AttestationCheck",
     "CohortStatus",
     "InitResult",
     "Ledger",
+    "ProofCheck",
     "Settings",
     "TaskStatus",
     "attestations",
@@ -265,6 +284,7 @@ __all__ = [
     "burn",
     "calibrate",
     "check_attestation",
+    "check_proof",
     "checkpoint",
     "checkpoint_note",
     "default_origin",

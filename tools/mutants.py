@@ -55,6 +55,7 @@ TARGETS = (
     "ledger/operations/verify.py",
     "ledger/state.py",
     "ledger/documents/cohort_folder.py",
+    "ledger/transparency/check.py",
     "verifiers/runner.py",
 )
 ALWAYS = ("tests/test_commitment.py", "tests/test_audit_tamper.py")

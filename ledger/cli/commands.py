@@ -1411,7 +1411,11 @@ def prove(
         typer.Option("--checkpoint", help="Prove inclusion against this (older) checkpoint."),
     ] = None,
     tlog: Annotated[
-        bool, typer.Option("--tlog", help="Print a C2SP tlog-proof (inclusion only).")
+        bool,
+        typer.Option(
+            "--tlog",
+            help="Print a C2SP tlog-proof (inclusion only; with --json, as `tlog_proof`).",
+        ),
     ] = False,
     as_json: JsonOpt = False,
 ) -> int:
@@ -1439,7 +1443,11 @@ def prove(
             kept_note = _read_text_file(checkpoint, 256 * 1024, "checkpoint")
         inclusion = prove_inclusion(ledger, seq if seq is not None else 0, size=size)
         note = kept_note or format_checkpoint(_checkpoint_of(ledger, inclusion.tree_size))
-    if tlog:
+    if tlog and as_json:
+        # The inclusion proof with its tlog-proof text: `check-proof` needs no --leaf for it.
+        text = format_tlog_proof(inclusion.index, inclusion.proof, note)
+        _emit_json({**inclusion.to_json(), "tlog_proof": text})
+    elif tlog:
         sys.stdout.write(format_tlog_proof(inclusion.index, inclusion.proof, note))
     elif as_json:
         _emit_json(inclusion.to_json())
@@ -1566,6 +1574,67 @@ def check_attestation_command(
             f"included in the tree of size {c.tree_size}{signed}"
         )
     return EXIT_OK
+@app.command("check-proof")
+def check_proof(
+    proof: Annotated[
+        Path,
+        typer.Argument(metavar="FILE", help="A proof `ledger prove` wrote (--tlog, or --json)."),
+    ],
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint", help="The checkpoint you trust (signed note or bare) to check against."
+        ),
+    ] = None,
+    key: Annotated[
+        list[Path] | None,
+        typer.Option("--key", help="Verifier key file: the checkpoint must be signed by it."),
+    ] = None,
+    leaf: Annotated[
+        Path | None,
+        typer.Option("--leaf", help="The entry body bytes a tlog-proof proves included."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Check a proof offline, with no ledger file (no --db): exit 0 valid, 1 invalid, 2 unusable.
+
+    FILE is a C2SP tlog-proof (`prove SEQ --tlog`), an inclusion or a consistency proof
+    (`prove --json`); its kind is read from its content. It is checked against --checkpoint
+    when given, else against the tlog-proof's own checkpoint, which every --key must have signed.
+    """
+    from ledger.api import check_proof as run_check
+    from ledger.transparency.check import (
+        MAX_CHECKPOINT_FILE_BYTES,
+        MAX_LEAF_BYTES,
+        MAX_PROOF_BYTES,
+    )
+
+    keys = [_read_text_file(path, 64 * 1024, "key").strip() for path in key or []]
+    cp = (
+        _read_bounded(checkpoint, MAX_CHECKPOINT_FILE_BYTES, "checkpoint")
+        if checkpoint is not None
+        else None
+    )
+    body = _read_bounded(leaf, MAX_LEAF_BYTES, "leaf") if leaf is not None else None
+    result = run_check(
+        _read_bounded(proof, MAX_PROOF_BYTES, "proof"), checkpoint=cp, keys=keys, leaf=body
+    )
+    if as_json:
+        _emit_json(result.to_json())
+    elif result.valid:
+        _say(f"valid: {result.reason}")
+        signed = f", signed by {', '.join(result.signed_by)}" if result.signed_by else ""
+        _say(f"checked against {result.origin} at size {result.checkpoint_size}{signed}")
+    else:
+        sys.stderr.write(_visible(f"ledger: {result.code}: {result.reason}") + "\n")
+    return EXIT_OK if result.valid else EXIT_FAILED
+
+
+def _read_bounded(path: Path, limit: int, what: str) -> bytes:
+    data = _read_operator_file(path, limit + 1)
+    if len(data) > limit:
+        raise UsageError("file-too-large", f"{what} {path} is larger than {limit} bytes")
+    return data
 
 
 def _say_consistency(proof: Any, as_json: bool) -> None:
