@@ -19,7 +19,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from commit_helpers import make_bundle, make_cohort
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from google.protobuf import json_format
 from helpers import FIXED_TIME, LEDGER_SCRIPT, CliResult, run_cli
@@ -28,7 +27,8 @@ from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
-from test_export import HIDDEN_COHORT, HIDDEN_TASK, make_hidden_cohort
+from test_export import HIDDEN_COHORT, HIDDEN_TASK
+from verdict_ledger import build_verdict_ledger
 
 from ledger.interop.attest import pae
 from ledger.transparency.notes import parse_verifier_key
@@ -82,28 +82,16 @@ class Built:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     root = tmp_path_factory.mktemp("attest")
-    db = root / "ledger.db"
-    assert cli("--db", str(db), "init", "--origin", ORIGIN).code == 0
-    assert cli("--db", str(db), "calibrate").code == 0
-    assert cli("--db", str(db), "freeze", str(make_cohort(root)), "--root", str(root)).code == 0
-    hidden = make_hidden_cohort(root, root / "hidden")
-    frozen = cli(
-        "--db", str(db), "freeze", str(hidden), "--root", str(root),
-        "--hidden-plans", str(root / "hidden"),
-    )  # fmt: skip
-    assert frozen.code == 0, frozen.stderr
-    verdicts: dict[str, int] = {}
-    for bundle, cohort_id, task in [
-        ("good", "test/cohort-a", "test/cohort-a/task-000"),
-        ("wrong-marker", "test/cohort-a", "test/cohort-a/task-001"),
-        ("fragment", HIDDEN_COHORT, HIDDEN_TASK),
-    ]:
-        result = cli(
-            "--db", str(db), "verify", str(make_bundle(root, bundle)),
-            "--cohort", cohort_id, "--task", task, "--json",
-        )  # fmt: skip
-        assert result.code in (0, 1), result.stderr
-        verdicts[task] = result.json()["result_entry"]
+    db, found = build_verdict_ledger(
+        root,
+        ORIGIN,
+        [
+            ("good", "test/cohort-a", "test/cohort-a/task-000"),
+            ("wrong-marker", "test/cohort-a", "test/cohort-a/task-001"),
+            ("fragment", HIDDEN_COHORT, HIDDEN_TASK),
+        ],
+    )
+    verdicts = {task: seq for task, (seq, _) in found.items() if "/" in task}
     keys = cli("keygen", "--name", ORIGIN, "--out", str(root / "ledger"), "--json")
     assert keys.code == 0, keys.stderr
     return Built(root, db, root / "ledger.key", root / "ledger.pub", verdicts)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from commit_helpers import make_bundle, make_cohort
 from helpers import FIXED_TIME, CliResult, run_cli
-from test_export import HIDDEN_COHORT, HIDDEN_TASK, SECRET, make_hidden_cohort
+from test_export import HIDDEN_COHORT, HIDDEN_TASK, SECRET
+from verdict_ledger import build_verdict_ledger
 
 from ledger.store.sqlite import Ledger
 
@@ -64,36 +64,23 @@ def render(page: Path, scratch: Path) -> Rendered:
 class Built:
     root: Path
     db: Path
-    verdicts: dict[str, tuple[int, str]]  # bundle name -> (result entry, outcome)
+    verdicts: dict[str, tuple[int, str]]  # bundle family or task -> (result entry, outcome)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     root = tmp_path_factory.mktemp("report")
-    db = root / "ledger.db"
-    assert cli("--db", str(db), "init", "--origin", "test.example/report").code == 0
-    assert cli("--db", str(db), "calibrate").code == 0
-    assert cli("--db", str(db), "freeze", str(make_cohort(root)), "--root", str(root)).code == 0
-    hidden = make_hidden_cohort(root, root / "hidden")
-    frozen = cli(
-        "--db", str(db), "freeze", str(hidden), "--root", str(root),
-        "--hidden-plans", str(root / "hidden"),
-    )  # fmt: skip
-    assert frozen.code == 0, frozen.stderr
-    verdicts: dict[str, tuple[int, str]] = {}
-    for bundle, cohort_id, task in [
-        ("good", "test/cohort-a", "test/cohort-a/task-000"),
-        ("wrong-marker", "test/cohort-a", "test/cohort-a/task-001"),
-        ("fragment", HIDDEN_COHORT, HIDDEN_TASK),
-        ("decoy", HIDDEN_COHORT, HIDDEN_TASK),
-    ]:
-        result = cli(
-            "--db", str(db), "verify", str(make_bundle(root, bundle)),
-            "--cohort", cohort_id, "--task", task, "--json",
-        )  # fmt: skip
-        assert result.code in (0, 1), result.stderr
-        verdicts[bundle] = (result.json()["result_entry"], result.json()["outcome"])
-    return Built(root, db, verdicts)
+    db, found = build_verdict_ledger(
+        root,
+        "test.example/report",
+        [
+            ("good", "test/cohort-a", "test/cohort-a/task-000"),
+            ("wrong-marker", "test/cohort-a", "test/cohort-a/task-001"),
+            ("fragment", HIDDEN_COHORT, HIDDEN_TASK),
+            ("decoy", HIDDEN_COHORT, HIDDEN_TASK),
+        ],
+    )
+    return Built(root, db, found)
 
 
 def report(built: Built, out: Path, *extra: str) -> str:
