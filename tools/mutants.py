@@ -56,6 +56,12 @@ TARGETS = (
     "ledger/state.py",
     "ledger/documents/cohort_folder.py",
     "ledger/transparency/check.py",
+    "ledger/transparency/timestamp.py",
+    "ledger/interop/attest.py",
+    "ledger/interop/browse.py",
+    "ledger/operations/batch.py",
+    "ledger/store/lookup.py",
+    "ledger/store/files.py",
     "verifiers/runner.py",
 )
 ALWAYS = ("tests/test_commitment.py", "tests/test_audit_tamper.py")
