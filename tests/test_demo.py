@@ -92,6 +92,9 @@ def test_demo_says_why_each_reject_happened_and_keeps_its_ledger(tmp_path: Path)
     assert checked.code == 0, checked
     demo_results = [e for e in results if e["body"]["payload"]["cohort"] == "example/demo"]
     assert len(checked.json()["attestations"]) == len(demo_results)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert f"report, one static page for any browser: {out / 'report.html'}" in text
+    assert page.count('<tr class="verification"') == len(results)
 
 
 def test_a_second_demo_run_says_it_replaced_the_previous_ledger(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ LEDGER_FILE = "ledger.db"
 CHECKPOINT_FILE = "checkpoint.txt"
 BROWSE_FILE = "browse.db"  # with browse.metadata.json beside it (ledger browse)
 ATTESTATIONS_FILE = "demo.intoto.jsonl"
+REPORT_FILE = "report.html"
 
 
 class Result(NamedTuple):
@@ -118,6 +119,7 @@ def fresh_folder(out: Path) -> Path:
         BROWSE_FILE,
         "browse.metadata.json",
         ATTESTATIONS_FILE,
+        REPORT_FILE,
     ):
         old = out / name
         if old.is_file() and not old.is_symlink():
@@ -163,6 +165,8 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     run(db, "browse", "--out", str(browse))
     run(db, "attest", "--cohort", "example/demo", "--out", str(attestations))
     run(db, "check-attestation", str(attestations))
+    report = folder / REPORT_FILE
+    run(db, "report", "--html", str(report))
     print("\nSummary (why: the first finding of each reject; every one is listed above)")
     width = max(len("bundle"), *(len(row["bundle"]) for row in rows))
     print(f"  {'bundle':<{width}} {'expected':<8} {'outcome':<8} ok")
@@ -187,6 +191,7 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     metadata = browse.with_name("browse.metadata.json")
     print(f"  .venv/bin/datasette -i {_shown(browse)} -m {_shown(metadata)}")
     print(f"  .venv/bin/ledger check-attestation {_shown(attestations)}")
+    print(f"  the report, one static page for any browser: {_shown(report)}")
     print("The next `make demo` replaces them.")
     return 0 if good and audit.returncode == 0 else 1
 
