@@ -346,3 +346,21 @@ def test_attest_takes_either_a_seq_or_a_cohort(built: Built) -> None:
     neither = cli("--db", str(built.db), "attest")
     assert both.code == neither.code == 2
     assert both.error_code() == neither.error_code() == "usage-error"
+
+
+def test_every_attestation_line_matches_its_published_schema(built: Built) -> None:
+    """schemas/attestation-bundle-v1.schema.json (generated from the Structs, drift-tested with
+    the others) holds for what `attest` really writes, signed or not, hidden task included."""
+    from tools.schemas import DEFAULT_DIR
+
+    schema = json.loads((DEFAULT_DIR / "attestation-bundle-v1.schema.json").read_text())
+    docs = [
+        *attest(built, "--cohort", "test/cohort-a", "--sign", str(built.key)),
+        *attest(built, str(built.verdicts[HIDDEN_TASK])),
+    ]
+    for doc in docs:
+        jsonschema.validate(doc, schema)
+    broken = copy.deepcopy(docs[0])
+    del broken["verificationMaterial"]["inclusionProof"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)

@@ -24,6 +24,7 @@ import msgspec
 from ledger.documents.cohort import BenchmarkCohort, BurnNotice
 from ledger.format.entries import EntryBody
 from ledger.format.payloads import PAYLOADS
+from ledger.interop.attest import AttestationBundle
 from verifiers.contracts import (
     ContractStruct,
     EvaluatorPlanV01,
@@ -142,6 +143,16 @@ CONTRACTS: Final[tuple[ContractSchema, ...]] = (
             f"The payload object of every {kind} entry; see LEDGER.md section 4.",
         )
         for kind, struct in sorted(PAYLOADS.items())
+    ),
+    ContractSchema(
+        "attestation-bundle",
+        "1",
+        AttestationBundle,
+        "Attestation bundle v1 (one line of `ledger attest`)",
+        "A DSSE envelope over an in-toto Statement v1 with a SLSA Verification Summary v1 "
+        "predicate, and what ties it to the ledger without the file: the entry's inclusion "
+        "proof, the checkpoint note and (unless the task is hidden) the VerificationResult; "
+        "see LEDGER.md section 7, 'Attestations'.",
     ),
 )
 

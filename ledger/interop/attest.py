@@ -29,8 +29,9 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+import msgspec
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
@@ -62,6 +63,42 @@ SUBJECT_EVIDENCE: Final = (PATCH_EVIDENCE, "candidate-artifact-hash")
 # One attestation line: the entry body and the result document are bounded by the store's
 # object limit; a line past this is not one `attest` writes.
 MAX_ATTESTATION_BYTES: Final = 64 * 1024 * 1024
+
+
+class DsseSignature(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    keyid: str  # the note key's ``<name>+<key ID hex>``
+    sig: str  # base64 Ed25519 signature over ``pae(payloadType, payload)``
+
+
+class DsseEnvelope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    payload: str  # base64 of the in-toto Statement v1 (JSON)
+    payloadType: str  # DSSE's field names, as the spec spells them
+    signatures: list[DsseSignature]
+
+
+class InclusionProofDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    index: int
+    tree_size: int
+    root_hash: str
+    leaf: str  # base64 of the entry body
+    leaf_hash: str
+    proof: list[str]
+
+
+class VerificationMaterial(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    inclusionProof: InclusionProofDoc
+    checkpoint: str  # the checkpoint note of the proof's tree
+    verificationResult: str | None = None  # base64; absent: a hidden task
+
+
+class AttestationBundle(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One line of a file ``ledger attest`` writes (schemas/attestation-bundle-v1.schema.json)."""
+
+    mediaType: Literal["application/vnd.evidence-ledger.attestation.v1+json"]  # its version
+    dsseEnvelope: DsseEnvelope
+    verificationMaterial: VerificationMaterial
 
 
 class AttestationError(LedgerError):
@@ -160,18 +197,22 @@ def attestation(
     cp = checkpoint(ledger, inclusion.tree_size)
     note = sign_checkpoint(cp, signer_key) if signer_key else format_checkpoint(cp)
     hidden = hidden_task_objects(ledger) if withheld is None else withheld
-    material: dict[str, Any] = {"inclusionProof": inclusion.to_json(), "checkpoint": note}
-    if payload["result"]["object"] not in hidden:
-        material["verificationResult"] = b64(stored.body)
-    return {
-        "mediaType": MEDIA_TYPE,
-        "dsseEnvelope": {
-            "payload": b64(statement),
-            "payloadType": PAYLOAD_TYPE,
-            "signatures": signatures,
-        },
-        "verificationMaterial": material,
-    }
+    result_withheld = payload["result"]["object"] in hidden
+    bundle = AttestationBundle(
+        mediaType=MEDIA_TYPE,
+        dsseEnvelope=DsseEnvelope(
+            payload=b64(statement),
+            payloadType=PAYLOAD_TYPE,
+            signatures=[DsseSignature(**sig) for sig in signatures],
+        ),
+        verificationMaterial=VerificationMaterial(
+            inclusionProof=InclusionProofDoc(**inclusion.to_json()),
+            checkpoint=note,
+            verificationResult=None if result_withheld else b64(stored.body),
+        ),
+    )
+    value: dict[str, Any] = msgspec.to_builtins(bundle)
+    return value
 
 
 def attestations(
