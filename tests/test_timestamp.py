@@ -113,6 +113,7 @@ def test_a_ca_file_without_a_certificate_is_refused(tsa: tuple[LocalTsa, str]) -
     with pytest.raises(TimestampError) as none:
         check_timestamp(token, NOTE, [])
     assert no_pem.value.code == huge.value.code == none.value.code == "tsa-ca-malformed"
+    assert "over" in huge.value.message  # refused by its size, before any PEM parsing
 
 
 def test_a_tsas_rejection_is_not_a_timestamp(tsa: tuple[LocalTsa, str]) -> None:
