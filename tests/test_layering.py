@@ -21,7 +21,11 @@ PARTS: dict[str, tuple[str, ...]] = {
     "settings": ("ledger.settings",),
     "format": ("ledger.format",),
     "documents": ("ledger.documents",),
-    "primitives": ("ledger.transparency.merkle", "ledger.transparency.notes"),
+    "primitives": (
+        "ledger.transparency.merkle",
+        "ledger.transparency.notes",
+        "ledger.transparency.witness",
+    ),
     "store": ("ledger.store",),
     "state": ("ledger.state",),
     "operations": ("ledger.operations",),

@@ -40,7 +40,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring
+from ledger.cli import authoring, witness
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
@@ -1118,6 +1118,9 @@ authoring.register(
     db=lambda: STATE.db,
     now=lambda: _settings().clock(),
     busy_timeout_ms=lambda: _settings().busy_timeout_ms,
+)
+witness.register(
+    app, say=_say, emit_json=_emit_json, read_text=_read_text_file, now=lambda: _settings().clock()
 )
 
 
