@@ -156,6 +156,7 @@ PRINTS_ALLOWED = {
     "ledger.cli.main",
     "ledger.cli.commands",
     "ledger.cli.authoring",
+    "ledger.cli.witness",
     "ledger.audit.worker",
 }
 CLI_LIBRARIES = {"typer", "rich", "click"}

@@ -7,6 +7,7 @@ the ``ledger`` app with the app's renderers, so this module does not import
 ``ledger.cli.commands`` and errors are rendered once, by ``ledger.cli.commands.main``.
 """
 
+import json
 import os
 import signal
 import sys
@@ -173,6 +174,9 @@ def serve(
         "127.0.0.1:0"
     ),
     watermark: WatermarkOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Say where it listens as one JSON line.")
+    ] = False,
 ) -> int:
     """Serve C2SP tlog-witness POST /add-checkpoint until SIGTERM or Ctrl-C."""
     from ledger.transparency.witness_server import WitnessServer, WitnessState, parse_listen
@@ -185,7 +189,11 @@ def serve(
         server = WitnessServer((host, port), witness, report=_report)
         try:
             bound_host, bound_port = server.server_address[:2]
-            IO.say(f"witness {signer.name} listening on http://{bound_host!s}:{bound_port}")
+            url = f"http://{bound_host!s}:{bound_port}"
+            if as_json:  # one line, so a supervisor reads it before the server's first answer
+                sys.stdout.write(json.dumps({"witness": signer.name, "listening": url}) + "\n")
+            else:
+                IO.say(f"witness {signer.name} listening on {url}")
             sys.stdout.flush()
             previous = signal.signal(signal.SIGTERM, _stop)
             try:

@@ -1,0 +1,319 @@
+"""``ledger witness serve`` as a real process on 127.0.0.1: the tlog-witness HTTP answers, the
+state across restarts, the bounds, and the refusals at start (a missing, foreign or rolled-back
+state). Every wait has a timeout; every server is stopped in a ``finally``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import selectors
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from helpers import cli_env, ledger_command, run_cli
+
+from ledger.transparency.merkle import MemoryNodes, consistency_proof
+from ledger.transparency.notes import Checkpoint, generate_key, sign_checkpoint
+from ledger.transparency.witness import (
+    MAX_REQUEST_BYTES,
+    format_add_checkpoint,
+    parse_cosigner_key,
+    verify_cosignature,
+)
+
+ORIGIN = "test.example/log"
+HONEST = [b"entry %d" % i for i in range(64)]
+FORK = HONEST[:6] + [b"rewritten %d" % i for i in range(58)]
+START_TIMEOUT_S = 30.0
+
+
+class Log:
+    def __init__(self, origin: str = ORIGIN) -> None:
+        self.origin = origin
+        self.skey, self.vkey = generate_key(origin)
+
+    def note(self, leaves: list[bytes], skey: str | None = None) -> str:
+        tree = MemoryNodes(leaves)
+        return sign_checkpoint(Checkpoint(self.origin, tree.size, tree.root()), skey or self.skey)
+
+    def body(self, leaves: list[bytes], old: int) -> bytes:
+        proof = consistency_proof(old, len(leaves), MemoryNodes(leaves)) if old else []
+        return format_add_checkpoint(old, proof, self.note(leaves))
+
+
+class Witness:
+    """A witness's files; ``serve()`` runs ``ledger witness serve`` on a free port."""
+
+    def __init__(self, folder: Path, log: Log) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self.log = log
+        self.key = folder / "w.key"
+        self.state = folder / "state.db"
+        out = run_cli(["witness", "keygen", "--out", str(folder / "w"), "--name", "w.example/1"])
+        assert out.code == 0, out.stderr
+        self.vkey = (folder / "w.pub").read_text("utf-8").strip()
+        out = run_cli(["witness", "init", "--key", str(self.key), "--state", str(self.state)])
+        assert out.code == 0, out.stderr
+
+    def args(self) -> list[str]:
+        return [
+            "witness", "serve", "--key", str(self.key), "--state", str(self.state),
+            "--log", f"{self.log.origin}={self.log.vkey}", "--listen", "127.0.0.1:0",
+        ]  # fmt: skip
+
+    @contextmanager
+    def serve(self) -> Iterator[Server]:
+        proc = subprocess.Popen(
+            [*ledger_command(), *self.args()],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=cli_env({"LEDGER_TIME": None}),
+            text=True,
+        )
+        try:
+            port = _read_port(proc)
+            yield Server(port, self)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
+            assert proc.stdout is not None and proc.stderr is not None
+            proc.stdout.close()
+            proc.stderr.close()
+
+    def start_refused(self) -> tuple[int, str]:
+        """Start the server expecting a refusal at start: (exit code, stderr)."""
+        proc = subprocess.run(
+            [*ledger_command(), *self.args()],
+            capture_output=True,
+            text=True,
+            env=cli_env(),
+            timeout=60,
+        )
+        return proc.returncode, proc.stderr
+
+
+def _read_port(proc: subprocess.Popen[str]) -> int:
+    assert proc.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        if not selector.select(timeout=START_TIMEOUT_S):
+            raise AssertionError("the witness did not say where it listens in time")
+    finally:
+        selector.close()
+    line = proc.stdout.readline()  # the whole line is written and flushed at once
+    assert " listening on http://127.0.0.1:" in line, (line, proc.poll())
+    return int(line.rsplit(":", 1)[1])
+
+
+class Server:
+    def __init__(self, port: int, witness: Witness) -> None:
+        self.port = port
+        self.witness = witness
+
+    def post(
+        self, body: bytes, *, path: str = "/add-checkpoint", headers: dict[str, str] | None = None
+    ) -> tuple[int, str, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15)
+        try:
+            conn.request("POST", path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            return response.status, response.getheader("Content-Type") or "", response.read()
+        finally:
+            conn.close()
+
+    def cosigned(self, body: bytes) -> int:
+        """POST ``body``; the answer must be a valid cosignature; returns its timestamp."""
+        status, _, answer = self.post(body)
+        assert status == 200, answer
+        note = body.split(b"\n\n", 1)[1].decode()
+        text = note.split("\n\n")[0] + "\n"
+        return verify_cosignature(text, answer.decode(), parse_cosigner_key(self.witness.vkey))
+
+
+@pytest.fixture
+def witness(tmp_path: Path) -> Witness:
+    return Witness(tmp_path / "w", Log())
+
+
+def test_cosign_grow_then_refuse_a_fork_and_a_smaller_tree_across_a_restart(
+    witness: Witness,
+) -> None:
+    log = witness.log
+    with witness.serve() as server:
+        server.cosigned(log.body(HONEST[:8], 0))
+        server.cosigned(log.body(HONEST[:20], 8))
+        server.cosigned(log.body(HONEST[:20], 20))  # the same head again: consistent
+        fork = server.post(log.body(FORK[:20], 20))
+        assert fork == (409, "text/x.tlog.size", b"20\n")
+        assert server.post(log.body(FORK[:30], 20))[0] == 422  # a fork that grew
+        assert server.post(log.body(HONEST[:12], 8)) == (409, "text/x.tlog.size", b"20\n")
+    with witness.serve() as server:  # a restart remembers the head
+        assert server.post(log.body(HONEST[:12], 0)) == (409, "text/x.tlog.size", b"20\n")
+        assert server.post(log.body(FORK[:20], 20))[:2] == (409, "text/x.tlog.size")
+        server.cosigned(log.body(HONEST[:40], 20))
+    result = run_cli(
+        ["witness", "evidence", "--key", str(witness.key), "--state", str(witness.state), "--json"]
+    )
+    evidence = json.loads(result.stdout)["evidence"]
+    codes = sorted(row["code"] for row in evidence)
+    assert codes == ["witness-fork", "witness-proof-invalid"]  # the same fork note is kept once
+    assert {row["note"] for row in evidence} == {log.note(FORK[:20]), log.note(FORK[:30])}
+
+
+def test_bad_requests_get_the_status_the_spec_prescribes(witness: Witness) -> None:
+    log = witness.log
+    with witness.serve() as server:
+        impostor, _ = generate_key(ORIGIN)
+        forged = format_add_checkpoint(0, [], log.note(HONEST[:5], skey=impostor))
+        assert server.post(forged)[0] == 403
+        status, _, body = server.post(Log("unknown.example/log").body(HONEST[:5], 0))
+        assert (status, body.decode().split(":")[0]) == (404, "witness-origin-unknown")
+        server.cosigned(log.body(HONEST[:5], 0))
+        garbage = log.body(HONEST[:9], 5).replace(b"\n\n", b"\n!!garbage!!\n\n", 1)
+        assert server.post(garbage)[0] == 400
+        wrong = format_add_checkpoint(5, [b"\x00" * 32] * 4, log.note(HONEST[:9]))
+        assert server.post(wrong)[0] == 422
+        status, _, body = server.post(b"x" * (MAX_REQUEST_BYTES + 1))
+        assert (status, body.decode().split(":")[0]) == (413, "witness-request-too-large")
+        status, _, body = server.post(log.body(HONEST[:9], 5), path="/other")
+        assert (status, body.decode().split(":")[0]) == (404, "witness-path-unknown")
+        # None of these moved the head: the consistent next checkpoint is still cosigned.
+        server.cosigned(log.body(HONEST[:9], 5))
+
+
+def test_an_oversized_body_is_refused_before_it_is_sent(witness: Witness) -> None:
+    """The witness answers 413 from the Content-Length alone and closes the connection."""
+    import socket
+
+    with witness.serve() as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=15) as sock:
+            sock.sendall(
+                b"POST /add-checkpoint HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n"
+            )
+            reply = sock.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 413 ")
+
+
+def test_a_request_without_content_length_is_refused(witness: Witness) -> None:
+    with witness.serve() as server:
+        status, _, body = server.post(b"", headers={"Transfer-Encoding": "chunked"})
+        assert (status, body.decode().split(":")[0]) == (411, "witness-length-required")
+
+
+def test_a_rolled_back_witness_state_is_refused_at_start(witness: Witness) -> None:
+    log = witness.log
+    with witness.serve() as server:
+        server.cosigned(log.body(HONEST[:8], 0))
+    backup = witness.folder / "backup.db"
+    shutil.copyfile(witness.state, backup)
+    with witness.serve() as server:
+        server.cosigned(log.body(HONEST[:30], 8))
+    shutil.copyfile(backup, witness.state)  # the state restored from yesterday's backup
+    code, stderr = witness.start_refused()
+    assert code == 2
+    assert "ledger: witness-state-rolled-back:" in stderr
+    # Had it started, it would cosign a fork of the tree it cosigned at size 30.
+
+
+def test_a_witness_whose_state_was_lost_does_not_start_over(witness: Witness) -> None:
+    witness.state.unlink()
+    code, stderr = witness.start_refused()
+    assert (code, stderr.split(":")[1].strip()) == (2, "witness-state-missing")
+    again = run_cli(["witness", "init", "--key", str(witness.key), "--state", str(witness.state)])
+    assert again.code == 2 and again.error_code() == "witness-state-invalid"  # watermark remains
+
+
+def test_a_missing_watermark_is_refused(witness: Witness) -> None:
+    (witness.folder / "state.db.watermark").unlink()
+    code, stderr = witness.start_refused()
+    assert code == 2 and "ledger: witness-watermark-unusable:" in stderr
+
+
+def test_a_state_of_another_witness_key_is_refused(witness: Witness, tmp_path: Path) -> None:
+    other = Witness(tmp_path / "other", witness.log)
+    shutil.copyfile(other.key, witness.key)
+    code, stderr = witness.start_refused()
+    assert code == 2 and "ledger: witness-state-key-mismatch:" in stderr
+
+
+def test_a_file_that_is_not_a_witness_state_is_refused(witness: Witness) -> None:
+    witness.state.write_bytes(b"not sqlite at all" * 100)
+    code, stderr = witness.start_refused()
+    assert code == 2 and "ledger: witness-state-invalid:" in stderr
+
+
+def test_a_bad_listen_address_is_refused(witness: Witness) -> None:
+    args = witness.args()
+    args[args.index("127.0.0.1:0")] = "localhost:99999"
+    result = run_cli(args)
+    assert (result.code, result.error_code()) == (2, "witness-listen-invalid")
+
+
+def test_a_bad_witness_key_file_is_refused(witness: Witness) -> None:
+    witness.key.write_text("PRIVATE+KEY+w+00000000+AAAA\n", encoding="utf-8")
+    result = run_cli(witness.args())
+    assert (result.code, result.error_code()) == (2, "witness-key-malformed")
+
+
+def test_racing_requests_from_one_old_size_get_exactly_one_cosignature(witness: Witness) -> None:
+    """The spec's race (two requests checked against the same old size, the smaller stored last)
+    cannot happen: the check and the store are one transaction."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    log = witness.log
+    with witness.serve() as server:
+        server.cosigned(log.body(HONEST[:8], 0))
+        bodies = [log.body(HONEST[:size], 8) for size in range(9, 25)]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            answers = list(pool.map(server.post, bodies))
+        winners = [i for i, (status, _, _) in enumerate(answers) if status == 200]
+        assert len(winners) == 1
+        won = 9 + winners[0]
+        assert all(a == (409, "text/x.tlog.size", f"{won}\n".encode()) for i, a in
+                   enumerate(answers) if i != winners[0])  # fmt: skip
+        assert server.post(log.body(HONEST[:won], 0))[2] == f"{won}\n".encode()
+
+
+def test_serve_json_says_where_it_listens_in_one_line(witness: Witness) -> None:
+    proc = subprocess.Popen(
+        [*ledger_command(), *witness.args(), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        assert selector.select(timeout=START_TIMEOUT_S), "no line in time"
+        selector.close()
+        said = json.loads(proc.stdout.readline())
+        assert said["witness"] == "w.example/1"
+        port = int(said["listening"].rsplit(":", 1)[1])
+        server = Server(port, witness)
+        # LEDGER_TIME fixes the cosignature time: 2026-01-31T12:00:00Z.
+        assert server.cosigned(witness.log.body(HONEST[:3], 0)) == 1769860800
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert proc.returncode == 0
