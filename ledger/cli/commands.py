@@ -1120,7 +1120,7 @@ authoring.register(
     busy_timeout_ms=lambda: _settings().busy_timeout_ms,
 )
 witness.register(
-    app, say=_say, emit_json=_emit_json, read_text=_read_text_file, now=lambda: _settings().clock()
+    app, say=_say, emit_json=_emit_json, read_text=_read_text_file, clock=lambda: _settings().clock
 )
 
 

@@ -38,7 +38,8 @@ class _Io:
     say: Callable[[str], None] = print  # replaced by register
     emit_json: Callable[[Any], None] = print
     read_text: Callable[[Path, int, str], str] = staticmethod(lambda p, n, w: "")
-    now: Callable[[], str] = staticmethod(lambda: "")
+    # The clock the app's settings give (LEDGER_TIME, else the wall clock), read once a command.
+    clock: Callable[[], Callable[[], str]] = staticmethod(lambda: lambda: "")
 
 
 IO = _Io()
@@ -57,17 +58,22 @@ def register(
     say: Callable[[str], None],
     emit_json: Callable[[Any], None],
     read_text: Callable[[Path, int, str], str],
-    now: Callable[[], str],
+    clock: Callable[[], Callable[[], str]],
 ) -> None:
     """Add ``ledger witness ...`` to ``app``."""
-    IO.say, IO.emit_json, IO.read_text, IO.now = say, emit_json, read_text, now
+    IO.say, IO.emit_json, IO.read_text, IO.clock = say, emit_json, read_text, clock
     app.add_typer(witness_app, name="witness")
 
 
-def _posix_now() -> int:
-    # LEDGER_TIME (fixed) or the wall clock, as the app's settings give it, in POSIX seconds.
-    text = IO.now()
-    return int(datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp())
+def _posix_clock() -> Callable[[], int]:
+    """The settings' clock (the environment read once, here) in POSIX seconds."""
+    clock = IO.clock()
+
+    def now() -> int:
+        text = clock()
+        return int(datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp())
+
+    return now
 
 
 def _signer(path: Path) -> Any:
@@ -184,7 +190,7 @@ def serve(
     signer = _signer(key)
     logs = _parse_logs(log)
     host, port = parse_listen(listen)
-    witness = WitnessState(state, _watermark(state, watermark), signer, logs, _posix_now)
+    witness = WitnessState(state, _watermark(state, watermark), signer, logs, _posix_clock())
     try:
         server = WitnessServer((host, port), witness, report=_report)
         try:
@@ -224,7 +230,7 @@ def evidence(
     """List the log-signed checkpoints the witness refused as inconsistent (fork evidence)."""
     from ledger.transparency.witness_server import WitnessState
 
-    witness = WitnessState(state, _watermark(state, watermark), _signer(key), {}, _posix_now)
+    witness = WitnessState(state, _watermark(state, watermark), _signer(key), {}, _posix_clock())
     try:
         rows = witness.evidence()
     finally:

@@ -191,7 +191,8 @@ class WitnessState:
             raise
 
     def close(self) -> None:
-        self._conn.close()
+        with self._lock:  # never under a request's transaction
+            self._conn.close()
 
     def _check(self, cosigner_vkey: str) -> None:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'cosigner'").fetchone()
