@@ -965,16 +965,32 @@ def checkpoint(
         Path | None, typer.Option(help="Signer key file (from `ledger keygen`): sign the note.")
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Also write the note to this file.")] = None,
+    witness: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--witness",
+            help="URL=VKEY: ask this C2SP tlog-witness to cosign, and record the cosignatures in"
+            " a checkpoint.witnessed entry (repeatable; needs --sign).",
+        ),
+    ] = None,
+    quorum: Annotated[
+        int, typer.Option(help="Refuse, writing nothing, with fewer valid cosignatures.")
+    ] = 0,
     as_json: JsonOpt = False,
 ) -> int:
     """Print the current checkpoint (C2SP tlog-checkpoint note: origin, size, base64 root).
 
     Keep it somewhere the ledger's owner cannot rewrite; `ledger audit --checkpoint FILE` later
-    proves the ledger only grew since.
+    proves the ledger only grew since. With --witness, witnesses cosign it and the ledger records
+    their cosignatures.
     """
     from ledger.transparency.proofs import checkpoint_note
 
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
+    if witness:
+        return _witnessed_checkpoint(signer, witness, quorum, out, as_json)
+    if quorum:
+        raise UsageError("usage-error", "--quorum needs --witness")
     with _open_ledger(read_only=True) as ledger:
         cp, note = checkpoint_note(ledger, signer)
     if out is not None:
@@ -993,6 +1009,46 @@ def checkpoint(
         )
     else:
         sys.stdout.write(note)
+    return EXIT_OK
+
+
+def _witnessed_checkpoint(
+    signer: str | None, witness: list[str], quorum: int, out: Path | None, as_json: bool
+) -> int:
+    from ledger.transparency.witnessing import parse_witness_option, witness_checkpoint
+
+    if signer is None:
+        raise UsageError("usage-error", "--witness needs --sign (witnesses cosign signed notes)")
+    targets = [parse_witness_option(value) for value in witness]
+    with _open_ledger(read_only=False) as ledger:
+        done = witness_checkpoint(ledger, signer, targets, quorum=quorum)
+    cosigned = done.note + "".join(r.cosignature for r in done.replies if r.cosignature)
+    if out is not None:
+        try:
+            out.write_text(cosigned, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
+    if as_json:
+        _emit_json(
+            {
+                "origin": done.checkpoint.origin,
+                "tree_size": done.checkpoint.size,
+                "root_hash": base64.b64encode(done.checkpoint.root).decode("ascii"),
+                "note": cosigned,
+                "entry": done.entry,
+                "cosigned": done.cosigned,
+                "witnesses": [r.to_json() for r in done.replies],
+            }
+        )
+    else:
+        sys.stdout.write(cosigned)
+        for reply in done.replies:
+            if reply.problem is not None:
+                _note(f"witness {reply.url}: {reply.problem}")
+        _note(
+            f"{done.cosigned} of {len(done.replies)} witnesses cosigned; recorded at seq"
+            f" {done.entry}"
+        )
     return EXIT_OK
 
 
