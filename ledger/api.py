@@ -48,6 +48,13 @@ from ledger.transparency.proofs import (
     prove_consistency,
     prove_inclusion,
 )
+from ledger.transparency.witness import verify_cosignature
+from ledger.transparency.witnessing import (
+    WitnessedCheckpoint,
+    WitnessTarget,
+    parse_witness_option,
+    witness_checkpoint,
+)
 
 EXPORT_HEADER_MISMATCH = "export-header-mismatch"
 
@@ -195,6 +202,8 @@ __all__ = [
     "InitResult",
     "Ledger",
     "Settings",
+    "WitnessTarget",
+    "WitnessedCheckpoint",
     "audit_export",
     "audit_ledger",
     "burn",
@@ -206,9 +215,12 @@ __all__ = [
     "freeze",
     "init_ledger",
     "open_ledger",
+    "parse_witness_option",
     "prove_consistency",
     "prove_inclusion",
     "settings_from_environ",
     "verify",
+    "verify_cosignature",
     "verify_many",
+    "witness_checkpoint",
 ]

@@ -177,6 +177,20 @@ def test_a_cosignature_from_an_unknown_key_is_not_recorded(setup: Setup) -> None
     assert _entries(setup.db, "checkpoint.witnessed") == []
 
 
+def test_the_library_asks_witnesses_as_the_command_does(setup: Setup) -> None:
+    from ledger import api
+
+    with setup.w1.serve() as s1:
+        target = api.parse_witness_option(f"http://127.0.0.1:{s1.port}={setup.w1.vkey}")
+        with api.open_ledger(setup.db) as ledger:
+            done = api.witness_checkpoint(ledger, setup.skey, [target], quorum=1)
+    assert (done.cosigned, done.entry, done.checkpoint.size) == (1, 5, 5)
+    line = done.replies[0].cosignature
+    assert line is not None
+    text = done.note.split("\n\n")[0] + "\n"
+    assert api.verify_cosignature(text, line, target.key) == done.replies[0].timestamp
+
+
 def test_witness_needs_sign_and_quorum_needs_witness(setup: Setup) -> None:
     out = run_cli(["--db", str(setup.db), "checkpoint", "--witness", f"http://x={setup.w1.vkey}"])
     assert (out.code, out.error_code()) == (2, "usage-error")
