@@ -419,3 +419,10 @@ def test_a_request_loop_of_a_misbehaving_client_never_cosigns_a_fork_or_a_rollba
     past = [(s, r) for s, r in cosigned if s > 10]
     tree = honest if past and past[0][1] == MemoryNodes(honest[: past[0][0]]).root() else fork
     assert all(r == MemoryNodes(tree[:s]).root() for s, r in past)
+
+
+@pytest.mark.parametrize("timestamp", [-1, 1 << 63, True])
+def test_a_timestamp_outside_0_to_2_63_minus_1_is_refused(timestamp: int) -> None:
+    with pytest.raises(WitnessError) as caught:
+        cosigned_message(SPEC_CHECKPOINT, timestamp)
+    assert caught.value.code == "cosignature-malformed"

@@ -195,3 +195,79 @@ def test_serve_json_says_where_it_listens_in_one_line(witness: Witness) -> None:
             if pipe is not None:
                 pipe.close()
     assert proc.returncode == 0
+
+
+def _sql(path: Path, statement: str) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute(statement)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_a_watermark_with_another_chain_hash_is_refused_as_rolled_back(witness: Witness) -> None:
+    mark = witness.folder / "state.db.watermark"
+    header, generation, _chain, _ = mark.read_text("ascii").split("\n")
+    mark.write_text(f"{header}\n{generation}\n{'A' * 43}=\n", encoding="ascii")
+    code, stderr = witness.start_refused()
+    assert code == 2 and "ledger: witness-state-rolled-back:" in stderr
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE journal SET chain = zeroblob(32) WHERE generation = 1",
+        "UPDATE heads SET size = '7'",
+        "PRAGMA user_version = 2",
+        "PRAGMA application_id = 0",
+    ],
+)
+def test_a_tampered_witness_state_is_refused_at_start(witness: Witness, statement: str) -> None:
+    with witness.serve() as server:
+        server.cosigned(witness.log.body(HONEST[:8], 0))
+        server.cosigned(witness.log.body(HONEST[:12], 8))  # generation 2: the watermark's
+    _sql(witness.state, statement)
+    code, stderr = witness.start_refused()
+    assert code == 2 and "ledger: witness-state-invalid:" in stderr, stderr
+
+
+def test_a_state_without_its_key_record_is_refused(witness: Witness) -> None:
+    _sql(witness.state, "DELETE FROM meta WHERE key = 'cosigner'")
+    code, stderr = witness.start_refused()
+    assert code == 2 and "ledger: witness-state-key-mismatch:" in stderr
+
+
+def test_a_state_that_is_a_folder_is_refused(witness: Witness) -> None:
+    witness.state.unlink()
+    witness.state.mkdir()
+    code, stderr = witness.start_refused()
+    assert code == 2 and "ledger: witness-state-invalid:" in stderr
+
+
+def test_init_refuses_a_symlink_and_an_unwritable_place(witness: Witness, tmp_path: Path) -> None:
+    link = tmp_path / "link.db"
+    link.symlink_to(tmp_path / "nowhere.db")
+    out = run_cli(["witness", "init", "--key", str(witness.key), "--state", str(link)])
+    assert (out.code, out.error_code()) == (2, "witness-state-invalid")
+    assert not (tmp_path / "nowhere.db").exists()
+    missing = tmp_path / "no-such-folder" / "state.db"
+    out = run_cli(
+        ["witness", "init", "--key", str(witness.key), "--state", str(missing),
+         "--watermark", str(tmp_path / "mark")]
+    )  # fmt: skip
+    assert (out.code, out.error_code()) == (2, "witness-state-invalid")
+
+
+def test_a_port_in_use_is_refused(witness: Witness) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        args = witness.args()
+        args[args.index("127.0.0.1:0")] = f"127.0.0.1:{busy.getsockname()[1]}"
+        result = run_cli(args)
+    assert (result.code, result.error_code()) == (2, "witness-listen-invalid")

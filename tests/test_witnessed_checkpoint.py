@@ -281,3 +281,33 @@ def test_the_audit_flags_a_witnessed_root_that_is_not_the_ledger_s(setup: Setup)
 def test_the_audit_flags_a_note_of_another_size_than_the_payload_s(setup: Setup) -> None:
     _append_witnessed(setup, tree_size=3)
     assert _audit_codes(setup) == ["witnessed-checkpoint-invalid"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "ftp://127.0.0.1:1={vkey}",
+        "http://={vkey}",
+        "http://127.0.0.1:1/?q={vkey}",
+        "http://127.0.0.1:1/#f={vkey}",
+        "http://127.0.0.1:1",  # no key
+    ],
+)
+def test_a_malformed_witness_option_is_refused(setup: Setup, value: str) -> None:
+    option = value.format(vkey=setup.w1.vkey)
+    out = run_cli(["--db", str(setup.db), "checkpoint", "--sign", str(setup.root / "log.key"),
+                   "--witness", option])  # fmt: skip
+    assert (out.code, out.error_code()) == (2, "usage-error")
+
+
+def test_witness_counts_keys_and_quorum_are_checked(setup: Setup) -> None:
+    from ledger import api
+    from ledger.errors import UsageError
+
+    target = api.parse_witness_option(f"http://127.0.0.1:1={setup.w1.vkey}")
+    with api.open_ledger(setup.db) as ledger:
+        for targets, quorum in (([], 0), ([target] * 33, 0), ([target, target], 0), ([target], 2)):
+            with pytest.raises(UsageError) as caught:
+                api.witness_checkpoint(ledger, setup.skey, targets, quorum=quorum)
+            assert caught.value.code == "usage-error"
+    assert setup.size() == 5

@@ -55,6 +55,9 @@ TARGETS = (
     "ledger/operations/verify.py",
     "ledger/state.py",
     "ledger/documents/cohort_folder.py",
+    "ledger/transparency/witness.py",
+    "ledger/transparency/witness_server.py",
+    "ledger/transparency/witnessing.py",
     "verifiers/runner.py",
 )
 ALWAYS = ("tests/test_commitment.py", "tests/test_audit_tamper.py")
