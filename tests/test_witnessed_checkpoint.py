@@ -311,3 +311,10 @@ def test_witness_counts_keys_and_quorum_are_checked(setup: Setup) -> None:
                 api.witness_checkpoint(ledger, setup.skey, targets, quorum=quorum)
             assert caught.value.code == "usage-error"
     assert setup.size() == 5
+
+
+def test_the_log_names_the_witnesses_of_a_witnessed_checkpoint(setup: Setup) -> None:
+    _append_witnessed(setup)
+    out = run_cli(["--db", str(setup.db), "log", "--kind", "checkpoint.witnessed"])
+    assert out.code == 0
+    assert "tree size 5 cosigned by w1.example/w" in out.stdout

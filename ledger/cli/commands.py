@@ -282,6 +282,9 @@ def _summary(entry: Any) -> str:
             return f"{p['task']} ({len(p['observations'])} files observed)"
         if kind == "verification.recorded":
             return f"{p['task']}: {p['outcome']} ({p['adapter_version']})"
+        if kind == "checkpoint.witnessed":
+            names = ", ".join(str(c["witness"]).split("+", 1)[0] for c in p["cosignatures"])
+            return f"tree size {p['tree_size']} cosigned by {names}"
     except (KeyError, TypeError, AttributeError):
         pass  # a malformed payload: the audit says what is wrong with it
     return ""
