@@ -318,3 +318,43 @@ def test_the_log_names_the_witnesses_of_a_witnessed_checkpoint(setup: Setup) -> 
     out = run_cli(["--db", str(setup.db), "log", "--kind", "checkpoint.witnessed"])
     assert out.code == 0
     assert "tree size 5 cosigned by w1.example/w" in out.stdout
+
+
+def test_the_audit_flags_a_witnessed_note_that_does_not_parse(setup: Setup) -> None:
+    _append_witnessed(setup, note="not a signed note\n")
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid"]
+
+
+def test_the_audit_flags_a_witnessed_checkpoint_of_another_origin(setup: Setup) -> None:
+    from ledger.transparency.notes import Checkpoint, generate_key, sign_checkpoint
+
+    ledger = Ledger.open_read_only(setup.db)
+    try:
+        from ledger.transparency.proofs import checkpoint
+
+        own = checkpoint(ledger)
+    finally:
+        ledger.close()
+    other = Checkpoint("other.example/ledger", own.size, own.root)
+    _append_witnessed(setup, note=sign_checkpoint(other, generate_key("other.example/ledger")[0]))
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid"]
+
+
+def test_the_audit_flags_a_root_hash_other_than_the_note_s(setup: Setup) -> None:
+    _append_witnessed(setup, root_hash=base64.b64encode(b"\x01" * 32).decode())
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid"]
+
+
+def test_the_audit_flags_a_witnessed_checkpoint_that_covers_its_own_entry(setup: Setup) -> None:
+    from ledger.transparency.notes import Checkpoint, sign_checkpoint
+
+    ahead = Checkpoint(ORIGIN, 6, b"\x02" * 32)  # the entry is seq 5: a tree of 6 includes it
+    _append_witnessed(
+        setup,
+        note=sign_checkpoint(ahead, setup.skey),
+        tree_size=6,
+        root_hash=base64.b64encode(ahead.root).decode(),
+    )
+    # The root cannot be the ledger's (it would hash this entry's own body); the line was
+    # cosigned over the true checkpoint, not this one.
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid", "witness-cosignature-invalid"]
