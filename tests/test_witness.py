@@ -421,8 +421,30 @@ def test_a_request_loop_of_a_misbehaving_client_never_cosigns_a_fork_or_a_rollba
     assert all(r == MemoryNodes(tree[:s]).root() for s, r in past)
 
 
-@pytest.mark.parametrize("timestamp", [-1, 1 << 63, True])
+@pytest.mark.parametrize("timestamp", [-1, 1 << 63, True, 1.5])
 def test_a_timestamp_outside_0_to_2_63_minus_1_is_refused(timestamp: int) -> None:
     with pytest.raises(WitnessError) as caught:
         cosigned_message(SPEC_CHECKPOINT, timestamp)
     assert caught.value.code == "cosignature-malformed"
+
+
+def test_a_cosignature_line_renamed_or_rekeyed_is_refused() -> None:
+    """cosignature/v1 does not sign the name: a valid line under another name or key ID must
+    still be refused, by the name and key ID check."""
+    signer = parse_cosigner_signer(GO_WITNESS_SKEY)
+    key = parse_cosigner_key(_spec_vkey_for(GO_WITNESS_SKEY))
+    line = cosign(SPEC_CHECKPOINT, signer, 77)
+    renamed = line.replace("\u2014 witness ", "\u2014 other.example/w ", 1)
+    raw = bytearray(base64.b64decode(line.split(" ")[2]))
+    raw[0] ^= 0xFF
+    rekeyed = f"\u2014 witness {base64.b64encode(bytes(raw)).decode()}\n"
+    for bad in (renamed, rekeyed):
+        with pytest.raises(WitnessError) as caught:
+            verify_cosignature(SPEC_CHECKPOINT, bad, key)
+        assert caught.value.code == "cosignature-invalid"
+
+
+def test_a_witness_key_with_an_invalid_name_is_refused() -> None:
+    with pytest.raises(WitnessError) as caught:
+        generate_cosigner_key("two words", b"\x01" * 32)
+    assert caught.value.code == "witness-key-malformed"

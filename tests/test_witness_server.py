@@ -253,6 +253,13 @@ def test_init_refuses_a_symlink_and_an_unwritable_place(witness: Witness, tmp_pa
     out = run_cli(["witness", "init", "--key", str(witness.key), "--state", str(link)])
     assert (out.code, out.error_code()) == (2, "witness-state-invalid")
     assert not (tmp_path / "nowhere.db").exists()
+    # A watermark path that is a symlink is refused too (it would be replaced, not followed).
+    mark = tmp_path / "mark-link"
+    mark.symlink_to(tmp_path / "elsewhere")
+    out = run_cli(["witness", "init", "--key", str(witness.key), "--state",
+                   str(tmp_path / "fresh.db"), "--watermark", str(mark)])  # fmt: skip
+    assert (out.code, out.error_code()) == (2, "witness-state-invalid")
+    assert mark.is_symlink() and not (tmp_path / "fresh.db").exists()
     missing = tmp_path / "no-such-folder" / "state.db"
     out = run_cli(
         ["witness", "init", "--key", str(witness.key), "--state", str(missing),
