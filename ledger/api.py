@@ -55,6 +55,13 @@ from ledger.transparency.proofs import (
     prove_consistency,
     prove_inclusion,
 )
+from ledger.transparency.witness import verify_cosignature
+from ledger.transparency.witnessing import (
+    WitnessedCheckpoint,
+    WitnessTarget,
+    parse_witness_option,
+    witness_checkpoint,
+)
 
 if TYPE_CHECKING:
     from ledger.interop.browse import BrowseResult
@@ -277,6 +284,8 @@ __all__ = [
     "ProofCheck",
     "Settings",
     "TaskStatus",
+    "WitnessTarget",
+    "WitnessedCheckpoint",
     "attestations",
     "audit_export",
     "audit_ledger",
@@ -293,6 +302,7 @@ __all__ = [
     "freeze",
     "init_ledger",
     "open_ledger",
+    "parse_witness_option",
     "prove_consistency",
     "prove_inclusion",
     "read_log",
@@ -301,5 +311,7 @@ __all__ = [
     "status",
     "verification_result",
     "verify",
+    "verify_cosignature",
     "verify_many",
+    "witness_checkpoint",
 ]

@@ -21,7 +21,11 @@ PARTS: dict[str, tuple[str, ...]] = {
     "settings": ("ledger.settings",),
     "format": ("ledger.format",),
     "documents": ("ledger.documents",),
-    "primitives": ("ledger.transparency.merkle", "ledger.transparency.notes"),
+    "primitives": (
+        "ledger.transparency.merkle",
+        "ledger.transparency.notes",
+        "ledger.transparency.witness",
+    ),
     "store": ("ledger.store",),
     "state": ("ledger.state",),
     "operations": ("ledger.operations",),
@@ -154,6 +158,7 @@ PRINTS_ALLOWED = {
     "ledger.cli.authoring",
     "ledger.cli.browse",
     "ledger.cli.progress",
+    "ledger.cli.witness",
     "ledger.audit.worker",
 }
 CLI_LIBRARIES = {"typer", "rich", "click"}

@@ -62,6 +62,9 @@ TARGETS = (
     "ledger/operations/batch.py",
     "ledger/store/lookup.py",
     "ledger/store/files.py",
+    "ledger/transparency/witness.py",
+    "ledger/transparency/witness_server.py",
+    "ledger/transparency/witnessing.py",
     "verifiers/runner.py",
 )
 ALWAYS = ("tests/test_commitment.py", "tests/test_audit_tamper.py")

@@ -9,7 +9,8 @@ Each violation code is listed in LEDGER.md section 6 ("Commitment rules").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import base64
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -25,13 +26,16 @@ from ledger.audit.replay import (
 )
 from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Violation, _Collector
 from ledger.documents.cohort import decode_burn_notice, decode_cohort, definition_digest
+from ledger.errors import LedgerError
 from ledger.format.entries import Entry
 from ledger.format.payloads import (
     BundleObserved,
     CalibrationRecorded,
+    CheckpointWitnessed,
     CohortBurned,
     CohortFrozen,
     FrozenTask,
+    LedgerCreated,
     VerificationRecorded,
     payload_struct,
 )
@@ -44,6 +48,9 @@ from ledger.state import (
     outcome_digests,
 )
 from ledger.store.sqlite import Ledger, StoredObject
+from ledger.transparency import merkle
+from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
+from ledger.transparency.witness import WitnessError, parse_cosigner_key, verify_cosignature
 from verifiers.canonical import MAX_DEPTH, blake3_address, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
@@ -73,6 +80,8 @@ RESULT_WITHOUT_BUNDLE: Final = "result-without-bundle"
 PLAN_NOT_COMMITTED: Final = "plan-not-committed"
 OUTCOME_MISMATCH: Final = "outcome-mismatch"
 CALIBRATION_REPLAY_MISMATCH: Final = "calibration-replay-mismatch"
+WITNESSED_CHECKPOINT_INVALID: Final = "witnessed-checkpoint-invalid"
+WITNESS_COSIGNATURE_INVALID: Final = "witness-cosignature-invalid"
 
 Report = Callable[[Violation], None]
 
@@ -113,6 +122,16 @@ def _violation(entry: Entry, code: str, message: str) -> Violation:
 def _flag(report: Report, entry: Entry, code: str, message: str) -> None:
     """Report one violation of ``entry``: every rule's one way to say so."""
     report(_violation(entry, code, message))
+
+
+class _StoredNodes:
+    """The stored tree as a ``merkle.NodeSource`` (read in the audit's snapshot)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    def get_nodes(self, keys: Sequence[tuple[int, int]]) -> Sequence[bytes]:
+        return self._ledger.tree_nodes(keys)
 
 
 class CommitmentRules:
@@ -159,6 +178,7 @@ class CommitmentRules:
         self._plan_visibility: dict[str, tuple[str, int]] = {}  # plan digest -> first (vis, seq)
         self.replayed = 0
         self._unsound: set[str] = set()  # objects whose bytes, as read, were not their address
+        self._origin: str | None = None  # the genesis entry's, for checkpoint.witnessed
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -250,6 +270,11 @@ class CommitmentRules:
 
     def observe(self, entry: Entry, report: Report) -> None:
         if entry.kind == "ledger.created":
+            try:
+                genesis = payload_struct(entry.kind, entry.payload)
+            except (msgspec.ValidationError, KeyError):
+                return  # the engine reports a malformed genesis
+            self._origin = genesis.origin if isinstance(genesis, LedgerCreated) else None
             return
         try:
             payload = payload_struct(entry.kind, entry.payload)
@@ -269,6 +294,8 @@ class CommitmentRules:
             self._result(entry, payload, report)
         elif isinstance(payload, CalibrationRecorded):
             self._calibration(entry, payload, report)
+        elif isinstance(payload, CheckpointWitnessed):
+            self._witnessed(entry, payload, report)
 
     def finish(self, report: Report) -> None:
         if self._pool is not None:
@@ -296,6 +323,55 @@ class CommitmentRules:
             self._pending_bundle = None
 
     # -- per kind -------------------------------------------------------------------------------
+
+    def _witnessed(self, entry: Entry, payload: CheckpointWitnessed, report: Report) -> None:
+        """The note is a checkpoint of this ledger's origin at ``tree_size`` (before this entry)
+        whose root is the stored tree's at that size; every cosignature verifies with the
+        witness key beside it and carries the timestamp stated (LEDGER.md section 7)."""
+        try:
+            text, _ = split_note(payload.note)
+            cp = parse_checkpoint(text)
+        except CheckpointError as exc:
+            _flag(report, entry, WITNESSED_CHECKPOINT_INVALID, f"note: {exc.message}")
+            return
+        if cp.origin != self._origin or cp.size != payload.tree_size or (
+            base64.b64encode(cp.root).decode("ascii") != payload.root_hash
+        ):
+            _flag(
+                report,
+                entry,
+                WITNESSED_CHECKPOINT_INVALID,
+                "the note's origin, size or root is not this ledger's or the payload's",
+            )
+            return
+        # A tree that includes this entry cannot have been known when it was written: its root
+        # check below fails (the root would hash the entry's own body).
+        try:
+            own = merkle.root(cp.size, _StoredNodes(self._ledger))
+        except LedgerError:
+            own = None  # a missing node is the tree check's violation
+        if own is not None and own != cp.root:
+            _flag(
+                report,
+                entry,
+                WITNESSED_CHECKPOINT_INVALID,
+                f"the witnessed root at size {cp.size} is not this ledger's: its first"
+                f" {cp.size} entries differ from what the witnesses saw",
+            )
+        for item in payload.cosignatures:
+            try:
+                stamp = verify_cosignature(text, item.cosignature, parse_cosigner_key(item.witness))
+            except WitnessError as exc:
+                _flag(report, entry, WITNESS_COSIGNATURE_INVALID, f"{item.witness}: {exc.message}")
+                continue
+            if stamp != item.timestamp:
+                _flag(
+                    report,
+                    entry,
+                    WITNESS_COSIGNATURE_INVALID,
+                    f"{item.witness}: the cosignature's time is {stamp}, the entry says"
+                    f" {item.timestamp}",
+                )
 
     def _frozen(self, entry: Entry, payload: CohortFrozen, report: Report) -> None:
         state = self._state

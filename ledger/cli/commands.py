@@ -47,7 +47,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring, browse
+from ledger.cli import authoring, browse, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.wording import count
@@ -491,6 +491,9 @@ def _summary(entry: Any) -> str:
             return f"{p['task']} ({count(len(p['observations']), 'file')} observed)"
         if kind == "verification.recorded":
             return f"{p['task']}: {p['outcome']} ({p['adapter_version']})"
+        if kind == "checkpoint.witnessed":
+            names = ", ".join(str(c["witness"]).split("+", 1)[0] for c in p["cosignatures"])
+            return f"tree size {p['tree_size']} cosigned by {names}"
     except (KeyError, TypeError, AttributeError):
         pass  # a malformed payload: the audit says what is wrong with it
     return ""
@@ -1369,18 +1372,34 @@ def checkpoint(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Also write the note to this file.")] = None,
     force: ForceOpt = False,
+    witness: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--witness",
+            help="URL=VKEY: ask this C2SP tlog-witness to cosign, and record the cosignatures in"
+            " a checkpoint.witnessed entry (repeatable; needs --sign).",
+        ),
+    ] = None,
+    quorum: Annotated[
+        int, typer.Option(help="Refuse, writing nothing, with fewer valid cosignatures.")
+    ] = 0,
     as_json: JsonOpt = False,
 ) -> int:
     """Print the current checkpoint (C2SP tlog-checkpoint note: origin, size, base64 root).
 
     Keep it somewhere the ledger's owner cannot rewrite; `ledger audit --checkpoint FILE` later
-    proves the ledger only grew since.
+    proves the ledger only grew since. With --witness, witnesses cosign it and the ledger records
+    their cosignatures.
     """
     from ledger.transparency.proofs import checkpoint_note
 
     if out is not None:
         check_output(out, force=force)
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
+    if witness:
+        return _witnessed_checkpoint(signer, witness, quorum, out, as_json, force=force)
+    if quorum:
+        raise UsageError("usage-error", "--quorum needs --witness")
     with _open_ledger(read_only=True) as ledger:
         cp, note = checkpoint_note(ledger, signer)
     if out is not None:
@@ -1396,6 +1415,49 @@ def checkpoint(
         )
     else:
         sys.stdout.write(note)
+    return EXIT_OK
+
+
+def _witnessed_checkpoint(
+    signer: str | None,
+    witness: list[str],
+    quorum: int,
+    out: Path | None,
+    as_json: bool,
+    *,
+    force: bool,
+) -> int:
+    from ledger.transparency.witnessing import parse_witness_option, witness_checkpoint
+
+    if signer is None:
+        raise UsageError("usage-error", "--witness needs --sign (witnesses cosign signed notes)")
+    targets = [parse_witness_option(value) for value in witness]
+    with _open_ledger(read_only=False) as ledger:
+        done = witness_checkpoint(ledger, signer, targets, quorum=quorum)
+    cosigned = done.note + "".join(r.cosignature for r in done.replies if r.cosignature)
+    if out is not None:  # checked before the witnesses were asked; whole or not at all
+        write_output(out, cosigned.encode("utf-8"), force=force)
+    if as_json:
+        _emit_json(
+            {
+                "origin": done.checkpoint.origin,
+                "tree_size": done.checkpoint.size,
+                "root_hash": base64.b64encode(done.checkpoint.root).decode("ascii"),
+                "note": cosigned,
+                "entry": done.entry,
+                "cosigned": done.cosigned,
+                "witnesses": [r.to_json() for r in done.replies],
+            }
+        )
+    else:
+        sys.stdout.write(cosigned)
+        for reply in done.replies:
+            if reply.problem is not None:
+                _note(f"witness {reply.url}: {reply.problem}")
+        _note(
+            f"{done.cosigned} of {len(done.replies)} witnesses cosigned; recorded at seq"
+            f" {done.entry}"
+        )
     return EXIT_OK
 
 
@@ -1716,6 +1778,9 @@ authoring.register(
 )
 browse.register(
     app, say=_say, emit_json=_emit_json, open_read_only=lambda: _open_ledger(read_only=True)
+)
+witness.register(
+    app, say=_say, emit_json=_emit_json, read_text=_read_text_file, clock=lambda: _settings().clock
 )
 
 

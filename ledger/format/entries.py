@@ -45,6 +45,7 @@ KINDS: Final = frozenset(
         "cohort.burned",
         "bundle.observed",
         "verification.recorded",
+        "checkpoint.witnessed",
     }
 )
 

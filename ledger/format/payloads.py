@@ -121,6 +121,19 @@ class CalibrationRecorded(_Payload, frozen=True, forbid_unknown_fields=True, kw_
     report: StoredDocument
 
 
+class Cosigned(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    witness: Annotated[str, Meta(max_length=4096)]  # the cosigner verifier key (type 0x04)
+    cosignature: Annotated[str, Meta(max_length=1024)]  # the cosignature/v1 line, newline included
+    timestamp: Annotated[int, Meta(ge=0)]  # the line's own timestamp, POSIX seconds
+
+
+class CheckpointWitnessed(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    tree_size: Annotated[int, Meta(ge=1)]
+    root_hash: Annotated[str, Meta(max_length=44)]  # standard base64 of the 32-byte root
+    note: Annotated[str, Meta(max_length=262144)]  # the log-signed checkpoint note, verbatim
+    cosignatures: Annotated[list[Cosigned], Meta(min_length=1, max_length=100)]
+
+
 PAYLOADS: Final[dict[str, type[_Payload]]] = {
     "ledger.created": LedgerCreated,
     "cohort.frozen": CohortFrozen,
@@ -128,6 +141,7 @@ PAYLOADS: Final[dict[str, type[_Payload]]] = {
     "bundle.observed": BundleObserved,
     "verification.recorded": VerificationRecorded,
     "calibration.recorded": CalibrationRecorded,
+    "checkpoint.witnessed": CheckpointWitnessed,
 }
 
 

@@ -1,0 +1,356 @@
+"""``ledger checkpoint --sign KEY --witness URL=VKEY ... [--quorum K]`` against real witness
+processes on 127.0.0.1, and the audit of the ``checkpoint.witnessed`` entries it records.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from helpers import AUDIT, ORIGIN, append_one, fixed_clock, run_cli
+from witness_helpers import Log, Witness
+
+from ledger.store.sqlite import Ledger
+from ledger.transparency.notes import checkpoint_of_note, format_checkpoint
+from ledger.transparency.witness import (
+    cosign,
+    parse_cosigner_key,
+    parse_cosigner_signer,
+    verify_cosignature,
+)
+
+
+class Setup:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.db = root / "ledger.db"
+        Ledger.create(self.db, origin=ORIGIN, clock=fixed_clock)[0].close()
+        self.grow(4, "a")
+        out = run_cli(["--db", str(self.db), "keygen", "--out", str(root / "log")])
+        assert out.code == 0, out.stderr
+        self.skey = (root / "log.key").read_text("utf-8").strip()
+        self.log = Log(ORIGIN, (self.skey, (root / "log.pub").read_text("utf-8").strip()))
+        self.w1 = Witness(root / "w1", self.log, name="w1.example/w")
+        self.w2 = Witness(root / "w2", self.log, name="w2.example/w")
+
+    def grow(self, count: int, tag: str, db: Path | None = None) -> None:
+        ledger = Ledger.open(db or self.db, clock=fixed_clock)
+        try:
+            with ledger.writer() as w:
+                for i in range(count):
+                    append_one(w, tag, i)
+        finally:
+            ledger.close()
+
+    def checkpoint(self, *witnesses: str, quorum: int = 0, db: Path | None = None) -> tuple[
+        int, dict[str, object]
+    ]:  # fmt: skip
+        args = ["--db", str(db or self.db), "checkpoint", "--sign", str(self.root / "log.key")]
+        for value in witnesses:
+            args += ["--witness", value]
+        if quorum:
+            args += ["--quorum", str(quorum)]
+        out = run_cli([*args, "--json"])
+        return out.code, json.loads(out.stdout)
+
+    def size(self, db: Path | None = None) -> int:
+        ledger = Ledger.open_read_only(db or self.db)
+        try:
+            return ledger.size()
+        finally:
+            ledger.close()
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Setup:
+    return Setup(tmp_path)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _entries(db: Path, kind: str) -> list[dict[str, object]]:
+    ledger = Ledger.open_read_only(db)
+    try:
+        return [e.payload for e in ledger.entries(kinds=(kind,))]
+    finally:
+        ledger.close()
+
+
+def test_two_witnesses_cosign_twice_and_the_cosignatures_travel_with_the_export(
+    setup: Setup, tmp_path: Path
+) -> None:
+    with setup.w1.serve() as s1, setup.w2.serve() as s2:
+        urls = [f"http://127.0.0.1:{s1.port}={setup.w1.vkey}", f"http://127.0.0.1:{s2.port}"
+                f"={setup.w2.vkey}"]  # fmt: skip
+        code, first = setup.checkpoint(*urls, quorum=2)
+        assert code == 0 and first["cosigned"] == 2 and first["tree_size"] == 5
+        setup.grow(3, "b")
+        code, second = setup.checkpoint(*urls, quorum=2)
+        assert code == 0 and second["cosigned"] == 2
+        # Each witness got the proof from the size it had cosigned (5, then the entry at 5 and
+        # the three more: 9), not from 0 (which it would have refused with 409).
+        assert [w["old_size"] for w in second["witnesses"]] == [5, 5]  # type: ignore[index]
+    recorded = _entries(setup.db, "checkpoint.witnessed")
+    assert [p["tree_size"] for p in recorded] == [5, 9]
+    note = str(second["note"])
+    text = note.split("\n\n")[0] + "\n"
+    for line, vkey in zip(
+        note.split("\n\n")[1].splitlines()[1:], (setup.w1.vkey, setup.w2.vkey), strict=True
+    ):
+        verify_cosignature(text, line + "\n", parse_cosigner_key(vkey))
+    audit = run_cli(["--db", str(setup.db), *AUDIT])
+    assert audit.code == 0, audit.stdout
+    export = tmp_path / "ledger.jsonl"
+    assert run_cli(["--db", str(setup.db), "export", "--out", str(export)]).code == 0
+    lines = [json.loads(line) for line in export.read_text("utf-8").splitlines()]
+    kinds = [line.get("kind") for line in lines]
+    assert kinds.count("checkpoint.witnessed") == 2
+    audit = run_cli(["audit", "--from-export", str(export), "--no-replay", "--json"])
+    assert audit.code == 0, audit.stdout
+
+
+def test_an_unreachable_witness_is_reported_and_the_quorum_refuses_writing_nothing(
+    setup: Setup,
+) -> None:
+    dead = f"http://127.0.0.1:{_free_port()}={setup.w2.vkey}"
+    with setup.w1.serve() as s1:
+        live = f"http://127.0.0.1:{s1.port}={setup.w1.vkey}"
+        before = setup.size()
+        code, refused = setup.checkpoint(live, dead, quorum=2)
+        assert (code, refused["error"]["code"]) == (2, "witness-quorum-not-met")  # type: ignore[index]
+        assert setup.size() == before
+        code, done = setup.checkpoint(live, dead)
+        assert code == 0 and done["cosigned"] == 1
+        problems = [w["problem"] for w in done["witnesses"]]  # type: ignore[union-attr]
+        assert problems[0] is None and str(problems[1]).startswith("witness-unreachable:")
+    assert setup.size() == before + 1
+
+
+def test_a_forked_ledger_presented_to_a_witness_is_refused_and_kept_as_evidence(
+    setup: Setup,
+) -> None:
+    fork = setup.root / "fork.db"
+    shutil.copyfile(setup.db, fork)  # same origin, same key, same first 5 entries
+    setup.grow(3, "honest")
+    setup.grow(6, "rewritten", db=fork)
+    with setup.w1.serve() as s1:
+        url = f"http://127.0.0.1:{s1.port}={setup.w1.vkey}"
+        assert setup.checkpoint(url)[0] == 0  # the honest ledger at 8 entries
+        code, refused = setup.checkpoint(url, quorum=1, db=fork)
+    assert (code, refused["error"]["code"]) == (2, "witness-quorum-not-met")  # type: ignore[index]
+    assert "witness-refused: HTTP 422" in refused["error"]["message"]  # type: ignore[index]
+    assert _entries(fork, "checkpoint.witnessed") == []
+    evidence = run_cli(
+        ["witness", "evidence", "--key", str(setup.w1.key), "--state", str(setup.w1.state),
+         "--json"]
+    )  # fmt: skip
+    (kept,) = json.loads(evidence.stdout)["evidence"]
+    assert checkpoint_of_note(kept["note"]).size == 11 and kept["code"] == "witness-proof-invalid"
+    assert checkpoint_of_note(kept["cosigned_note"]).size == 8  # the witness's own earlier view
+
+
+def test_a_witness_ahead_of_a_truncated_ledger_is_reported(setup: Setup) -> None:
+    short = setup.root / "short.db"
+    shutil.copyfile(setup.db, short)
+    setup.grow(5, "more")
+    with setup.w1.serve() as s1:
+        url = f"http://127.0.0.1:{s1.port}={setup.w1.vkey}"
+        assert setup.checkpoint(url)[0] == 0
+        code, refused = setup.checkpoint(url, db=short)
+    assert code == 2 and "witness-ahead:" in refused["error"]["message"]  # type: ignore[index]
+
+
+def test_a_cosignature_from_an_unknown_key_is_not_recorded(setup: Setup) -> None:
+    with setup.w1.serve() as s1:
+        # The witness at this URL signs with w1's key; the one configured is w2's.
+        code, refused = setup.checkpoint(f"http://127.0.0.1:{s1.port}={setup.w2.vkey}")
+    assert (code, refused["error"]["code"]) == (2, "witness-quorum-not-met")  # type: ignore[index]
+    assert "witness-answer-invalid" in refused["error"]["message"]  # type: ignore[index]
+    assert _entries(setup.db, "checkpoint.witnessed") == []
+
+
+def test_the_library_asks_witnesses_as_the_command_does(setup: Setup) -> None:
+    from ledger import api
+
+    with setup.w1.serve() as s1:
+        target = api.parse_witness_option(f"http://127.0.0.1:{s1.port}={setup.w1.vkey}")
+        with api.open_ledger(setup.db) as ledger:
+            done = api.witness_checkpoint(ledger, setup.skey, [target], quorum=1)
+    assert (done.cosigned, done.entry, done.checkpoint.size) == (1, 5, 5)
+    line = done.replies[0].cosignature
+    assert line is not None
+    text = done.note.split("\n\n")[0] + "\n"
+    assert api.verify_cosignature(text, line, target.key) == done.replies[0].timestamp
+
+
+def test_witness_needs_sign_and_quorum_needs_witness(setup: Setup) -> None:
+    out = run_cli(["--db", str(setup.db), "checkpoint", "--witness", f"http://x={setup.w1.vkey}"])
+    assert (out.code, out.error_code()) == (2, "usage-error")
+    out = run_cli(["--db", str(setup.db), "checkpoint", "--quorum", "1"])
+    assert (out.code, out.error_code()) == (2, "usage-error")
+
+
+# -- the audit of checkpoint.witnessed entries written by another tool ---------------------------
+
+
+def _append_witnessed(setup: Setup, stated_timestamp: int = 1234, **change: object) -> None:
+    """Append a checkpoint.witnessed entry for the current tree, cosigned locally by w1's key,
+    with ``change`` applied to the payload (what a buggy or dishonest writer would record)."""
+    from ledger.transparency.notes import sign_checkpoint
+    from ledger.transparency.proofs import checkpoint
+
+    ledger = Ledger.open(setup.db, clock=fixed_clock)
+    try:
+        cp = checkpoint(ledger)
+        note = sign_checkpoint(cp, setup.skey)
+        signer = parse_cosigner_signer(setup.w1.key.read_text("utf-8").strip())
+        line = cosign(format_checkpoint(cp), signer, 1234)
+        payload: dict[str, object] = {
+            "tree_size": cp.size,
+            "root_hash": base64.b64encode(cp.root).decode("ascii"),
+            "note": note,
+            "cosignatures": [
+                {"witness": setup.w1.vkey, "cosignature": line, "timestamp": stated_timestamp}
+            ],
+        }
+        payload.update(change)
+        ledger.append("checkpoint.witnessed", payload, [])
+    finally:
+        ledger.close()
+
+
+def _audit_codes(setup: Setup) -> list[str]:
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    return [v["code"] for v in json.loads(out.stdout)["violations"]]
+
+
+def test_the_audit_accepts_an_honest_witnessed_entry(setup: Setup) -> None:
+    _append_witnessed(setup)
+    assert _audit_codes(setup) == []
+
+
+def test_the_audit_flags_a_cosignature_that_does_not_verify(setup: Setup) -> None:
+    other = Witness(setup.root / "w3", setup.log, name="w1.example/w")  # same name, other key
+    _append_witnessed(
+        setup,
+        cosignatures=[
+            {
+                "witness": other.vkey,
+                "cosignature": cosign(
+                    "test.example/ledger\n5\n" + base64.b64encode(b"\x00" * 32).decode() + "\n",
+                    parse_cosigner_signer(other.key.read_text("utf-8").strip()),
+                    1234,
+                ),
+                "timestamp": 1234,
+            }
+        ],
+    )
+    assert _audit_codes(setup) == ["witness-cosignature-invalid"]
+
+
+def test_the_audit_flags_a_timestamp_other_than_the_cosignature_s(setup: Setup) -> None:
+    _append_witnessed(setup, stated_timestamp=999)  # the line itself says 1234
+    assert _audit_codes(setup) == ["witness-cosignature-invalid"]
+
+
+def test_the_audit_flags_a_witnessed_root_that_is_not_the_ledger_s(setup: Setup) -> None:
+    from ledger.transparency.notes import Checkpoint, sign_checkpoint
+
+    forged = Checkpoint(ORIGIN, 5, b"\x07" * 32)
+    _append_witnessed(
+        setup,
+        note=sign_checkpoint(forged, setup.skey),
+        root_hash=base64.b64encode(forged.root).decode(),
+        tree_size=5,
+    )
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid", "witness-cosignature-invalid"]
+
+
+def test_the_audit_flags_a_note_of_another_size_than_the_payload_s(setup: Setup) -> None:
+    _append_witnessed(setup, tree_size=3)
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "ftp://127.0.0.1:1={vkey}",
+        "http://={vkey}",
+        "http://127.0.0.1:1/?q={vkey}",
+        "http://127.0.0.1:1/#f={vkey}",
+        "http://127.0.0.1:1",  # no key
+    ],
+)
+def test_a_malformed_witness_option_is_refused(setup: Setup, value: str) -> None:
+    option = value.format(vkey=setup.w1.vkey)
+    out = run_cli(["--db", str(setup.db), "checkpoint", "--sign", str(setup.root / "log.key"),
+                   "--witness", option])  # fmt: skip
+    assert (out.code, out.error_code()) == (2, "usage-error")
+
+
+def test_witness_counts_keys_and_quorum_are_checked(setup: Setup) -> None:
+    from ledger import api
+    from ledger.errors import UsageError
+
+    target = api.parse_witness_option(f"http://127.0.0.1:1={setup.w1.vkey}")
+    with api.open_ledger(setup.db) as ledger:
+        for targets, quorum in (([], 0), ([target] * 33, 0), ([target, target], 0), ([target], 2)):
+            with pytest.raises(UsageError) as caught:
+                api.witness_checkpoint(ledger, setup.skey, targets, quorum=quorum)
+            assert caught.value.code == "usage-error"
+    assert setup.size() == 5
+
+
+def test_the_log_names_the_witnesses_of_a_witnessed_checkpoint(setup: Setup) -> None:
+    _append_witnessed(setup)
+    out = run_cli(["--db", str(setup.db), "log", "--kind", "checkpoint.witnessed"])
+    assert out.code == 0
+    assert "tree size 5 cosigned by w1.example/w" in out.stdout
+
+
+def test_the_audit_flags_a_witnessed_note_that_does_not_parse(setup: Setup) -> None:
+    _append_witnessed(setup, note="not a signed note\n")
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid"]
+
+
+def test_the_audit_flags_a_witnessed_checkpoint_of_another_origin(setup: Setup) -> None:
+    from ledger.transparency.notes import Checkpoint, generate_key, sign_checkpoint
+
+    ledger = Ledger.open_read_only(setup.db)
+    try:
+        from ledger.transparency.proofs import checkpoint
+
+        own = checkpoint(ledger)
+    finally:
+        ledger.close()
+    other = Checkpoint("other.example/ledger", own.size, own.root)
+    _append_witnessed(setup, note=sign_checkpoint(other, generate_key("other.example/ledger")[0]))
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid"]
+
+
+def test_the_audit_flags_a_root_hash_other_than_the_note_s(setup: Setup) -> None:
+    _append_witnessed(setup, root_hash=base64.b64encode(b"\x01" * 32).decode())
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid"]
+
+
+def test_the_audit_flags_a_witnessed_checkpoint_that_covers_its_own_entry(setup: Setup) -> None:
+    from ledger.transparency.notes import Checkpoint, sign_checkpoint
+
+    ahead = Checkpoint(ORIGIN, 6, b"\x02" * 32)  # the entry is seq 5: a tree of 6 includes it
+    _append_witnessed(
+        setup,
+        note=sign_checkpoint(ahead, setup.skey),
+        tree_size=6,
+        root_hash=base64.b64encode(ahead.root).decode(),
+    )
+    # The root cannot be the ledger's (it would hash this entry's own body); the line was
+    # cosigned over the true checkpoint, not this one.
+    assert _audit_codes(setup) == ["witnessed-checkpoint-invalid", "witness-cosignature-invalid"]
