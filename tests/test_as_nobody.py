@@ -61,7 +61,7 @@ def test_every_reading_command_runs_in_a_child_that_cannot_read_the_checkout(
         ["checkpoint", "--json"],
         ["prove", "2", "--json"],
         ["export"],
-        ["log", "--kind", "x.y"],
+        ["log", "--kind", "ledger.created", "--jsonl"],
         ["--help"],
         ["audit", "--help"],
     ]

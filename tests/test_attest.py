@@ -294,9 +294,26 @@ def test_hidden_tasks_result_is_withheld_and_its_subject_is_not_tied(built: Buil
 # -- the operator's errors -------------------------------------------------------------------
 
 
-def test_attest_of_an_entry_that_is_not_a_verdict_is_refused(built: Built) -> None:
-    result = cli("--db", str(built.db), "attest", "0")
+@pytest.mark.parametrize("seq", ["0", "99999"])  # the genesis entry; no entry at all
+def test_attest_of_an_entry_that_is_not_a_verdict_is_refused(built: Built, seq: str) -> None:
+    result = cli("--db", str(built.db), "attest", seq)
     assert result.code == 2 and result.error_code() == "attest-not-a-verification"
+
+
+def test_a_result_naming_no_candidate_digest_is_reported_as_a_corrupt_ledger(
+    built: Built,
+) -> None:
+    """The verifiers always name the candidate's digest: a result without it was not theirs."""
+    from ledger.errors import LedgerError
+    from ledger.interop.attest import _statement
+    from ledger.store.sqlite import Ledger
+
+    with Ledger.open_read_only(built.db) as ledger:
+        entry = ledger.entry(built.verdicts["test/cohort-a/task-000"])
+    assert entry is not None
+    with pytest.raises(LedgerError) as refused:
+        _statement(ORIGIN, entry, {"evidence": [], "provenance": {}})
+    assert refused.value.code == "ledger-corrupt"
 
 
 def test_attest_of_a_cohort_without_verdicts_is_refused(built: Built) -> None:
