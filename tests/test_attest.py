@@ -381,3 +381,23 @@ def test_every_attestation_line_matches_its_published_schema(built: Built) -> No
     del broken["verificationMaterial"]["inclusionProof"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema)
+
+
+def test_a_verdict_whose_result_was_deleted_is_reported_as_a_corrupt_ledger(
+    built: Built, tmp_path: Path
+) -> None:
+    """The file's owner drops the trigger and deletes the stored result: attest refuses to
+    state what it can no longer show, and names the audit."""
+    import sqlite3
+
+    db = tmp_path / "tampered.db"
+    db.write_bytes(built.db.read_bytes())
+    seq = built.verdicts["test/cohort-a/task-000"]
+    shown = cli("--db", str(db), "show", str(seq), "--json").json()
+    address = shown["body"]["payload"]["result"]["object"]
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER objects_no_delete")
+        conn.execute("DELETE FROM objects WHERE digest = ?", (address,))
+    result = cli("--db", str(db), "attest", str(seq))
+    assert result.code == 2 and result.error_code() == "ledger-corrupt"
+    assert "run `ledger audit`" in result.stderr
