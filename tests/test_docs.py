@@ -215,6 +215,8 @@ def test_every_schema_file_is_named_in_ledger_md() -> None:
         name = path.name
         if name.startswith("entry-payload-"):
             assert "schemas/entry-payload-<kind>-v1.schema.json" in LEDGER_MD
+        elif name.startswith("output-"):  # one per command's --json output (section 11)
+            assert "schemas/output-<command>-v1.schema.json" in LEDGER_MD
         else:
             assert f"schemas/{name}" in LEDGER_MD, name
 

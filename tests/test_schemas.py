@@ -27,6 +27,9 @@ def test_schema_file_header(entry: schemas.ContractSchema) -> None:
     if entry.name == "entry-body":
         # Ledger entries are versioned by ``format``; their payloads by the entry's format.
         assert "format" in document["required"]
+    elif entry.name.startswith("output-"):
+        # A command's output is versioned with the CLI contract (LEDGER.md section 11).
+        assert document["properties"]
     elif entry.name == "attestation-bundle":
         # Versioned by its media type, as DSSE and in-toto documents are.
         assert "mediaType" in document["required"]

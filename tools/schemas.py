@@ -21,6 +21,10 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
+from ledger.cli.shapes import common as shapes_common
+from ledger.cli.shapes import operations as shapes_operations
+from ledger.cli.shapes import reading as shapes_reading
+from ledger.cli.shapes import transparency as shapes_transparency
 from ledger.documents.cohort import BenchmarkCohort, BurnNotice
 from ledger.format.entries import EntryBody
 from ledger.format.payloads import PAYLOADS
@@ -153,6 +157,12 @@ CONTRACTS: Final[tuple[ContractSchema, ...]] = (
         "predicate, and what ties it to the ledger without the file: the entry's inclusion "
         "proof, the checkpoint note and (unless the task is hidden) the VerificationResult; "
         "see LEDGER.md section 7, 'Attestations'.",
+    ),
+    # Every command's --json output (ledger/cli/shapes/): output-<command>-v1.schema.json.
+    *(
+        ContractSchema(f"output-{shape.name}", "1", shape.struct, shape.title, shape.description)
+        for module in (shapes_common, shapes_operations, shapes_reading, shapes_transparency)
+        for shape in module.SHAPES
     ),
 )
 
