@@ -1,7 +1,295 @@
-"""`--json` output shapes of the operations commands (see ledger/cli/shapes/__init__.py)."""
+"""`--json` output shapes of the operations commands (see ledger/cli/shapes/__init__.py).
+
+Each Struct mirrors the keys the command prints (ledger/cli/commands.py, ledger/cli/authoring.py);
+a field printed as ``null`` is typed ``X | None`` and still required (the key is always there)."""
 
 from __future__ import annotations
 
-from ledger.cli.shapes.common import OutputShape
+from typing import Any, Literal
 
-SHAPES: tuple[OutputShape, ...] = ()
+import msgspec
+
+from ledger.cli.shapes.common import ErrorDetail, OutputShape
+from verifiers.contracts import VerificationResult
+from verifiers.contracts.verification_result import Outcome
+
+
+class _Shape(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Every output object: no key beyond the ones named (additionalProperties false)."""
+
+
+# -- init / calibrate / freeze / burn ---------------------------------------------------------
+
+
+class InitOutput(_Shape):
+    db: str  # the --db path as given
+    created: bool  # false: the ledger already existed, nothing changed
+    origin: str
+
+
+class CalibrationRow(_Shape):
+    family: str
+    plan_id: str
+    plan_version: str
+    adapter_version: str
+    expected: str
+    observed: str
+    ok: bool
+    candidate_digest: str
+    result_digest: str
+
+
+class CalibrationReport(_Shape):
+    """The report stored as the calibration.recorded entry's object."""
+
+    rows: list[CalibrationRow]
+    green_by_adapter: dict[str, bool]  # adapter version -> green
+    green: bool
+
+
+class CalibrateOutput(_Shape):
+    green: bool
+    adapters: dict[str, bool]  # adapter version -> green
+    entry: int  # seq of the calibration.recorded entry
+    report: CalibrationReport
+
+
+class FreezeOutput(_Shape):
+    cohort: str
+    definition_digest: str
+    created: bool  # false: the identical cohort was frozen already (a no-op)
+    frozen_entry: int
+    burned_entry: int | None  # set when cohort.json's stage was burned
+    tasks: int
+    message: str
+
+
+class LintProblem(_Shape):
+    code: str  # the refusal code freeze would stop at (LEDGER.md section 11)
+    message: str
+    file: str
+    pointer: str  # JSON pointer of the field in that file
+    expected: str
+    fix: str
+
+
+class LintOutput(_Shape):
+    """``ledger lint`` and ``ledger freeze --dry-run`` (the same report)."""
+
+    cohort: str | None  # null when cohort.json could not be read
+    definition_digest: str | None
+    tasks: int
+    ok: bool
+    problems: list[LintProblem]
+    notes: list[str]
+
+
+class BurnOutput(_Shape):
+    cohort: str
+    burned_entry: int
+    observed_tasks: list[str]
+    exposed_work_units: list[str]
+
+
+# -- verify -----------------------------------------------------------------------------------
+
+
+class EarlierVerification(_Shape):
+    """The verification this ledger already recorded for the same bundle."""
+
+    bundle_entry: int
+    result_entry: int
+    cohort: str
+    task: str
+    outcome: Outcome
+
+
+class VerifyOutput(_Shape):
+    outcome: Outcome
+    cohort: str
+    task: str
+    bundle_entry: int
+    result_entry: int
+    adapter: str
+    adapter_version: str
+    runner_version: str
+    verification_result: VerificationResult
+    earlier: EarlierVerification | None
+
+
+class VerifyBatchLine(VerifyOutput, frozen=True, forbid_unknown_fields=True):
+    """One JSON line of a batch for a bundle that was judged: the single verify's keys."""
+
+    bundle: str  # the bundle folder as given
+
+
+class VerifyBatchRefusalLine(_Shape):
+    """One JSON line of a batch for a bundle that was refused (the others go on)."""
+
+    error: ErrorDetail
+    bundle: str
+
+
+# -- authoring: seal / digest / new / bundle pack ---------------------------------------------
+
+
+class SealChange(_Shape):
+    file: str
+    pointer: str
+    # Whatever the file held at the pointer before (any JSON value the author wrote, or null
+    # when the field was absent): genuinely open.
+    old: Any
+    new: str
+
+
+class SealOutput(_Shape):
+    """``ledger seal`` and ``ledger seal --check`` (written false)."""
+
+    cohort: str | None  # null when cohort.json names no id
+    definition_digest: str | None
+    stale: bool
+    written: bool
+    changes: list[SealChange]
+
+
+class DigestOutput(_Shape):
+    file: str
+    kind: Literal["canonical", "raw"]
+    digest: str
+
+
+class NewCohortOutput(_Shape):
+    cohort: str
+    folder: str
+    files: list[str]  # relative to the folder, sorted
+    definition_digest: str
+
+
+class SkippedFixture(_Shape):
+    file: str
+    reason: str
+
+
+class NewCohortFromFixturesOutput(_Shape):
+    folder: str
+    cohorts: list[str]
+    skipped: list[SkippedFixture]
+
+
+class NewTaskOutput(_Shape):
+    task: str
+    files: list[str]
+    sealed: Literal[True]
+
+
+class BundlePackOutput(_Shape):
+    bundle: str
+    base: str  # full commit ids
+    head: str
+    files_changed: int
+    patch_digest: str
+    manifest_digest: str
+    files: list[str]
+
+
+SHAPES: tuple[OutputShape, ...] = (
+    OutputShape(
+        "init",
+        InitOutput,
+        "ledger init --json",
+        "The ledger file, whether init created it (false: it existed, nothing changed) and "
+        "its checkpoint origin.",
+    ),
+    OutputShape(
+        "calibrate",
+        CalibrateOutput,
+        "ledger calibrate --json",
+        "The recorded calibration: green overall and per adapter version, the entry's seq and "
+        "the full report (one row per calibration case). Exit 1 when red.",
+    ),
+    OutputShape(
+        "freeze",
+        FreezeOutput,
+        "ledger freeze --json",
+        "The frozen cohort, its definition digest, whether this run froze it, the entries.",
+    ),
+    OutputShape(
+        "freeze-dry-run",
+        LintOutput,
+        "ledger freeze --dry-run --json",
+        "Every error freeze would stop at, with the checks against the ledger; writes nothing. "
+        "The same report as lint. Exit 1 when any problem.",
+    ),
+    OutputShape(
+        "lint",
+        LintOutput,
+        "ledger lint --json",
+        "Every contract error of a cohort folder, each with file, JSON pointer, expectation "
+        "and fix. Exit 1 when any problem.",
+    ),
+    OutputShape(
+        "verify",
+        VerifyOutput,
+        "ledger verify BUNDLE --json",
+        "The outcome of judging one bundle, the two entries recorded and the "
+        "VerificationResult. Exit 0 for support, 1 otherwise.",
+    ),
+    OutputShape(
+        "verify-batch-line",
+        VerifyBatchLine,
+        "One JSON line of ledger verify B1 B2 ... --json (a judged bundle)",
+        "The single verify's keys and the bundle folder as given.",
+    ),
+    OutputShape(
+        "verify-batch-refusal-line",
+        VerifyBatchRefusalLine,
+        "One JSON line of ledger verify B1 B2 ... --json (a refused bundle)",
+        "The refusal of one bundle of a batch and the bundle folder as given; a refusal of the "
+        "whole batch is the error document, on one line.",
+    ),
+    OutputShape(
+        "burn",
+        BurnOutput,
+        "ledger burn --json",
+        "The burned cohort, the cohort.burned entry, the observed tasks and the WorkUnits "
+        "exposed forever.",
+    ),
+    OutputShape(
+        "seal",
+        SealOutput,
+        "ledger seal --json (and seal --check --json)",
+        "Every digest or binding field that changed (written true) or would change (--check, "
+        "written false; exit 1 when stale).",
+    ),
+    OutputShape(
+        "digest",
+        DigestOutput,
+        "ledger digest --json (and --raw)",
+        "The digest of a file: canonical (a JSON document) or raw (sha256 of the bytes).",
+    ),
+    OutputShape(
+        "new-cohort",
+        NewCohortOutput,
+        "ledger new cohort --json",
+        "The cohort skeleton written: its id, folder, files and definition digest.",
+    ),
+    OutputShape(
+        "new-cohort-from-fixtures",
+        NewCohortFromFixturesOutput,
+        "ledger new cohort --from-fixtures --json",
+        "The cohorts written from a folder of plans, and each file skipped with the reason.",
+    ),
+    OutputShape(
+        "new-task",
+        NewTaskOutput,
+        "ledger new task --json",
+        "The task added, its files and that the cohort was sealed.",
+    ),
+    OutputShape(
+        "bundle-pack",
+        BundlePackOutput,
+        "ledger bundle pack --json",
+        "The bundle written: the revisions, files changed, the patch's raw digest and the "
+        "manifest's canonical digest, and its files.",
+    ),
+)
