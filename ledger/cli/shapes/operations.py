@@ -13,21 +13,16 @@ from ledger.cli.shapes.common import ErrorDetail, OutputShape
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.verification_result import Outcome
 
-
-class _Shape(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Every output object: no key beyond the ones named (additionalProperties false)."""
-
-
 # -- init / calibrate / freeze / burn ---------------------------------------------------------
 
 
-class InitOutput(_Shape):
+class InitOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     db: str  # the --db path as given
     created: bool  # false: the ledger already existed, nothing changed
     origin: str
 
 
-class CalibrationRow(_Shape):
+class CalibrationRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     family: str
     plan_id: str
     plan_version: str
@@ -39,7 +34,7 @@ class CalibrationRow(_Shape):
     result_digest: str
 
 
-class CalibrationReport(_Shape):
+class CalibrationReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The report stored as the calibration.recorded entry's object."""
 
     rows: list[CalibrationRow]
@@ -47,14 +42,14 @@ class CalibrationReport(_Shape):
     green: bool
 
 
-class CalibrateOutput(_Shape):
+class CalibrateOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     green: bool
     adapters: dict[str, bool]  # adapter version -> green
     entry: int  # seq of the calibration.recorded entry
     report: CalibrationReport
 
 
-class FreezeOutput(_Shape):
+class FreezeOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cohort: str
     definition_digest: str
     created: bool  # false: the identical cohort was frozen already (a no-op)
@@ -64,7 +59,7 @@ class FreezeOutput(_Shape):
     message: str
 
 
-class LintProblem(_Shape):
+class LintProblem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     code: str  # the refusal code freeze would stop at (LEDGER.md section 11)
     message: str
     file: str
@@ -73,7 +68,7 @@ class LintProblem(_Shape):
     fix: str
 
 
-class LintOutput(_Shape):
+class LintOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``ledger lint`` and ``ledger freeze --dry-run`` (the same report)."""
 
     cohort: str | None  # null when cohort.json could not be read
@@ -84,7 +79,7 @@ class LintOutput(_Shape):
     notes: list[str]
 
 
-class BurnOutput(_Shape):
+class BurnOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cohort: str
     burned_entry: int
     observed_tasks: list[str]
@@ -94,7 +89,7 @@ class BurnOutput(_Shape):
 # -- verify -----------------------------------------------------------------------------------
 
 
-class EarlierVerification(_Shape):
+class EarlierVerification(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The verification this ledger already recorded for the same bundle."""
 
     bundle_entry: int
@@ -104,7 +99,7 @@ class EarlierVerification(_Shape):
     outcome: Outcome
 
 
-class VerifyOutput(_Shape):
+class VerifyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     outcome: Outcome
     cohort: str
     task: str
@@ -123,7 +118,7 @@ class VerifyBatchLine(VerifyOutput, frozen=True, forbid_unknown_fields=True):
     bundle: str  # the bundle folder as given
 
 
-class VerifyBatchRefusalLine(_Shape):
+class VerifyBatchRefusalLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One JSON line of a batch for a bundle that was refused (the others go on)."""
 
     error: ErrorDetail
@@ -133,7 +128,7 @@ class VerifyBatchRefusalLine(_Shape):
 # -- authoring: seal / digest / new / bundle pack ---------------------------------------------
 
 
-class SealChange(_Shape):
+class SealChange(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     file: str
     pointer: str
     # Whatever the file held at the pointer before (any JSON value the author wrote, or null
@@ -142,7 +137,7 @@ class SealChange(_Shape):
     new: str
 
 
-class SealOutput(_Shape):
+class SealOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``ledger seal`` and ``ledger seal --check`` (written false)."""
 
     cohort: str | None  # null when cohort.json names no id
@@ -152,37 +147,37 @@ class SealOutput(_Shape):
     changes: list[SealChange]
 
 
-class DigestOutput(_Shape):
+class DigestOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     file: str
     kind: Literal["canonical", "raw"]
     digest: str
 
 
-class NewCohortOutput(_Shape):
+class NewCohortOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cohort: str
     folder: str
     files: list[str]  # relative to the folder, sorted
     definition_digest: str
 
 
-class SkippedFixture(_Shape):
+class SkippedFixture(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     file: str
     reason: str
 
 
-class NewCohortFromFixturesOutput(_Shape):
+class NewCohortFromFixturesOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     folder: str
     cohorts: list[str]
     skipped: list[SkippedFixture]
 
 
-class NewTaskOutput(_Shape):
+class NewTaskOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     task: str
     files: list[str]
     sealed: Literal[True]
 
 
-class BundlePackOutput(_Shape):
+class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bundle: str
     base: str  # full commit ids
     head: str
