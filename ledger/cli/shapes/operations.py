@@ -30,8 +30,8 @@ class CalibrationRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     expected: str
     observed: str
     ok: bool
-    candidate_digest: str
-    result_digest: str
+    candidate_digest: str | None  # null for a case that produced no candidate or no result
+    result_digest: str | None
 
 
 class CalibrationReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
