@@ -268,3 +268,24 @@ def test_bundle_pack_output_holds_to_its_schema(root: Path) -> None:
                "--head", "change", "--work-unit", WU, "--out", "b", cwd=root)  # fmt: skip
     assert real["base"] == base and real["files_changed"] == 1
     assert_strict("bundle-pack", real)
+
+
+def test_lint_and_seal_of_a_folder_naming_no_cohort_hold_to_their_schemas(root: Path) -> None:
+    db = root / "ledger.db"
+    (root / "empty").mkdir()
+    unread = doc(db, "lint", "empty", cwd=root, code=1)  # no cohort.json: cohort is null
+    assert unread["cohort"] is None and unread["definition_digest"] is None
+    assert [p["code"] for p in unread["problems"]] == ["cohort-file-refused"]
+    assert_strict("lint", unread)
+    (root / "empty" / "cohort.json").write_text('{"id": 3}')
+    sealed = doc(db, "seal", "empty", cwd=root)  # nothing to seal in a cohort with no id
+    assert sealed["cohort"] is None and sealed["changes"] == []
+    assert_strict("seal", sealed)
+
+
+def test_freeze_of_a_cohort_already_burned_holds_to_its_schema(demo_db: Path) -> None:
+    real = doc(demo_db, "freeze", "cohorts/phase-b2-pilot", "--root", str(REPO_DIR))
+    assert isinstance(real["burned_entry"], int) and real["burned_entry"] > real["frozen_entry"]
+    assert_strict("freeze", real)
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("freeze", {**real, "burned_entry": "6"})
