@@ -191,6 +191,14 @@ def test_check_proof_json_valid_and_invalid_of_every_kind_has_its_schema(built: 
         assert_strict("check-proof", doc)
     with pytest.raises(jsonschema.ValidationError):
         validate_output("check-proof", {**valid[0], "kind": "other"})
+    with pytest.raises(jsonschema.ValidationError):  # a code exactly when not valid
+        validate_output("check-proof", {**valid[0], "code": invalid[0]["code"]})
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("check-proof", {**invalid[0], "code": None})
+    with pytest.raises(jsonschema.ValidationError):  # an inclusion has no old tree
+        validate_output("check-proof", {**valid[0], "old_size": 3})
+    with pytest.raises(jsonschema.ValidationError):  # a consistency proof has no index
+        validate_output("check-proof", {**valid[2], "index": 0})
 
 
 def test_attest_out_and_check_attestation_json_have_their_schemas(built: Built) -> None:
@@ -273,6 +281,10 @@ def test_an_object_line_with_both_or_neither_body_and_withheld_is_refused(
         validate_output("export-line-object", {**with_body, "withheld": True})
     with pytest.raises(jsonschema.ValidationError):
         validate_output("export-line-object", {k: v for k, v in with_body.items() if k != "body"})
+    with pytest.raises(jsonschema.ValidationError):  # absent, never null
+        validate_output("export-line-object", {**withheld, "body": None})
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("export-line-object", {**with_body, "withheld": False})
 
 
 # -- the witness commands and the witnessed checkpoint -------------------------------------------

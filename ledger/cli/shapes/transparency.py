@@ -96,9 +96,38 @@ class ConsistencyProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=
     proof: list[str]
 
 
-class ProofCheckOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ProofCheckOutput(ContractStruct, frozen=True, forbid_unknown_fields=True):
     """``ledger check-proof FILE --json``, valid (exit 0) or not (exit 1). Every key is always
     present; those that do not apply to the proof's kind are null."""
+
+    # What ``ledger.transparency.check.check_proof`` guarantees: a code exactly when not valid;
+    # ``index`` for an inclusion (or tlog) proof, ``old_size``/``old_root`` for a consistency one.
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "allOf": [
+            {
+                "if": {"properties": {"valid": {"const": True}}},
+                "then": {"properties": {"code": {"type": "null"}}},
+                "else": {"properties": {"code": {"type": "string"}}},
+            },
+            {
+                "if": {"properties": {"kind": {"const": "consistency"}}},
+                "then": {
+                    "properties": {
+                        "index": {"type": "null"},
+                        "old_size": {"type": "integer"},
+                        "old_root": {"type": "string"},
+                    }
+                },
+                "else": {
+                    "properties": {
+                        "index": {"type": "integer"},
+                        "old_size": {"type": "null"},
+                        "old_root": {"type": "null"},
+                    }
+                },
+            },
+        ]
+    }
 
     kind: Literal["inclusion", "consistency", "tlog"]
     valid: bool
@@ -109,8 +138,8 @@ class ProofCheckOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     index: int | None  # inclusion and tlog only
     old_size: int | None  # consistency only
     old_root: str | None  # consistency only
-    origin: str | None  # of the checkpoint checked against
-    checkpoint_size: int | None
+    origin: str  # of the checkpoint checked against (always one: there is no check without)
+    checkpoint_size: int
     signed_by: list[str]  # the keys that verified that checkpoint (empty when not valid)
 
 
@@ -205,8 +234,9 @@ class ExportObjectLine(ContractStruct, frozen=True, forbid_unknown_fields=True):
     sha256: str
     media_type: str
     size: int
-    body: str | None = None  # standard base64; absent when withheld
-    withheld: Literal[True] | None = None  # present (true) only when withheld
+    # UNSET, not None: the key is absent, never null (the schema then says "string" / "true").
+    body: str | msgspec.UnsetType = msgspec.UNSET  # standard base64; absent when withheld
+    withheld: Literal[True] | msgspec.UnsetType = msgspec.UNSET  # present only when withheld
 
 
 # -- witness ----------------------------------------------------------------------------------
