@@ -1,7 +1,379 @@
-"""`--json` output shapes of the transparency commands (see ledger/cli/shapes/__init__.py)."""
+"""`--json` output shapes of the transparency commands (see ledger/cli/shapes/__init__.py):
+keys, checkpoints, proofs, attestations, the export and the witness, and each line of the
+export format itself."""
 
 from __future__ import annotations
 
-from ledger.cli.shapes.common import OutputShape
+from typing import Any, ClassVar, Literal
 
-SHAPES: tuple[OutputShape, ...] = ()
+import msgspec
+
+from ledger.cli.shapes.common import OutputShape
+from ledger.format.payloads import Outcome
+from verifiers.contracts import ContractStruct
+
+# -- keys -------------------------------------------------------------------------------------
+
+
+class KeygenOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger keygen --json`` and ``ledger witness keygen --json``."""
+
+    name: str  # the key name: the ledger's origin, or --name
+    secret_key_file: str  # PREFIX.key, mode 0600
+    public_key_file: str  # PREFIX.pub
+    verifier_key: str  # the signed-note verifier key string, as written to PREFIX.pub
+
+
+# -- checkpoints ------------------------------------------------------------------------------
+
+
+class CheckpointOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger checkpoint --json`` (no --witness)."""
+
+    origin: str
+    tree_size: int
+    root_hash: str  # standard base64 of the 32-byte Merkle root
+    note: str  # the C2SP tlog-checkpoint note, signed with --sign
+
+
+class WitnessReplyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What one witness answered (``ledger.transparency.witnessing.WitnessReply``)."""
+
+    url: str
+    witness: str  # the witness's cosigner verifier key
+    cosigned: bool
+    cosignature: str | None  # the verified cosignature line; null when it did not cosign
+    timestamp: int | None  # the cosignature's POSIX seconds; null without one
+    old_size: int  # the size the consistency proof was sent from (last attempt)
+    problem: str | None  # "<code>: <message>" when there is no cosignature, else null
+
+
+class WitnessedCheckpointOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger checkpoint --sign KEY --witness URL=VKEY ... --json``."""
+
+    origin: str
+    tree_size: int
+    root_hash: str
+    note: str  # the signed note with every valid cosignature line appended
+    entry: int  # seq of the checkpoint.witnessed entry recorded
+    cosigned: int  # how many witnesses cosigned
+    witnesses: list[WitnessReplyOutput]
+
+
+# -- proofs -----------------------------------------------------------------------------------
+
+
+class InclusionProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger prove SEQ --json`` (RFC 9162 inclusion proof; every hash standard base64)."""
+
+    index: int
+    tree_size: int
+    root_hash: str
+    leaf: str  # base64 of the entry body bytes
+    leaf_hash: str
+    proof: list[str]
+
+
+class TlogInclusionProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger prove SEQ --tlog --json``: the inclusion proof and its C2SP tlog-proof text."""
+
+    index: int
+    tree_size: int
+    root_hash: str
+    leaf: str
+    leaf_hash: str
+    proof: list[str]
+    tlog_proof: str  # the c2sp.org/tlog-proof text, checkpoint note included
+
+
+class ConsistencyProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger prove --consistency FILE --json`` (RFC 9162 consistency proof)."""
+
+    old_size: int
+    new_size: int
+    old_root: str
+    new_root: str
+    proof: list[str]
+
+
+class ProofCheckOutput(ContractStruct, frozen=True, forbid_unknown_fields=True):
+    """``ledger check-proof FILE --json``, valid (exit 0) or not (exit 1). Every key is always
+    present; those that do not apply to the proof's kind are null."""
+
+    # What ``ledger.transparency.check.check_proof`` guarantees: a code exactly when not valid;
+    # ``index`` for an inclusion (or tlog) proof, ``old_size``/``old_root`` for a consistency one.
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "allOf": [
+            {
+                "if": {"properties": {"valid": {"const": True}}},
+                "then": {"properties": {"code": {"type": "null"}}},
+                "else": {"properties": {"code": {"type": "string"}}},
+            },
+            {
+                "if": {"properties": {"kind": {"const": "consistency"}}},
+                "then": {
+                    "properties": {
+                        "index": {"type": "null"},
+                        "old_size": {"type": "integer"},
+                        "old_root": {"type": "string"},
+                    }
+                },
+                "else": {
+                    "properties": {
+                        "index": {"type": "integer"},
+                        "old_size": {"type": "null"},
+                        "old_root": {"type": "null"},
+                    }
+                },
+            },
+        ]
+    }
+
+    kind: Literal["inclusion", "consistency", "tlog"]
+    valid: bool
+    code: str | None  # the check-proof code of LEDGER.md section 11; null exactly when valid
+    reason: str
+    tree_size: int  # the tree checked in (a consistency proof's new tree)
+    root_hash: str
+    index: int | None  # inclusion and tlog only
+    old_size: int | None  # consistency only
+    old_root: str | None  # consistency only
+    origin: str  # of the checkpoint checked against (always one: there is no check without)
+    checkpoint_size: int
+    signed_by: list[str]  # the keys that verified that checkpoint (empty when not valid)
+
+
+# -- attestations -----------------------------------------------------------------------------
+
+
+class AttestOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger attest ... --out FILE --json`` (without --out the attestations are stdout)."""
+
+    attestations: int  # lines written
+    out: str
+
+
+class SubjectDigest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    sha256: str  # hex
+
+
+class AttestationSubject(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The in-toto subject: the candidate patch."""
+
+    name: str
+    digest: SubjectDigest
+
+
+class AttestationCheckOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One attestation that holds."""
+
+    valid: Literal[True]
+    entry: int  # the verification.recorded seq
+    tree_size: int
+    outcome: Outcome
+    verification_result: Literal["PASSED", "FAILED"]
+    subject: AttestationSubject
+    subject_tied: bool  # false: the result was withheld (hidden task), the subject is unproven
+    signed_by: list[str]
+
+
+class CheckAttestationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger check-attestation FILE --json``: printed only when every attestation holds (one
+    that does not is an ``attestation-invalid`` refusal, exit 1)."""
+
+    valid: Literal[True]
+    attestations: list[AttestationCheckOutput]
+
+
+# -- export -----------------------------------------------------------------------------------
+
+
+class ExportOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger export --out FILE --json``."""
+
+    out: str
+    public: bool
+    entries: int
+    objects: int
+    withheld: int  # objects whose body --public withheld
+
+
+class ExportHeaderLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The first line of an export."""
+
+    type: Literal["header"]
+    format: Literal["evidence-ledger-export/1"]
+    origin: str
+    tree_size: int
+    root_hash: str  # standard base64
+    public: bool
+
+
+class ExportEntryLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One line per entry, in seq order, after the header."""
+
+    type: Literal["entry"]
+    seq: int
+    prev_hash: str
+    entry_hash: str
+    kind: str  # the stored kind, as stored (the audit judges it, the export does not)
+    body: str  # standard base64 of the entry body bytes
+
+
+class ExportObjectLine(ContractStruct, frozen=True, forbid_unknown_fields=True):
+    """One line per object, in digest order, after the entries: its body, or (``--public``, a
+    hidden task's object) ``withheld`` instead."""
+
+    # Exactly one of the two: a withheld object has no body, every other one has it.
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "oneOf": [{"required": ["body"]}, {"required": ["withheld"]}]
+    }
+
+    type: Literal["object"]
+    digest: str
+    sha256: str
+    media_type: str
+    size: int
+    # UNSET, not None: the key is absent, never null (the schema then says "string" / "true").
+    body: str | msgspec.UnsetType = msgspec.UNSET  # standard base64; absent when withheld
+    withheld: Literal[True] | msgspec.UnsetType = msgspec.UNSET  # present only when withheld
+
+
+# -- witness ----------------------------------------------------------------------------------
+
+
+class WitnessInitOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger witness init --json``."""
+
+    state: str
+    watermark: str
+
+
+class WitnessServeOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger witness serve --json``: one line, once listening."""
+
+    witness: str  # the witness's key name
+    listening: str  # http://HOST:PORT
+
+
+class WitnessEvidenceRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A log-signed checkpoint the witness refused as inconsistent."""
+
+    received: int  # POSIX seconds
+    code: str
+    origin: str
+    note: str  # the refused note
+    cosigned_note: str  # the note this witness had cosigned then
+
+
+class WitnessEvidenceOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger witness evidence --json``."""
+
+    evidence: list[WitnessEvidenceRow]
+
+
+SHAPES: tuple[OutputShape, ...] = (
+    OutputShape(
+        "keygen",
+        KeygenOutput,
+        "ledger keygen --json",
+        "The checkpoint signing key pair written: its name, both files and the verifier key.",
+    ),
+    OutputShape(
+        "checkpoint",
+        CheckpointOutput,
+        "ledger checkpoint --json",
+        "The current checkpoint: origin, tree size, base64 root and the (signed) note.",
+    ),
+    OutputShape(
+        "checkpoint-witnessed",
+        WitnessedCheckpointOutput,
+        "ledger checkpoint --witness ... --json",
+        "The checkpoint the witnesses cosigned, the checkpoint.witnessed entry recorded, and "
+        "what each witness answered.",
+    ),
+    OutputShape(
+        "prove",
+        InclusionProofOutput,
+        "ledger prove SEQ --json",
+        "An RFC 9162 inclusion proof of one entry (its body as the leaf), base64 hashes.",
+    ),
+    OutputShape(
+        "prove-tlog",
+        TlogInclusionProofOutput,
+        "ledger prove SEQ --tlog --json",
+        "The inclusion proof with its C2SP tlog-proof text (checkpoint note included).",
+    ),
+    OutputShape(
+        "prove-consistency",
+        ConsistencyProofOutput,
+        "ledger prove --consistency FILE --json",
+        "An RFC 9162 consistency proof from an old checkpoint to the current tree.",
+    ),
+    OutputShape(
+        "check-proof",
+        ProofCheckOutput,
+        "ledger check-proof FILE --json",
+        "The verdict on one proof, valid (exit 0) or not (exit 1, with its code).",
+    ),
+    OutputShape(
+        "attest",
+        AttestOutput,
+        "ledger attest ... --out FILE --json",
+        "How many attestation lines were written, and where.",
+    ),
+    OutputShape(
+        "check-attestation",
+        CheckAttestationOutput,
+        "ledger check-attestation FILE --json",
+        "Every attestation of the file holds: what each states and which keys signed it.",
+    ),
+    OutputShape(
+        "export",
+        ExportOutput,
+        "ledger export --out FILE --json",
+        "Where the export was written, and how many entries, objects and withheld objects.",
+    ),
+    OutputShape(
+        "export-line-header",
+        ExportHeaderLine,
+        "Export format: the header line",
+        "The first line of `ledger export` (JSON Lines): format, origin, tree size, root.",
+    ),
+    OutputShape(
+        "export-line-entry",
+        ExportEntryLine,
+        "Export format: an entry line",
+        "One line of `ledger export` per entry, in seq order: its chain hashes and body.",
+    ),
+    OutputShape(
+        "export-line-object",
+        ExportObjectLine,
+        "Export format: an object line",
+        "One line of `ledger export` per object, in digest order: its body, or withheld.",
+    ),
+    OutputShape(
+        "witness-keygen",
+        KeygenOutput,
+        "ledger witness keygen --json",
+        "The witness key pair written: its name, both files and the cosigner verifier key.",
+    ),
+    OutputShape(
+        "witness-init",
+        WitnessInitOutput,
+        "ledger witness init --json",
+        "The witness state and watermark files created.",
+    ),
+    OutputShape(
+        "witness-serve",
+        WitnessServeOutput,
+        "ledger witness serve --json",
+        "One line, once the witness listens: its name and URL.",
+    ),
+    OutputShape(
+        "witness-evidence",
+        WitnessEvidenceOutput,
+        "ledger witness evidence --json",
+        "The log-signed checkpoints the witness refused as inconsistent (fork evidence).",
+    ),
+)
