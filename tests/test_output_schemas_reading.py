@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import msgspec
 import pytest
 from helpers import FIXED_TIME, CliResult, attacker, checkpointed_copy, run_cli
 from output_schemas import schema, validate_output
 from test_export import HIDDEN_COHORT, HIDDEN_TASK
 from verdict_ledger import build_verdict_ledger
 
+from ledger.cli.shapes.reading import SHAPES, ShowObjectOutput
 from verifiers.calibration import FORBIDDEN_PATCH, GOOD_PATCH
 
 ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}
@@ -80,8 +82,10 @@ def object_of_media_type(db: Path, media_type: str) -> str:
 
 def assert_strict(name: str, doc: dict[str, Any]) -> None:
     """The schema refuses ``doc`` (which it accepts) with a required key removed, and with an
-    unknown key added."""
+    unknown key added; the Struct it is generated from reads ``doc`` too."""
     validate_output(name, doc)
+    (struct,) = [shape.struct for shape in SHAPES if shape.name == name]
+    msgspec.convert(doc, struct)
     required = schema(name)["required"]
     assert required, name
     missing = copy.deepcopy(doc)
@@ -172,9 +176,12 @@ def test_show_json_of_a_verification_holds_its_verification_result(
     del bad["result"]["checks"]
     with pytest.raises(jsonschema.ValidationError):
         validate_output("show-verification", bad)
-    # And a verification is not the plain entry shape (its result key is unknown there).
+    # And a verification is not the plain entry shape, even without its result.
     with pytest.raises(jsonschema.ValidationError):
         validate_output("show", doc)
+    without_result = {k: v for k, v in doc.items() if k != "result"}
+    with pytest.raises(jsonschema.ValidationError, match="should not be valid"):
+        validate_output("show", without_result)
 
 
 def test_show_json_of_a_verification_whose_result_is_missing_gives_null(built: Built) -> None:
@@ -194,6 +201,14 @@ def test_show_json_of_a_json_object_gives_its_document(built: Built) -> None:
     assert doc["document"]["schema_version"] == "0.1"
     validate_output("show-object", doc)
     assert_strict("show-object", doc)
+    # Exactly one of the document and the bytes: never both, never neither.
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("show-object", {**doc, "body_base64": "e30="})
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("show-object", {k: v for k, v in doc.items() if k != "document"})
+    # The Struct holds the same rule as its schema.
+    with pytest.raises(msgspec.ValidationError, match="exactly one of document and body_base64"):
+        msgspec.convert({**doc, "body_base64": "e30="}, ShowObjectOutput)
 
 
 def test_show_json_of_a_bytes_object_gives_its_base64(built: Built) -> None:

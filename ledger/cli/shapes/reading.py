@@ -1,27 +1,29 @@
 """`--json` output shapes of the reading commands (see ledger/cli/shapes/__init__.py).
 
 A key the command sometimes leaves out is ``UnsetType = UNSET``: not required, and never
-``null`` (``= None`` would also admit a null the command never prints)."""
+``null`` (``= None`` would also admit a null the command never prints). A Struct that is a
+whole output has comments, not a docstring: a docstring would replace its registry
+description in the generated file."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 from ledger.cli.shapes.common import ErrorDetail, OutputShape
 from ledger.format.entries import EntryBody
 from verifiers.contracts import VerificationResult
+from verifiers.contracts.common import ContractStruct, refuse
 from verifiers.contracts.verification_result import Outcome
 from verifiers.diff import Kind as DiffKind
 
 # -- log, show ----------------------------------------------------------------------------------
 
 
+# One entry as ``log`` prints it (a line of --jsonl, an item of --json).
 class LogEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One entry as ``log`` prints it (a line of --jsonl, an item of --json)."""
-
     seq: int
     kind: str  # the row's kind as stored; an unknown one is the audit's to report
     entry_hash: str  # blake3:<64 hex>
@@ -34,18 +36,18 @@ class LogOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     error: ErrorDetail | UnsetType = UNSET
 
 
+# ``show REF --json`` of an entry of any kind but verification.recorded (show-verification).
 class ShowEntryOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``show REF --json`` of an entry of any kind but verification.recorded."""
-
     seq: int
-    kind: str
+    # Any kind as stored (an unknown one is the audit's to report) but the one shown with its
+    # result: a verification never prints this shape.
+    kind: Annotated[str, Meta(extra_json_schema={"not": {"const": "verification.recorded"}})]
     entry_hash: str
     body: EntryBody
 
 
+# ``show REF --json`` of a verification.recorded entry.
 class ShowVerificationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``show REF --json`` of a verification.recorded entry."""
-
     seq: int
     kind: Literal["verification.recorded"]
     entry_hash: str
@@ -55,8 +57,11 @@ class ShowVerificationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=
     result: VerificationResult | None
 
 
-class ShowObjectOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``show ADDRESS --json`` of a stored object: exactly one of document and body_base64."""
+# ``show ADDRESS --json`` of a stored object: exactly one of document and body_base64.
+class ShowObjectOutput(ContractStruct, frozen=True, kw_only=True):
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "oneOf": [{"required": ["document"]}, {"required": ["body_base64"]}]
+    }
 
     digest: str  # blake3:<64 hex>, the object's address
     sha256: str
@@ -66,6 +71,10 @@ class ShowObjectOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # (a WorkUnit, a plan, a result, a bundle's JSON file), so its content is genuinely open.
     document: Any | UnsetType = UNSET
     body_base64: str | UnsetType = UNSET  # the exact bytes, when they are not readable JSON
+
+    def check_rules(self) -> None:
+        if isinstance(self.document, UnsetType) == isinstance(self.body_base64, UnsetType):
+            raise refuse("", "exactly one of document and body_base64")
 
 
 # -- status ---------------------------------------------------------------------------------------
