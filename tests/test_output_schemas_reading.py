@@ -257,6 +257,11 @@ def test_audit_json_of_an_intact_ledger(built: Built) -> None:
     assert doc["verdict"] == "intact" and doc["replayed"] == 3
     validate_output("audit", doc)
     assert_strict("audit", doc)
+    # The root is standard base64 of 32 bytes, not hex; counts are never negative.
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("audit", {**doc, "root_hash": "ab" * 32})
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("audit", {**doc, "entries": -1})
 
 
 def test_audit_json_without_replay_is_intact_with_skips(built: Built) -> None:

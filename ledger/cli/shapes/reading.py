@@ -19,6 +19,12 @@ from verifiers.contracts.common import ContractStruct, refuse
 from verifiers.contracts.verification_result import Outcome
 from verifiers.diff import Kind as DiffKind
 
+# A count of rows, entries, objects or verifications.
+Count = Annotated[int, Meta(ge=0)]
+# Standard base64 of a 32-byte SHA-256 tree hash (LEDGER.md section 7: "All hashes are
+# standard base64 strings").
+TreeHash = Annotated[str, Meta(pattern="^[A-Za-z0-9+/]{43}=$")]
+
 # -- log, show ----------------------------------------------------------------------------------
 
 
@@ -91,7 +97,7 @@ class StatusTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     work_unit: StatusWorkUnit
     plan_id: str
     adapter_version: str
-    verified: int
+    verified: Count
     outcomes: dict[Outcome, int]
     last_result_entry: int | None
 
@@ -102,7 +108,7 @@ class StatusCohort(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     frozen_entry: int
     burned_entry: int | None
     definition_digest: str
-    verified: int
+    verified: Count
     outcomes: dict[Outcome, int]
     tasks: list[StatusTask]
 
@@ -116,7 +122,7 @@ class StatusOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class AuditSkipped(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     check: str
-    count: int
+    count: Count
     reason: str
 
 
@@ -130,15 +136,15 @@ class AuditViolation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class AuditOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ok: bool
     verdict: Literal["intact", "intact-with-skips", "violations"]
-    entries: int
-    objects: int
-    withheld_objects: int
-    replayed: int
+    entries: Count
+    objects: Count
+    withheld_objects: Count
+    replayed: Count
     skipped: list[AuditSkipped]
-    tree_size: int
-    root_hash: str  # base64 of the 32-byte SHA-256 tree root
+    tree_size: Count
+    root_hash: TreeHash
     checks: list[str]
-    violation_count: int
+    violation_count: Count
     first_bad_seq: int | None
     violations: list[AuditViolation]
 
@@ -152,8 +158,8 @@ class PatchFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     kind: DiffKind
     old_mode: str | None
     new_mode: str | None
-    added: int
-    removed: int
+    added: Count
+    removed: Count
 
 
 class PatchFinding(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -173,21 +179,21 @@ class CheckPatchOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class BrowseRows(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    cohorts: int
-    tasks: int
-    plans: int
-    bundles: int
-    verifications: int
-    findings: int
+    cohorts: Count
+    tasks: Count
+    plans: Count
+    bundles: Count
+    verifications: Count
+    findings: Count
 
 
 class BrowseOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     out: str
     metadata: str
     public: bool
-    tree_size: int
+    tree_size: Count
     rows: BrowseRows
-    withheld: int
+    withheld: Count
 
 
 class ReportOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
