@@ -1,7 +1,273 @@
-"""`--json` output shapes of the reading commands (see ledger/cli/shapes/__init__.py)."""
+"""`--json` output shapes of the reading commands (see ledger/cli/shapes/__init__.py).
+
+A key the command sometimes leaves out is ``UnsetType = UNSET``: not required, and never
+``null`` (``= None`` would also admit a null the command never prints). A Struct that is a
+whole output has comments, not a docstring: a docstring would replace its registry
+description in the generated file."""
 
 from __future__ import annotations
 
-from ledger.cli.shapes.common import OutputShape
+from typing import Annotated, Any, ClassVar, Literal
 
-SHAPES: tuple[OutputShape, ...] = ()
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from ledger.cli.shapes.common import ErrorDetail, OutputShape
+from ledger.format.entries import EntryBody
+from verifiers.contracts import VerificationResult
+from verifiers.contracts.common import ContractStruct, refuse
+from verifiers.contracts.verification_result import Outcome
+from verifiers.diff import Kind as DiffKind
+
+# A count of rows, entries, objects or verifications.
+Count = Annotated[int, Meta(ge=0)]
+# Standard base64 of a 32-byte SHA-256 tree hash (LEDGER.md section 7: "All hashes are
+# standard base64 strings").
+TreeHash = Annotated[str, Meta(pattern="^[A-Za-z0-9+/]{43}=$")]
+
+# -- log, show ----------------------------------------------------------------------------------
+
+
+# One entry as ``log`` prints it (a line of --jsonl, an item of --json).
+class LogEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    seq: int
+    kind: str  # the row's kind as stored; an unknown one is the audit's to report
+    entry_hash: str  # blake3:<64 hex>
+    body: EntryBody
+
+
+class LogOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    entries: list[LogEntry]
+    # Only when a damaged row was met mid-stream (exit 2): the entries read before it, then this.
+    error: ErrorDetail | UnsetType = UNSET
+
+
+# ``show REF --json`` of an entry of any kind but verification.recorded (show-verification).
+class ShowEntryOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    seq: int
+    # Any kind as stored (an unknown one is the audit's to report) but the one shown with its
+    # result: a verification never prints this shape.
+    kind: Annotated[str, Meta(extra_json_schema={"not": {"const": "verification.recorded"}})]
+    entry_hash: str
+    body: EntryBody
+
+
+# ``show REF --json`` of a verification.recorded entry.
+class ShowVerificationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    seq: int
+    kind: Literal["verification.recorded"]
+    entry_hash: str
+    body: EntryBody
+    # The stored result object decoded, or null when it is missing or does not read as a JSON
+    # object (the audit says why).
+    result: VerificationResult | None
+
+
+# ``show ADDRESS --json`` of a stored object: exactly one of document and body_base64.
+class ShowObjectOutput(ContractStruct, frozen=True, kw_only=True):
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "oneOf": [{"required": ["document"]}, {"required": ["body_base64"]}]
+    }
+
+    digest: str  # blake3:<64 hex>, the object's address
+    sha256: str
+    media_type: str  # as stored (the ledger writes application/json or application/octet-stream)
+    size: int
+    # Any JSON value: a stored application/json object holds whatever document was committed
+    # (a WorkUnit, a plan, a result, a bundle's JSON file), so its content is genuinely open.
+    document: Any | UnsetType = UNSET
+    body_base64: str | UnsetType = UNSET  # the exact bytes, when they are not readable JSON
+
+    def check_rules(self) -> None:
+        if isinstance(self.document, UnsetType) == isinstance(self.body_base64, UnsetType):
+            raise refuse("", "exactly one of document and body_base64")
+
+
+# -- status ---------------------------------------------------------------------------------------
+
+
+class StatusWorkUnit(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    id: str
+    version: int
+
+
+class StatusTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    task: str
+    split: str
+    work_unit: StatusWorkUnit
+    plan_id: str
+    adapter_version: str
+    verified: Count
+    outcomes: dict[Outcome, int]
+    last_result_entry: int | None
+
+
+class StatusCohort(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cohort: str
+    stage: Literal["frozen", "burned"]
+    frozen_entry: int
+    burned_entry: int | None
+    definition_digest: str
+    verified: Count
+    outcomes: dict[Outcome, int]
+    tasks: list[StatusTask]
+
+
+class StatusOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cohorts: list[StatusCohort]
+
+
+# -- audit ----------------------------------------------------------------------------------------
+
+
+class AuditSkipped(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    check: str
+    count: Count
+    reason: str
+
+
+class AuditViolation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    seq: int | None  # null for a violation of the file as a whole (a checkpoint, the tree)
+    kind: str | None
+    code: str  # a violation code of LEDGER.md section 6
+    message: str
+
+
+class AuditOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    ok: bool
+    verdict: Literal["intact", "intact-with-skips", "violations"]
+    entries: Count
+    objects: Count
+    withheld_objects: Count
+    replayed: Count
+    skipped: list[AuditSkipped]
+    tree_size: Count
+    root_hash: TreeHash
+    checks: list[str]
+    violation_count: Count
+    first_bad_seq: int | None
+    violations: list[AuditViolation]
+
+
+# -- check-patch ----------------------------------------------------------------------------------
+
+
+class PatchFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    old_path: str | None
+    new_path: str | None
+    kind: DiffKind
+    old_mode: str | None
+    new_mode: str | None
+    added: Count
+    removed: Count
+
+
+class PatchFinding(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    line: int | None  # null for a finding of the patch as a whole
+    code: str
+    category: Literal["correctness", "scope", "policy"]
+    message: str
+
+
+class CheckPatchOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    valid: bool
+    files: list[PatchFile]
+    findings: list[PatchFinding]
+
+
+# -- browse, report -------------------------------------------------------------------------------
+
+
+class BrowseRows(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cohorts: Count
+    tasks: Count
+    plans: Count
+    bundles: Count
+    verifications: Count
+    findings: Count
+
+
+class BrowseOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    out: str
+    metadata: str
+    public: bool
+    tree_size: Count
+    rows: BrowseRows
+    withheld: Count
+
+
+class ReportOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    out: str
+    audit_ok: bool
+    public: bool
+
+
+SHAPES: tuple[OutputShape, ...] = (
+    OutputShape(
+        "log",
+        LogOutput,
+        "ledger log --json",
+        "Every selected entry in seq order, as one document. When a damaged row is met "
+        "mid-stream the document closes with the entries read so far and an error (exit 2).",
+    ),
+    OutputShape(
+        "log-jsonl-line",
+        LogEntry,
+        "One line of ledger log --jsonl",
+        "One entry: seq, kind, entry hash and the decoded body. A damaged row mid-stream ends "
+        "the stream with one error document line (output-error).",
+    ),
+    OutputShape(
+        "show",
+        ShowEntryOutput,
+        "ledger show --json (an entry)",
+        "One entry of any kind but verification.recorded: seq, kind, entry hash, decoded body.",
+    ),
+    OutputShape(
+        "show-verification",
+        ShowVerificationOutput,
+        "ledger show --json (a verification.recorded entry)",
+        "The entry and its decoded VerificationResult (null when the object is missing or "
+        "unreadable: run ledger audit).",
+    ),
+    OutputShape(
+        "show-object",
+        ShowObjectOutput,
+        "ledger show --json (a stored object)",
+        "A stored object's address, SHA-256, media type and size, with the JSON document it "
+        "holds or, when it is not readable JSON, its exact bytes in base64.",
+    ),
+    OutputShape(
+        "status",
+        StatusOutput,
+        "ledger status --json",
+        "Per frozen cohort: its stage, tasks, and the verifications and outcomes recorded.",
+    ),
+    OutputShape(
+        "audit",
+        AuditOutput,
+        "ledger audit --json (of a ledger or --from-export)",
+        "The audit's verdict, counts, the checks run and skipped, the tree head, and every "
+        "violation (LEDGER.md section 6). Exit 0 when intact, 1 on violations.",
+    ),
+    OutputShape(
+        "check-patch",
+        CheckPatchOutput,
+        "ledger check-patch --json",
+        "Whether the patch parses strictly, its files and line counts, and every finding. "
+        "Exit 0 when valid, 1 when refused.",
+    ),
+    OutputShape(
+        "browse",
+        BrowseOutput,
+        "ledger browse --json",
+        "The Datasette database and metadata file written, the tree size, the rows of each "
+        "table and how many hidden plans and results were withheld.",
+    ),
+    OutputShape(
+        "report",
+        ReportOutput,
+        "ledger report --json",
+        "The HTML file written, whether the audit found the ledger intact, and --public.",
+    ),
+)
