@@ -13,7 +13,6 @@ import copy
 import hashlib
 import json
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +26,8 @@ from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
-from test_export import HIDDEN_COHORT, HIDDEN_TASK
-from verdict_ledger import build_verdict_ledger
+from test_export import HIDDEN_TASK
+from verdict_ledger import SignedVerdicts, signed_verdict_ledger
 
 from ledger.interop.attest import pae
 from ledger.transparency.notes import parse_verifier_key
@@ -70,31 +69,12 @@ def cli(*args: str) -> CliResult:
     return run_cli(list(args), env=ENV)
 
 
-@dataclass(frozen=True)
-class Built:
-    root: Path
-    db: Path
-    key: Path  # signer key file
-    pub: Path  # verifier key file
-    verdicts: dict[str, int]  # task -> its verification.recorded seq
+Built = SignedVerdicts
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    root = tmp_path_factory.mktemp("attest")
-    db, found = build_verdict_ledger(
-        root,
-        ORIGIN,
-        [
-            ("good", "test/cohort-a", "test/cohort-a/task-000"),
-            ("wrong-marker", "test/cohort-a", "test/cohort-a/task-001"),
-            ("fragment", HIDDEN_COHORT, HIDDEN_TASK),
-        ],
-    )
-    verdicts = {task: seq for task, (seq, _) in found.items() if "/" in task}
-    keys = cli("keygen", "--name", ORIGIN, "--out", str(root / "ledger"), "--json")
-    assert keys.code == 0, keys.stderr
-    return Built(root, db, root / "ledger.key", root / "ledger.pub", verdicts)
+    return signed_verdict_ledger(tmp_path_factory.mktemp("attest"), ORIGIN)
 
 
 def attest(built: Built, *args: str) -> list[Doc]:

@@ -11,7 +11,6 @@ import json
 import selectors
 import signal
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,9 @@ import jsonschema
 import pytest
 from helpers import FIXED_TIME, CliResult, cli_env, ledger_command, run_cli
 from output_schemas import schema, validate_output
-from test_export import HIDDEN_COHORT, HIDDEN_TASK
+from test_export import HIDDEN_TASK
 from test_witnessed_checkpoint import Setup
-from verdict_ledger import build_verdict_ledger
+from verdict_ledger import SignedVerdicts, signed_verdict_ledger
 from witness_helpers import FORK, HONEST, START_TIMEOUT_S, Log, Server, Witness
 
 from ledger.store.sqlite import Ledger
@@ -56,30 +55,12 @@ def assert_strict(name: str, doc: Doc) -> None:
         validate_output(name, {**doc, "unexpected": 1})
 
 
-@dataclass(frozen=True)
-class Built:
-    root: Path
-    db: Path
-    key: Path  # signer key file
-    pub: Path  # verifier key file
-    verdicts: dict[str, int]  # task -> its verification.recorded seq
+Built = SignedVerdicts
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    root = tmp_path_factory.mktemp("shapes-tlog")
-    db, found = build_verdict_ledger(
-        root,
-        ORIGIN,
-        [
-            ("good", "test/cohort-a", "test/cohort-a/task-000"),
-            ("wrong-marker", "test/cohort-a", "test/cohort-a/task-001"),
-            ("fragment", HIDDEN_COHORT, HIDDEN_TASK),
-        ],
-    )
-    verdicts = {task: seq for task, (seq, _) in found.items() if "/" in task}
-    assert cli("--db", str(db), "keygen", "--out", str(root / "ledger")).code == 0
-    return Built(root, db, root / "ledger.key", root / "ledger.pub", verdicts)
+    return signed_verdict_ledger(tmp_path_factory.mktemp("shapes-tlog"), ORIGIN)
 
 
 def in_ledger(built: Built, *args: str) -> CliResult:

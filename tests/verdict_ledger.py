@@ -3,11 +3,12 @@ what the attestation and report tests read (built through the CLI, as a user wou
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from commit_helpers import make_bundle, make_cohort
 from helpers import FIXED_TIME, run_cli
-from test_export import make_hidden_cohort
+from test_export import HIDDEN_COHORT, HIDDEN_TASK, make_hidden_cohort
 
 ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}
 
@@ -36,3 +37,32 @@ def build_verdict_ledger(
         done = cli("verify", str(bundle), "--cohort", cohort, "--task", task, "--json")
         found[task] = found[family] = (int(str(done["result_entry"])), str(done["outcome"]))
     return db, found
+
+
+@dataclass(frozen=True)
+class SignedVerdicts:
+    """``build_verdict_ledger`` with its three usual verdicts and a signing key beside it."""
+
+    root: Path
+    db: Path
+    key: Path  # signer key file
+    pub: Path  # verifier key file
+    verdicts: dict[str, int]  # task -> its verification.recorded seq
+
+
+def signed_verdict_ledger(root: Path, origin: str) -> SignedVerdicts:
+    """A support (task-000), a reject (task-001) and a hidden task's verdict, and a key pair
+    named after ``origin`` (``ledger.key``, ``ledger.pub``)."""
+    db, found = build_verdict_ledger(
+        root,
+        origin,
+        [
+            ("good", "test/cohort-a", "test/cohort-a/task-000"),
+            ("wrong-marker", "test/cohort-a", "test/cohort-a/task-001"),
+            ("fragment", HIDDEN_COHORT, HIDDEN_TASK),
+        ],
+    )
+    verdicts = {task: seq for task, (seq, _) in found.items() if "/" in task}
+    keys = run_cli(["keygen", "--name", origin, "--out", str(root / "ledger")], env=ENV)
+    assert keys.code == 0, keys.stderr
+    return SignedVerdicts(root, db, root / "ledger.key", root / "ledger.pub", verdicts)
