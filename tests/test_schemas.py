@@ -22,7 +22,7 @@ def test_schema_file_header(entry: schemas.ContractSchema) -> None:
     assert document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert document["$id"].endswith(f"{entry.name}-v{entry.version}")
     assert document["title"] == entry.title
-    assert document["description"]
+    assert document["description"] == entry.description  # the registry's, not a docstring
     assert document["additionalProperties"] is False
     if entry.name == "entry-body":
         # Ledger entries are versioned by ``format``; their payloads by the entry's format.

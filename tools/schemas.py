@@ -206,6 +206,7 @@ def generate(entry: ContractSchema) -> dict[str, Any]:
         # A constructor default (VerificationResult) must not make the field optional on read.
         required.insert(0, "schema_version")
     root.get("properties", {}).get("schema_version", {}).pop("default", None)
+    root.pop("description", None)  # the Struct's docstring: the registry's text is the one
     document: dict[str, Any] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "$id": f"{ID_PREFIX}{entry.name}-v{entry.version}",
