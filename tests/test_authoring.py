@@ -156,6 +156,14 @@ def test_seal_writes_digests_only_never_meaning(root: Path) -> None:
     assert cli(root, "lint", "c", "--json").json()["ok"] is True
 
 
+def test_seal_of_a_sealed_cohort_writes_nothing_and_says_so(root: Path) -> None:
+    before = snapshot(root / "c")
+    done = cli(root, "seal", "c", "--json")
+    assert done.code == 0 and done.json()["changes"] == []
+    assert done.json()["written"] is False  # nothing was stale, so nothing was written
+    assert snapshot(root / "c") == before
+
+
 def test_seal_refuses_to_redefine_a_cohort_the_ledger_froze(root: Path) -> None:
     ok(root, "freeze", "c")
     edit(root / PLAN, _semantics)

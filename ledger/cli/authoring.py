@@ -328,7 +328,8 @@ def seal(
     sealed = run_seal(cohort_dir, root=root, frozen=frozen)
     if not check:
         write_files(sealed.writes, on_written=note_files(cohort_dir))
-    _show_seal(sealed, as_json, written=not check)
+    # "written" is what happened: nothing is, with --check or when nothing was stale.
+    _show_seal(sealed, as_json, written=not check and bool(sealed.writes))
     return EXIT_FAILED if check and sealed.stale else EXIT_OK
 
 
