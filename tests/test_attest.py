@@ -314,7 +314,14 @@ def test_attest_refuses_to_replace_an_existing_file(built: Built, tmp_path: Path
 
 @pytest.mark.parametrize(
     "content",
-    [b"", b"not json\n", b'{"mediaType": "something/else"}\n', b"[1, 2]\n"],
+    [
+        b"",
+        b"not json\n",
+        b'{"mediaType": "something/else"}\n',
+        b"[1, 2]\n",
+        # Our media type, but a lone surrogate: JSON the strict reader refuses.
+        b'{"mediaType": "application/vnd.evidence-ledger.attestation.v1+json", "x": "\\ud800"}\n',
+    ],
 )
 def test_a_file_that_is_not_attestations_is_unusable_input(
     built: Built, tmp_path: Path, content: bytes
@@ -335,7 +342,7 @@ def test_an_attestation_file_over_the_limit_is_refused_before_it_is_parsed(
         handle.truncate(MAX_ATTESTATION_BYTES + 1)  # sparse: no disk, still read as bytes
     result = cli("check-attestation", str(path))
     assert result.code == 2 and result.error_code() == "attestation-unreadable"
-    assert "over" in result.stderr
+    assert f"is over {MAX_ATTESTATION_BYTES} bytes" in result.stderr
 
 
 def test_attest_takes_either_a_seq_or_a_cohort(built: Built) -> None:

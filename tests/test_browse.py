@@ -255,6 +255,18 @@ def test_out_through_a_symlink_is_refused_even_with_force(demo: Path, tmp_path: 
     assert target.read_bytes() == b"not yours"
 
 
+def test_out_that_is_a_folder_is_not_replaced_even_with_force(demo: Path, tmp_path: Path) -> None:
+    (tmp_path / "b.db").mkdir()
+    refused = cli(demo, "browse", "--out", str(tmp_path / "b.db"), "--force")
+    assert (refused.code, refused.error_code()) == (2, "file-exists")
+    assert (tmp_path / "b.db").is_dir()
+
+
+def test_out_in_a_folder_no_file_can_be_created_in_is_unwritable(demo: Path) -> None:
+    refused = cli(demo, "browse", "--out", "/proc/browse.db")  # a folder, but not for files
+    assert (refused.code, refused.error_code()) == (2, "file-unwritable")
+
+
 def test_out_in_a_missing_folder_is_refused_as_unwritable(demo: Path, tmp_path: Path) -> None:
     refused = cli(demo, "browse", "--out", str(tmp_path / "no" / "b.db"))
     assert (refused.code, refused.error_code()) == (2, "file-unwritable")
