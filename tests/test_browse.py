@@ -270,6 +270,7 @@ def test_out_in_a_folder_no_file_can_be_created_in_is_unwritable(demo: Path) -> 
 def test_out_in_a_missing_folder_is_refused_as_unwritable(demo: Path, tmp_path: Path) -> None:
     refused = cli(demo, "browse", "--out", str(tmp_path / "no" / "b.db"))
     assert (refused.code, refused.error_code()) == (2, "file-unwritable")
+    assert "is not a folder" in refused.stderr  # said before any temporary file is tried
 
 
 def test_tampered_result_is_refused_and_leaves_no_file(demo: Path, tmp_path: Path) -> None:
