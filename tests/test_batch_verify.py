@@ -240,7 +240,13 @@ def test_verify_without_a_bundle_is_a_usage_error(demo_db: Path) -> None:
     before = file_state(demo_db)
     out = run_cli(["--db", str(demo_db), "verify", "--json"])
     assert out.code == 2 and out.error_code() == "usage-error"
-    assert run_cli(["--db", str(demo_db), "verify", "a", "b", "--jobs", "0"]).code == 2
+    bundles = [str(DEMO_BUNDLES[0])] * 2
+    no_jobs = run_cli(["--db", str(demo_db), "verify", *bundles, "--jobs", "0"])
+    assert no_jobs.code == 2 and no_jobs.error_code() == "usage-error"
+    assert "'--jobs'" in no_jobs.stderr
+    with Ledger.open(demo_db) as ledger, pytest.raises(LedgerError) as library:
+        verify_many(ledger, DEMO_BUNDLES[:2], jobs=0)  # the library says the same, no CLI
+    assert library.value.code == "usage-error" and "at least 1" in library.value.message
     assert file_state(demo_db) == before
 
 

@@ -199,6 +199,10 @@ def test_short_hash_naming_nothing_is_not_found(judged: tuple[Path, Path]) -> No
     prefix = next(p for p in (f"blake3:{i:08x}" for i in range(1000)) if p not in hashes)
     refused = cli(root, db, "show", prefix)
     assert refused.code == 2 and refused.error_code() == "not-found"
+    full = "blake3:" + "0" * 64  # a whole address: looked up as one, not as a prefix
+    missing = cli(root, db, "show", full)
+    assert missing.code == 2 and missing.error_code() == "not-found"
+    assert f"no entry or object {full} in this ledger" in missing.stderr
 
 
 # -- status ----------------------------------------------------------------------------------------
