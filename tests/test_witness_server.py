@@ -245,6 +245,7 @@ def test_a_state_that_is_a_folder_is_refused(witness: Witness) -> None:
     witness.state.mkdir()
     code, stderr = witness.start_refused()
     assert code == 2 and "ledger: witness-state-invalid:" in stderr
+    assert "is not a regular file" in stderr  # refused before SQLite is asked to open it
 
 
 def test_init_refuses_a_symlink_and_an_unwritable_place(witness: Witness, tmp_path: Path) -> None:
