@@ -354,3 +354,19 @@ def test_the_audit_flags_a_witnessed_checkpoint_that_covers_its_own_entry(setup:
     # The root cannot be the ledger's (it would hash this entry's own body); the line was
     # cosigned over the true checkpoint, not this one.
     assert _audit_codes(setup) == ["witnessed-checkpoint-invalid", "witness-cosignature-invalid"]
+
+
+def test_asking_no_witness_is_refused_by_the_library_too(tmp_path: Path) -> None:
+    """The CLI only asks when --witness is given; a library caller with none gets the same
+    refusal, and nothing is written."""
+    from ledger.errors import UsageError
+    from ledger.transparency.notes import generate_key
+    from ledger.transparency.witnessing import witness_checkpoint
+
+    ledger, _ = Ledger.create(tmp_path / "l.db", origin="test.example/none")
+    signer, _ = generate_key("test.example/none")
+    with ledger, pytest.raises(UsageError) as refused:
+        witness_checkpoint(ledger, signer, [])
+    assert refused.value.code == "usage-error" and "--witness" in refused.value.message
+    with Ledger.open_read_only(tmp_path / "l.db") as reread:
+        assert reread.size() == 1  # the genesis entry only
