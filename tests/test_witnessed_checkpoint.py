@@ -370,3 +370,27 @@ def test_asking_no_witness_is_refused_by_the_library_too(tmp_path: Path) -> None
     assert refused.value.code == "usage-error" and "--witness" in refused.value.message
     with Ledger.open_read_only(tmp_path / "l.db") as reread:
         assert reread.size() == 1  # the genesis entry only
+
+
+def test_asking_more_witnesses_than_the_limit_is_refused(tmp_path: Path) -> None:
+    from ledger.errors import UsageError
+    from ledger.transparency.notes import generate_key
+    from ledger.transparency.witness import generate_cosigner_key
+    from ledger.transparency.witnessing import (
+        MAX_WITNESSES,
+        parse_witness_option,
+        witness_checkpoint,
+    )
+
+    ledger, _ = Ledger.create(tmp_path / "l.db", origin="test.example/many")
+    signer, _ = generate_key("test.example/many")
+    targets = [
+        parse_witness_option(
+            f"http://127.0.0.1:9/w{i}="
+            + generate_cosigner_key(f"witness.example/w{i}", bytes([i]) * 32)[1]
+        )
+        for i in range(MAX_WITNESSES + 1)
+    ]
+    with ledger, pytest.raises(UsageError) as refused:
+        witness_checkpoint(ledger, signer, targets)  # refused before any witness is asked
+    assert refused.value.code == "usage-error" and f"1..{MAX_WITNESSES}" in refused.value.message

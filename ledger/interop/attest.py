@@ -292,9 +292,9 @@ def read_attestation_lines(data: bytes, *, source: str) -> list[dict[str, Any]]:
         raise UsageError("attestation-unreadable", f"{source} holds no attestation")
     found: list[dict[str, Any]] = []
     for number, line in enumerate(lines, 1):
-        read = read_json(line, max_bytes=MAX_ATTESTATION_BYTES, max_depth=32)
-        value = read.value
-        if not read.ok or not isinstance(value, dict) or value.get("mediaType") != MEDIA_TYPE:
+        # A refused read has no value (None): the dict check refuses it too.
+        value = read_json(line, max_bytes=MAX_ATTESTATION_BYTES, max_depth=32).value
+        if not isinstance(value, dict) or value.get("mediaType") != MEDIA_TYPE:
             raise UsageError(
                 "attestation-unreadable",
                 f"{source} line {number} is not an attestation (JSON with mediaType {MEDIA_TYPE})",
