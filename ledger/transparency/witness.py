@@ -19,8 +19,6 @@ codes ``witness-origin-unknown`` (404), ``witness-signature-invalid`` (403),
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +36,8 @@ from ledger.transparency.notes import (
     SIGNATURE_PREFIX,
     Checkpoint,
     CheckpointError,
+    _b64decode,
+    _b64encode,
     is_valid_key_name,
     parse_checkpoint,
     parse_signer_key,
@@ -64,18 +64,15 @@ class WitnessError(LedgerError):
         super().__init__(code, message)
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+_b64 = _b64encode
 
 
 def _unb64(text: str, code: str, what: str) -> bytes:
+    """The signed-note module's strict base64 (standard, padded, canonical), as a WitnessError."""
     try:
-        raw = base64.b64decode(text.encode("ascii"), validate=True)
-    except (UnicodeEncodeError, binascii.Error, ValueError):
-        raise WitnessError(code, f"{what} is not standard base64") from None
-    if _b64(raw) != text:
-        raise WitnessError(code, f"{what} is not canonical standard base64")
-    return raw
+        return _b64decode(text, code, what)
+    except CheckpointError as exc:
+        raise WitnessError(exc.code, exc.message) from None
 
 
 def _decimal(text: str, code: str, what: str, limit: int) -> int:
