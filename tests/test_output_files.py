@@ -128,9 +128,17 @@ def test_out_that_is_a_folder_is_refused_even_with_force(db: Path, tmp_path: Pat
     assert listing(folder) == ["inside"]
 
 
-def test_out_that_is_a_device_is_refused_even_with_force(db: Path) -> None:
-    result = cli(db, "export", "--out", "/dev/null", "--force")
+def test_out_that_is_a_device_is_refused_even_with_force(db: Path, tmp_path: Path) -> None:
+    # A device of the test's own (the null device's numbers), never the system's /dev/null: as
+    # root, a regression here (or a mutant of the check) would replace /dev/null with a file.
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        device = Path("/dev/null")  # not root: nothing in /dev can be replaced anyway
+    result = cli(db, "export", "--out", str(device), "--force")
     assert "not a regular file" in refused_file_exists(result)
+    assert stat.S_ISCHR(device.lstat().st_mode)
 
 
 def test_out_in_a_missing_folder_is_unwritable(db: Path, tmp_path: Path) -> None:
