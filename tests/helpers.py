@@ -367,3 +367,27 @@ def child_create(path: str, origin: str) -> None:
     with ledger:
         sys.stdout.write(f"{'created' if created else 'opened'} {ledger.origin()}\n")
         sys.stdout.flush()
+
+
+DEMO_BUNDLES_DIR = REPO_DIR / "fixtures" / "demo" / "bundles"
+# Two verdicts of one task (support, reject) and one of another: a small, varied history.
+DEMO_THREE = [
+    DEMO_BUNDLES_DIR / "readme-marker" / "attempt-1",
+    DEMO_BUNDLES_DIR / "readme-marker" / "attempt-2",
+    DEMO_BUNDLES_DIR / "yaml-safe-load" / "attempt-1",
+]
+
+
+def demo_ledger(db: Path, origin: str, bundles: Sequence[Path] = tuple(DEMO_THREE)) -> Path:
+    """``db`` through the CLI (clock fixed): created, calibrated, the demo cohort frozen, and
+    ``bundles`` verified in one batch."""
+    env = {"LEDGER_TIME": FIXED_TIME}
+    for args in (
+        ["init", "--origin", origin],
+        ["calibrate"],
+        ["freeze", "cohorts/demo", "--root", str(REPO_DIR)],
+        ["verify", "--jobs", "1", *map(str, bundles)],
+    ):
+        result = run_cli(["--db", str(db), *args], env=env, cwd=REPO_DIR)
+        assert result.code in (0, 1), result.stderr
+    return db

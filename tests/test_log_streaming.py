@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 from helpers import (
-    FIXED_TIME,
+    DEMO_THREE,
     REPO_DIR,
     append_entries,
     attacker,
     checkpointed_copy,
     cli_env,
+    demo_ledger,
     fixed_clock,
     ledger_command,
     make_ledger,
@@ -36,28 +37,14 @@ from ledger.errors import LedgerError
 from ledger.store.sqlite import Ledger
 
 DEMO = REPO_DIR / "fixtures" / "demo" / "bundles"
-BUNDLES = [
-    DEMO / "readme-marker" / "attempt-1",
-    DEMO / "readme-marker" / "attempt-2",
-    DEMO / "yaml-safe-load" / "attempt-1",
-]
+BUNDLES = DEMO_THREE
 
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ledger holding every kind but a burn, interleaved: created, calibrations, a freeze,
     then bundle.observed / verification.recorded pairs."""
-    db = tmp_path_factory.mktemp("log") / "mixed.db"
-    env = {"LEDGER_TIME": FIXED_TIME}
-    for args in (
-        ["init", "--origin", "test/log"],
-        ["calibrate"],
-        ["freeze", "cohorts/demo", "--root", str(REPO_DIR)],
-        ["verify", "--jobs", "1", *map(str, BUNDLES)],
-    ):
-        result = run_cli(["--db", str(db), *args], env=env, cwd=REPO_DIR)
-        assert result.code in (0, 1), result.stderr
-    return db
+    return demo_ledger(tmp_path_factory.mktemp("log") / "mixed.db", "test/log", BUNDLES)
 
 
 @pytest.fixture(scope="module")

@@ -18,17 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_TIME, REPO_DIR, cli_env, ledger_command, run_cli
+from helpers import DEMO_THREE, FIXED_TIME, REPO_DIR, cli_env, demo_ledger, ledger_command, run_cli
 
 from ledger import api
 from ledger.store.sqlite import Ledger
 
 DEMO = REPO_DIR / "fixtures" / "demo" / "bundles"
-BUNDLES = [
-    DEMO / "readme-marker" / "attempt-1",
-    DEMO / "readme-marker" / "attempt-2",
-    DEMO / "yaml-safe-load" / "attempt-1",
-]
+BUNDLES = DEMO_THREE
 DEMO_TASKS = 6  # cohorts/demo
 BAR = "━".encode()  # rich's bar glyph
 
@@ -82,16 +78,7 @@ def at_terminal(
 def verified(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Calibrated, the demo cohort frozen, three bundles verified."""
     db = tmp_path_factory.mktemp("progress") / "verified.db"
-    env = {"LEDGER_TIME": FIXED_TIME}
-    for args in (
-        ["init", "--origin", "test/progress"],
-        ["calibrate"],
-        ["freeze", "cohorts/demo", "--root", str(REPO_DIR)],
-        ["verify", "--jobs", "1", *map(str, BUNDLES)],
-    ):
-        result = run_cli(["--db", str(db), *args], env=env, cwd=REPO_DIR)
-        assert result.code in (0, 1), result.stderr
-    return db
+    return demo_ledger(db, "test/progress", BUNDLES)
 
 
 @pytest.fixture

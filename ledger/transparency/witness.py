@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Final
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ledger.errors import LedgerError
@@ -38,6 +37,7 @@ from ledger.transparency.notes import (
     CheckpointError,
     _b64decode,
     _b64encode,
+    _public_from_seed,
     is_valid_key_name,
     parse_checkpoint,
     parse_signer_key,
@@ -124,14 +124,6 @@ class CosignerSigner:
 
     def verifier(self) -> CosignerKey:
         return CosignerKey(self.name, self.key_id, _public_from_seed(self.seed))
-
-
-def _public_from_seed(seed: bytes) -> bytes:
-    return (
-        Ed25519PrivateKey.from_private_bytes(seed)
-        .public_key()
-        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    )
 
 
 def parse_cosigner_key(vkey: str) -> CosignerKey:
