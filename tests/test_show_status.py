@@ -7,6 +7,7 @@ the store), never from the code that renders them.
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 from pathlib import Path
@@ -301,3 +302,27 @@ def test_the_library_answers_what_show_and_status_print(judged: tuple[Path, Path
     assert [(t.task.task, t.verified, t.outcomes) for t in status.tasks] == [
         (t["task"], t["verified"], t["outcomes"]) for t in printed["tasks"]
     ]
+
+
+@pytest.mark.parametrize("body", [b"[1,2]", b"7", b'"text"', b"null"])
+def test_show_json_of_a_stored_json_value_that_is_not_an_object_gives_its_bytes(
+    ledger_path: Path, tmp_path: Path, body: bytes
+) -> None:
+    """A JSON object is a document; any other JSON value stored as application/json is shown
+    as its exact bytes, never as a `document` a script would take for one."""
+    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+        ref = w.put_object(body, "application/json")
+        w.append("bundle.observed", {}, refs=[ref])
+    doc = cli(tmp_path, ledger_path, "show", ref, "--json").json()
+    assert "document" not in doc
+    assert base64.b64decode(doc["body_base64"]) == body
+
+
+def test_show_json_of_a_stored_json_object_gives_the_document(
+    ledger_path: Path, tmp_path: Path
+) -> None:
+    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+        ref = w.put_object(b'{"a":[1,2]}', "application/json")
+        w.append("bundle.observed", {}, refs=[ref])
+    doc = cli(tmp_path, ledger_path, "show", ref, "--json").json()
+    assert doc["document"] == {"a": [1, 2]} and "body_base64" not in doc

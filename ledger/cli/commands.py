@@ -716,7 +716,9 @@ def _show_object(obj: Any, as_json: bool) -> int:
             # Strict and depth-bounded: a stored object is untrusted bytes (a deep one would
             # crash json.loads); what does not read is shown as its bytes instead.
             read = read_json(obj.body, max_bytes=len(obj.body), max_depth=256)
-            document = read.value if read.ok else None
+            # Only an object is a document (LEDGER.md, `show --json`); a stored array or
+            # scalar is shown as its bytes, so a script never mistakes one for a document.
+            document = read.value if read.ok and isinstance(read.value, dict) else None
         if document is not None:
             doc["document"] = document
         else:
