@@ -279,3 +279,40 @@ def test_a_port_in_use_is_refused(witness: Witness) -> None:
         args[args.index("127.0.0.1:0")] = f"127.0.0.1:{busy.getsockname()[1]}"
         result = run_cli(args)
     assert (result.code, result.error_code()) == (2, "witness-listen-invalid")
+
+
+def test_a_flood_of_idle_connections_is_dropped_past_the_limit_and_serving_resumes(
+    witness: Witness,
+) -> None:
+    """A client holding MAX_CONNECTIONS idle connections cannot make the witness queue more:
+    the next connection is closed unanswered (no thread, no state read), and once the idle ones
+    go, the witness answers again."""
+    import http.client
+    import socket
+    import time
+
+    from ledger.transparency.witness_server import MAX_CONNECTIONS
+
+    log = witness.log
+    with witness.serve() as server:
+        idle = [socket.create_connection(("127.0.0.1", server.port), timeout=15)]
+        try:
+            idle += [
+                socket.create_connection(("127.0.0.1", server.port), timeout=15)
+                for _ in range(MAX_CONNECTIONS - 1)
+            ]
+            time.sleep(0.5)  # let the server take every one of them into a slot
+            with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+                server.post(log.body(HONEST[:5], 0))
+        finally:
+            for sock in idle:
+                sock.close()
+        deadline = time.monotonic() + 20
+        while True:  # the slots come back as the handlers see the idle sockets close
+            try:
+                server.cosigned(log.body(HONEST[:5], 0))
+                break
+            except (http.client.RemoteDisconnected, ConnectionError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
