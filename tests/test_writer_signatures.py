@@ -539,6 +539,9 @@ def test_reading_commands_never_load_the_signer(
         [verifier_key_for(ALICE), "require", "require from 3"],
         [verifier_key_for(ALICE), "required"],
         [ALICE],  # a private key where a verifier key belongs
+        [verifier_key_for(ALICE), "require from \u0663"],  # a digit, not an ASCII one
+        [verifier_key_for(ALICE), "require from " + "9" * 20],
+        [verifier_key_for(ALICE), "require from 3 on"],
     ],
 )
 def test_a_malformed_trusted_signers_file_is_refused(
@@ -631,3 +634,48 @@ def test_a_witnessed_checkpoint_entry_is_signed_by_the_writer(
     assert last["signature"]["key"] == verifier_key_for(ALICE)
     code, report = audit(signed, "--signers", str(keys["trusted"]))
     assert (code, report["violations"]) == (0, [])
+
+
+def test_signed_log_and_show_outputs_hold_to_their_published_schemas(
+    demo_signed: tuple[Path, dict[str, Path]],
+) -> None:
+    import jsonschema
+    from output_schemas import validate_output
+
+    db = demo_signed[0]
+    log = cli(["--db", str(db), "log", "--json"]).json()
+    validate_output("log", log)
+    for line in cli(["--db", str(db), "log", "--jsonl"]).stdout.splitlines():
+        validate_output("log-jsonl-line", json.loads(line))
+    validate_output("show", cli(["--db", str(db), "show", "0", "--json"]).json())
+    shown = cli(["--db", str(db), "show", "4", "--json"]).json()
+    assert shown["kind"] == "verification.recorded" and shown["body"]["format"] == 2
+    validate_output("show-verification", shown)
+    # The signature's shape is exact: another member, or a missing one, is not this output.
+    extra = json.loads(json.dumps(log))
+    extra["entries"][0]["body"]["signature"]["by"] = "someone"
+    missing = json.loads(json.dumps(log))
+    del missing["entries"][0]["body"]["signature"]["sig"]
+    for bad in (extra, missing):
+        with pytest.raises(jsonschema.ValidationError):
+            validate_output("log", bad)
+
+
+def test_trusted_signers_beyond_the_bounds_are_refused_before_use() -> None:
+    from ledger.errors import UsageError
+    from ledger.format.signing import MAX_SIGNERS_BYTES, MAX_TRUSTED_KEYS, parse_trusted_signers
+    from ledger.transparency.notes import VerifierKey, key_id, parse_verifier_key
+
+    public = parse_verifier_key(verifier_key_for(ALICE)).public_key
+    many = [
+        VerifierKey(f"w{i}", key_id(f"w{i}", public), public).encode()
+        for i in range(MAX_TRUSTED_KEYS + 1)
+    ]
+    assert len(parse_trusted_signers("\n".join(many[:-1]), "f").keys) == MAX_TRUSTED_KEYS
+    for text, why in (
+        ("\n".join(many), f"more than {MAX_TRUSTED_KEYS} keys"),
+        (verifier_key_for(ALICE) + "\n" + "#" * MAX_SIGNERS_BYTES, "larger than"),
+    ):
+        with pytest.raises(UsageError) as caught:
+            parse_trusted_signers(text, "f")
+        assert caught.value.code == "bad-signers" and why in caught.value.message

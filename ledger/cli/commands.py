@@ -1395,7 +1395,8 @@ def keygen(
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> int:
-    """Create an Ed25519 key pair for signing checkpoints (C2SP signed-note key format)."""
+    """Create an Ed25519 key pair for signing checkpoints (--sign) or the entries a writer
+    appends (ledger --signer PREFIX.key); C2SP signed-note key format."""
     from ledger.transparency.notes import generate_key
 
     if name is None:
