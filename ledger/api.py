@@ -33,7 +33,9 @@ import msgspec
 from ledger.audit.engine import audit
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
-from ledger.format.entries import Entry
+from ledger.audit.signatures import SignatureCheck
+from ledger.errors import UsageError
+from ledger.format.entries import Entry, EntrySigner
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
 from ledger.operations.burn import burn
@@ -64,6 +66,7 @@ from ledger.transparency.witnessing import (
 )
 
 if TYPE_CHECKING:
+    from ledger.format.signing import TrustedSigners, WriterKey
     from ledger.interop.browse import BrowseResult
 
 EXPORT_HEADER_MISMATCH = "export-header-mismatch"
@@ -87,34 +90,117 @@ def settings_from_environ() -> Settings:
     return Settings.from_environ(os.environ)
 
 
+MAX_KEY_FILE_BYTES = 64 * 1024
+
+
+def _read_small_text(path: Path, limit: int, what: str) -> str:
+    """A small operator file, bounded (the CLI's codes: ``file-not-found``, ``not-a-file``,
+    ``file-unreadable``, ``file-too-large``, ``file-not-utf8``)."""
+    import stat
+
+    try:
+        # Non-blocking: a FIFO named as the key must be refused, not waited on forever.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise UsageError("file-not-found", f"{what} {path} does not exist") from None
+    except OSError as exc:
+        raise UsageError("file-unreadable", f"cannot read {what} {path}: {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError("not-a-file", f"{what} {path} is not a regular file")
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+    except OSError as exc:
+        raise UsageError("file-unreadable", f"cannot read {what} {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise UsageError("file-too-large", f"{what} {path} is larger than {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("file-not-utf8", f"{what} {path} is not UTF-8 text") from None
+
+
+def load_signer(path: str | os.PathLike[str]) -> WriterKey:
+    """The writer key in the file ``path`` (the ``.key`` file ``ledger keygen`` writes), to
+    pass as ``signer=``: every entry then appended is signed (format 2, LEDGER.md section 3).
+    A file that is not one private note key is ``bad-signer``."""
+    from ledger.format.signing import load_writer_key
+
+    return load_writer_key(
+        _read_small_text(Path(path), MAX_KEY_FILE_BYTES, "signer key"), str(path)
+    )
+
+
+def load_trusted_signers(path: str | os.PathLike[str]) -> TrustedSigners:
+    """The trusted-signers file ``path`` (LEDGER.md section 6, "Writer signatures"), for the
+    audit's ``signers=``; a malformed one is ``bad-signers``."""
+    from ledger.format.signing import MAX_SIGNERS_BYTES, parse_trusted_signers
+
+    text = _read_small_text(Path(path), MAX_SIGNERS_BYTES, "trusted-signers file")
+    return parse_trusted_signers(text, str(path))
+
+
+def _signer_of(settings: Settings, signer: EntrySigner | None) -> EntrySigner | None:
+    if signer is not None:
+        return signer
+    return load_signer(settings.signer) if settings.signer is not None else None
+
+
 def init_ledger(
-    path: str | os.PathLike[str], *, origin: str | None = None, settings: Settings | None = None
+    path: str | os.PathLike[str],
+    *,
+    origin: str | None = None,
+    settings: Settings | None = None,
+    signer: EntrySigner | None = None,
 ) -> InitResult:
-    """Create a ledger at ``path`` (idempotent: an existing ledger is left unchanged)."""
+    """Create a ledger at ``path`` (idempotent: an existing ledger is left unchanged).
+
+    ``signer`` (else the key file ``settings.signer`` names, if any) signs the genesis entry."""
     settings = settings or Settings()
     ledger, created = Ledger.create(
         Path(path),
         origin=origin or default_origin(),
         clock=settings.clock,
         busy_timeout_ms=settings.busy_timeout_ms,
+        signer=_signer_of(settings, signer),
     )
     with ledger:
         return InitResult(created=created, origin=ledger.origin())
 
 
 def open_ledger(
-    path: str | os.PathLike[str], *, read_only: bool = False, settings: Settings | None = None
+    path: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    settings: Settings | None = None,
+    signer: EntrySigner | None = None,
 ) -> Ledger:
     """Open an existing ledger (``StoreError`` when it is missing or not a ledger).
 
     ``read_only`` opens it as every reading command does: nothing is written, in the file or
     beside it, and it works on read-only media (LEDGER.md section 2); writing then refuses
     with ``ledger-read-only``. ``settings`` gives the clock and the busy timeout (default:
-    the wall clock, 30 s; never the environment: see ``settings_from_environ``)."""
+    the wall clock, 30 s; never the environment: see ``settings_from_environ``). ``signer``
+    (``load_signer``; else the key file ``settings.signer`` names, if any) signs every entry
+    appended through the ledger; a read-only open loads no key."""
     settings = settings or Settings()
     if read_only:
         return Ledger.open_read_only(path, busy_timeout_ms=settings.busy_timeout_ms)
-    return Ledger.open(path, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+    return Ledger.open(
+        path,
+        clock=settings.clock,
+        busy_timeout_ms=settings.busy_timeout_ms,
+        signer=_signer_of(settings, signer),
+    )
 
 
 def read_log(
@@ -142,9 +228,12 @@ def audit_ledger(
     withheld: Mapping[str, tuple[str, int]] | None = None,
     progress: Callable[[int, int], None] | None = None,
     parallel: bool | None = None,
+    signers: TrustedSigners | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit`` runs: every check of LEDGER.md section 6, the commitment rules and
     (unless ``replay`` is off) every replay. Returns the report and the number of replays.
+    Every format-2 entry's signature is checked; ``signers`` (``load_trusted_signers``) also
+    reports keys it does not list and, if it requires signatures, unsigned entries.
     ``parallel`` (``Settings.parallel``): the row checks in a second process and the replays
     in worker processes (True), not (False), or as the ledger's size and the CPUs decide
     (None); the report is the same.
@@ -162,7 +251,7 @@ def audit_ledger(
     try:
         report = audit(
             ledger,
-            observers=[rules],
+            observers=[rules, SignatureCheck(signers)],
             checkpoints=checkpoints,
             withheld=withheld,
             progress=progress,
@@ -186,6 +275,7 @@ def audit_export(
     checkpoints: Sequence[Checkpoint] = (),
     progress: Callable[[int, int], None] | None = None,
     parallel: bool | None = None,
+    signers: TrustedSigners | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit --from-export`` runs (LEDGER.md section 7, "Audit modes"): the export
     is read as untrusted input (``export-unreadable`` / ``export-malformed``), loaded into a
@@ -209,6 +299,7 @@ def audit_export(
             withheld=withheld,
             progress=progress,
             parallel=parallel,
+            signers=signers,
         )
     size, root = exported.header_size, exported.header_root
     if (size, root) != (report.tree_size, report.root_hash):
@@ -301,6 +392,8 @@ __all__ = [
     "find_ref",
     "freeze",
     "init_ledger",
+    "load_signer",
+    "load_trusted_signers",
     "open_ledger",
     "parse_witness_option",
     "prove_consistency",

@@ -28,12 +28,15 @@ PARALLEL_MODES: Final[tuple[ParallelMode, ...]] = ("auto", "on", "off")
 @dataclass(frozen=True, slots=True)
 class Settings:
     """``time``: a fixed entry time (``LEDGER_TIME``), else the wall clock; ``busy_timeout_ms``
-    (``LEDGER_BUSY_TIMEOUT_MS``); ``audit_parallel`` (``LEDGER_AUDIT_PARALLEL``). The defaults
-    are what an empty environment gives."""
+    (``LEDGER_BUSY_TIMEOUT_MS``); ``audit_parallel`` (``LEDGER_AUDIT_PARALLEL``); ``signer``:
+    the path of the writer key file that signs every append (``LEDGER_SIGNER``; read, and
+    checked, only by a command that appends). The defaults are what an empty environment
+    gives."""
 
     time: str | None = None
     busy_timeout_ms: int = BUSY_TIMEOUT_MS
     audit_parallel: ParallelMode = "auto"
+    signer: str | None = None
 
     def __post_init__(self) -> None:
         # A library caller's values are checked like the environment's: fail closed, at once.
@@ -65,7 +68,8 @@ class Settings:
                 "bad-audit-parallel", f"LEDGER_AUDIT_PARALLEL={mode!r} must be auto, on or off"
             )
         parallel: ParallelMode = "on" if mode == "on" else "off" if mode == "off" else "auto"
-        return cls(time=fixed, busy_timeout_ms=timeout, audit_parallel=parallel)
+        signer = environ.get("LEDGER_SIGNER") or None  # empty means unset
+        return cls(time=fixed, busy_timeout_ms=timeout, audit_parallel=parallel, signer=signer)
 
     @property
     def clock(self) -> Clock:

@@ -164,9 +164,10 @@ def test_body_stored_as_text_is_body_malformed(ledgers: Ledgers, fresh: Any) -> 
     assert_violation(ledgers.root, db, 1, "body-malformed", "--no-replay", message="not a BLOB")
 
 
-def test_body_of_format_2_is_unknown_entry_format(ledgers: Ledgers, fresh: Any) -> None:
+def test_body_of_format_3_is_unknown_entry_format(ledgers: Ledgers, fresh: Any) -> None:
+    # Format 2 is the signed body (tests/test_writer_signatures.py); 3 is unknown.
     db = fresh("calibrated")
-    rewrite_body(db, 1, lambda body: {**body, "format": 2})
+    rewrite_body(db, 1, lambda body: {**body, "format": 3})
     assert_violation(ledgers.root, db, 1, "unknown-entry-format", "--no-replay")
 
 

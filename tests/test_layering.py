@@ -42,7 +42,7 @@ BASE = {"errors", "verifiers"}
 ALLOWED: dict[str, set[str]] = {
     "verifiers": set(),
     "errors": {"verifiers"},
-    "format": BASE,
+    "format": BASE | {"primitives"},  # signing.py: the note keys of section 7
     "documents": BASE,
     "primitives": {"errors"},
     "settings": BASE | {"format"},

@@ -49,6 +49,8 @@ TARGETS = (
     "ledger/audit/engine.py",
     "ledger/audit/rows.py",
     "ledger/audit/worker.py",
+    "ledger/audit/signatures.py",
+    "ledger/format/signing.py",
     "ledger/settings.py",
     "ledger/operations/freeze.py",
     "ledger/operations/burn.py",

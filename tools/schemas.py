@@ -134,7 +134,7 @@ CONTRACTS: Final[tuple[ContractSchema, ...]] = (
         "entry-body",
         "1",
         EntryBody,
-        "Ledger entry body, format 1",
+        "Ledger entry body, format 1 or 2 (signed)",
         "The canonical JSON hashed into the chain (entry_hash = BLAKE3) and the Merkle tree "
         "(leaf = SHA-256(0x00 || body)); see LEDGER.md section 3.",
     ),

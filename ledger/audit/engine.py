@@ -58,9 +58,10 @@ from ledger.audit.rows import (
 from ledger.audit.state_index import StateIndexCheck
 from ledger.audit.worker import _RowWorker, _wants_worker
 from ledger.format.entries import (
-    FORMAT,
+    FORMATS,
     GENESIS_KIND,
     KINDS,
+    SIGNED_FORMAT,
     Entry,
     EntryBody,
     check_body_depth,
@@ -469,8 +470,14 @@ def _check_body(
             )
         )
         ok = False
-    if decoded.format != FORMAT:
+    if decoded.format not in FORMATS:
         report(Violation(seq, row_kind, BAD_FORMAT, f"entry format {decoded.format} is unknown"))
+        ok = False
+    elif (decoded.format == SIGNED_FORMAT) == isinstance(decoded.signature, msgspec.UnsetType):
+        # Format 2 is format 1 plus ``signature``: a format-2 body without one (a signature cut
+        # off, the format left) or a format-1 body with one lacks or has a field of section 3.
+        have = "has no signature" if decoded.format == SIGNED_FORMAT else "carries a signature"
+        report(Violation(seq, row_kind, BODY_MALFORMED, f"a format {decoded.format} body {have}"))
         ok = False
     if decoded.kind not in KINDS:
         report(Violation(seq, row_kind, UNKNOWN_KIND, f"kind {decoded.kind!r} is unknown"))

@@ -192,6 +192,7 @@ ForceOpt = Annotated[
 
 class _State:
     db: Path = Path("ledger.db")
+    signer: Path | None = None  # --signer; else $LEDGER_SIGNER (Settings.signer)
 
 
 STATE = _State()
@@ -215,12 +216,22 @@ def _root(
             show_default=False,
         ),
     ] = Path("ledger.db"),
+    signer: Annotated[
+        Path | None,
+        typer.Option(
+            "--signer",
+            help="Writer key file (the .key of `ledger keygen`): sign every entry this command"
+            " appends (entry format 2; default: $LEDGER_SIGNER, else unsigned).",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version_callback, is_eager=True, help="Show version."),
     ] = False,
 ) -> None:
     STATE.db = db
+    STATE.signer = signer
 
 
 def _settings() -> "Settings":
@@ -237,11 +248,26 @@ def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Led
     settings = settings or _settings()
     if read_only:
         return Ledger.open_read_only(STATE.db, busy_timeout_ms=settings.busy_timeout_ms)
+    signer = _signer(settings)  # a bad key file refuses before the ledger is opened
     opened: list[int] = []  # the size when opened: nothing can be appended before that
     _note_appends(STATE.db, opened)
-    ledger = Ledger.open(STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+    ledger = Ledger.open(
+        STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms, signer=signer
+    )
     opened.append(ledger.size())
     return ledger
+
+
+def _signer(settings: "Settings") -> Any:
+    """The writer key every append of this command is signed with: ``--signer``, else
+    ``$LEDGER_SIGNER``, else none (unsigned, format 1). Loaded only by commands that append,
+    so a reading command never reads (or needs) the key."""
+    path = STATE.signer or (Path(settings.signer) if settings.signer else None)
+    if path is None:
+        return None
+    from ledger.format.signing import load_writer_key
+
+    return load_writer_key(_read_text_file(path, 64 * 1024, "signer key"), str(path))
 
 
 def _note_appends(db: Path, opened: list[int]) -> None:
@@ -319,7 +345,7 @@ def init(
 
     settings = _settings()
     _note_init(STATE.db, settings)
-    result = init_ledger(STATE.db, origin=origin, settings=settings)
+    result = init_ledger(STATE.db, origin=origin, settings=settings, signer=_signer(settings))
     if as_json:
         _emit_json({"db": str(STATE.db), "created": result.created, "origin": result.origin})
     elif result.created:
@@ -411,7 +437,10 @@ def log(
             _stream_json_array("entries", (_entry_json(e) for e in entries))
         else:
             for e in entries:
-                _say(f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}")
+                _say(
+                    f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}"
+                    + _signed_by(e)
+                )
     return EXIT_OK
 
 
@@ -468,6 +497,14 @@ def _stream_json_array(key: str, items: Any) -> None:
 
 def _body(entry: Any) -> Any:
     return json.loads(entry.body_bytes)
+
+
+def _signed_by(entry: Any) -> str:
+    """`` (signed by NAME)`` for a format-2 entry (the key name its signature names; whether
+    the signature verifies is the audit's to say), else nothing: unsigned lines are unchanged."""
+    signature = getattr(entry.body, "signature", None)
+    key = getattr(signature, "key", None)
+    return f"  (signed by {key.split('+', 1)[0]})" if isinstance(key, str) else ""
 
 
 def _summary(entry: Any) -> str:
@@ -537,6 +574,9 @@ def show(
             return EXIT_OK
         _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
         _say(f"time {entry.body.time}")
+        key = getattr(getattr(entry.body, "signature", None), "key", None)
+        if isinstance(key, str):  # format 2; `ledger audit` checks that the signature verifies
+            _say(f"signer {key}")
         lines = _entry_lines(entry, result)
         if lines is None:  # a kind without a readable form, or a payload not of its shape
             text = json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2)
@@ -1208,10 +1248,20 @@ def audit(
         Path | None,
         typer.Option("--from-export", help="Audit an export (JSON Lines) instead of --db."),
     ] = None,
+    signers: Annotated[
+        Path | None,
+        typer.Option(
+            "--signers",
+            help="Trusted writer keys, one verifier key a line, and optionally `require` or"
+            " `require from SEQ`: report entries signed by other keys, and unsigned ones where"
+            " required.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
-    """Re-check every hash, link, body, object, tree node and commitment rule, replay every
-    verification from the stored bytes, and check the ledger extends each given checkpoint.
+    """Re-check every hash, link, body, object, tree node, writer signature and commitment rule,
+    replay every verification from the stored bytes, and check the ledger extends each given
+    checkpoint.
 
     Exit 0 when intact, 1 on any violation (each listed with seq, kind and code), 2 when refused.
     Without an outside checkpoint a full rewrite of the file cannot be detected: keep one.
@@ -1229,6 +1279,12 @@ def audit(
         )
     settings = _settings()
     checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
+    trusted = None
+    if signers is not None:
+        from ledger.format.signing import MAX_SIGNERS_BYTES, parse_trusted_signers
+
+        text = _read_text_file(signers, MAX_SIGNERS_BYTES, "trusted-signers file")
+        trusted = parse_trusted_signers(text, str(signers))
     bar = progress_bar("audit")  # at a terminal only, on stderr (ledger/cli/progress.py)
     progress = bar.update if bar is not None else None
 
@@ -1241,6 +1297,7 @@ def audit(
                 checkpoints=checkpoints,
                 progress=progress,
                 parallel=settings.parallel,
+                signers=trusted,
             )
         else:
             with _open_ledger(read_only=True, settings=settings) as ledger:
@@ -1250,6 +1307,7 @@ def audit(
                     checkpoints=checkpoints,
                     progress=progress,
                     parallel=settings.parallel,
+                    signers=trusted,
                 )
     finally:
         if bar is not None:
@@ -1339,7 +1397,8 @@ def keygen(
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> int:
-    """Create an Ed25519 key pair for signing checkpoints (C2SP signed-note key format)."""
+    """Create an Ed25519 key pair for signing checkpoints (--sign) or the entries a writer
+    appends (ledger --signer PREFIX.key); C2SP signed-note key format."""
     from ledger.transparency.notes import generate_key
 
     if name is None:

@@ -6,7 +6,10 @@ Rules (normative text in LEDGER.md, "Entries"):
    fields ``format`` (1), ``seq`` (0, 1, 2, ...), ``prev`` (the previous entry's hash),
    ``kind``, ``time`` (UTC, ``YYYY-MM-DDTHH:MM:SSZ``), ``refs`` (the sorted, distinct object
    addresses the entry references) and ``payload`` (an object whose shape depends on ``kind``).
-2. ``entry_hash = "blake3:" + hex(BLAKE3(body))``.
+   A signed entry is format 2: the same fields (``format`` 2) and ``signature``, the writer's
+   Ed25519 signature over ``signed_message`` (the domain line, the key line, then the canonical
+   body without ``signature``); ``ledger.format.signing`` makes and checks it.
+2. ``entry_hash = "blake3:" + hex(BLAKE3(body))`` over the whole body, signature included.
 3. Genesis: entry 0 has ``prev = GENESIS_PREV`` (``blake3:`` and 64 zeros) and kind
    ``ledger.created``; its payload names the ledger's ``origin`` (the checkpoint origin line).
 4. Times never go backwards: an entry's time is the later of the clock's reading and the previous
@@ -14,20 +17,26 @@ Rules (normative text in LEDGER.md, "Entries"):
    fixes it), never read twice per write.
 """
 
+import base64
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
 from ledger.errors import UsageError, from_verifier
-from ledger.format.payloads import TypedBody
+from ledger.format.payloads import EntrySignature, TypedBody
 from verifiers.canonical import CanonicalFormError, blake3_address, canonical_bytes
 from verifiers.jsonread import nesting_depth
 
-FORMAT: Final = 1
+FORMAT: Final = 1  # an unsigned entry's body
+SIGNED_FORMAT: Final = 2  # a signed entry's body: format 1's fields and ``signature``
+FORMATS: Final = frozenset({FORMAT, SIGNED_FORMAT})
+# The first line of every signed message: a signature over an entry can never be taken for one
+# over a checkpoint note or anything else the same key might sign.
+SIGNATURE_DOMAIN: Final = b"ledger entry signature v1\n"
 GENESIS_PREV: Final = "blake3:" + "0" * 64
 GENESIS_KIND: Final = "ledger.created"
 MAX_ENTRY_BYTES: Final = 4 * 1024 * 1024
@@ -90,6 +99,8 @@ class EntryBody(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     time: str
     refs: list[str]
     payload: dict[str, Any]
+    # Absent (UNSET, never encoded) in format 1; a JSON null is not a signature.
+    signature: EntrySignature | msgspec.UnsetType = msgspec.UNSET
 
 
 _BODY_DECODER: Final = msgspec.json.Decoder(EntryBody)
@@ -116,6 +127,32 @@ class Entry(msgspec.Struct, frozen=True):
         return self.body.payload
 
 
+class EntrySigner(Protocol):
+    """What signs the entries a writer appends (``ledger.format.signing.WriterKey``): its
+    verifier key string and an Ed25519 signature over a message."""
+
+    @property
+    def key(self) -> str: ...
+
+    def sign(self, message: bytes) -> bytes: ...
+
+
+def signed_message(key: str, unsigned_body: bytes) -> bytes:
+    """The bytes a format-2 signature is over: ``SIGNATURE_DOMAIN``, the verifier key and a
+    newline (so the signature also binds the key it names), then the canonical JSON of the body
+    without its ``signature`` field (``format`` 2 inside it)."""
+    return SIGNATURE_DOMAIN + key.encode("utf-8") + b"\n" + unsigned_body
+
+
+def _canonical(body: Mapping[str, Any]) -> bytes:
+    try:
+        return canonical_bytes(body)
+    except CanonicalFormError as exc:
+        raise from_verifier(
+            exc, UsageError, code="entry-not-canonical", context="entry payload "
+        ) from None
+
+
 def encode_body(
     *, seq: int, prev: str, kind: str, time: str, refs: Iterable[str], payload: Mapping[str, Any]
 ) -> bytes:
@@ -129,12 +166,60 @@ def encode_body(
         "refs": sorted(set(refs)),
         "payload": dict(payload),
     }
-    try:
-        return canonical_bytes(body)
-    except CanonicalFormError as exc:
-        raise from_verifier(
-            exc, UsageError, code="entry-not-canonical", context="entry payload "
-        ) from None
+    return _canonical(body)
+
+
+def build_body(
+    *,
+    seq: int,
+    prev: str,
+    kind: str,
+    time: str,
+    refs: Sequence[str],
+    payload: dict[str, Any],
+    signer: EntrySigner | None = None,
+) -> tuple[bytes, EntryBody]:
+    """The body bytes a writer stores and their decoded form, built from the same values.
+
+    ``refs`` sorted and distinct already. Without ``signer`` a format-1 body (``encode_body``'s
+    bytes); with it a format-2 body whose ``signature`` is ``signer``'s over ``signed_message``.
+    A second store calls this too, so both write the same bytes for the same history."""
+    if signer is None:
+        body = encode_body(seq=seq, prev=prev, kind=kind, time=time, refs=refs, payload=payload)
+        decoded = EntryBody(
+            format=FORMAT,
+            seq=seq,
+            prev=prev,
+            kind=kind,
+            time=time,
+            refs=list(refs),
+            payload=payload,
+        )
+        return body, decoded
+    fields: dict[str, Any] = {
+        "format": SIGNED_FORMAT,
+        "seq": seq,
+        "prev": prev,
+        "kind": kind,
+        "time": time,
+        "refs": list(refs),
+        "payload": payload,
+    }
+    key = signer.key
+    sig = base64.b64encode(signer.sign(signed_message(key, _canonical(fields)))).decode("ascii")
+    signature = EntrySignature(key=key, sig=sig)
+    body = _canonical({**fields, "signature": {"key": key, "sig": sig}})
+    decoded = EntryBody(
+        format=SIGNED_FORMAT,
+        seq=seq,
+        prev=prev,
+        kind=kind,
+        time=time,
+        refs=list(refs),
+        payload=payload,
+        signature=signature,
+    )
+    return body, decoded
 
 
 class BodyTooDeep(msgspec.DecodeError):

@@ -161,6 +161,15 @@ _STRICT_TIME = Annotated[
 ]
 
 
+class EntrySignature(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A format-2 body's ``signature`` (LEDGER.md section 3): the writer's verifier key (the
+    note key form of section 7, name and public key in one string) and its Ed25519 signature
+    over the entry's signed bytes (``ledger.format.signing``), standard base64 with padding."""
+
+    key: Annotated[str, Meta(max_length=4096)]
+    sig: Annotated[str, Meta(max_length=88)]
+
+
 class TypedBody(msgspec.Struct, Generic[P], frozen=True, forbid_unknown_fields=True):
     """An entry body decoded with its kind's payload Struct in one step (the audit's fast path).
 
@@ -175,6 +184,8 @@ class TypedBody(msgspec.Struct, Generic[P], frozen=True, forbid_unknown_fields=T
     time: _STRICT_TIME
     refs: list[_STRICT_ADDRESS]
     payload: P
+    # Absent (UNSET, never encoded) in format 1; a JSON null is not a signature.
+    signature: EntrySignature | msgspec.UnsetType = msgspec.UNSET
 
 
 def payload_struct(kind: str, payload: Any) -> _Payload:

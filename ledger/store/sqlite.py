@@ -59,16 +59,15 @@ import msgspec
 
 from ledger.errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
 from ledger.format.entries import (
-    FORMAT,
     GENESIS_KIND,
     GENESIS_PREV,
     ORIGIN_RE,
     Clock,
     Entry,
-    EntryBody,
+    EntrySigner,
+    build_body,
     check_kinds,
     decode_body,
-    encode_body,
     entry_hash,
     later_time,
     system_clock,
@@ -198,8 +197,10 @@ class Ledger:
         file: _OpenFile | None = None,
         read_only: bool = False,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        signer: EntrySigner | None = None,
     ) -> None:
         self.path = path
+        self.signer = signer  # signs every entry this connection appends (format 2), if given
         self._conn = conn
         self._clock = clock
         self.busy_timeout_ms = busy_timeout_ms  # the wait for the lock this connection uses
@@ -221,12 +222,14 @@ class Ledger:
         *,
         clock: Clock = system_clock,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        signer: EntrySigner | None = None,
     ) -> Ledger:
         """Open an existing ledger; StoreError (exit 2) when it is missing or not a ledger.
 
         ``clock`` gives each write's time (read once per write); ``busy_timeout_ms`` bounds the
         wait for another writer's lock (1..600000, else ``bad-busy-timeout``). Both are the
-        caller's: the store reads no environment (``ledger.settings``)."""
+        caller's: the store reads no environment (``ledger.settings``). ``signer`` signs every
+        entry appended through this ledger (format 2, LEDGER.md section 3)."""
         timeout = check_busy_timeout(busy_timeout_ms)
         p = Path(path)
         _check_ledger_path(p, must_exist=True)
@@ -237,7 +240,7 @@ class Ledger:
         except BaseException:
             conn.close()
             raise
-        return cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout)
+        return cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout, signer=signer)
 
     @classmethod
     def open_read_only(
@@ -267,10 +270,12 @@ class Ledger:
         origin: str,
         clock: Clock = system_clock,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        signer: EntrySigner | None = None,
     ) -> tuple[Ledger, bool]:
         """Create a ledger with its genesis entry, or open it when it already is one.
 
         Returns (ledger, created). Creating is idempotent and safe against a concurrent ``init``.
+        ``signer`` signs the genesis entry and every later append through this ledger.
         """
         if not ORIGIN_RE.match(origin):
             raise UsageError(
@@ -285,7 +290,9 @@ class Ledger:
         delay = 0.005
         while True:
             try:
-                return cls._create_once(p, origin=origin, clock=clock, timeout=timeout)
+                return cls._create_once(
+                    p, origin=origin, clock=clock, timeout=timeout, signer=signer
+                )
             except StoreError as exc:
                 # Two inits racing on a new file can meet in SQLite's deadlock guard (switching
                 # to WAL needs the file to itself), which answers BUSY at once rather than
@@ -297,7 +304,7 @@ class Ledger:
 
     @classmethod
     def _create_once(
-        cls, p: Path, *, origin: str, clock: Clock, timeout: int
+        cls, p: Path, *, origin: str, clock: Clock, timeout: int, signer: EntrySigner | None
     ) -> tuple[Ledger, bool]:
         conn = _connect(p, timeout)
         try:
@@ -325,12 +332,16 @@ class Ledger:
                     ):
                         conn.execute("ROLLBACK")
                         _check_is_ledger(conn, p, timeout)
-                        return cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout), False
+                        return cls(
+                            p, conn, clock=clock, file=file, busy_timeout_ms=timeout, signer=signer
+                        ), False
                     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version = {STORE_FORMAT}")
                     for statement in _split_sql(SCHEMA):
                         conn.execute(statement)
-                    ledger = cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout)
+                    ledger = cls(
+                        p, conn, clock=clock, file=file, busy_timeout_ms=timeout, signer=signer
+                    )
                     writer = Writer(ledger)
                     writer.append(GENESIS_KIND, {"origin": origin})
                     conn.execute("COMMIT")
@@ -342,7 +353,9 @@ class Ledger:
                     conn.execute("ROLLBACK")
                 raise
             _check_is_ledger(conn, p, timeout)
-            return cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout), False
+            return cls(
+                p, conn, clock=clock, file=file, busy_timeout_ms=timeout, signer=signer
+            ), False
         except sqlite3.DatabaseError as exc:
             conn.close()
             file.release()
@@ -793,7 +806,18 @@ class Writer:
         time = self.time
         ordered = sorted(set(refs))
         fields = dict(payload)
-        body = encode_body(seq=seq, prev=prev, kind=kind, time=time, refs=ordered, payload=fields)
+        # Built from the values just encoded rather than by decoding ``body`` again: the body is
+        # their canonical form, so it decodes to equal values (nested payload objects are the
+        # caller's own, not copies). Signed (format 2) when the ledger was opened with a signer.
+        body, decoded = build_body(
+            seq=seq,
+            prev=prev,
+            kind=kind,
+            time=time,
+            refs=ordered,
+            payload=fields,
+            signer=self._ledger.signer,
+        )
         hash_ = entry_hash(body)
         try:
             # Leaf ``seq`` completes one perfect subtree per trailing 1-bit of ``seq``: the leaf
@@ -808,12 +832,6 @@ class Writer:
             self._tip_reread = True
             raise
         tip.seq, tip.hash, tip.time = seq, hash_, time
-        # Built from the values just encoded rather than by decoding ``body`` again: the body is
-        # their canonical form, so it decodes to equal values (nested payload objects are the
-        # caller's own, not copies).
-        decoded = EntryBody(
-            format=FORMAT, seq=seq, prev=prev, kind=kind, time=time, refs=ordered, payload=fields
-        )
         entry = Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
         if self.on_append is not None:
             try:
