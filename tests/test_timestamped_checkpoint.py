@@ -610,3 +610,24 @@ def test_tsa_roots_without_a_tsa_are_refused_by_the_library(
         witness_checkpoint(ledger, setup.skey, [target], tsa_roots=roots)
     assert refused.value.code == "usage-error" and "--tsa-ca needs --tsa" in refused.value.message
     assert setup.size() == 5
+
+
+def test_the_json_with_timestamps_has_its_schema(setup: Setup, tsa: tuple[LocalTsa, str]) -> None:
+    import copy
+
+    import jsonschema
+    from output_schemas import validate_output
+
+    dead = f"http://127.0.0.1:{_free_port()}/"
+    code, doc, _ = setup.checkpoint("--tsa", tsa[1], "--tsa", dead)
+    assert code == 0 and doc["timestamped"] == 1
+    replies = {t["timestamped"]: t for t in doc["timestamps"]}  # type: ignore[union-attr]
+    assert replies[True]["problem"] is None and replies[False]["gen_time"] is None
+    validate_output("checkpoint-witnessed", doc)  # both variants of a TSA's reply
+    for key in ("timestamps", "timestamped"):
+        with pytest.raises(jsonschema.ValidationError):
+            validate_output("checkpoint-witnessed", {k: v for k, v in doc.items() if k != key})
+    bad = copy.deepcopy(doc)
+    del bad["timestamps"][0]["serial"]  # type: ignore[index]
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("checkpoint-witnessed", bad)
