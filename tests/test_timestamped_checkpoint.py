@@ -631,3 +631,18 @@ def test_the_json_with_timestamps_has_its_schema(setup: Setup, tsa: tuple[LocalT
     del bad["timestamps"][0]["serial"]  # type: ignore[index]
     with pytest.raises(jsonschema.ValidationError):
         validate_output("checkpoint-witnessed", bad)
+
+
+def test_a_timestamp_whose_serial_the_format_cannot_hold_is_not_recorded(setup: Setup) -> None:
+    """Real TSAs often use 128-bit serials; the entry's ``serial`` is a signed 64-bit JSON
+    integer (canonical form), so such a token is reported, not recorded as something else."""
+    big = LocalTsa(setup.root / "big-serial")
+    (big.folder / "serial").write_text("0100000000000000000000\n")  # 2^80, OpenSSL's hex form
+    url = big.serve()
+    try:
+        code, out, _ = setup.checkpoint("--tsa", url, "--tsa-ca", str(big.ca_pem))
+    finally:
+        big.close()
+    assert (code, _error(out)) == (2, "checkpoint-not-anchored")
+    assert "timestamp-unrecordable: Expected `int` <= 9223372036854775807" in str(out["error"])
+    assert setup.size() == 5

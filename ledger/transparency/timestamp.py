@@ -34,7 +34,6 @@ from ledger.errors import LedgerError
 
 MAX_RESPONSE_BYTES: Final = 64 * 1024  # a TimeStampResp with its certificate: a few KiB
 MAX_CA_BYTES: Final = 256 * 1024
-MAX_SERIAL: Final = 2**63 - 1  # what the ledger's canonical JSON holds (a signed 64-bit int)
 SHA256_OID: Final = x509.ObjectIdentifier("2.16.840.1.101.3.4.2.1")
 TSA_TIMEOUT_SECONDS: Final = 30.0
 
