@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from helpers import DEMO_BUNDLES_DIR, FIXED_TIME, REPO_DIR, CliResult, file_state, run_cli
+from output_schemas import validate_output
 from witness_helpers import Log, Server, Witness
 
 from ledger.store.sqlite import Ledger
@@ -111,6 +112,7 @@ def test_two_witnesses_anchor_the_plan_and_when_states_it_on_the_file_and_the_ex
     assert out.code == 0, out.stdout
     assert file_state(world.db) == before  # read-only
     doc = json.loads(out.stdout)
+    validate_output("when", doc)  # the published shape (schemas/output-when-v1.schema.json)
     assert doc["holds"] is True and doc["findings"] == []
     (freeze,) = doc["freezes"]
     assert freeze["entry"] == frozen and freeze["cohort"] == "example/demo"
@@ -159,6 +161,7 @@ def test_a_verification_placed_in_a_checkpoint_anchored_with_the_freeze_fails_th
     out = world.when("--json")
     assert out.code == 1
     doc = json.loads(out.stdout)
+    validate_output("when", doc)
     assert doc["holds"] is False
     assert [(f["code"], f["entry"]) for f in doc["findings"]] == [
         ("verification-not-after-anchor", verdict)
@@ -206,6 +209,7 @@ def test_a_ledger_without_a_trusted_anchor_of_the_freeze_fails_the_statement(
         ("freeze-not-anchored", frozen)
     ]
     assert doc["freezes"][0]["anchor"] is None
+    validate_output("when", doc)
 
 
 def test_a_cosignature_from_an_unknown_key_anchors_nothing(

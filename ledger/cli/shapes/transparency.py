@@ -272,6 +272,67 @@ class WitnessEvidenceOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=T
     evidence: list[WitnessEvidenceRow]
 
 
+# -- when -------------------------------------------------------------------------------------
+
+
+class WhenWitness(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str  # the witness key's name
+    key: str  # its cosigner verifier key (one the reader named with --witness-key)
+    timestamp: int  # the cosignature's own time, POSIX seconds
+    time: str  # the same, RFC 3339 UTC
+
+
+class WhenTimestamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    tsa: str  # the TSA's name as the entry records it
+    gen_time: str  # the token's genTime, RFC 3339 UTC
+    serial: int
+
+
+class WhenAnchor(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A checkpoint.witnessed entry the reader trusts, checked against the entries' tree."""
+
+    entry: int  # its seq
+    tree_size: int
+    root_hash: str
+    witnesses: list[WhenWitness]  # the trusted cosignatures that verify
+    timestamps: list[WhenTimestamp]  # the trusted timestamps over its note
+
+
+class WhenFreeze(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    entry: int  # the cohort.frozen entry holding the task
+    cohort: str
+    anchor: WhenAnchor | None  # the earliest trusted anchor whose tree holds it
+
+
+class WhenVerification(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    entry: int  # the verification.recorded entry
+    outcome: Outcome
+    freeze: int  # the cohort.frozen entry it was judged under (its cohort_entry)
+    ordered: bool  # appended after an anchor that held that freeze
+    after_anchor: int | None  # that anchor's entry; null when there is none
+    included_in: WhenAnchor | None  # the earliest trusted anchor whose tree holds it
+
+
+class WhenFinding(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    code: str  # a finding code of LEDGER.md section 7, "The statement: `ledger when`"
+    entry: int
+    message: str
+
+
+class WhenOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger when TASK --json``: exit 0 when ``holds``, 1 when not."""
+
+    task: str
+    origin: str
+    tree_size: int  # entries read
+    holds: bool  # no finding
+    freezes: list[WhenFreeze]
+    verifications: list[WhenVerification]
+    anchors: int  # trusted anchors that checked
+    ignored_anchors: int  # checkpoint.witnessed entries carrying nothing the reader trusts
+    findings: list[WhenFinding]
+
+
 SHAPES: tuple[OutputShape, ...] = (
     OutputShape(
         "keygen",
@@ -375,5 +436,12 @@ SHAPES: tuple[OutputShape, ...] = (
         WitnessEvidenceOutput,
         "ledger witness evidence --json",
         "The log-signed checkpoints the witness refused as inconsistent (fork evidence).",
+    ),
+    OutputShape(
+        "when",
+        WhenOutput,
+        "ledger when TASK --json",
+        "When the task's plan was fixed as trusted witnesses or TSAs saw it, and whether each "
+        "verification of it was appended after that anchor.",
     ),
 )
