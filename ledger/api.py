@@ -268,14 +268,19 @@ def check_proof(
     checkpoint: bytes | None = None,
     keys: Sequence[str] = (),
     leaf: bytes | None = None,
+    witness_keys: Sequence[str] = (),
 ) -> ProofCheck:
     """What ``ledger check-proof`` runs, with no ledger file (LEDGER.md section 7, "Checking a
     proof offline"): ``proof`` is the bytes of a file ``ledger prove`` wrote (a C2SP tlog-proof,
     or an inclusion or consistency proof as JSON), checked against ``checkpoint`` (a note's
     bytes, signed or not) and verifier key strings ``keys`` (each must have signed it); ``leaf``
-    is the entry body a tlog-proof proves. Input that cannot be checked raises ``LedgerError``;
+    is the entry body a tlog-proof proves; ``witness_keys`` (cosigner verifier keys) must each
+    have cosigned the checkpoint (with no ``checkpoint``, ``proof`` may be the cosigned note
+    itself). Input that cannot be checked raises ``LedgerError``;
     otherwise the ``ProofCheck`` says ``valid`` or gives the ``code`` and ``reason``."""
-    return _check_proof(proof, checkpoint=checkpoint, keys=keys, leaf=leaf)
+    return _check_proof(
+        proof, checkpoint=checkpoint, keys=keys, leaf=leaf, witness_keys=witness_keys
+    )
 
 
 def when(

@@ -52,7 +52,7 @@ def register(
     app.command("when")(when)
 
 
-def _witness_key(value: str) -> str:
+def witness_key_value(value: str) -> str:
     """A cosigner verifier key string, or the path of a file holding one (``witness keygen``'s
     PREFIX.pub)."""
     from ledger.errors import LedgerError
@@ -100,7 +100,7 @@ def when(
     from ledger.api import when as when_ledger
     from ledger.api import when_export
 
-    keys = [_witness_key(value) for value in witness_key or []]
+    keys = [witness_key_value(value) for value in witness_key or []]
     roots = [IO.read_bytes(path, MAX_CA_FILE, "TSA root") for path in tsa_ca or []]
     if from_export is not None:
         statement = when_export(from_export, task, witness_keys=keys, tsa_roots=roots)

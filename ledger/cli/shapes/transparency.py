@@ -119,17 +119,28 @@ class ProofCheckOutput(ContractStruct, frozen=True, forbid_unknown_fields=True):
                     }
                 },
                 "else": {
-                    "properties": {
-                        "index": {"type": "integer"},
-                        "old_size": {"type": "null"},
-                        "old_root": {"type": "null"},
-                    }
+                    "if": {"properties": {"kind": {"const": "checkpoint"}}},
+                    "then": {
+                        "properties": {
+                            "index": {"type": "null"},
+                            "old_size": {"type": "null"},
+                            "old_root": {"type": "null"},
+                        }
+                    },
+                    "else": {
+                        "properties": {
+                            "index": {"type": "integer"},
+                            "old_size": {"type": "null"},
+                            "old_root": {"type": "null"},
+                        }
+                    },
                 },
             },
         ]
     }
 
-    kind: Literal["inclusion", "consistency", "tlog"]
+    # "checkpoint": a cosigned checkpoint note alone, checked with --witness-key
+    kind: Literal["inclusion", "consistency", "tlog", "checkpoint"]
     valid: bool
     code: str | None  # the check-proof code of LEDGER.md section 11; null exactly when valid
     reason: str
@@ -141,6 +152,7 @@ class ProofCheckOutput(ContractStruct, frozen=True, forbid_unknown_fields=True):
     origin: str  # of the checkpoint checked against (always one: there is no check without)
     checkpoint_size: int
     signed_by: list[str]  # the keys that verified that checkpoint (empty when not valid)
+    cosigned_by: list[str]  # the --witness-key names that cosigned it (empty when not valid)
 
 
 # -- attestations -----------------------------------------------------------------------------
