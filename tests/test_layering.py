@@ -24,6 +24,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "primitives": (
         "ledger.transparency.merkle",
         "ledger.transparency.notes",
+        "ledger.transparency.timestamp",
         "ledger.transparency.witness",
     ),
     "store": ("ledger.store",),

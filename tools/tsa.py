@@ -4,14 +4,15 @@
     python -m tools.tsa FOLDER [--port N]   # serves http://127.0.0.1:N/ until Ctrl-C
 
 ``LocalTsa(folder)`` makes the CA, the TSA certificate (extendedKeyUsage timeStamping,
-critical) and OpenSSL's TSA configuration in ``folder``; ``serve()`` starts the HTTP server on
-127.0.0.1 in a thread and returns its URL. Nothing here is a mock: every answer is a real
-TimeStampResp that OpenSSL signed.
+critical) and OpenSSL's TSA configuration in ``folder`` (its answers carry both certificates);
+``serve()`` starts the HTTP server on 127.0.0.1 in a thread and returns its URL. Nothing here
+is a mock: every answer is a real TimeStampResp that OpenSSL signed.
 """
 
 from __future__ import annotations
 
 import argparse
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -31,7 +32,7 @@ dir = {dir}
 serial = $dir/serial
 crypto_device = builtin
 signer_cert = $dir/tsa.pem
-certs = $dir/tsa.pem
+certs = $dir/ca.pem
 signer_key = $dir/tsa.key
 signer_digest = sha256
 default_policy = {policy}
@@ -50,6 +51,22 @@ extendedKeyUsage = critical, timeStamping
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
 """
+
+
+# The answer carries the TSA's certificate and its root, so a token is checkable on its own, as
+# the audit checks a recorded one (LEDGER.md section 7). OpenSSL writes the signer's certificate
+# first, then the root; DER (and rfc3161-client, which refuses a token otherwise) wants that SET
+# OF sorted by encoding. A longer root subject makes the root's encoding the longer one, so the
+# order OpenSSL writes is the sorted one (checked when the certificates are made).
+_CA_ORGANIZATION: Final = "ledger tests, throwaway test authority"
+_CA_UNIT: Final = "not for any use outside the test suite and the demo"
+
+
+def _check_set_order(first: Path, second: Path) -> None:
+    ders = [ssl.PEM_cert_to_DER_cert(p.read_text()) for p in (first, second)]
+    width = max(len(d) for d in ders)
+    if ders[0].ljust(width, b"\0") >= ders[1].ljust(width, b"\0"):
+        raise RuntimeError("the TSA certificate does not sort before its root (DER SET OF)")
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -72,7 +89,7 @@ class LocalTsa:
         d = self.folder
         ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes")
         _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "3650",
-                 "-subj", f"/CN={name} Root CA",
+                 "-subj", f"/O={_CA_ORGANIZATION}/OU={_CA_UNIT}/CN={name} Root CA",
                  "-addext", "basicConstraints=critical,CA:TRUE",
                  "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=d)  # fmt: skip
         _openssl("req", *ec, "-keyout", "tsa.key", "-out", "tsa.csr", "-subj", f"/CN={name}",
@@ -81,6 +98,7 @@ class LocalTsa:
         _openssl("x509", "-req", "-in", "tsa.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
                  "-CAcreateserial", "-out", "tsa.pem", "-days", "3650", "-extfile", "tsa.ext",
                  cwd=d)  # fmt: skip
+        _check_set_order(d / "tsa.pem", d / "ca.pem")
         (d / "serial").write_text("01\n")
         (d / "tsa.cnf").write_text(_CONFIG.format(dir=d.resolve(), policy=POLICY))
 

@@ -493,7 +493,10 @@ def _summary(entry: Any) -> str:
             return f"{p['task']}: {p['outcome']} ({p['adapter_version']})"
         if kind == "checkpoint.witnessed":
             names = ", ".join(str(c["witness"]).split("+", 1)[0] for c in p["cosignatures"])
-            return f"tree size {p['tree_size']} cosigned by {names}"
+            stamps = ", ".join(f"{t['tsa']} at {t['gen_time']}" for t in p.get("timestamps", []))
+            said = [f"cosigned by {names}"] if names else []
+            said += [f"timestamped by {stamps}"] if stamps else []
+            return f"tree size {p['tree_size']} {'; '.join(said)}"
     except (KeyError, TypeError, AttributeError):
         pass  # a malformed payload: the audit says what is wrong with it
     return ""
@@ -1383,23 +1386,43 @@ def checkpoint(
     quorum: Annotated[
         int, typer.Option(help="Refuse, writing nothing, with fewer valid cosignatures.")
     ] = 0,
+    tsa: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tsa",
+            help="URL of an RFC 3161 timestamp authority: timestamp the signed note and record"
+            " the token in the checkpoint.witnessed entry (repeatable; needs --sign).",
+        ),
+    ] = None,
+    tsa_ca: Annotated[
+        Path | None,
+        typer.Option(
+            "--tsa-ca",
+            help="PEM root(s) a timestamp must chain to (without it: the root the token"
+            " carries, which proves nothing about who the TSA is).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Print the current checkpoint (C2SP tlog-checkpoint note: origin, size, base64 root).
 
     Keep it somewhere the ledger's owner cannot rewrite; `ledger audit --checkpoint FILE` later
-    proves the ledger only grew since. With --witness, witnesses cosign it and the ledger records
-    their cosignatures.
+    proves the ledger only grew since. With --witness, witnesses cosign it, with --tsa, timestamp
+    authorities timestamp it, and the ledger records their answers in one entry.
     """
     from ledger.transparency.proofs import checkpoint_note
 
     if out is not None:
         check_output(out, force=force)
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
-    if witness:
-        return _witnessed_checkpoint(signer, witness, quorum, out, as_json, force=force)
+    if witness or tsa:
+        return _witnessed_checkpoint(
+            signer, witness or [], quorum, out, as_json, force=force, tsas=tsa or [], tsa_ca=tsa_ca
+        )
     if quorum:
         raise UsageError("usage-error", "--quorum needs --witness")
+    if tsa_ca is not None:
+        raise UsageError("usage-error", "--tsa-ca needs --tsa")
     with _open_ledger(read_only=True) as ledger:
         cp, note = checkpoint_note(ledger, signer)
     if out is not None:
@@ -1426,14 +1449,27 @@ def _witnessed_checkpoint(
     as_json: bool,
     *,
     force: bool,
+    tsas: list[str],
+    tsa_ca: Path | None,
 ) -> int:
+    from ledger.transparency.timestamp import MAX_CA_BYTES, load_roots
     from ledger.transparency.witnessing import parse_witness_option, witness_checkpoint
 
     if signer is None:
-        raise UsageError("usage-error", "--witness needs --sign (witnesses cosign signed notes)")
+        which = "--witness" if witness else "--tsa"
+        raise UsageError(
+            "usage-error", f"{which} needs --sign (witnesses and TSAs are sent the signed note)"
+        )
     targets = [parse_witness_option(value) for value in witness]
+    roots = None
+    if tsa_ca is not None:
+        if not tsas:
+            raise UsageError("usage-error", "--tsa-ca needs --tsa")
+        roots = load_roots(_read_operator_file(tsa_ca, MAX_CA_BYTES + 1))
     with _open_ledger(read_only=False) as ledger:
-        done = witness_checkpoint(ledger, signer, targets, quorum=quorum)
+        done = witness_checkpoint(
+            ledger, signer, targets, quorum=quorum, tsas=tsas, tsa_roots=roots
+        )
     cosigned = done.note + "".join(r.cosignature for r in done.replies if r.cosignature)
     if out is not None:  # checked before the witnesses were asked; whole or not at all
         write_output(out, cosigned.encode("utf-8"), force=force)
@@ -1447,6 +1483,8 @@ def _witnessed_checkpoint(
                 "entry": done.entry,
                 "cosigned": done.cosigned,
                 "witnesses": [r.to_json() for r in done.replies],
+                "timestamped": done.timestamped,
+                "timestamps": [r.to_json() for r in done.stamps],
             }
         )
     else:
@@ -1454,10 +1492,21 @@ def _witnessed_checkpoint(
         for reply in done.replies:
             if reply.problem is not None:
                 _note(f"witness {reply.url}: {reply.problem}")
-        _note(
-            f"{done.cosigned} of {len(done.replies)} witnesses cosigned; recorded at seq"
-            f" {done.entry}"
-        )
+        for stamp in done.stamps:
+            if stamp.timestamp is not None:
+                _note(f"timestamped by {stamp.timestamp.tsa} at {stamp.timestamp.gen_time}")
+            else:
+                _note(f"tsa {stamp.url}: {stamp.problem}")
+        if targets:
+            _note(
+                f"{done.cosigned} of {len(done.replies)} witnesses cosigned; recorded at seq"
+                f" {done.entry}"
+            )
+        else:
+            _note(
+                f"{done.timestamped} of {len(done.stamps)} TSAs timestamped; recorded at seq"
+                f" {done.entry}"
+            )
     return EXIT_OK
 
 

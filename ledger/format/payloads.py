@@ -127,11 +127,40 @@ class Cosigned(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
     timestamp: Annotated[int, Meta(ge=0)]  # the line's own timestamp, POSIX seconds
 
 
+# The token bound: standard padded base64 of at most 64 KiB of DER (timestamp.MAX_RESPONSE_BYTES;
+# format may not import transparency, so the figure is written here: 4 * ceil(65536 / 3)).
+MAX_TOKEN_BASE64: Final = 87384
+MAX_TIMESTAMPS: Final = 16
+
+
+class Timestamped(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One RFC 3161 timestamp over the entry's ``note`` (LEDGER.md section 7, "Timestamps")."""
+
+    tsa: Annotated[str, Meta(min_length=1, max_length=4096)]  # the TSA's name in the token
+    gen_time: Annotated[  # the token's genTime, UTC, whole seconds (the entry-time form)
+        str, Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
+    ]
+    serial: Annotated[int, Meta(ge=0, le=2**63 - 1)]  # the token's serial number
+    policy: Annotated[str, Meta(pattern=r"^[0-9]+(\.[0-9]+)+$", max_length=1024)]  # dotted OID
+    token: Annotated[str, Meta(min_length=1, max_length=MAX_TOKEN_BASE64)]  # base64 of the DER
+
+
 class CheckpointWitnessed(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
     tree_size: Annotated[int, Meta(ge=1)]
     root_hash: Annotated[str, Meta(max_length=44)]  # standard base64 of the 32-byte root
     note: Annotated[str, Meta(max_length=262144)]  # the log-signed checkpoint note, verbatim
-    cosignatures: Annotated[list[Cosigned], Meta(min_length=1, max_length=100)]
+    cosignatures: Annotated[list[Cosigned], Meta(max_length=100)]
+    # Omitted when there is none (so every entry written before reads, byte for byte as it was);
+    # present, it holds 1..16 timestamps.
+    timestamps: (
+        Annotated[list[Timestamped], Meta(min_length=1, max_length=MAX_TIMESTAMPS)]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        # An anchor is a cosignature or a timestamp: an entry with neither anchors nothing.
+        if not self.cosignatures and self.timestamps is msgspec.UNSET:
+            raise ValueError("a checkpoint.witnessed entry needs a cosignature or a timestamp")
 
 
 PAYLOADS: Final[dict[str, type[_Payload]]] = {

@@ -8,26 +8,34 @@ the nonce and the imprint are its work, not hand-written here). What a timestamp
 note, and so the tree it commits to, existed by ``gen_time``. What it does not: that nothing
 was judged in private before.
 
-The request and the check are pure (bytes in, values out); ``ask_tsa`` is the one function
-that does I/O, bounded in time and in the bytes it reads.
+The request and the checks are pure (bytes in, values out); ``ask_tsa`` is the one function
+that does I/O, bounded in time and in the bytes it reads. ``check_recorded_timestamp`` checks a
+timestamp as a ``checkpoint.witnessed`` entry records it (the audit's check, and a reader's
+against the roots it trusts).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Final
+from typing import Final, Protocol
 
 import rfc3161_client
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
 from ledger.errors import LedgerError
 
 MAX_RESPONSE_BYTES: Final = 64 * 1024  # a TimeStampResp with its certificate: a few KiB
 MAX_CA_BYTES: Final = 256 * 1024
+MAX_SERIAL: Final = 2**63 - 1  # what the ledger's canonical JSON holds (a signed 64-bit int)
+SHA256_OID: Final = x509.ObjectIdentifier("2.16.840.1.101.3.4.2.1")
 TSA_TIMEOUT_SECONDS: Final = 30.0
 
 
@@ -48,6 +56,31 @@ class Timestamp:
     policy: str
     token: bytes = field(repr=False)  # the DER TimeStampResp, as the TSA sent it
 
+    def to_payload(self) -> dict[str, object]:
+        """The ``timestamps`` item of a ``checkpoint.witnessed`` payload (LEDGER.md section 4)."""
+        return {
+            "tsa": self.tsa,
+            "gen_time": self.gen_time,
+            "serial": self.serial,
+            "policy": self.policy,
+            "token": base64.b64encode(self.token).decode("ascii"),
+        }
+
+
+class RecordedTimestamp(Protocol):
+    """A timestamp as an entry records it (``ledger.format.payloads.Timestamped`` is one)."""
+
+    @property
+    def tsa(self) -> str: ...
+    @property
+    def gen_time(self) -> str: ...
+    @property
+    def serial(self) -> int: ...
+    @property
+    def policy(self) -> str: ...
+    @property
+    def token(self) -> str: ...  # standard padded base64 of the DER TimeStampResp
+
 
 def request_for(note: str) -> rfc3161_client.TimeStampRequest:
     """A time-stamp query over the note's UTF-8 bytes, with a nonce and the TSA's certificate
@@ -62,11 +95,17 @@ def request_for(note: str) -> rfc3161_client.TimeStampRequest:
     )
 
 
+def check_tsa_url(url: str) -> str:
+    """``url`` if it is an http(s) URL (``--tsa``), else ``tsa-url-invalid``."""
+    if not url.startswith(("http://", "https://")):
+        raise TimestampError("tsa-url-invalid", f"{url!r} is not an http(s) URL")
+    return url
+
+
 def ask_tsa(url: str, query: bytes, *, timeout: float = TSA_TIMEOUT_SECONDS) -> bytes:
     """POST ``query`` to the TSA at ``url`` (http or https); its answer, at most
     ``MAX_RESPONSE_BYTES``."""
-    if not url.startswith(("http://", "https://")):
-        raise TimestampError("tsa-url-invalid", f"{url!r} is not an http(s) URL")
+    check_tsa_url(url)
     request = urllib.request.Request(
         url, data=query, method="POST", headers={"Content-Type": "application/timestamp-query"}
     )
@@ -98,6 +137,72 @@ def load_roots(pem: bytes) -> list[x509.Certificate]:
     return roots
 
 
+def _invalid(message: str) -> TimestampError:
+    return TimestampError("timestamp-invalid", message, exit_code=1)
+
+
+def _decode(token: bytes) -> rfc3161_client.TimeStampResponse:
+    if len(token) > MAX_RESPONSE_BYTES:
+        raise _invalid("the token is over the size limit")
+    try:
+        return rfc3161_client.decode_timestamp_response(token)
+    except ValueError:  # the Rust decoder's errors are ValueErrors
+        raise _invalid("not a DER TimeStampResp") from None
+
+
+def carried_roots(response: rfc3161_client.TimeStampResponse) -> list[x509.Certificate]:
+    """The self-signed certificates the token itself carries: the roots it can be checked
+    against with nothing else (what the audit checks; it says nothing about who the TSA is)."""
+    roots = []
+    for der in sorted(response.signed_data.certificates):  # a set: sorted, for one order
+        try:
+            cert = x509.load_der_x509_certificate(der)
+        except ValueError:
+            continue
+        if cert.issuer == cert.subject:
+            try:
+                cert.verify_directly_issued_by(cert)
+            except (ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
+                continue
+            roots.append(cert)
+    return roots
+
+
+def _verified(
+    response: rfc3161_client.TimeStampResponse,
+    token: bytes,
+    note: str,
+    roots: Sequence[x509.Certificate],
+    nonce: int | None,
+) -> Timestamp:
+    errors: list[str] = []
+    if response.status != rfc3161_client.PKIStatus.GRANTED:  # a rejection carries no token info
+        raise _invalid(f"the TSA did not grant a timestamp (status {response.status})")
+    info = response.tst_info
+    if info.message_imprint.hash_algorithm != SHA256_OID:
+        raise _invalid("the message imprint is not SHA-256")
+    for root in roots:
+        builder = rfc3161_client.VerifierBuilder().add_root_certificate(root)
+        if nonce is not None:
+            builder = builder.nonce(nonce)
+        try:
+            builder.build().verify_message(response, note.encode("utf-8"))
+        except (rfc3161_client.VerificationError, ValueError) as exc:
+            errors.append(str(exc))
+            continue
+        moment = info.gen_time.astimezone(UTC).replace(microsecond=0)
+        return Timestamp(
+            gen_time=moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            serial=info.serial_number,
+            tsa=_tsa_name(response),
+            policy=info.policy.dotted_string,
+            token=token,
+        )
+    raise _invalid(
+        f"the timestamp does not hold for this note: {errors[0] if errors else 'no root'}"
+    )
+
+
 def check_timestamp(
     token: bytes,
     note: str,
@@ -108,38 +213,57 @@ def check_timestamp(
     """Check a TimeStampResp over ``note`` against ``roots`` (and the request's ``nonce``,
     when it is the answer to one): the ``Timestamp`` it proves, or ``TimestampError``
     (``timestamp-invalid``, exit 1) with the reason."""
-    if len(token) > MAX_RESPONSE_BYTES:
-        raise TimestampError("timestamp-invalid", "the token is over the size limit", exit_code=1)
-    try:
-        response = rfc3161_client.decode_timestamp_response(token)
-    except ValueError:  # the Rust decoder's errors are ValueErrors
-        raise TimestampError("timestamp-invalid", "not a DER TimeStampResp", exit_code=1) from None
+    response = _decode(token)
     if not roots:
         raise TimestampError("tsa-ca-malformed", "no trusted TSA root given")
-    errors: list[str] = []
-    for root in roots:
-        builder = rfc3161_client.VerifierBuilder().add_root_certificate(root)
-        if nonce is not None:
-            builder = builder.nonce(nonce)
-        try:
-            builder.build().verify_message(response, note.encode("utf-8"))
-        except (rfc3161_client.VerificationError, ValueError) as exc:
-            errors.append(str(exc))
-            continue
-        info = response.tst_info
-        moment = info.gen_time.astimezone(UTC).replace(microsecond=0)
-        return Timestamp(
-            gen_time=moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            serial=info.serial_number,
-            tsa=_tsa_name(response),
-            policy=info.policy.dotted_string,
-            token=token,
-        )
-    raise TimestampError(
-        "timestamp-invalid",
-        f"the timestamp does not hold for this note: {errors[0] if errors else 'no root'}",
-        exit_code=1,
-    )
+    return _verified(response, token, note, roots, nonce)
+
+
+def check_answer(
+    token: bytes,
+    note: str,
+    roots: Sequence[x509.Certificate] | None,
+    *,
+    nonce: int | None = None,
+) -> Timestamp:
+    """``check_timestamp``, with ``roots`` ``None`` meaning the self-signed certificates the
+    token itself carries (what the audit can check of a recorded token)."""
+    response = _decode(token)
+    if roots is None:
+        roots = carried_roots(response)
+        if not roots:
+            raise _invalid(
+                "the token carries no self-signed root certificate to check its signature by"
+            )
+    elif not roots:
+        raise TimestampError("tsa-ca-malformed", "no trusted TSA root given")
+    return _verified(response, token, note, roots, nonce)
+
+
+def check_recorded_timestamp(
+    note: str,
+    recorded: RecordedTimestamp,
+    roots: Sequence[x509.Certificate] | None = None,
+) -> Timestamp:
+    """Check one ``timestamps`` item of a ``checkpoint.witnessed`` entry against its ``note``:
+    the token is canonical base64 of a granted TimeStampResp, its imprint is SHA-256 of the
+    note's UTF-8 bytes, its CMS signature and certificate chain verify up to one of ``roots``
+    (``None``: up to a self-signed certificate the token itself carries), and its genTime,
+    serial, TSA name and policy are the ones recorded. The checked ``Timestamp``, or
+    ``TimestampError`` (``timestamp-invalid``, exit 1) naming what does not hold."""
+    try:
+        token = base64.b64decode(recorded.token.encode("ascii"), validate=True)
+    except (UnicodeEncodeError, binascii.Error, ValueError):
+        raise _invalid("the token is not standard base64") from None
+    if base64.b64encode(token).decode("ascii") != recorded.token:
+        raise _invalid("the token is not canonical standard base64")
+    checked = check_answer(token, note, roots)
+    stated = (recorded.gen_time, recorded.serial, recorded.tsa, recorded.policy)
+    found = (checked.gen_time, checked.serial, checked.tsa, checked.policy)
+    for what, said, is_ in zip(("gen_time", "serial", "tsa", "policy"), stated, found, strict=True):
+        if said != is_:
+            raise _invalid(f"the entry states {what} {said!r}; the token says {is_!r}")
+    return checked
 
 
 def _tsa_name(response: rfc3161_client.TimeStampResponse) -> str:

@@ -1,5 +1,6 @@
-"""Asking witnesses to cosign the ledger's checkpoint (C2SP tlog-witness, the log's side), and
-recording what they answered as a ``checkpoint.witnessed`` entry (LEDGER.md section 7).
+"""Asking witnesses to cosign the ledger's checkpoint (C2SP tlog-witness, the log's side) and
+timestamp authorities to timestamp it (RFC 3161), and recording what they answered as one
+``checkpoint.witnessed`` entry (LEDGER.md section 7, "Asking witnesses", "Timestamps").
 
 Rules:
 
@@ -10,11 +11,18 @@ Rules:
    a larger tree of this origin than this ledger holds, and is reported (``witness-ahead``).
 2. A cosignature is kept only if it is a ``cosignature/v1`` line by the configured key that
    verifies over the checkpoint text; anything else a witness answers is a reported failure.
-3. With ``quorum`` K, fewer than K valid cosignatures refuse the whole step
-   (``witness-quorum-not-met``) and nothing is written. With at least one valid cosignature (and
-   the quorum met) one entry is appended, in one transaction: the note, its size and root, and
-   each cosignature with its witness key and timestamp.
-4. Bounded: each request has a timeout, each answer is read up to 64 KiB.
+3. Each TSA is sent a time-stamp query over the log-signed note's bytes (the entry's ``note``);
+   its answer is kept only if it holds for that note and that query's nonce, against the
+   ``--tsa-ca`` roots when given, and also on its own (its CMS signature up to a root the token
+   carries), since that is what the audit checks of a recorded token; anything else is a
+   reported failure.
+4. With ``quorum`` K, fewer than K valid cosignatures refuse the whole step
+   (``witness-quorum-not-met``; the quorum counts cosignatures only). Without any TSA at least
+   one cosignature is needed (the same code); with TSAs, at least one cosignature or timestamp
+   (``checkpoint-not-anchored``). Refused, nothing is written. Otherwise one entry is appended,
+   in one transaction: the note, its size and root, each cosignature with its witness key and
+   timestamp, and each timestamp (``timestamps``, omitted when there is none).
+5. Bounded: each request has a timeout, each answer is read up to 64 KiB.
 """
 
 from __future__ import annotations
@@ -23,14 +31,25 @@ import base64
 import http.client
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
+
+from cryptography import x509
 
 from ledger.errors import LedgerError, UsageError
 from ledger.store.sqlite import Ledger
 from ledger.transparency import merkle
 from ledger.transparency.notes import Checkpoint, sign_checkpoint
 from ledger.transparency.proofs import LedgerNodes, checkpoint
+from ledger.transparency.timestamp import (
+    MAX_SERIAL,
+    Timestamp,
+    TimestampError,
+    ask_tsa,
+    check_answer,
+    check_tsa_url,
+    request_for,
+)
 from ledger.transparency.witness import (
     TLOG_SIZE_MEDIA,
     CosignerKey,
@@ -44,6 +63,8 @@ KIND: Final = "checkpoint.witnessed"
 MAX_ANSWER_BYTES: Final = 64 * 1024
 DEFAULT_TIMEOUT_S: Final = 10.0
 MAX_WITNESSES: Final = 32
+MAX_TSAS: Final = 16  # the payload's bound on ``timestamps``
+MAX_TSA_NAME: Final = 4096  # the payload's bound on a timestamp's ``tsa``
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,15 +112,39 @@ class WitnessReply:
 
 
 @dataclass(frozen=True, slots=True)
+class TsaReply:
+    url: str
+    timestamp: Timestamp | None  # the checked timestamp, or None
+    problem: str | None  # why there is none: "<code>: <message>"
+
+    def to_json(self) -> dict[str, Any]:
+        ts = self.timestamp
+        return {
+            "url": self.url,
+            "timestamped": ts is not None,
+            "tsa": ts.tsa if ts else None,
+            "gen_time": ts.gen_time if ts else None,
+            "serial": ts.serial if ts else None,
+            "policy": ts.policy if ts else None,
+            "problem": self.problem,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class WitnessedCheckpoint:
     checkpoint: Checkpoint
     note: str
     replies: list[WitnessReply]
     entry: int | None  # the seq of the checkpoint.witnessed entry, None when none was written
+    stamps: list[TsaReply] = field(default_factory=list)
 
     @property
     def cosigned(self) -> int:
         return sum(1 for r in self.replies if r.cosignature is not None)
+
+    @property
+    def timestamped(self) -> int:
+        return sum(1 for r in self.stamps if r.timestamp is not None)
 
 
 def _post(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
@@ -192,6 +237,30 @@ def _failed(target: WitnessTarget, old: int, code: str, message: str) -> Witness
     return WitnessReply(target.url, target.vkey, None, None, old, f"{code}: {message}")
 
 
+def _stamp(
+    url: str, note: str, roots: Sequence[x509.Certificate] | None, timeout: float
+) -> TsaReply:
+    query = request_for(note)
+    try:
+        token = ask_tsa(url, query.as_bytes(), timeout=timeout)
+        checked = check_answer(token, note, roots, nonce=query.nonce)
+    except TimestampError as exc:
+        return TsaReply(url, None, f"{exc.code}: {exc.message}")
+    if roots is not None:  # what the audit will check of the recorded token must hold too
+        try:
+            check_answer(token, note, None)
+        except TimestampError as exc:
+            return TsaReply(url, None, f"timestamp-unrecordable: {exc.message}")
+    if checked.serial > MAX_SERIAL or len(checked.tsa) > MAX_TSA_NAME:
+        return TsaReply(
+            url,
+            None,
+            "timestamp-unrecordable: its serial is over 2^63-1 or its TSA name over"
+            f" {MAX_TSA_NAME} characters",
+        )
+    return TsaReply(url, checked, None)
+
+
 def witness_checkpoint(
     ledger: Ledger,
     signer_key: str,
@@ -199,28 +268,57 @@ def witness_checkpoint(
     *,
     quorum: int = 0,
     timeout: float = DEFAULT_TIMEOUT_S,
+    tsas: Sequence[str] = (),
+    tsa_roots: Sequence[x509.Certificate] | None = None,
 ) -> WitnessedCheckpoint:
-    """Sign the current checkpoint, ask every witness, verify, and record (rules 1-4)."""
-    if not targets or len(targets) > MAX_WITNESSES:
-        raise UsageError("usage-error", f"give 1..{MAX_WITNESSES} --witness")
+    """Sign the current checkpoint, ask every witness and every TSA, verify, and record
+    (rules 1-5). ``tsa_roots``: the roots a timestamp must chain to (``--tsa-ca``); ``None``:
+    the token's own (rule 3)."""
+    if (not targets and not tsas) or len(targets) > MAX_WITNESSES:
+        raise UsageError(
+            "usage-error", f"give 1..{MAX_WITNESSES} --witness, or at least one --tsa"
+        )
+    if len(tsas) > MAX_TSAS:
+        raise UsageError("usage-error", f"give at most {MAX_TSAS} --tsa")
     if len({t.vkey for t in targets}) != len(targets):
         raise UsageError("usage-error", "the same witness key is given twice")
+    if len(set(tsas)) != len(tsas):
+        raise UsageError("usage-error", "the same TSA URL is given twice")
     if not 0 <= quorum <= len(targets):
         raise UsageError("usage-error", f"--quorum must be 0..{len(targets)} (the witnesses given)")
+    if tsa_roots is not None and not tsas:
+        raise UsageError("usage-error", "--tsa-ca needs --tsa")
+    for url in tsas:
+        check_tsa_url(url)
     cp = checkpoint(ledger)
     note = sign_checkpoint(cp, signer_key)
     last = _last_cosigned_sizes(ledger)
     replies = [_ask(ledger, t, cp, note, last.get(t.vkey, 0), timeout) for t in targets]
+    stamps = [_stamp(url, note, tsa_roots, timeout) for url in tsas]
     valid = [r for r in replies if r.cosignature is not None]
-    if len(valid) < max(quorum, 1):
-        problems = "; ".join(f"{r.url}: {r.problem}" for r in replies if r.problem)
+    stamped = [r.timestamp for r in stamps if r.timestamp is not None]
+    problems = "; ".join(
+        [f"{r.url}: {r.problem}" for r in replies if r.problem is not None]
+        + [f"{r.url}: {r.problem}" for r in stamps if r.problem is not None]
+    )
+    needed = quorum if tsas else max(quorum, 1)
+    if len(valid) < needed:
         raise WitnessQuorumError(
             "witness-quorum-not-met",
-            f"{len(valid)} valid cosignatures, {max(quorum, 1)} needed ({problems}); nothing"
+            f"{len(valid)} valid cosignatures, {needed} needed ({problems}); nothing"
             " was written",
             replies,
+            stamps,
         )
-    payload = {
+    if not valid and not stamped:
+        raise WitnessQuorumError(
+            "checkpoint-not-anchored",
+            f"no witness cosigned and no TSA gave a timestamp that holds ({problems}); nothing"
+            " was written",
+            replies,
+            stamps,
+        )
+    payload: dict[str, Any] = {
         "tree_size": cp.size,
         "root_hash": base64.b64encode(cp.root).decode("ascii"),
         "note": note,
@@ -229,13 +327,23 @@ def witness_checkpoint(
             for r in valid
         ],
     }
+    if stamped:  # omitted when empty: entries without timestamps read as they always did
+        payload["timestamps"] = [ts.to_payload() for ts in stamped]
     entry = ledger.append(KIND, payload, [])
-    return WitnessedCheckpoint(cp, note, replies, entry.seq)
+    return WitnessedCheckpoint(cp, note, replies, entry.seq, stamps)
 
 
 class WitnessQuorumError(LedgerError):
-    """Fewer valid cosignatures than the quorum: nothing was written (exit 2)."""
+    """Fewer valid cosignatures than the quorum, or no anchor at all: nothing was written
+    (exit 2)."""
 
-    def __init__(self, code: str, message: str, replies: list[WitnessReply]) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        replies: list[WitnessReply],
+        stamps: list[TsaReply] | None = None,
+    ) -> None:
         super().__init__(code, message)
         self.replies = replies
+        self.stamps = stamps or []

@@ -48,8 +48,21 @@ class WitnessReplyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     problem: str | None  # "<code>: <message>" when there is no cosignature, else null
 
 
+class TsaReplyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What one TSA answered (``ledger.transparency.witnessing.TsaReply``); the token itself is
+    in the entry, not here."""
+
+    url: str
+    timestamped: bool
+    tsa: str | None  # the TSA's name in the token; null without a timestamp
+    gen_time: str | None  # the token's genTime, RFC 3339 UTC whole seconds; null without one
+    serial: int | None
+    policy: str | None  # the policy OID, dotted
+    problem: str | None  # "<code>: <message>" when there is no timestamp, else null
+
+
 class WitnessedCheckpointOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``ledger checkpoint --sign KEY --witness URL=VKEY ... --json``."""
+    """``ledger checkpoint --sign KEY --witness URL=VKEY ... --tsa URL ... --json``."""
 
     origin: str
     tree_size: int
@@ -58,6 +71,8 @@ class WitnessedCheckpointOutput(msgspec.Struct, frozen=True, forbid_unknown_fiel
     entry: int  # seq of the checkpoint.witnessed entry recorded
     cosigned: int  # how many witnesses cosigned
     witnesses: list[WitnessReplyOutput]
+    timestamped: int  # how many TSAs gave a timestamp that holds
+    timestamps: list[TsaReplyOutput]  # one per --tsa, in order (empty without --tsa)
 
 
 # -- proofs -----------------------------------------------------------------------------------
