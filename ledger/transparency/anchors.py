@@ -15,7 +15,6 @@ timestamps from other TSAs are ignored: they prove nothing to this reader.
 from __future__ import annotations
 
 import base64
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -238,19 +237,41 @@ def _trusted_cosignatures(
     return good, failed
 
 
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """One ``timestamps`` item as recorded (``timestamp.RecordedTimestamp``)."""
+
+    tsa: str
+    gen_time: str
+    serial: int
+    policy: str
+    token: str
+
+
+def _recorded(item: dict[str, Any]) -> _Recorded:
+    def text(name: str) -> str:
+        value = item.get(name)
+        return value if isinstance(value, str) else ""
+
+    serial = item.get("serial")
+    number = serial if isinstance(serial, int) and not isinstance(serial, bool) else -1
+    return _Recorded(text("tsa"), text("gen_time"), number, text("policy"), text("token"))
+
+
 def _trusted_timestamps(
     note: str, payload: dict[str, Any], trust: Trust, seq: int, findings: list[Finding]
 ) -> tuple[list[TsaTime], bool]:
     """(the timestamps over ``note`` from a TSA under a trusted root, whether one from such a
-    TSA is over something else or states other values than its token)."""
+    TSA is over another note or states other values than its token)."""
     items = payload.get("timestamps")
     if not trust.roots or not isinstance(items, list):
         return [], False
     import rfc3161_client  # only a reader who trusts a TSA pays for it
 
+    from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp
+
     good: list[TsaTime] = []
     failed = False
-    digest = hashlib.sha256(note.encode("utf-8")).digest()
     for item in items:
         token_text = item.get("token") if isinstance(item, dict) else None
         try:
@@ -259,34 +280,17 @@ def _trusted_timestamps(
             imprint = bytes(response.tst_info.message_imprint.message)
         except (ValueError, TypeError, AttributeError):
             continue  # no token any TSA signed: nothing to trust
-        if not _from_trusted_tsa(response, imprint, trust.roots):
+        if not isinstance(item, dict) or not _from_trusted_tsa(response, imprint, trust.roots):
             continue  # a TSA this reader does not trust: ignored
-        if imprint != digest:
-            findings.append(
-                Finding(
-                    ANCHOR_TIMESTAMP_INVALID,
-                    seq,
-                    "a timestamp by a trusted TSA is over another note than this checkpoint's",
-                )
-            )
+        try:
+            # The one check of a recorded timestamp (imprint = SHA-256 of this note, chain,
+            # and the stated time, serial, name and policy), here under the reader's roots.
+            checked = check_recorded_timestamp(note, _recorded(item), list(trust.roots))
+        except TimestampError as exc:
+            findings.append(Finding(ANCHOR_TIMESTAMP_INVALID, seq, exc.message))
             failed = True
             continue
-        info = response.tst_info
-        gen_time = info.gen_time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if item.get("gen_time") != gen_time or item.get("serial") != info.serial_number:
-            findings.append(
-                Finding(
-                    ANCHOR_TIMESTAMP_INVALID,
-                    seq,
-                    f"the entry states time {item.get('gen_time')!r} and serial"
-                    f" {item.get('serial')!r}; the token says {gen_time} and"
-                    f" {info.serial_number}",
-                )
-            )
-            failed = True
-            continue
-        tsa = item.get("tsa")
-        good.append(TsaTime(str(tsa) if isinstance(tsa, str) else "", gen_time, info.serial_number))
+        good.append(TsaTime(checked.tsa, checked.gen_time, checked.serial))
     return good, failed
 
 
