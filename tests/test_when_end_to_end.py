@@ -29,6 +29,7 @@ from ledger.transparency.witness import (
     parse_cosigner_key,
     parse_cosigner_signer,
 )
+from tools.tsa import LocalTsa
 
 ORIGIN = "when.example/ledger"
 TASK = "demo/001-readme-marker"
@@ -68,10 +69,14 @@ class World:
         assert out.code in (0, 1), out.stderr
         return int(json.loads(out.stdout)["result_entry"])
 
-    def checkpoint(self, *servers: Server, db: Path | None = None) -> dict[str, Any]:
+    def checkpoint(
+        self, *servers: Server, db: Path | None = None, tsa: tuple[LocalTsa, str] | None = None
+    ) -> dict[str, Any]:
         args = ["checkpoint", "--sign", str(self.root / "log.key"), "--json"]
         for server in servers:
             args += ["--witness", f"http://127.0.0.1:{server.port}={server.witness.vkey}"]
+        if tsa is not None:
+            args += ["--tsa", tsa[1], "--tsa-ca", str(tsa[0].ca_pem)]
         out = cli(db or self.db, *args)
         assert out.code == 0, out.stdout + out.stderr
         return dict(json.loads(out.stdout))
@@ -85,6 +90,16 @@ class World:
         return cli(db or self.db, "when", TASK, *(keys if trust else []), *extra)
 
 
+@pytest.fixture(scope="module")
+def tsa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalTsa, str]]:
+    local = LocalTsa(tmp_path_factory.mktemp("tsa"))
+    url = local.serve()
+    try:
+        yield local, url
+    finally:
+        local.close()
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> World:
     return World(tmp_path)
@@ -96,19 +111,21 @@ def witnesses(world: World) -> Iterator[tuple[Server, Server]]:
         yield stack.enter_context(world.w1.serve()), stack.enter_context(world.w2.serve())
 
 
-def test_two_witnesses_anchor_the_plan_and_when_states_it_on_the_file_and_the_export(
-    world: World, witnesses: tuple[Server, Server], tmp_path: Path
+def test_two_witnesses_and_a_tsa_anchor_the_plan_and_when_states_it_on_file_and_export(
+    world: World, witnesses: tuple[Server, Server], tsa: tuple[LocalTsa, str], tmp_path: Path
 ) -> None:
     s1, s2 = witnesses
     frozen = world.freeze()
-    first = world.checkpoint(s1, s2)
+    first = world.checkpoint(s1, s2, tsa=tsa)
     assert first["cosigned"] == 2 and first["tree_size"] == frozen + 1
     verdicts = [world.verify(bundle) for bundle in ATTEMPTS]
-    second = world.checkpoint(s1, s2)
+    second = world.checkpoint(s1, s2, tsa=tsa)
     assert second["tree_size"] == verdicts[-1] + 1
+    recorded = _anchors(world.db)
+    assert [len(p["timestamps"]) for p in recorded] == [1, 1]
 
     before = file_state(world.db)
-    out = world.when("--json")
+    out = world.when("--tsa-ca", str(tsa[0].ca_pem), "--json")
     assert out.code == 0, out.stdout
     assert file_state(world.db) == before  # read-only
     doc = json.loads(out.stdout)
@@ -121,6 +138,11 @@ def test_two_witnesses_anchor_the_plan_and_when_states_it_on_the_file_and_the_ex
     stamps = {r["witness"]: r["timestamp"] for r in first["witnesses"]}
     assert {(w["key"], w["timestamp"]) for w in anchor["witnesses"]} == set(stamps.items())
     assert [w["name"] for w in anchor["witnesses"]] == ["w1.example/w", "w2.example/w"]
+    stamp = recorded[0]["timestamps"][0]
+    assert anchor["timestamps"] == [
+        {"tsa": stamp["tsa"], "gen_time": stamp["gen_time"], "serial": stamp["serial"]}
+    ]
+    assert stamp["tsa"] == "CN=Test TSA"
     assert [v["entry"] for v in doc["verifications"]] == verdicts
     for verdict in doc["verifications"]:
         assert verdict["after_anchor"] == first["entry"] and verdict["ordered"] is True
@@ -128,8 +150,9 @@ def test_two_witnesses_anchor_the_plan_and_when_states_it_on_the_file_and_the_ex
         assert verdict["freeze"] == frozen
     assert [v["outcome"] for v in doc["verifications"]] == ["support", "reject"]
 
-    text = world.when()
+    text = world.when("--tsa-ca", str(tsa[0].ca_pem))
     assert text.code == 0
+    assert f"timestamped by CN=Test TSA at {stamp['gen_time']}" in text.stdout
     assert f"task {TASK}: plan fixed by entry {frozen} (cohort example/demo)" in text.stdout
     assert f"  first anchored by entry {first['entry']} (tree of {frozen + 1} entries):" in (
         text.stdout
@@ -146,9 +169,82 @@ def test_two_witnesses_anchor_the_plan_and_when_states_it_on_the_file_and_the_ex
     export = tmp_path / "public.jsonl"
     assert cli(world.db, "export", "--public", "--out", str(export)).code == 0
     offline = cli(world.db, "when", TASK, "--from-export", str(export), "--witness-key",
-                  world.w1.vkey, "--witness-key", world.w2.vkey, "--json")  # fmt: skip
+                  world.w1.vkey, "--witness-key", world.w2.vkey, "--tsa-ca",
+                  str(tsa[0].ca_pem), "--json")  # fmt: skip
     assert offline.code == 0
     assert offline.stdout == out.stdout
+
+    # The cosigned note `checkpoint --witness` printed is checkable alone, with the keys.
+    note = tmp_path / "cosigned.txt"
+    note.write_text(str(first["note"]), "utf-8")
+    checked = cli(world.db, "check-proof", str(note), "--witness-key", world.w1.vkey,
+                  "--witness-key", world.w2.vkey, "--json")  # fmt: skip
+    assert checked.code == 0, checked.stdout
+    assert json.loads(checked.stdout)["cosigned_by"] == ["w1.example/w", "w2.example/w"]
+
+
+def test_a_timestamp_alone_anchors_the_plan(world: World, tsa: tuple[LocalTsa, str]) -> None:
+    frozen = world.freeze()
+    first = world.checkpoint(tsa=tsa)  # no witness: the TSA's timestamp is the anchor
+    verdict = world.verify(ATTEMPTS[0])
+    out = cli(world.db, "when", TASK, "--tsa-ca", str(tsa[0].ca_pem), "--json")
+    assert out.code == 0, out.stdout
+    doc = json.loads(out.stdout)
+    anchor = doc["freezes"][0]["anchor"]
+    assert anchor["entry"] == first["entry"] and anchor["witnesses"] == []
+    assert [t["tsa"] for t in anchor["timestamps"]] == ["CN=Test TSA"]
+    assert doc["verifications"][0]["entry"] == verdict
+    assert doc["verifications"][0]["after_anchor"] == first["entry"] > frozen
+
+
+def test_a_timestamp_over_another_checkpoint_fails_the_statement(
+    world: World, tsa: tuple[LocalTsa, str]
+) -> None:
+    """A trusted TSA's token over the note of one tree, recorded as the timestamp of another
+    (a later checkpoint that also holds the freeze)."""
+    world.freeze()
+    world.checkpoint(tsa=tsa)
+    (honest,) = _anchors(world.db)
+    with Ledger.open(world.db) as ledger:
+        cp = checkpoint(ledger)
+    later = sign_checkpoint(cp, world.log.skey)
+    with Ledger.open(world.db) as ledger:
+        ledger.append(
+            "checkpoint.witnessed",
+            {
+                "tree_size": cp.size,
+                "root_hash": base64.b64encode(cp.root).decode("ascii"),
+                "note": later,
+                "cosignatures": [],
+                "timestamps": honest["timestamps"],
+            },
+            [],
+        )
+    # Trusting the TSA, the first (honest) anchor holds the freeze; the second is refused.
+    out = cli(world.db, "when", TASK, "--tsa-ca", str(tsa[0].ca_pem), "--json")
+    assert out.code == 1
+    doc = json.loads(out.stdout)
+    assert [(f["code"], f["entry"]) for f in doc["findings"]] == [
+        ("anchor-timestamp-invalid", world.size() - 1)
+    ]
+    assert doc["anchors"] == 1
+
+
+def test_a_timestamp_from_a_tsa_the_reader_does_not_trust_anchors_nothing(
+    world: World, tsa: tuple[LocalTsa, str], tmp_path: Path
+) -> None:
+    other = LocalTsa(tmp_path / "other-tsa", name="Other TSA")
+    url = other.serve()
+    try:
+        world.freeze()
+        world.checkpoint(tsa=(other, url))
+    finally:
+        other.close()
+    out = cli(world.db, "when", TASK, "--tsa-ca", str(tsa[0].ca_pem), "--json")
+    assert out.code == 1
+    doc = json.loads(out.stdout)
+    assert (doc["anchors"], doc["ignored_anchors"]) == (0, 1)
+    assert [f["code"] for f in doc["findings"]] == ["freeze-not-anchored"]
 
 
 def test_a_verification_placed_in_a_checkpoint_anchored_with_the_freeze_fails_the_statement(
@@ -378,3 +474,37 @@ def _append_anchor(
             },
             [],
         )
+
+
+def _anchors(db: Path) -> list[dict[str, Any]]:
+    with Ledger.open_read_only(db) as ledger:
+        return [dict(e.payload) for e in ledger.entries(kinds=("checkpoint.witnessed",))]
+
+
+def test_a_cosignature_whose_stated_time_is_not_its_own_fails_the_statement(
+    world: World, witnesses: tuple[Server, Server]
+) -> None:
+    """A writer recording a genuine cosignature with an earlier time than the witness gave."""
+    s1, _ = witnesses
+    world.freeze()
+    with Ledger.open_read_only(world.db) as ledger:
+        note = sign_checkpoint(checkpoint(ledger), world.log.skey)
+    status, _, answer = s1.post(format_add_checkpoint(0, [], note))
+    assert status == 200, answer
+    _append_anchor(world.db, note, [(world.w1.vkey, answer.decode())], timestamp=1)
+    out = world.when("--json")
+    assert out.code == 1
+    findings = json.loads(out.stdout)["findings"]
+    assert [f["code"] for f in findings] == ["freeze-not-anchored", "anchor-cosignature-invalid"]
+    assert "the entry says 1" in findings[1]["message"]
+
+
+def test_more_trusted_keys_than_the_limit_are_refused(world: World) -> None:
+    from ledger import api
+    from ledger.errors import LedgerError
+
+    world.freeze()
+    keys = [generate_cosigner_key(f"w{i}.example/w", bytes([i]) * 32)[1] for i in range(101)]
+    with Ledger.open_read_only(world.db) as ledger, pytest.raises(LedgerError) as refused:
+        api.when(ledger, TASK, witness_keys=keys)
+    assert refused.value.code == "usage-error"
