@@ -131,3 +131,19 @@ def _pub(cosigned: Cosigned) -> Path:
     path = cosigned.root / "log.pub"
     path.write_text(cosigned.log_vkey + "\n", "utf-8")
     return path
+
+
+def test_more_witness_keys_than_the_limit_are_refused(cosigned: Cosigned) -> None:
+    from ledger.errors import LedgerError
+    from ledger.transparency.check import MAX_KEYS
+
+    keys = [generate_cosigner_key(f"w{i}.example/w", i.to_bytes(32, "big"))[1]
+            for i in range(MAX_KEYS + 1)]  # fmt: skip
+    with pytest.raises(LedgerError) as refused:
+        check_proof(cosigned.note.encode(), witness_keys=keys)
+    assert refused.value.code == "checkpoint-key-malformed"
+
+
+def test_a_malformed_witness_key_is_refused(cosigned: Cosigned) -> None:
+    out = cli("check-proof", str(cosigned.file), "--witness-key", "not-a-key", "--json")
+    assert out.code == 2 and out.error_code() == "witness-key-malformed"

@@ -508,3 +508,41 @@ def test_more_trusted_keys_than_the_limit_are_refused(world: World) -> None:
     with Ledger.open_read_only(world.db) as ledger, pytest.raises(LedgerError) as refused:
         api.when(ledger, TASK, witness_keys=keys)
     assert refused.value.code == "usage-error"
+
+
+def test_when_reads_a_sealed_ledger_as_another_user_and_changes_nothing() -> None:
+    """A reader's command: a chmod-444 file in a chmod-555 folder, run by an unprivileged user
+    (when the tests run as root), answers and leaves every byte, mode and time as it was."""
+    import tempfile
+
+    from helpers import as_nobody
+    from test_read_only import folder_state
+
+    base = Path(tempfile.mkdtemp(prefix="ledger-when-ro-"))
+    base.chmod(0o755)
+    try:
+        (base / "w").mkdir()
+        world = World(base / "w")
+        frozen = world.freeze()
+        sealed = base / "sealed"
+        sealed.mkdir()
+        shutil.copy(world.db, sealed / "ledger.db")
+        (sealed / "ledger.db").chmod(0o444)
+        sealed.chmod(0o555)
+        before = folder_state(sealed)
+        args = ["--db", str(sealed / "ledger.db"), "when", TASK, "--witness-key", world.w1.vkey,
+                "--json"]  # fmt: skip
+
+        def work() -> tuple[int, str]:
+            result = run_cli(args, env={"LEDGER_TIME": FIXED_TIME})
+            return result.code, result.stdout
+
+        code, stdout = as_nobody(work)
+        assert code == 1, stdout  # a statement (not anchored), not a refusal
+        assert json.loads(stdout)["freezes"][0]["entry"] == frozen
+        assert folder_state(sealed) == before
+    finally:
+        for sub in [base, *base.rglob("*")]:
+            if sub.is_dir() and not sub.is_symlink():
+                sub.chmod(0o755)
+        shutil.rmtree(base)
