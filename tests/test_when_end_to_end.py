@@ -432,8 +432,9 @@ def test_when_without_any_trusted_party_is_refused(world: World) -> None:
     assert out.code == 2 and out.error_code() == "anchor-trust-missing"
 
 
+@pytest.mark.parametrize("where", ["row", "body"])
 def test_an_export_whose_seqs_do_not_follow_their_positions_is_refused(
-    world: World, tmp_path: Path
+    world: World, tmp_path: Path, where: str
 ) -> None:
     world.freeze()
     export = tmp_path / "export.jsonl"
@@ -441,7 +442,12 @@ def test_an_export_whose_seqs_do_not_follow_their_positions_is_refused(
     lines = export.read_text("utf-8").splitlines()
     rows = [json.loads(line) for line in lines]
     last = max(i for i, row in enumerate(rows) if row.get("type") == "entry")
-    rows[last]["seq"] += 5  # a gap: the entry is not where its seq says
+    if where == "row":
+        rows[last]["seq"] += 5  # a gap: the entry is not where its seq says
+    else:  # the line is in its place, but its body says it is another entry
+        body = json.loads(base64.b64decode(rows[last]["body"]))
+        body["seq"] += 5
+        rows[last]["body"] = base64.b64encode(json.dumps(body).encode()).decode()
     export.write_text("".join(json.dumps(row) + "\n" for row in rows), "utf-8")
     out = cli(world.db, "when", TASK, "--from-export", str(export), "--witness-key",
               world.w1.vkey, "--json")  # fmt: skip
@@ -505,9 +511,13 @@ def test_more_trusted_keys_than_the_limit_are_refused(world: World) -> None:
 
     world.freeze()
     keys = [generate_cosigner_key(f"w{i}.example/w", bytes([i]) * 32)[1] for i in range(101)]
-    with Ledger.open_read_only(world.db) as ledger, pytest.raises(LedgerError) as refused:
-        api.when(ledger, TASK, witness_keys=keys)
-    assert refused.value.code == "usage-error"
+    with Ledger.open_read_only(world.db) as ledger:
+        with pytest.raises(LedgerError) as refused:
+            api.when(ledger, TASK, witness_keys=keys)
+        assert refused.value.code == "usage-error"
+        with pytest.raises(LedgerError) as refused:
+            api.when(ledger, TASK, tsa_roots=[b""] * 101)  # refused before any is read
+        assert refused.value.code == "usage-error"
 
 
 def test_when_reads_a_sealed_ledger_as_another_user_and_changes_nothing() -> None:
