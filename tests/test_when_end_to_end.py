@@ -556,3 +556,44 @@ def test_when_reads_a_sealed_ledger_as_another_user_and_changes_nothing() -> Non
             if sub.is_dir() and not sub.is_symlink():
                 sub.chmod(0o755)
         shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("lie", ["origin", "root_hash", "tree_size", "note", "future"])
+def test_an_anchor_that_is_not_this_ledger_s_checkpoint_fails_the_statement(
+    world: World, lie: str
+) -> None:
+    """A writer records a genuine cosignature by a trusted witness (its key file, here) beside
+    a checkpoint that is not this ledger's tree: another origin, a payload root or size other
+    than the note's, a note that does not parse, a tree larger than the entry's own seq."""
+    from ledger.transparency.notes import Checkpoint, format_checkpoint
+
+    frozen = world.freeze()
+    with Ledger.open_read_only(world.db) as ledger:
+        cp = checkpoint(ledger)
+    if lie == "origin":
+        cp = Checkpoint("elsewhere.example/log", cp.size, cp.root)
+    elif lie == "future":
+        cp = Checkpoint(cp.origin, cp.size + 5, cp.root)
+    signer = parse_cosigner_signer(world.w1.key.read_text("utf-8").strip())
+    note = sign_checkpoint(cp, world.log.skey)
+    line = cosign(format_checkpoint(cp), signer, 1_790_000_000)
+    payload: dict[str, Any] = {
+        "tree_size": cp.size,
+        "root_hash": base64.b64encode(cp.root).decode("ascii"),
+        "note": note,
+        "cosignatures": [{"witness": world.w1.vkey, "cosignature": line,
+                          "timestamp": 1_790_000_000}],
+    }  # fmt: skip
+    if lie == "root_hash":
+        payload["root_hash"] = base64.b64encode(b"\x01" * 32).decode("ascii")
+    elif lie == "tree_size":
+        payload["tree_size"] = cp.size - 1
+    elif lie == "note":
+        payload["note"] = "not a note\n"
+    with Ledger.open(world.db) as ledger:
+        ledger.append("checkpoint.witnessed", payload, [])
+    out = world.when("--json")
+    assert out.code == 1
+    findings = [(f["code"], f["entry"]) for f in json.loads(out.stdout)["findings"]]
+    assert ("freeze-not-anchored", frozen) in findings
+    assert ("anchor-checkpoint-invalid", world.size() - 1) in findings
