@@ -57,8 +57,10 @@ from ledger.transparency.proofs import (
     prove_consistency,
     prove_inclusion,
 )
+from ledger.transparency.timestamp import Timestamp, check_recorded_timestamp, load_roots
 from ledger.transparency.witness import verify_cosignature
 from ledger.transparency.witnessing import (
+    TsaReply,
     WitnessedCheckpoint,
     WitnessTarget,
     parse_witness_option,
@@ -322,6 +324,8 @@ __all__ = [
     "ProofCheck",
     "Settings",
     "TaskStatus",
+    "Timestamp",
+    "TsaReply",
     "WhenStatement",
     "WitnessTarget",
     "WitnessedCheckpoint",
@@ -333,6 +337,7 @@ __all__ = [
     "calibrate",
     "check_attestation",
     "check_proof",
+    "check_recorded_timestamp",
     "checkpoint",
     "checkpoint_note",
     "default_origin",
@@ -340,6 +345,7 @@ __all__ = [
     "find_ref",
     "freeze",
     "init_ledger",
+    "load_roots",
     "open_ledger",
     "parse_witness_option",
     "prove_consistency",

@@ -374,3 +374,275 @@ def test_an_entry_written_before_timestamps_reads_and_audits_intact(setup: Setup
     # The Struct gives back exactly the stored payload: the unset field is not written.
     assert msgspec.to_builtins(decoded) == entry.payload
     assert _audit_codes(setup) == []
+
+
+# -- the audit of recorded timestamps -------------------------------------------------------------
+
+
+def _stamped(url: str, note: str) -> dict[str, object]:
+    """A real timestamp over ``note`` from the TSA at ``url``, as a payload item."""
+    from ledger.transparency.timestamp import ask_tsa, check_answer, request_for
+
+    query = request_for(note)
+    token = ask_tsa(url, query.as_bytes(), timeout=30)
+    return check_answer(token, note, None, nonce=query.nonce).to_payload()
+
+
+def _append_stamped(setup: Setup, url: str, **change: object) -> dict[str, object]:
+    """Append a checkpoint.witnessed entry for the current tree with one real timestamp over its
+    note, ``change`` applied to that timestamp (what a buggy or dishonest writer would record).
+    The store hashes and chains the entry, so only the timestamp check can fail."""
+    base = _current(setup)
+    item = {**_stamped(url, str(base["note"])), **change}
+    _append(setup, {**base, "cosignatures": [], "timestamps": [item]})
+    return item
+
+
+def test_the_audit_accepts_an_honest_timestamp(setup: Setup, tsa: tuple[LocalTsa, str]) -> None:
+    _append_stamped(setup, tsa[1])
+    assert _audit_codes(setup) == []
+
+
+def test_a_timestamp_over_another_checkpoint_is_flagged(
+    setup: Setup, tsa: tuple[LocalTsa, str]
+) -> None:
+    earlier = _current(setup)  # the note of the tree of 5 entries
+    ledger = Ledger.open(setup.db, clock=fixed_clock)
+    try:
+        with ledger.writer() as w:
+            append_one(w, "b", 0)
+    finally:
+        ledger.close()
+    other = _stamped(tsa[1], str(earlier["note"]))  # a real token, over the older note
+    _append(setup, {**_current(setup), "cosignatures": [], "timestamps": [other]})
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert (out.code, violation["code"], violation["seq"]) == (1, "timestamp-invalid", 6)
+    assert "Mismatch between messages" in violation["message"]
+
+
+def test_a_timestamp_token_with_one_byte_flipped_is_flagged(
+    setup: Setup, tsa: tuple[LocalTsa, str]
+) -> None:
+    base = _current(setup)
+    item = _stamped(tsa[1], str(base["note"]))
+    token = bytearray(base64.b64decode(str(item["token"])))
+    token[-1] ^= 0x01  # the last byte is the TSA's signature (SignerInfo comes last)
+    item["token"] = base64.b64encode(bytes(token)).decode("ascii")  # re-encoded, canonical
+    _append(setup, {**base, "cosignatures": [], "timestamps": [item]})
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert (out.code, violation["code"]) == (1, "timestamp-invalid")
+    assert "signature failure" in violation["message"]  # it parses; its signature does not hold
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("gen_time", "2001-01-01T00:00:00Z"),
+        ("serial", 999_999),
+        ("tsa", "CN=Another TSA"),
+        ("policy", "1.2.3.4"),
+    ],
+)
+def test_a_timestamp_stating_other_than_its_token_is_flagged(
+    setup: Setup, tsa: tuple[LocalTsa, str], field: str, value: object
+) -> None:
+    _append_stamped(setup, tsa[1], **{field: value})
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert violation["code"] == "timestamp-invalid"
+    assert f"the entry states {field} {value!r}" in violation["message"]
+
+
+@pytest.mark.parametrize("token", ["not base64!", "AAAA\n", "AA==", "QQ="])
+def test_a_timestamp_token_that_is_not_a_canonical_timestamp_response_is_flagged(
+    setup: Setup, tsa: tuple[LocalTsa, str], token: str
+) -> None:
+    _append_stamped(setup, tsa[1], token=token)
+    assert _audit_codes(setup) == ["timestamp-invalid"]
+
+
+def test_a_recorded_token_that_carries_no_root_is_flagged(setup: Setup) -> None:
+    """Written by another tool: the audit cannot check its signature by the token alone."""
+    leaf_only = LocalTsa(setup.root / "leaf-only")
+    config = leaf_only.folder / "tsa.cnf"
+    config.write_text(config.read_text().replace("certs = $dir/ca.pem", "certs = $dir/tsa.pem"))
+    base = _current(setup)
+    from ledger.transparency.timestamp import request_for
+
+    query = request_for(str(base["note"]))
+    token = leaf_only.reply(query.as_bytes())
+    roots = load_roots(leaf_only.ca_pem.read_bytes())
+    item = check_timestamp(token, str(base["note"]), roots).to_payload()
+    _append(setup, {**base, "cosignatures": [], "timestamps": [item]})
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert violation["code"] == "timestamp-invalid"
+    assert "carries no self-signed root" in violation["message"]
+
+
+def test_a_public_export_carries_the_tokens_and_audit_from_export_checks_them(
+    setup: Setup, tsa: tuple[LocalTsa, str], tmp_path: Path
+) -> None:
+    honest = _append_stamped(setup, tsa[1])
+    export = tmp_path / "public.jsonl"
+    assert run_cli(["--db", str(setup.db), "export", "--public", "--out", str(export)]).code == 0
+    lines = [json.loads(line) for line in export.read_text("utf-8").splitlines()]
+    [entry] = [line for line in lines if line.get("kind") == "checkpoint.witnessed"]
+    body = json.loads(base64.b64decode(entry["body"]))
+    assert body["payload"]["timestamps"] == [honest]  # the whole token travels
+    audit = run_cli(["audit", "--from-export", str(export), "--no-replay", "--json"])
+    assert audit.code == 0, audit.stdout
+    # The same history with a forged timestamp: the export audit flags it too.
+    _append_stamped(setup, tsa[1], gen_time="2001-01-01T00:00:00Z")
+    forged = tmp_path / "forged.jsonl"
+    assert run_cli(["--db", str(setup.db), "export", "--public", "--out", str(forged)]).code == 0
+    audit = run_cli(["audit", "--from-export", str(forged), "--no-replay", "--json"])
+    codes = [v["code"] for v in json.loads(audit.stdout)["violations"]]
+    assert (audit.code, codes) == (1, ["timestamp-invalid"])
+
+
+def test_a_reader_checks_a_recorded_timestamp_against_the_roots_it_trusts(
+    setup: Setup, tsa: tuple[LocalTsa, str]
+) -> None:
+    from ledger.format.payloads import Timestamped
+    from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp
+
+    local, url = tsa
+    note = str(_current(setup)["note"])
+    item = msgspec.convert(_stamped(url, note), Timestamped)
+    trusted = check_recorded_timestamp(note, item, load_roots(local.ca_pem.read_bytes()))
+    assert (trusted.gen_time, trusted.serial) == (item.gen_time, item.serial)
+    stranger = LocalTsa(setup.root / "other", name="Other TSA")
+    with pytest.raises(TimestampError) as refused:
+        check_recorded_timestamp(note, item, load_roots(stranger.ca_pem.read_bytes()))
+    assert refused.value.code == "timestamp-invalid"
+    with pytest.raises(TimestampError) as none:
+        check_recorded_timestamp(note, item, [])  # no root at all is not "the token's own"
+    assert none.value.code == "tsa-ca-malformed"
+
+
+def test_a_tsa_answering_a_rejection_is_reported_and_nothing_written(
+    setup: Setup, tsa: tuple[LocalTsa, str]
+) -> None:
+    local, _ = tsa
+    rejection = local.reply(b"not a time-stamp query")  # OpenSSL's own "rejection" answer
+    with _Answering(200, rejection) as url:
+        code, out, _ = setup.checkpoint("--tsa", url)
+    assert (code, _error(out)) == (2, "checkpoint-not-anchored")
+    assert "timestamp-invalid: the TSA did not grant a timestamp" in str(out["error"])
+    assert setup.size() == 5
+
+
+def _fields(token: bytes) -> dict[str, object]:
+    """A payload item stating what ``token`` says, read with rfc3161-client (no check)."""
+    import rfc3161_client
+
+    info = rfc3161_client.decode_timestamp_response(token).tst_info
+    return {
+        "tsa": "CN=Test TSA",
+        "gen_time": info.gen_time.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "serial": info.serial_number,
+        "policy": info.policy.dotted_string,
+        "token": base64.b64encode(token).decode("ascii"),
+    }
+
+
+def test_a_timestamp_whose_imprint_is_not_sha256_is_flagged(
+    setup: Setup, tsa: tuple[LocalTsa, str]
+) -> None:
+    """A real, valid SHA-512 timestamp over the note: not the SHA-256 imprint the format says."""
+    import rfc3161_client
+
+    local, _ = tsa
+    base = _current(setup)
+    query = (
+        rfc3161_client.TimestampRequestBuilder()
+        .data(str(base["note"]).encode("utf-8"))
+        .hash_algorithm(rfc3161_client.HashAlgorithm.SHA512)
+        .cert_request(cert_request=True)
+        .build()
+    )
+    item = _fields(local.reply(query.as_bytes()))
+    _append(setup, {**base, "cosignatures": [], "timestamps": [item]})
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert violation["code"] == "timestamp-invalid"
+    assert "the message imprint is not SHA-256" in violation["message"]
+
+
+def test_a_token_in_non_canonical_base64_is_flagged(
+    setup: Setup, tsa: tuple[LocalTsa, str]
+) -> None:
+    """Two encodings of one token would be two entries for one meaning: only the canonical one
+    (unused bits zero) is the token."""
+    base = _current(setup)
+    for _ in range(30):  # a token whose length leaves unused bits (not a multiple of 3)
+        item = _stamped(tsa[1], str(base["note"]))
+        text = str(item["token"])
+        if text.endswith("="):
+            break
+    else:
+        raise AssertionError("every token was a multiple of 3 bytes long")
+    data = text.rstrip("=")
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    last = alphabet[alphabet.index(data[-1]) | 1]  # set one unused bit: decodes the same bytes
+    item["token"] = data[:-1] + last + text[len(data) :]
+    assert base64.b64decode(str(item["token"])) == base64.b64decode(text)
+    _append(setup, {**base, "cosignatures": [], "timestamps": [item]})
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert violation["code"] == "timestamp-invalid"
+    assert "not canonical standard base64" in violation["message"]
+
+
+def test_tsa_roots_without_a_tsa_are_refused_by_the_library(
+    setup: Setup, tsa: tuple[LocalTsa, str]
+) -> None:
+    from ledger.errors import UsageError
+    from ledger.transparency.witnessing import parse_witness_option, witness_checkpoint
+
+    witness = Witness(setup.root / "w1", setup.log, name="w1.example/w")
+    target = parse_witness_option(f"http://127.0.0.1:1={witness.vkey}")
+    roots = load_roots(tsa[0].ca_pem.read_bytes())
+    with Ledger.open(setup.db) as ledger, pytest.raises(UsageError) as refused:
+        witness_checkpoint(ledger, setup.skey, [target], tsa_roots=roots)
+    assert refused.value.code == "usage-error" and "--tsa-ca needs --tsa" in refused.value.message
+    assert setup.size() == 5
+
+
+def test_the_json_with_timestamps_has_its_schema(setup: Setup, tsa: tuple[LocalTsa, str]) -> None:
+    import copy
+
+    import jsonschema
+    from output_schemas import validate_output
+
+    dead = f"http://127.0.0.1:{_free_port()}/"
+    code, doc, _ = setup.checkpoint("--tsa", tsa[1], "--tsa", dead)
+    assert code == 0 and doc["timestamped"] == 1
+    replies = {t["timestamped"]: t for t in doc["timestamps"]}  # type: ignore[union-attr]
+    assert replies[True]["problem"] is None and replies[False]["gen_time"] is None
+    validate_output("checkpoint-witnessed", doc)  # both variants of a TSA's reply
+    for key in ("timestamps", "timestamped"):
+        with pytest.raises(jsonschema.ValidationError):
+            validate_output("checkpoint-witnessed", {k: v for k, v in doc.items() if k != key})
+    bad = copy.deepcopy(doc)
+    del bad["timestamps"][0]["serial"]  # type: ignore[index]
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("checkpoint-witnessed", bad)
+
+
+def test_a_timestamp_whose_serial_the_format_cannot_hold_is_not_recorded(setup: Setup) -> None:
+    """Real TSAs often use 128-bit serials; the entry's ``serial`` is a signed 64-bit JSON
+    integer (canonical form), so such a token is reported, not recorded as something else."""
+    big = LocalTsa(setup.root / "big-serial")
+    (big.folder / "serial").write_text("0100000000000000000000\n")  # 2^80, OpenSSL's hex form
+    url = big.serve()
+    try:
+        code, out, _ = setup.checkpoint("--tsa", url, "--tsa-ca", str(big.ca_pem))
+    finally:
+        big.close()
+    assert (code, _error(out)) == (2, "checkpoint-not-anchored")
+    assert "timestamp-unrecordable: Expected `int` <= 9223372036854775807" in str(out["error"])
+    assert setup.size() == 5

@@ -36,6 +36,7 @@ from ledger.format.payloads import (
     CohortFrozen,
     FrozenTask,
     LedgerCreated,
+    Timestamped,
     VerificationRecorded,
     payload_struct,
 )
@@ -82,6 +83,7 @@ OUTCOME_MISMATCH: Final = "outcome-mismatch"
 CALIBRATION_REPLAY_MISMATCH: Final = "calibration-replay-mismatch"
 WITNESSED_CHECKPOINT_INVALID: Final = "witnessed-checkpoint-invalid"
 WITNESS_COSIGNATURE_INVALID: Final = "witness-cosignature-invalid"
+TIMESTAMP_INVALID: Final = "timestamp-invalid"
 
 Report = Callable[[Violation], None]
 
@@ -327,7 +329,8 @@ class CommitmentRules:
     def _witnessed(self, entry: Entry, payload: CheckpointWitnessed, report: Report) -> None:
         """The note is a checkpoint of this ledger's origin at ``tree_size`` (before this entry)
         whose root is the stored tree's at that size; every cosignature verifies with the
-        witness key beside it and carries the timestamp stated (LEDGER.md section 7)."""
+        witness key beside it and carries the timestamp stated; every RFC 3161 timestamp holds
+        for the note on its own and states what its token says (LEDGER.md section 7)."""
         try:
             text, _ = split_note(payload.note)
             cp = parse_checkpoint(text)
@@ -372,6 +375,24 @@ class CommitmentRules:
                     f"{item.witness}: the cosignature's time is {stamp}, the entry says"
                     f" {item.timestamp}",
                 )
+        if isinstance(payload.timestamps, list):
+            self._timestamps(entry, payload.note, payload.timestamps, report)
+
+    def _timestamps(
+        self, entry: Entry, note: str, stamps: list[Timestamped], report: Report
+    ) -> None:  # fmt: skip
+        # Imported here: rfc3161-client is loaded only by an audit that meets a timestamp.
+        from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp
+
+        for index, item in enumerate(stamps):
+            try:
+                # No roots: which TSA a reader trusts is the reader's choice (`when --tsa-ca`);
+                # the audit checks the token against itself and the note, as it checks each
+                # cosignature against the key the entry records.
+                check_recorded_timestamp(note, item, None)
+            except TimestampError as exc:
+                where = f"timestamps[{index}] ({item.tsa})"
+                _flag(report, entry, TIMESTAMP_INVALID, f"{where}: {exc.message}")
 
     def _frozen(self, entry: Entry, payload: CohortFrozen, report: Report) -> None:
         state = self._state

@@ -34,7 +34,6 @@ from ledger.errors import LedgerError
 
 MAX_RESPONSE_BYTES: Final = 64 * 1024  # a TimeStampResp with its certificate: a few KiB
 MAX_CA_BYTES: Final = 256 * 1024
-MAX_SERIAL: Final = 2**63 - 1  # what the ledger's canonical JSON holds (a signed 64-bit int)
 SHA256_OID: Final = x509.ObjectIdentifier("2.16.840.1.101.3.4.2.1")
 TSA_TIMEOUT_SECONDS: Final = 30.0
 
@@ -137,17 +136,20 @@ def load_roots(pem: bytes) -> list[x509.Certificate]:
     return roots
 
 
-def _invalid(message: str) -> TimestampError:
-    return TimestampError("timestamp-invalid", message, exit_code=1)
-
-
 def _decode(token: bytes) -> rfc3161_client.TimeStampResponse:
     if len(token) > MAX_RESPONSE_BYTES:
-        raise _invalid("the token is over the size limit")
+        raise TimestampError("timestamp-invalid", "the token is over the size limit", exit_code=1)
     try:
-        return rfc3161_client.decode_timestamp_response(token)
+        response = rfc3161_client.decode_timestamp_response(token)
     except ValueError:  # the Rust decoder's errors are ValueErrors
-        raise _invalid("not a DER TimeStampResp") from None
+        raise TimestampError("timestamp-invalid", "not a DER TimeStampResp", exit_code=1) from None
+    if response.status != rfc3161_client.PKIStatus.GRANTED:  # a rejection carries no token
+        raise TimestampError(
+            "timestamp-invalid",
+            f"the TSA did not grant a timestamp (status {response.status})",
+            exit_code=1,
+        )
+    return response
 
 
 def carried_roots(response: rfc3161_client.TimeStampResponse) -> list[x509.Certificate]:
@@ -176,11 +178,9 @@ def _verified(
     nonce: int | None,
 ) -> Timestamp:
     errors: list[str] = []
-    if response.status != rfc3161_client.PKIStatus.GRANTED:  # a rejection carries no token info
-        raise _invalid(f"the TSA did not grant a timestamp (status {response.status})")
     info = response.tst_info
     if info.message_imprint.hash_algorithm != SHA256_OID:
-        raise _invalid("the message imprint is not SHA-256")
+        raise TimestampError("timestamp-invalid", "the message imprint is not SHA-256", exit_code=1)
     for root in roots:
         builder = rfc3161_client.VerifierBuilder().add_root_certificate(root)
         if nonce is not None:
@@ -198,8 +198,10 @@ def _verified(
             policy=info.policy.dotted_string,
             token=token,
         )
-    raise _invalid(
-        f"the timestamp does not hold for this note: {errors[0] if errors else 'no root'}"
+    raise TimestampError(
+        "timestamp-invalid",
+        f"the timestamp does not hold for this note: {errors[0] if errors else 'no root'}",
+        exit_code=1,
     )
 
 
@@ -232,8 +234,10 @@ def check_answer(
     if roots is None:
         roots = carried_roots(response)
         if not roots:
-            raise _invalid(
-                "the token carries no self-signed root certificate to check its signature by"
+            raise TimestampError(
+                "timestamp-invalid",
+                "the token carries no self-signed root certificate to check its signature by",
+                exit_code=1,
             )
     elif not roots:
         raise TimestampError("tsa-ca-malformed", "no trusted TSA root given")
@@ -254,15 +258,23 @@ def check_recorded_timestamp(
     try:
         token = base64.b64decode(recorded.token.encode("ascii"), validate=True)
     except (UnicodeEncodeError, binascii.Error, ValueError):
-        raise _invalid("the token is not standard base64") from None
+        raise TimestampError(
+            "timestamp-invalid", "the token is not standard base64", exit_code=1
+        ) from None
     if base64.b64encode(token).decode("ascii") != recorded.token:
-        raise _invalid("the token is not canonical standard base64")
+        raise TimestampError(
+            "timestamp-invalid", "the token is not canonical standard base64", exit_code=1
+        )
     checked = check_answer(token, note, roots)
     stated = (recorded.gen_time, recorded.serial, recorded.tsa, recorded.policy)
     found = (checked.gen_time, checked.serial, checked.tsa, checked.policy)
     for what, said, is_ in zip(("gen_time", "serial", "tsa", "policy"), stated, found, strict=True):
         if said != is_:
-            raise _invalid(f"the entry states {what} {said!r}; the token says {is_!r}")
+            raise TimestampError(
+                "timestamp-invalid",
+                f"the entry states {what} {said!r}; the token says {is_!r}",
+                exit_code=1,
+            )
     return checked
 
 

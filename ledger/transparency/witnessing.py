@@ -34,15 +34,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
 from cryptography import x509
 
 from ledger.errors import LedgerError, UsageError
+from ledger.format.payloads import MAX_TIMESTAMPS, Timestamped
 from ledger.store.sqlite import Ledger
 from ledger.transparency import merkle
 from ledger.transparency.notes import Checkpoint, sign_checkpoint
 from ledger.transparency.proofs import LedgerNodes, checkpoint
 from ledger.transparency.timestamp import (
-    MAX_SERIAL,
     Timestamp,
     TimestampError,
     ask_tsa,
@@ -63,8 +64,7 @@ KIND: Final = "checkpoint.witnessed"
 MAX_ANSWER_BYTES: Final = 64 * 1024
 DEFAULT_TIMEOUT_S: Final = 10.0
 MAX_WITNESSES: Final = 32
-MAX_TSAS: Final = 16  # the payload's bound on ``timestamps``
-MAX_TSA_NAME: Final = 4096  # the payload's bound on a timestamp's ``tsa``
+MAX_TSAS: Final = MAX_TIMESTAMPS  # the payload's bound on ``timestamps``
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,13 +251,10 @@ def _stamp(
             check_answer(token, note, None)
         except TimestampError as exc:
             return TsaReply(url, None, f"timestamp-unrecordable: {exc.message}")
-    if checked.serial > MAX_SERIAL or len(checked.tsa) > MAX_TSA_NAME:
-        return TsaReply(
-            url,
-            None,
-            "timestamp-unrecordable: its serial is over 2^63-1 or its TSA name over"
-            f" {MAX_TSA_NAME} characters",
-        )
+    try:  # within the payload's bounds (a serial over 2^63-1, a TSA name over 4096 characters)
+        msgspec.convert(checked.to_payload(), Timestamped)
+    except msgspec.ValidationError as exc:
+        return TsaReply(url, None, f"timestamp-unrecordable: {exc}")
     return TsaReply(url, checked, None)
 
 

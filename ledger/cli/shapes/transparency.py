@@ -376,9 +376,9 @@ SHAPES: tuple[OutputShape, ...] = (
     OutputShape(
         "checkpoint-witnessed",
         WitnessedCheckpointOutput,
-        "ledger checkpoint --witness ... --json",
-        "The checkpoint the witnesses cosigned, the checkpoint.witnessed entry recorded, and "
-        "what each witness answered.",
+        "ledger checkpoint --witness ... --tsa ... --json",
+        "The checkpoint the witnesses cosigned and the TSAs timestamped, the checkpoint.witnessed "
+        "entry recorded, and what each witness and each TSA answered.",
     ),
     OutputShape(
         "prove",
