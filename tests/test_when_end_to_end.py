@@ -173,6 +173,10 @@ def test_two_witnesses_and_a_tsa_anchor_the_plan_and_when_states_it_on_file_and_
                   str(tsa[0].ca_pem), "--json")  # fmt: skip
     assert offline.code == 0
     assert offline.stdout == out.stdout
+    # The same history audits intact, on the file and on the export (the anchors included).
+    assert cli(world.db, "audit", "--no-replay", "--json").code == 0
+    audited = cli(world.db, "audit", "--from-export", str(export), "--no-replay", "--json")
+    assert audited.code == 0, audited.stdout
 
     # The cosigned note `checkpoint --witness` printed is checkable alone, with the keys.
     note = tmp_path / "cosigned.txt"
