@@ -46,6 +46,8 @@ from ledger.settings import Settings
 from ledger.state import CohortStatus, TaskStatus, ledger_status
 from ledger.store.lookup import find_ref, verification_result
 from ledger.store.sqlite import Ledger
+from ledger.transparency.anchors import WhenStatement, trust_from
+from ledger.transparency.anchors import when as _when
 from ledger.transparency.check import ProofCheck
 from ledger.transparency.check import check_proof as _check_proof
 from ledger.transparency.export import export, hidden_task_objects, open_export
@@ -359,14 +361,50 @@ def check_proof(
     checkpoint: bytes | None = None,
     keys: Sequence[str] = (),
     leaf: bytes | None = None,
+    witness_keys: Sequence[str] = (),
 ) -> ProofCheck:
     """What ``ledger check-proof`` runs, with no ledger file (LEDGER.md section 7, "Checking a
     proof offline"): ``proof`` is the bytes of a file ``ledger prove`` wrote (a C2SP tlog-proof,
     or an inclusion or consistency proof as JSON), checked against ``checkpoint`` (a note's
     bytes, signed or not) and verifier key strings ``keys`` (each must have signed it); ``leaf``
-    is the entry body a tlog-proof proves. Input that cannot be checked raises ``LedgerError``;
+    is the entry body a tlog-proof proves; ``witness_keys`` (cosigner verifier keys) must each
+    have cosigned the checkpoint (with no ``checkpoint``, ``proof`` may be the cosigned note
+    itself). Input that cannot be checked raises ``LedgerError``;
     otherwise the ``ProofCheck`` says ``valid`` or gives the ``code`` and ``reason``."""
-    return _check_proof(proof, checkpoint=checkpoint, keys=keys, leaf=leaf)
+    return _check_proof(
+        proof, checkpoint=checkpoint, keys=keys, leaf=leaf, witness_keys=witness_keys
+    )
+
+
+def when(
+    ledger: Ledger,
+    task: str,
+    *,
+    witness_keys: Sequence[str] = (),
+    tsa_roots: Sequence[bytes] = (),
+) -> WhenStatement:
+    """What ``ledger when TASK`` states (LEDGER.md section 7, "The statement: `ledger when`"):
+    the freeze of ``task``'s plan, the earliest anchor holding it that the reader trusts
+    (``witness_keys``: cosigner verifier key strings; ``tsa_roots``: PEM bytes of TSA roots),
+    and for each verification whether it was appended after such an anchor. ``holds`` is the
+    verdict (exit 0 or 1); ``LedgerError`` when no statement can be made (exit 2)."""
+    trust = trust_from(witness_keys, tsa_roots)
+    return _when(task, ledger.entries(), trust)
+
+
+def when_export(
+    path: str | os.PathLike[str],
+    task: str,
+    *,
+    witness_keys: Sequence[str] = (),
+    tsa_roots: Sequence[bytes] = (),
+) -> WhenStatement:
+    """``when`` over an export (``ledger when TASK --from-export FILE``), read as untrusted
+    input like ``audit --from-export`` reads it; a public export keeps every entry, which is
+    all the statement reads."""
+    trust = trust_from(witness_keys, tsa_roots)
+    with open_export(Path(path)) as exported:
+        return _when(task, exported.entries(), trust)
 
 
 __all__ = [
@@ -379,6 +417,7 @@ __all__ = [
     "TaskStatus",
     "Timestamp",
     "TsaReply",
+    "WhenStatement",
     "WitnessTarget",
     "WitnessedCheckpoint",
     "attestations",
@@ -412,5 +451,7 @@ __all__ = [
     "verify",
     "verify_cosignature",
     "verify_many",
+    "when",
+    "when_export",
     "witness_checkpoint",
 ]

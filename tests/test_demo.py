@@ -49,7 +49,21 @@ def test_demo_says_why_each_reject_happened_and_keeps_its_ledger(tmp_path: Path)
     assert f"--db {db} log" in text
     assert db.is_file() and (out / "checkpoint.txt").is_file()
     audit = run_cli(["--db", str(db), "audit", "--no-replay", "--json"])
-    assert audit.code == 0 and audit.json()["entries"] == 32, audit
+    # 32 entries of the story and the one checkpoint.witnessed entry its witness cosigned.
+    assert audit.code == 0 and audit.json()["entries"] == 33, audit
+    # One witnessed checkpoint (a local witness process, stopped after), and the statement for
+    # one task: its plan was in the witnessed tree, and its verdicts were appended after it.
+    assert "1 of 1 witnesses cosigned; recorded at seq 3" in text
+    assert "task demo/001-readme-marker: plan fixed by entry 2 (cohort example/demo)" in text
+    assert "  first anchored by entry 3 (tree of 3 entries): cosigned by demo-witness" in text
+    assert (
+        "when: holds: the plan was in a tree a trusted party saw, and each of the 2"
+        " verifications was appended after it" in text
+    )
+    assert "  when demo/001-readme-marker: holds (exit 0)\n  audit: intact (exit 0)" in text
+    stated = run_cli(["--db", str(db), "when", "demo/001-readme-marker", "--witness-key",
+                      str(out / "witness.pub"), "--json"])  # fmt: skip
+    assert stated.code == 0 and stated.json()["holds"] is True
     # Every reject of the summary is followed by its reason, and that reason is the first
     # finding of the VerificationResult the ledger recorded for it.
     expected = json.loads((REPO_DIR / "fixtures/demo/expected.json").read_text("utf-8"))

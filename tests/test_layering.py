@@ -160,6 +160,7 @@ PRINTS_ALLOWED = {
     "ledger.cli.browse",
     "ledger.cli.progress",
     "ledger.cli.witness",
+    "ledger.cli.when",
     "ledger.audit.worker",
 }
 CLI_LIBRARIES = {"typer", "rich", "click"}

@@ -15,8 +15,10 @@ import contextlib
 import io
 import json
 import os
+import selectors
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,6 +33,12 @@ CHECKPOINT_FILE = "checkpoint.txt"
 BROWSE_FILE = "browse.db"  # with browse.metadata.json beside it (ledger browse)
 ATTESTATIONS_FILE = "demo.intoto.jsonl"
 REPORT_FILE = "report.html"
+# The witness the demo runs for its one witnessed checkpoint, and the log key it trusts.
+WITNESS_NAME = "demo-witness.example/w1"
+WITNESS_FILES = ("witness.key", "witness.pub", "witness-state.db", "witness-state.db.watermark")
+LOG_KEY_FILES = ("log.key", "log.pub")
+DEMO_TASK = "demo/001-readme-marker"
+WITNESS_START_TIMEOUT_S = 30.0
 
 
 class Result(NamedTuple):
@@ -120,6 +128,8 @@ def fresh_folder(out: Path) -> Path:
         "browse.metadata.json",
         ATTESTATIONS_FILE,
         REPORT_FILE,
+        *WITNESS_FILES,
+        *LOG_KEY_FILES,
     ):
         old = out / name
         if old.is_file() and not old.is_symlink():
@@ -138,6 +148,7 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     run(db, "init", "--origin", ORIGIN)
     run(db, "calibrate")
     run(db, "freeze", "cohorts/demo", "--root", ".")
+    witnessed = witness_checkpoint(db, folder)
     print("\nEach bundle is judged only by the plan the ledger committed for its WorkUnit:")
     rows = verify_all(db, expected, "fixtures/demo/bundles/")
     print(
@@ -167,6 +178,11 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     run(db, "check-attestation", str(attestations))
     report = folder / REPORT_FILE
     run(db, "report", "--html", str(report))
+    print(
+        "\nWhen was a plan fixed, as an outsider can check? The witness saw the tree holding the"
+        " freeze; every verdict of the task was appended after that:"
+    )
+    stated = run(db, "when", DEMO_TASK, "--witness-key", str(folder / "witness.pub"))
     print("\nSummary (why: the first finding of each reject; every one is listed above)")
     width = max(len("bundle"), *(len(row["bundle"]) for row in rows))
     print(f"  {'bundle':<{width}} {'expected':<8} {'outcome':<8} ok")
@@ -181,6 +197,10 @@ def demo(out: Path = DEFAULT_OUT) -> int:
         if row["why"]:
             print(f"      why: {row['why']}")
     print(
+        f"  when {DEMO_TASK}: {'holds' if stated.returncode == 0 else 'DOES NOT HOLD'}"
+        f" (exit {stated.returncode})"
+    )
+    print(
         f"  audit: {'intact' if audit.returncode == 0 else 'VIOLATIONS'} (exit {audit.returncode})"
     )
     shown = _shown(db)
@@ -193,7 +213,66 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     print(f"  .venv/bin/ledger check-attestation {_shown(attestations)}")
     print(f"  the report, one static page for any browser: {_shown(report)}")
     print("The next `make demo` replaces them.")
-    return 0 if good and audit.returncode == 0 else 1
+    ok = witnessed and stated.returncode == 0
+    return 0 if good and ok and audit.returncode == 0 else 1
+
+
+def witness_checkpoint(db: Path, folder: Path) -> bool:
+    """One witnessed checkpoint: a local witness process (127.0.0.1, a free port) cosigns the
+    tree holding the freeze, and the ledger records its cosignature; the witness is stopped."""
+    print(
+        "\nA witness (an independent party; here a local process) cosigns the checkpoint that"
+        " holds the freeze, so outsiders can check the plan was fixed by then:"
+    )
+    key, pub, state = (folder / name for name in WITNESS_FILES[:3])
+    run(db, "keygen", "--out", str(folder / "log"))
+    run(db, "witness", "keygen", "--out", str(folder / "witness"), "--name", WITNESS_NAME)
+    run(db, "witness", "init", "--key", str(key), "--state", str(state))
+    log_vkey = (folder / "log.pub").read_text("utf-8").strip()
+    vkey = pub.read_text("utf-8").strip()
+    serve = ["witness", "serve", "--key", str(key), "--state", str(state),
+             "--log", f"{ORIGIN}={log_vkey}", "--listen", "127.0.0.1:0"]  # fmt: skip
+    print(f"\n$ ledger {' '.join(serve)} &", flush=True)
+    with _witness_process(serve) as url:
+        done = run(db, "checkpoint", "--sign", str(folder / "log.key"), "--witness",
+                   f"{url}={vkey}")  # fmt: skip
+    print("(the witness was stopped)")
+    return done.returncode == 0
+
+
+@contextlib.contextmanager
+def _witness_process(args: list[str]) -> Iterator[str]:
+    """``ledger witness serve`` as its own process; its URL; stopped (and waited for) after."""
+    code = "from ledger.cli.main import main; main()"  # as the console script: argv is ours
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        if proc.stdout is None:
+            raise RuntimeError("no pipe to the witness")
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout=WITNESS_START_TIMEOUT_S):
+                raise RuntimeError("the witness did not start in time")
+        line = proc.stdout.readline()
+        print(line, end="", flush=True)
+        if " listening on " not in line:
+            raise RuntimeError(f"the witness did not start: {line!r}")
+        yield line.rsplit(" ", 1)[1].strip()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def _shown(path: Path) -> str:

@@ -58,6 +58,7 @@ TARGETS = (
     "ledger/state.py",
     "ledger/documents/cohort_folder.py",
     "ledger/transparency/check.py",
+    "ledger/transparency/anchors.py",
     "ledger/transparency/timestamp.py",
     "ledger/interop/attest.py",
     "ledger/interop/browse.py",

@@ -47,7 +47,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring, browse, witness
+from ledger.cli import authoring, browse, when, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.wording import count
@@ -1766,13 +1766,24 @@ def check_proof(
         Path | None,
         typer.Option("--leaf", help="The entry body bytes a tlog-proof proves included."),
     ] = None,
+    witness_key: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--witness-key",
+            metavar="VKEY",
+            help="A witness's cosigner verifier key (or its .pub file): the checkpoint must"
+            " carry its valid cosignature (repeatable).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Check a proof offline, with no ledger file (no --db): exit 0 valid, 1 invalid, 2 unusable.
 
     FILE is a C2SP tlog-proof (`prove SEQ --tlog`), an inclusion or a consistency proof
     (`prove --json`); its kind is read from its content. It is checked against --checkpoint
-    when given, else against the tlog-proof's own checkpoint, which every --key must have signed.
+    when given, else against the tlog-proof's own checkpoint, which every --key must have signed
+    and every --witness-key cosigned. With --witness-key, FILE may be a cosigned checkpoint note
+    alone (what `checkpoint --witness` prints).
     """
     from ledger.api import check_proof as run_check
     from ledger.transparency.check import (
@@ -1788,18 +1799,31 @@ def check_proof(
         else None
     )
     body = _read_bounded(leaf, MAX_LEAF_BYTES, "leaf") if leaf is not None else None
+    witness_keys = [_witness_key_value(value) for value in witness_key or []]
     result = run_check(
-        _read_bounded(proof, MAX_PROOF_BYTES, "proof"), checkpoint=cp, keys=keys, leaf=body
+        _read_bounded(proof, MAX_PROOF_BYTES, "proof"),
+        checkpoint=cp,
+        keys=keys,
+        leaf=body,
+        witness_keys=witness_keys,
     )
     if as_json:
         _emit_json(result.to_json())
     elif result.valid:
         _say(f"valid: {result.reason}")
         signed = f", signed by {', '.join(result.signed_by)}" if result.signed_by else ""
+        if result.cosigned_by:
+            signed += f", cosigned by {', '.join(result.cosigned_by)}"
         _say(f"checked against {result.origin} at size {result.checkpoint_size}{signed}")
     else:
         sys.stderr.write(_visible(f"ledger: {result.code}: {result.reason}") + "\n")
     return EXIT_OK if result.valid else EXIT_FAILED
+
+
+def _witness_key_value(value: str) -> str:
+    from ledger.cli.when import witness_key_value
+
+    return witness_key_value(value)
 
 
 def _read_bounded(path: Path, limit: int, what: str) -> bytes:
@@ -1891,6 +1915,14 @@ browse.register(
 )
 witness.register(
     app, say=_say, emit_json=_emit_json, read_text=_read_text_file, clock=lambda: _settings().clock
+)
+when.register(
+    app,
+    say=_say,
+    emit_json=_emit_json,
+    read_text=_read_text_file,
+    read_bytes=lambda path, limit, what: _read_bounded(path, limit, what),
+    open_read_only=lambda: _open_ledger(read_only=True),
 )
 
 

@@ -43,6 +43,13 @@ from ledger.transparency.notes import (
     parse_tlog_proof,
     parse_verifier_key,
 )
+from ledger.transparency.witness import (
+    CosignerKey,
+    WitnessError,
+    parse_cosignature,
+    parse_cosigner_key,
+    verify_cosignature,
+)
 from verifiers.jsonread import read_json
 
 MAX_LEAF_BYTES: Final = MAX_ENTRY_BYTES
@@ -56,6 +63,7 @@ _MAX_PROOF_HASHES: Final = 65  # 64 levels, plus a consistency proof's leading h
 INCLUSION: Final = "inclusion"
 CONSISTENCY: Final = "consistency"
 TLOG: Final = "tlog"
+CHECKPOINT: Final = "checkpoint"  # a cosigned checkpoint note alone, checked with witness keys
 
 _INCLUSION_KEYS: Final = frozenset(
     {"index", "tree_size", "root_hash", "leaf", "leaf_hash", "proof"}
@@ -99,6 +107,7 @@ class ProofCheck:
     origin: str | None = None
     checkpoint_size: int | None = None
     signed_by: tuple[str, ...] = ()
+    cosigned_by: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -114,6 +123,7 @@ class ProofCheck:
             "origin": self.origin,
             "checkpoint_size": self.checkpoint_size,
             "signed_by": list(self.signed_by),
+            "cosigned_by": list(self.cosigned_by),
         }
 
 
@@ -328,6 +338,49 @@ def _check_signatures(note: str, keys: list[tuple[str, VerifierKey]]) -> tuple[s
     return tuple(names)
 
 
+def _parse_witness_keys(keys: Sequence[str]) -> list[CosignerKey]:
+    if len(keys) > MAX_KEYS:
+        raise CheckpointError("checkpoint-key-malformed", f"more than {MAX_KEYS} witness keys")
+    parsed: dict[str, CosignerKey] = {}
+    for text in keys:
+        key = parse_cosigner_key(text)
+        parsed.setdefault(key.encode(), key)
+    return list(parsed.values())
+
+
+def _check_cosignatures(note: str, keys: list[CosignerKey]) -> tuple[str, ...]:
+    """Every witness key must have a cosignature/v1 line in ``note`` that verifies over its
+    text (lines by other keys are ignored); returns their names."""
+    if not keys:
+        return ()
+    split = note.rfind("\n\n")
+    text = note[: split + 1] if split >= 0 else note
+    lines = note[split + 2 :].splitlines(keepends=True) if split >= 0 else []
+    names: list[str] = []
+    for key in keys:
+        label = f"{key.name}+{key.key_id:08x}"
+        line = next((ln for ln in lines if _cosignature_of(ln, key)), None)
+        if line is None:
+            raise _VerdictError("proof-not-cosigned", f"the checkpoint is not cosigned by {label}")
+        try:
+            verify_cosignature(text, line, key)
+        except (WitnessError, CheckpointError):
+            raise _VerdictError(
+                "proof-cosignature-invalid",
+                f"the checkpoint's cosignature by {label} does not verify",
+            ) from None
+        names.append(key.name)
+    return tuple(names)
+
+
+def _cosignature_of(line: str, key: CosignerKey) -> bool:
+    try:
+        cosig = parse_cosignature(line)
+    except WitnessError:
+        return False  # an ordinary signature line (64 bytes), or another kind: not this key's
+    return (cosig.name, cosig.key_id) == (key.name, key.key_id)
+
+
 def _check_inclusion(proof: _Inclusion, anchor: Checkpoint | None, body: bytes) -> str:
     """``body``: the entry the proof is checked for (the given leaf, else the proof's own)."""
     if proof.note is not None and anchor is not None:
@@ -408,15 +461,25 @@ def check_proof(
     checkpoint: bytes | None = None,
     keys: Sequence[str] = (),
     leaf: bytes | None = None,
+    witness_keys: Sequence[str] = (),
 ) -> ProofCheck:
     """Check ``proof`` (the bytes of a file ``ledger prove`` wrote) against ``checkpoint`` (the
     bytes of a checkpoint note, signed or not) and verifier ``keys`` (each must have signed the
     checkpoint checked against). ``leaf`` is the entry body a tlog-proof proves (a JSON
     inclusion proof carries its own; given, it must be that one).
 
+    ``witness_keys`` (cosigner verifier keys) must each have cosigned that checkpoint: a
+    cosignature/v1 line in the note given (what ``checkpoint --witness`` prints). With witness
+    keys and no ``checkpoint``, ``proof`` may be that cosigned note itself (kind ``checkpoint``).
+
     Raises ``LedgerError`` for input that cannot be checked (exit 2); returns a ``ProofCheck``
     otherwise, ``valid`` or not."""
     parsed_keys = _parse_keys(keys)
+    witnesses = _parse_witness_keys(witness_keys)
+    if witnesses and checkpoint is None and _is_note(proof):
+        return _check_note(
+            _text(proof, "checkpoint-malformed", "the checkpoint"), parsed_keys, witnesses
+        )
     if leaf is not None and (not isinstance(leaf, bytes) or len(leaf) > MAX_LEAF_BYTES):
         raise _malformed(f"a leaf (an entry body) is bytes, at most {MAX_LEAF_BYTES}")
     anchor: Checkpoint | None = None
@@ -468,13 +531,54 @@ def check_proof(
     )
     try:
         signed_by = _check_signatures(anchor_note, parsed_keys)
+        cosigned_by = _check_cosignatures(anchor_note, witnesses)
         if isinstance(parsed, _Inclusion):
             reason = _check_inclusion(parsed, anchor, body)
         else:
             reason = _check_consistency(parsed, anchor)
     except _VerdictError as bad:
         return replace(result, code=bad.code, reason=bad.reason)
-    return replace(result, valid=True, reason=reason, signed_by=signed_by)
+    return replace(result, valid=True, reason=reason, signed_by=signed_by, cosigned_by=cosigned_by)
+
+
+def _is_note(data: bytes) -> bool:
+    """Not a proof (no tlog-proof header, no JSON object) but a signed note's shape."""
+    return (
+        isinstance(data, bytes)
+        and len(data) <= MAX_CHECKPOINT_FILE_BYTES
+        and not data.startswith(TLOG_PROOF_HEADER.encode("ascii") + b"\n")
+        and data.lstrip(b" \t\r\n")[:1] != b"{"
+        and b"\n\n" in data
+    )
+
+
+def _check_note(
+    note: str, keys: list[tuple[str, VerifierKey]], witnesses: list[CosignerKey]
+) -> ProofCheck:
+    """A cosigned checkpoint note alone: every key signed it, every witness key cosigned it."""
+    cp = checkpoint_of_note(note)
+    result = ProofCheck(
+        kind=CHECKPOINT,
+        valid=False,
+        code=None,
+        reason="",
+        tree_size=cp.size,
+        root=cp.root,
+        origin=cp.origin,
+        checkpoint_size=cp.size,
+    )
+    try:
+        signed_by = _check_signatures(note, keys)
+        cosigned_by = _check_cosignatures(note, witnesses)
+    except _VerdictError as bad:
+        return replace(result, code=bad.code, reason=bad.reason)
+    return replace(
+        result,
+        valid=True,
+        reason=f"the checkpoint of size {cp.size} is cosigned by {', '.join(cosigned_by)}",
+        signed_by=signed_by,
+        cosigned_by=cosigned_by,
+    )
 
 
 def _carries_note(parsed: _Inclusion | _Consistency) -> bool:

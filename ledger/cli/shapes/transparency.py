@@ -134,17 +134,28 @@ class ProofCheckOutput(ContractStruct, frozen=True, forbid_unknown_fields=True):
                     }
                 },
                 "else": {
-                    "properties": {
-                        "index": {"type": "integer"},
-                        "old_size": {"type": "null"},
-                        "old_root": {"type": "null"},
-                    }
+                    "if": {"properties": {"kind": {"const": "checkpoint"}}},
+                    "then": {
+                        "properties": {
+                            "index": {"type": "null"},
+                            "old_size": {"type": "null"},
+                            "old_root": {"type": "null"},
+                        }
+                    },
+                    "else": {
+                        "properties": {
+                            "index": {"type": "integer"},
+                            "old_size": {"type": "null"},
+                            "old_root": {"type": "null"},
+                        }
+                    },
                 },
             },
         ]
     }
 
-    kind: Literal["inclusion", "consistency", "tlog"]
+    # "checkpoint": a cosigned checkpoint note alone, checked with --witness-key
+    kind: Literal["inclusion", "consistency", "tlog", "checkpoint"]
     valid: bool
     code: str | None  # the check-proof code of LEDGER.md section 11; null exactly when valid
     reason: str
@@ -156,6 +167,7 @@ class ProofCheckOutput(ContractStruct, frozen=True, forbid_unknown_fields=True):
     origin: str  # of the checkpoint checked against (always one: there is no check without)
     checkpoint_size: int
     signed_by: list[str]  # the keys that verified that checkpoint (empty when not valid)
+    cosigned_by: list[str]  # the --witness-key names that cosigned it (empty when not valid)
 
 
 # -- attestations -----------------------------------------------------------------------------
@@ -287,6 +299,67 @@ class WitnessEvidenceOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=T
     evidence: list[WitnessEvidenceRow]
 
 
+# -- when -------------------------------------------------------------------------------------
+
+
+class WhenWitness(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str  # the witness key's name
+    key: str  # its cosigner verifier key (one the reader named with --witness-key)
+    timestamp: int  # the cosignature's own time, POSIX seconds
+    time: str  # the same, RFC 3339 UTC
+
+
+class WhenTimestamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    tsa: str  # the TSA's name as the entry records it
+    gen_time: str  # the token's genTime, RFC 3339 UTC
+    serial: int
+
+
+class WhenAnchor(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A checkpoint.witnessed entry the reader trusts, checked against the entries' tree."""
+
+    entry: int  # its seq
+    tree_size: int
+    root_hash: str
+    witnesses: list[WhenWitness]  # the trusted cosignatures that verify
+    timestamps: list[WhenTimestamp]  # the trusted timestamps over its note
+
+
+class WhenFreeze(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    entry: int  # the cohort.frozen entry holding the task
+    cohort: str
+    anchor: WhenAnchor | None  # the earliest trusted anchor whose tree holds it
+
+
+class WhenVerification(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    entry: int  # the verification.recorded entry
+    outcome: Outcome
+    freeze: int  # the cohort.frozen entry it was judged under (its cohort_entry)
+    ordered: bool  # appended after an anchor that held that freeze
+    after_anchor: int | None  # that anchor's entry; null when there is none
+    included_in: WhenAnchor | None  # the earliest trusted anchor whose tree holds it
+
+
+class WhenFinding(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    code: str  # a finding code of LEDGER.md section 7, "The statement: `ledger when`"
+    entry: int
+    message: str
+
+
+class WhenOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger when TASK --json``: exit 0 when ``holds``, 1 when not."""
+
+    task: str
+    origin: str
+    tree_size: int  # entries read
+    holds: bool  # no finding
+    freezes: list[WhenFreeze]
+    verifications: list[WhenVerification]
+    anchors: int  # trusted anchors that checked
+    ignored_anchors: int  # checkpoint.witnessed entries carrying nothing the reader trusts
+    findings: list[WhenFinding]
+
+
 SHAPES: tuple[OutputShape, ...] = (
     OutputShape(
         "keygen",
@@ -390,5 +463,12 @@ SHAPES: tuple[OutputShape, ...] = (
         WitnessEvidenceOutput,
         "ledger witness evidence --json",
         "The log-signed checkpoints the witness refused as inconsistent (fork evidence).",
+    ),
+    OutputShape(
+        "when",
+        WhenOutput,
+        "ledger when TASK --json",
+        "When the task's plan was fixed as trusted witnesses or TSAs saw it, and whether each "
+        "verification of it was appended after that anchor.",
     ),
 )
