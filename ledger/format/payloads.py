@@ -140,7 +140,9 @@ class Timestamped(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     gen_time: Annotated[  # the token's genTime, UTC, whole seconds (the entry-time form)
         str, Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
     ]
-    serial: Annotated[int, Meta(ge=0, le=2**63 - 1)]  # the token's serial number
+    # The token's serial number in decimal: RFC 3161 allows up to 160 bits (real TSAs use 64 to
+    # 160), more than a canonical JSON integer holds, so it is a string of digits.
+    serial: Annotated[str, Meta(pattern=r"^(0|[1-9][0-9]{0,48})$")]
     policy: Annotated[str, Meta(pattern=r"^[0-9]+(\.[0-9]+)+$", max_length=1024)]  # dotted OID
     token: Annotated[str, Meta(min_length=1, max_length=MAX_TOKEN_BASE64)]  # base64 of the DER
 

@@ -77,7 +77,7 @@ class WitnessTime:
 class TsaTime:
     tsa: str
     gen_time: str
-    serial: int
+    serial: str
 
     def to_json(self) -> dict[str, Any]:
         return {"tsa": self.tsa, "gen_time": self.gen_time, "serial": self.serial}
@@ -243,7 +243,7 @@ class _Recorded:
 
     tsa: str
     gen_time: str
-    serial: int
+    serial: str
     policy: str
     token: str
 
@@ -253,9 +253,7 @@ def _recorded(item: dict[str, Any]) -> _Recorded:
         value = item.get(name)
         return value if isinstance(value, str) else ""
 
-    serial = item.get("serial")
-    number = serial if isinstance(serial, int) and not isinstance(serial, bool) else -1
-    return _Recorded(text("tsa"), text("gen_time"), number, text("policy"), text("token"))
+    return _Recorded(text("tsa"), text("gen_time"), text("serial"), text("policy"), text("token"))
 
 
 def _trusted_timestamps(

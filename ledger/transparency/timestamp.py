@@ -50,7 +50,7 @@ class Timestamp:
     """A checked timestamp: when, by whom, and the token to keep."""
 
     gen_time: str  # RFC 3339, UTC, whole seconds (as entry times are written)
-    serial: int
+    serial: str  # the serial number in decimal (up to 160 bits: more than a JSON integer)
     tsa: str  # the TSA's name in the token, or its certificate's subject
     policy: str
     token: bytes = field(repr=False)  # the DER TimeStampResp, as the TSA sent it
@@ -74,7 +74,7 @@ class RecordedTimestamp(Protocol):
     @property
     def gen_time(self) -> str: ...
     @property
-    def serial(self) -> int: ...
+    def serial(self) -> str: ...
     @property
     def policy(self) -> str: ...
     @property
@@ -193,7 +193,7 @@ def _verified(
         moment = info.gen_time.astimezone(UTC).replace(microsecond=0)
         return Timestamp(
             gen_time=moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            serial=info.serial_number,
+            serial=str(info.serial_number),
             tsa=_tsa_name(response),
             policy=info.policy.dotted_string,
             token=token,

@@ -56,7 +56,7 @@ class TsaReplyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     timestamped: bool
     tsa: str | None  # the TSA's name in the token; null without a timestamp
     gen_time: str | None  # the token's genTime, RFC 3339 UTC whole seconds; null without one
-    serial: int | None
+    serial: str | None  # the serial number in decimal (up to 160 bits)
     policy: str | None  # the policy OID, dotted
     problem: str | None  # "<code>: <message>" when there is no timestamp, else null
 
@@ -312,7 +312,7 @@ class WhenWitness(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class WhenTimestamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tsa: str  # the TSA's name as the entry records it
     gen_time: str  # the token's genTime, RFC 3339 UTC
-    serial: int
+    serial: str  # the serial number in decimal
 
 
 class WhenAnchor(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
