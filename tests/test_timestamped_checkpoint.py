@@ -243,19 +243,51 @@ def test_a_timestamp_by_a_tsa_outside_tsa_ca_is_not_recorded(
     assert setup.size() == 5
 
 
-def test_a_token_that_does_not_carry_its_root_is_not_recorded(setup: Setup) -> None:
-    """The chain to --tsa-ca holds, but the token alone cannot be checked (it carries only the
-    TSA's certificate): the audit could not check it, so it is not recorded."""
-    leaf_only = LocalTsa(setup.root / "leaf-only")
+def _leaf_only_tsa(setup: Setup, name: str = "leaf-only") -> LocalTsa:
+    """A TSA whose answers carry its own certificate alone, as many public TSAs' do."""
+    leaf_only = LocalTsa(setup.root / name, name=f"{name} TSA")
     config = leaf_only.folder / "tsa.cnf"
     config.write_text(config.read_text().replace("certs = $dir/ca.pem", "certs = $dir/tsa.pem"))
+    return leaf_only
+
+
+def _ca_der_base64(tsa: LocalTsa) -> str:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    cert = x509.load_pem_x509_certificate(tsa.ca_pem.read_bytes())
+    return base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode("ascii")
+
+
+def test_a_token_that_does_not_carry_its_root_is_recorded_with_the_root_it_was_checked_under(
+    setup: Setup,
+) -> None:
+    """The chain to --tsa-ca holds but the token alone cannot be checked (it carries only the
+    TSA's certificate): the root it was checked under is recorded beside it, and the audit
+    checks the token by that root from stored bytes."""
+    leaf_only = _leaf_only_tsa(setup)
     url = leaf_only.serve()
     try:
         code, out, _ = setup.checkpoint("--tsa", url, "--tsa-ca", str(leaf_only.ca_pem))
     finally:
         leaf_only.close()
+    assert code == 0, out
+    [recorded] = setup.witnessed()[-1]["timestamps"]  # type: ignore[misc]
+    assert recorded["root"] == _ca_der_base64(leaf_only)
+    audit = run_cli(["--db", str(setup.db), *AUDIT])
+    assert audit.code == 0, audit.stdout
+
+
+def test_a_token_without_its_root_and_no_tsa_ca_is_not_recorded(setup: Setup) -> None:
+    """Without --tsa-ca there is no root to check such a token by: nothing is recorded."""
+    leaf_only = _leaf_only_tsa(setup)
+    url = leaf_only.serve()
+    try:
+        code, out, _ = setup.checkpoint("--tsa", url)
+    finally:
+        leaf_only.close()
     assert (code, _error(out)) == (2, "checkpoint-not-anchored")
-    assert "timestamp-unrecordable: the token carries no self-signed root" in str(out["error"])
+    assert "carries no self-signed root" in str(out["error"])
     assert setup.size() == 5
 
 
@@ -481,6 +513,47 @@ def test_a_recorded_token_that_carries_no_root_is_flagged(setup: Setup) -> None:
     [violation] = json.loads(out.stdout)["violations"]
     assert violation["code"] == "timestamp-invalid"
     assert "carries no self-signed root" in violation["message"]
+
+
+def _leaf_only_item(setup: Setup, tsa: LocalTsa) -> tuple[dict[str, object], dict[str, object]]:
+    """(the current checkpoint's payload base, a timestamp item over its note from ``tsa``,
+    recorded with the root it was checked under, as ``checkpoint --tsa-ca`` records it)."""
+    from ledger.transparency.timestamp import request_for
+
+    base = _current(setup)
+    query = request_for(str(base["note"]))
+    token = tsa.reply(query.as_bytes())
+    roots = load_roots(tsa.ca_pem.read_bytes())
+    checked = check_timestamp(token, str(base["note"]), roots)
+    return base, {**checked.to_payload(), "root": _ca_der_base64(tsa)}
+
+
+def test_a_recorded_root_swapped_for_another_tsas_root_is_flagged(setup: Setup) -> None:
+    """The owner records the root of a CA they control beside a token it did not sign."""
+    base, item = _leaf_only_item(setup, _leaf_only_tsa(setup))
+    other = _leaf_only_tsa(setup, "other")
+    swapped = {**item, "root": _ca_der_base64(other)}
+    _append(setup, {**base, "cosignatures": [], "timestamps": [swapped]})
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert (out.code, violation["code"]) == (1, "timestamp-invalid")
+    assert "the timestamp does not hold for this note" in violation["message"]  # checked by it
+
+
+@pytest.mark.parametrize("root", ["not base64!", "AAAA", "QUJD\n"])
+def test_a_recorded_root_that_is_not_a_certificate_is_flagged(setup: Setup, root: str) -> None:
+    base, item = _leaf_only_item(setup, _leaf_only_tsa(setup))
+    _append(setup, {**base, "cosignatures": [], "timestamps": [{**item, "root": root}]})
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert violation["code"] == "timestamp-invalid"
+    assert "recorded root is not canonical base64 of a DER certificate" in violation["message"]
+
+
+def test_an_honestly_recorded_root_audits_intact(setup: Setup) -> None:
+    base, item = _leaf_only_item(setup, _leaf_only_tsa(setup))
+    _append(setup, {**base, "cosignatures": [], "timestamps": [item]})
+    assert _audit_codes(setup) == []
 
 
 def test_a_public_export_carries_the_tokens_and_audit_from_export_checks_them(

@@ -131,6 +131,7 @@ class Cosigned(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
 # format may not import transparency, so the figure is written here: 4 * ceil(65536 / 3)).
 MAX_TOKEN_BASE64: Final = 87384
 MAX_TIMESTAMPS: Final = 16
+MAX_ROOT_BASE64: Final = 4 * (16 * 1024 // 3 + 1)  # a root certificate: at most 16 KiB of DER
 
 
 class Timestamped(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -145,6 +146,12 @@ class Timestamped(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     serial: Annotated[str, Meta(pattern=r"^(0|[1-9][0-9]{0,48})$")]
     policy: Annotated[str, Meta(pattern=r"^[0-9]+(\.[0-9]+)+$", max_length=1024)]  # dotted OID
     token: Annotated[str, Meta(min_length=1, max_length=MAX_TOKEN_BASE64)]  # base64 of the DER
+    # The root certificate (base64 of its DER) the token was checked against when it was
+    # recorded, present only when the token does not carry its root itself (many TSAs send
+    # their own certificate alone): with it the audit checks the token from stored bytes.
+    root: Annotated[str, Meta(min_length=1, max_length=MAX_ROOT_BASE64)] | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
 
 
 class CheckpointWitnessed(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):

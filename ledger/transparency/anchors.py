@@ -246,6 +246,7 @@ class _Recorded:
     serial: str
     policy: str
     token: str
+    root: object = None  # checked under the reader's roots: a recorded root is not used
 
 
 def _recorded(item: dict[str, Any]) -> _Recorded:

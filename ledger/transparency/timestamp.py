@@ -29,6 +29,7 @@ from typing import Final, Protocol
 import rfc3161_client
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
 
 from ledger.errors import LedgerError
 
@@ -54,16 +55,23 @@ class Timestamp:
     tsa: str  # the TSA's name in the token, or its certificate's subject
     policy: str
     token: bytes = field(repr=False)  # the DER TimeStampResp, as the TSA sent it
+    # The DER of the root certificate the check succeeded under.
+    verified_by: bytes = field(default=b"", repr=False, compare=False)
+    # Recorded with the token (``root``) only when the token does not carry its root itself.
+    record_root: bool = False
 
     def to_payload(self) -> dict[str, object]:
         """The ``timestamps`` item of a ``checkpoint.witnessed`` payload (LEDGER.md section 4)."""
-        return {
+        item: dict[str, object] = {
             "tsa": self.tsa,
             "gen_time": self.gen_time,
             "serial": self.serial,
             "policy": self.policy,
             "token": base64.b64encode(self.token).decode("ascii"),
         }
+        if self.record_root:
+            item["root"] = base64.b64encode(self.verified_by).decode("ascii")
+        return item
 
 
 class RecordedTimestamp(Protocol):
@@ -79,6 +87,8 @@ class RecordedTimestamp(Protocol):
     def policy(self) -> str: ...
     @property
     def token(self) -> str: ...  # standard padded base64 of the DER TimeStampResp
+    @property
+    def root(self) -> object: ...  # base64 of a root certificate's DER, or unset
 
 
 def request_for(note: str) -> rfc3161_client.TimeStampRequest:
@@ -197,6 +207,7 @@ def _verified(
             tsa=_tsa_name(response),
             policy=info.policy.dotted_string,
             token=token,
+            verified_by=root.public_bytes(serialization.Encoding.DER),
         )
     raise TimestampError(
         "timestamp-invalid",
@@ -265,6 +276,8 @@ def check_recorded_timestamp(
         raise TimestampError(
             "timestamp-invalid", "the token is not canonical standard base64", exit_code=1
         )
+    if roots is None and isinstance(recorded.root, str):
+        roots = [_recorded_root(recorded.root)]
     checked = check_answer(token, note, roots)
     stated = (recorded.gen_time, recorded.serial, recorded.tsa, recorded.policy)
     found = (checked.gen_time, checked.serial, checked.tsa, checked.policy)
@@ -276,6 +289,21 @@ def check_recorded_timestamp(
                 exit_code=1,
             )
     return checked
+
+
+def _recorded_root(text: str) -> x509.Certificate:
+    """The root certificate an entry recorded beside its token (canonical base64 of DER)."""
+    try:
+        der = base64.b64decode(text.encode("ascii"), validate=True)
+        if base64.b64encode(der).decode("ascii") != text:
+            raise ValueError("not canonical")
+        return x509.load_der_x509_certificate(der)
+    except (UnicodeEncodeError, binascii.Error, ValueError):
+        raise TimestampError(
+            "timestamp-invalid",
+            "the recorded root is not canonical base64 of a DER certificate",
+            exit_code=1,
+        ) from None
 
 
 def _tsa_name(response: rfc3161_client.TimeStampResponse) -> str:

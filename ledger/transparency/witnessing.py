@@ -28,6 +28,7 @@ Rules:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import http.client
 import urllib.parse
 from collections.abc import Sequence
@@ -48,6 +49,7 @@ from ledger.transparency.timestamp import (
     TimestampError,
     ask_tsa,
     check_answer,
+    check_recorded_timestamp,
     check_tsa_url,
     request_for,
 )
@@ -246,15 +248,22 @@ def _stamp(
         checked = check_answer(token, note, roots, nonce=query.nonce)
     except TimestampError as exc:
         return TsaReply(url, None, f"{exc.code}: {exc.message}")
-    if roots is not None:  # what the audit will check of the recorded token must hold too
+    if roots is not None:
         try:
             check_answer(token, note, None)
-        except TimestampError as exc:
-            return TsaReply(url, None, f"timestamp-unrecordable: {exc.message}")
-    try:  # within the payload's bounds (a serial over 2^63-1, a TSA name over 4096 characters)
-        msgspec.convert(checked.to_payload(), Timestamped)
+        except TimestampError:
+            # The token does not carry the root it chains to (many TSAs send their own
+            # certificate alone): the root it was checked under is recorded beside it, so the
+            # audit can check the token from stored bytes.
+            checked = dataclasses.replace(checked, record_root=True)
+    try:  # within the payload's bounds (a TSA name over 4096 characters, a huge root)
+        recorded = msgspec.convert(checked.to_payload(), Timestamped)
     except msgspec.ValidationError as exc:
         return TsaReply(url, None, f"timestamp-unrecordable: {exc}")
+    try:  # exactly what the audit will check of the entry must hold
+        check_recorded_timestamp(note, recorded)
+    except TimestampError as exc:
+        return TsaReply(url, None, f"timestamp-unrecordable: {exc.message}")
     return TsaReply(url, checked, None)
 
 
