@@ -252,8 +252,11 @@ class ReplayPool:
     the row-check worker (``ledger.audit.worker``): they run this code, read no environment and
     no file, and import nothing of the caller's program. They start at the first job."""
 
-    def __init__(self, *, workers: int = 0, in_flight: int = 0) -> None:
+    def __init__(self, *, workers: int = 0, in_flight: int = 0, share: bool = True) -> None:
+        """``share`` False: this process only waits for its workers (tests that need every job
+        handed to a worker)."""
         self._size = workers or max(1, cpus() - 1)
+        self._share = share
         self._in_flight = in_flight or 4 * self._size
         self._workers: list[_Worker] | None = None
         self._broken = False
@@ -270,7 +273,7 @@ class ReplayPool:
 
     def submit(self, job: ReplayJob, deliver: Deliver) -> None:
         while len(self._pending) >= self._in_flight:
-            if not self._broken and not self._pending[0][0].ready():
+            if self._share and not self._broken and not self._pending[0][0].ready():
                 self.shared += 1
                 deliver(answer(job, self._decodings))
                 return
