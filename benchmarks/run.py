@@ -17,6 +17,7 @@ import json
 import math
 import os
 import random
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -1001,35 +1002,78 @@ def bench_replay(work: Path, sz: Sizes) -> list[Row]:
     ]
 
 
+def _cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _replay_parallel(ledger: Ledger, sz: Sizes) -> list[Row]:
-    """The same audit with the replays in worker processes (``parallel=True``, one worker per
-    CPU, started inside the timed run) against one process (``parallel=False``), interleaved;
-    the reports must be equal byte for byte. The row checks stay in-process both ways (below
-    20,000 entries ``auto`` keeps them there anyway)."""
+    """The same audit with the replays in worker processes (``parallel=True``: one worker per
+    CPU but one, the auditor replaying too while they are busy, started inside the timed run)
+    against one process (``parallel=False``), interleaved; the reports must be equal byte for
+    byte. The row checks stay in-process both ways (below 20,000 entries ``auto`` keeps them
+    there anyway).
+
+    Also the CPU time of each run (``getrusage`` of this process and of the reaped workers):
+    the parallel audit's work against the single process's, and the wall time that work
+    needs at least on idle cores (no process can finish before its own CPU time, and the
+    cores cannot do more than their number of seconds a second): what the row would read on a
+    quiet machine, when the machine is shared. An estimate, printed as such."""
     timed: dict[bool, list[float]] = {True: [], False: []}
+    cpu: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
     reports: dict[bool, bytes] = {}
     for _ in range(3):
         for parallel in (False, True):
             rules = CommitmentRules(ledger, replay=True, parallel=parallel)
+            own0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             try:
                 report = audit(ledger, observers=[rules], parallel=False)
             finally:
-                rules.close()
+                rules.close()  # the workers are reaped here: their CPU time is counted
             timed[parallel].append(time.perf_counter() - t0)
+            own = _cpu_seconds(resource.RUSAGE_SELF) - own0
+            kids = _cpu_seconds(resource.RUSAGE_CHILDREN) - kids0
+            cpu[parallel].append((own, kids))
             check(rules.replayed == sz.replay_pairs, "not every verification was replayed")
             reports[parallel] = msgspec.json.encode(report)
     check(reports[True] == reports[False], "the parallel replay's report differs")
     on, off = (sz.replay_pairs / statistics.median(timed[p]) for p in (True, False))
+    single_cpu = statistics.median(own + kids for own, kids in cpu[False])
+    auditor_cpu = statistics.median(own for own, _ in cpu[True])
+    workers_cpu = statistics.median(kids for _, kids in cpu[True])
+    parallel_cpu = auditor_cpu + workers_cpu
+    # On idle cores: the auditor cannot finish before its own CPU time, nor all of them before
+    # their total over the cores (one worker per CPU but one: each worker's share is at most
+    # the workers' total).
+    cores = cpus()
+    bound = max(auditor_cpu, workers_cpu / max(1, cores - 1), parallel_cpu / cores)
+    projected = single_cpu / bound
     ceiling = _two_process_ceiling()
     return [
         Row(
-            f"audit replay parallel, {cpus()} CPUs",
+            f"audit replay parallel, {cores} CPUs",
             f"{on:.0f} replays/s",
             f"{off:.0f} /s one process",
             f"{on / off:.2f}",
             ">= 1.80x, reports equal",
             on / off >= 1.8,
+        ),
+        Row(
+            "  same, CPU time (info)",
+            f"{parallel_cpu:.2f} s: {auditor_cpu:.2f} + {workers_cpu:.2f} workers",
+            f"{single_cpu:.2f} s one process",
+            f"{parallel_cpu / single_cpu:.2f}",
+            "-",
+            None,
+        ),
+        Row(
+            "  same, on idle cores from CPU time (info)",
+            f"{sz.replay_pairs / bound:.0f} replays/s",
+            f"{sz.replay_pairs / single_cpu:.0f} /s one process",
+            f"{projected:.2f}",
+            "-",
+            None,
         ),
         Row(
             "two-process ceiling now (info)",

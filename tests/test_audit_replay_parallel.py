@@ -122,6 +122,22 @@ def test_honest_verifications_replayed_in_workers_give_the_single_process_report
     assert decoded(single).ok and replayed == single_replayed == HONEST_PAIRS + 1
 
 
+def test_auditor_replaying_while_its_worker_is_busy_gives_the_single_process_report(
+    honest_copy: Path,
+) -> None:
+    """One worker, one job in flight: the worker is still starting when the second job comes,
+    so the auditor replays that one itself (``shared``) instead of waiting; the answers of
+    both processes land where one sequential pass reports them."""
+    expected = _tamper(honest_copy)
+    pool = ReplayPool(workers=1, in_flight=1)
+    parallel, replayed = run_audit(honest_copy, parallel=True, pool=pool)
+    single, single_replayed = run_audit(honest_copy, parallel=False)
+    assert pool.shared > 0 and pool.answered > 0 and pool.fell_back == 0
+    assert pool.answered + pool.shared == single_replayed + 1  # + the replay that fails
+    assert codes(single) == expected
+    assert (parallel, replayed) == (single, single_replayed)
+
+
 def test_cli_audit_parallel_on_and_off_print_the_same_bytes(honest_copy: Path) -> None:
     command = ["--db", str(honest_copy), "audit", "--json"]
     on = run_cli(command, env={**ENV, "LEDGER_AUDIT_PARALLEL": "on"})
@@ -204,7 +220,9 @@ def test_workers_killed_before_the_audit_fall_back_to_in_process_replay(
     honest_copy: Path,
 ) -> None:
     expected = _tamper(honest_copy)
-    pool = ReplayPool(workers=2)
+    # Every job handed to a worker (a SIGKILL lands a moment later: meanwhile a sharing auditor
+    # could replay a job as "shared" rather than as a fallback).
+    pool = ReplayPool(workers=2, share=False)
     for pid in pool.pids():
         os.kill(pid, signal.SIGKILL)
     parallel, replayed = run_audit(honest_copy, parallel=True, pool=pool)
@@ -229,7 +247,9 @@ def test_worker_dying_mid_audit_falls_back_and_gives_the_same_report(
     honest_copy: Path,
 ) -> None:
     expected = _tamper(honest_copy)
-    pool = _KillingPool(workers=2, in_flight=4)
+    # Every job handed to a worker: with the auditor sharing the replays, the killed worker
+    # may have had nothing left to do, and nothing would fall back.
+    pool = _KillingPool(workers=2, in_flight=4, share=False)
     parallel, replayed = run_audit(honest_copy, parallel=True, pool=pool)
     single, single_replayed = run_audit(honest_copy, parallel=False)
     # Some replays were answered by the workers before one died, the rest here.

@@ -14,6 +14,7 @@ answered here, in this process, from the same bytes; a verdict never depends on 
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 from collections import deque
@@ -24,7 +25,12 @@ from typing import IO, Any, Final, Literal
 import msgspec
 
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
-from verifiers.contracts import decode_evaluator_plan, decode_work_unit
+from verifiers.contracts import (
+    EvaluatorPlan,
+    WorkUnit,
+    decode_evaluator_plan,
+    decode_work_unit,
+)
 from verifiers.runner import PlanBindingError, run
 
 REPLAY_MISMATCH: Final = "replay-mismatch"
@@ -56,10 +62,38 @@ class ReplayAnswer(msgspec.Struct, frozen=True):
     violation: tuple[Literal["replay-failed", "replay-mismatch"], str] | None
 
 
-def answer(job: ReplayJob) -> ReplayAnswer:
+class Decodings:
+    """Stored plans and WorkUnits decoded once per distinct bytes: the replays of a thousand
+    verifications of one task decode its plan and WorkUnit once, not a thousand times (a
+    decoding is a function of the bytes alone). Bounded: past ``MAX_KEPT`` distinct documents
+    of a kind, the kept ones are dropped and decoded again when met."""
+
+    MAX_KEPT: Final = 64
+
+    def __init__(self) -> None:
+        self._plans: dict[bytes, EvaluatorPlan | None] = {}
+        self._units: dict[bytes, WorkUnit | None] = {}
+
+    def plan(self, data: bytes) -> EvaluatorPlan | None:
+        if data not in self._plans:
+            if len(self._plans) >= self.MAX_KEPT:
+                self._plans.clear()
+            self._plans[data] = decode_evaluator_plan(data).value
+        return self._plans[data]
+
+    def work_unit(self, data: bytes) -> WorkUnit | None:
+        if data not in self._units:
+            if len(self._units) >= self.MAX_KEPT:
+                self._units.clear()
+            self._units[data] = decode_work_unit(data).value
+        return self._units[data]
+
+
+def answer(job: ReplayJob, decodings: Decodings | None = None) -> ReplayAnswer:
     """Replay one verification from its stored bytes (the same steps in either process)."""
-    plan = decode_evaluator_plan(job.plan).value
-    work_unit = decode_work_unit(job.work_unit).value
+    kept = Decodings() if decodings is None else decodings
+    plan = kept.plan(job.plan)
+    work_unit = kept.work_unit(job.work_unit)
     if plan is None or work_unit is None:
         return ReplayAnswer(False, (REPLAY_FAILED, "stored plan or WorkUnit does not decode"))
     try:
@@ -126,22 +160,73 @@ def _write_frame(stream: IO[bytes], data: bytes) -> None:
     stream.flush()
 
 
+class _Answers:
+    """A worker's answer frames, read from its stdout's descriptor through a buffer of our
+    own, so ``ready`` can tell without blocking whether a whole answer is there (a buffered
+    reader may hold one that the descriptor no longer shows)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = bytearray()
+        self._ended = False
+
+    def _whole(self) -> bool:
+        if len(self._buffer) < 4:
+            return False
+        size = int.from_bytes(self._buffer[:4], "big")
+        return size > _MAX_FRAME or len(self._buffer) >= 4 + size
+
+    def _fill(self) -> None:
+        data = os.read(self._fd, 1 << 16)
+        if data:
+            self._buffer += data
+        else:
+            self._ended = True
+
+    def ready(self) -> bool:
+        """Whether ``next`` returns (an answer or an error) without waiting for the worker."""
+        if self._ended or self._whole():
+            return True
+        try:
+            readable, _, _ = select.select([self._fd], [], [], 0)
+            if readable:
+                self._fill()
+        except (OSError, ValueError):
+            return True
+        return self._ended or self._whole()
+
+    def next(self) -> bytes:
+        while not self._whole():
+            if self._ended:
+                raise EOFError("the worker exited")
+            self._fill()
+        size = int.from_bytes(self._buffer[:4], "big")
+        if size > _MAX_FRAME:
+            raise EOFError(f"a frame of {size} bytes")
+        frame = bytes(self._buffer[4 : 4 + size])
+        del self._buffer[: 4 + size]
+        return frame
+
+
 class _Worker:
     """One worker process (``main``): jobs in on stdin, answers out on stdout, in order."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
+        self.answers = None if proc.stdout is None else _Answers(proc.stdout.fileno())
 
     def send(self, data: bytes) -> None:
         if self.proc.stdin is None:
             raise OSError("no pipe to the worker")
         _write_frame(self.proc.stdin, data)
 
+    def ready(self) -> bool:
+        return self.answers is None or self.answers.ready()
+
     def receive(self) -> ReplayAnswer:
-        frame = None if self.proc.stdout is None else _read_frame(self.proc.stdout)
-        if frame is None:
-            raise EOFError("the worker exited")
-        return _ANSWER.decode(frame)
+        if self.answers is None:
+            raise EOFError("no pipe from the worker")
+        return _ANSWER.decode(self.answers.next())
 
     def stop(self) -> None:
         try:
@@ -158,20 +243,28 @@ class _Worker:
 
 
 class ReplayPool:
-    """Replays in ``workers`` processes (one per CPU by default), answered through each job's
-    ``deliver``. The workers are plain child processes of this interpreter in isolated mode
-    (``-I``), with this package's folder first on their path, like the row-check worker
-    (``ledger.audit.worker``): they run this code, read no environment and no file, and import
-    nothing of the caller's program. They start at the first job."""
+    """Replays in ``workers`` processes (by default one per CPU but one: this process is the
+    last), answered through each job's ``deliver``. When every worker has its jobs queued
+    (``in_flight``) and the oldest is not answered yet, the next job is replayed here rather
+    than waited for (``shared``): this process works instead of waiting, and no worker starts
+    for a core this process already uses. The workers are plain child processes of this
+    interpreter in isolated mode (``-I``), with this package's folder first on their path, like
+    the row-check worker (``ledger.audit.worker``): they run this code, read no environment and
+    no file, and import nothing of the caller's program. They start at the first job."""
 
-    def __init__(self, *, workers: int = 0, in_flight: int = 0) -> None:
-        self._size = workers or max(2, cpus())
+    def __init__(self, *, workers: int = 0, in_flight: int = 0, share: bool = True) -> None:
+        """``share`` False: this process only waits for its workers (tests that need every job
+        handed to a worker)."""
+        self._size = workers or max(1, cpus() - 1)
+        self._share = share
         self._in_flight = in_flight or 4 * self._size
         self._workers: list[_Worker] | None = None
         self._broken = False
         self._turn = 0
         self._pending: deque[tuple[_Worker, ReplayJob, Deliver]] = deque()
+        self._decodings = Decodings()
         self.answered = 0  # by a worker
+        self.shared = 0  # answered here while every worker was busy
         self.fell_back = 0  # answered here because the pool failed
 
     def pids(self) -> list[int]:
@@ -180,6 +273,10 @@ class ReplayPool:
 
     def submit(self, job: ReplayJob, deliver: Deliver) -> None:
         while len(self._pending) >= self._in_flight:
+            if self._share and not self._broken and not self._pending[0][0].ready():
+                self.shared += 1
+                deliver(answer(job, self._decodings))
+                return
             self._settle(*self._pending.popleft())
         workers = self._start()
         if not workers:
@@ -240,7 +337,7 @@ class ReplayPool:
 
     def _local(self, job: ReplayJob, deliver: Deliver) -> None:
         self.fell_back += 1
-        deliver(answer(job))
+        deliver(answer(job, self._decodings))
 
     def _drop(self) -> None:
         self._broken = True
@@ -259,6 +356,7 @@ _CHILD: Final = (
 def main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
     """A worker: answer each job frame on ``stdin`` with one answer frame on ``stdout``, until
     EOF (the worker's program passes its own standard streams: the library prints nothing)."""
+    decodings = Decodings()
     while (frame := _read_frame(stdin)) is not None:
-        _write_frame(stdout, msgspec.msgpack.encode(answer(_JOB.decode(frame))))
+        _write_frame(stdout, msgspec.msgpack.encode(answer(_JOB.decode(frame), decodings)))
     return 0

@@ -18,6 +18,7 @@ import msgspec
 from ledger.audit.replay import (
     REPLAY_FAILED,
     REPLAY_MISMATCH,
+    Decodings,
     ReplayAnswer,
     ReplayJob,
     ReplayPool,
@@ -162,6 +163,8 @@ class CommitmentRules:
         self._parallel = parallel
         self._pool = pool
         self._pool_decided = pool is not None
+        # Each distinct stored plan and WorkUnit decoded once for the replays done here.
+        self._decodings = Decodings()
         self._withheld: Mapping[str, tuple[str, int]] = withheld or {}
         # (check, reason) -> how many times it was skipped.
         self.skipped: dict[tuple[str, str], int] = {}
@@ -907,7 +910,7 @@ class CommitmentRules:
         )
         pool = self._replay_pool() if isinstance(report, _Collector) else None
         if pool is None or not isinstance(report, _Collector):
-            self._replayed(entry, answer(job), report)
+            self._replayed(entry, answer(job, self._decodings), report)
             return
         # Reported later, where this pass would have reported it: the position is taken now.
         position = report.reserve()

@@ -27,6 +27,7 @@ from ledger.errors import LedgerError, UsageError
 from ledger.operations.verify import (
     Judged,
     PlanCache,
+    Verdict,
     VerifyResult,
     cached_plan,
     judge,
@@ -241,12 +242,12 @@ def _collect(ledger: Ledger, plans: PlanCache, answer: object) -> Judged | Ledge
         return None
     # The plan and WorkUnit do not travel (decoding them again costs more than judging a small
     # bundle): the parent decodes each task's once, from the same content-addressed objects.
-    chosen, snapshot, digests, time, outcome = value
+    chosen, snapshot, digests, time, verdict, claims = value
     try:
         plan, work_unit = cached_plan(ledger, chosen, plans)
     except LedgerError:
         return None
-    return Judged(chosen, plan, work_unit, snapshot, digests, time, outcome)
+    return Judged(chosen, plan, work_unit, snapshot, digests, time, Verdict(*verdict), claims)
 
 
 # -- the workers -------------------------------------------------------------------------------
@@ -413,4 +414,13 @@ def _worker_judge(
         return "refused", (type(exc), exc.code, exc.message, exc.exit_code)
     if judged is None:
         return "unjudged", None
-    return "judged", (judged.chosen, judged.snapshot, judged.digests, judged.time, judged.outcome)
+    o = judged.outcome
+    verdict = (o.result_bytes, o.outcome, o.adapter, o.adapter_version, o.runner_version)
+    return "judged", (
+        judged.chosen,
+        judged.snapshot,
+        judged.digests,
+        judged.time,
+        verdict,
+        judged.claims,
+    )

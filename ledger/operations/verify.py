@@ -188,11 +188,26 @@ def _claimed(work_unit_id: str | None, work_unit_version: int | None) -> str:
     return f"WorkUnit {work_unit_id} v{work_unit_version}"
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What recording a judgement takes of its ``RunOutcome``: the result's canonical bytes
+    (stored as they are) and the fields the entry names. A batch's worker sends only this: the
+    decoded result would cost more to pickle and unpickle than judging a small bundle."""
+
+    result_bytes: bytes
+    outcome: str
+    adapter: str
+    adapter_version: str
+    runner_version: str
+
+
 @dataclass(slots=True)
 class Judged:
     """A bundle judged outside the write lock (``judge``), and what the judgement relied on:
     ``record`` appends it only if, under the lock, the same task is chosen, its outcome
-    digests are still unobserved before its freeze and the entries' time is ``time``."""
+    digests are still unobserved before its freeze and the entries' time is ``time``.
+    ``claims``: the WorkUnit id and version its manifest names (``_manifest_claims`` of
+    ``snapshot.manifest``, read once)."""
 
     chosen: CommittedTask
     plan: EvaluatorPlan
@@ -200,7 +215,8 @@ class Judged:
     snapshot: BundleSnapshot
     digests: tuple[str, ...]
     time: str
-    outcome: RunOutcome
+    outcome: RunOutcome | Verdict
+    claims: tuple[str | None, int | None]
 
 
 PlanCache = dict[tuple[str, str], tuple[EvaluatorPlan, WorkUnit]]
@@ -267,7 +283,8 @@ def judge(
         digests = _check_outcome_before_plan(state, chosen, plan, snapshot)
     time = later_time(clock_time, None if head is None else head.body.time)
     outcome = _run(chosen, plan, work_unit, snapshot, time)
-    return Judged(chosen, plan, work_unit, snapshot, digests, time, outcome)
+    # ``snapshot.manifest`` is ``probe`` (``_read_snapshot`` refuses otherwise): same claims.
+    return Judged(chosen, plan, work_unit, snapshot, digests, time, outcome, (wu_id, wu_version))
 
 
 def record(
@@ -327,10 +344,10 @@ def _decide(
     judged: Judged | None,
     cohort: str | None,
     task: str | None,
-) -> tuple[CommittedTask, BundleSnapshot, RunOutcome]:
+) -> tuple[CommittedTask, BundleSnapshot, RunOutcome | Verdict]:
     """Under the lock, before anything is appended: what to record, or the refusal."""
     if judged is not None:
-        wu_id, wu_version = _manifest_claims(judged.snapshot.manifest)
+        wu_id, wu_version = judged.claims
         chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
         if chosen != judged.chosen:
             judged = None
@@ -356,7 +373,7 @@ def _recorded(
     state: StateIndex,
     chosen: CommittedTask,
     snapshot: BundleSnapshot,
-    outcome: RunOutcome,
+    outcome: RunOutcome | Verdict,
 ) -> VerifyResult:
     earlier = earlier_verification(w.ledger, state, snapshot)
     bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
@@ -494,7 +511,7 @@ def _read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -
 
 
 def record_verification(
-    w: Writer, chosen: CommittedTask, snapshot: BundleSnapshot, outcome: RunOutcome
+    w: Writer, chosen: CommittedTask, snapshot: BundleSnapshot, outcome: RunOutcome | Verdict
 ) -> tuple[Entry, Entry]:
     """Store bundle and result; append ``bundle.observed`` then ``verification.recorded``."""
     observations = snapshot_observations(snapshot)
