@@ -42,7 +42,9 @@ from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.settings import Settings
 from ledger.state import CohortStatus, TaskStatus, ledger_status
+from ledger.store.base import Store
 from ledger.store.lookup import find_ref, verification_result
+from ledger.store.opening import create_store, open_store
 from ledger.store.sqlite import Ledger
 from ledger.transparency.check import ProofCheck
 from ledger.transparency.check import check_proof as _check_proof
@@ -92,8 +94,8 @@ def init_ledger(
 ) -> InitResult:
     """Create a ledger at ``path`` (idempotent: an existing ledger is left unchanged)."""
     settings = settings or Settings()
-    ledger, created = Ledger.create(
-        Path(path),
+    ledger, created = create_store(
+        path,
         origin=origin or default_origin(),
         clock=settings.clock,
         busy_timeout_ms=settings.busy_timeout_ms,
@@ -104,7 +106,7 @@ def init_ledger(
 
 def open_ledger(
     path: str | os.PathLike[str], *, read_only: bool = False, settings: Settings | None = None
-) -> Ledger:
+) -> Store:
     """Open an existing ledger (``StoreError`` when it is missing or not a ledger).
 
     ``read_only`` opens it as every reading command does: nothing is written, in the file or
@@ -112,13 +114,16 @@ def open_ledger(
     with ``ledger-read-only``. ``settings`` gives the clock and the busy timeout (default:
     the wall clock, 30 s; never the environment: see ``settings_from_environ``)."""
     settings = settings or Settings()
-    if read_only:
-        return Ledger.open_read_only(path, busy_timeout_ms=settings.busy_timeout_ms)
-    return Ledger.open(path, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+    return open_store(
+        path,
+        read_only=read_only,
+        clock=settings.clock,
+        busy_timeout_ms=settings.busy_timeout_ms,
+    )
 
 
 def read_log(
-    ledger: Ledger,
+    ledger: Store,
     *,
     kinds: Sequence[str] = (),
     since: int = 0,
@@ -135,7 +140,7 @@ def read_log(
 
 
 def audit_ledger(
-    ledger: Ledger,
+    ledger: Store,
     *,
     replay: bool = True,
     checkpoints: Sequence[Checkpoint] = (),
@@ -226,14 +231,14 @@ def audit_export(
     return report, replayed
 
 
-def status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatus]:
+def status(ledger: Store, cohort: str | None = None) -> list[CohortStatus]:
     """What ``ledger status [COHORT]`` shows: each frozen cohort (or only ``cohort``;
     ``cohort-not-frozen`` if it is not) with its stage, tasks and outcomes per task."""
     return ledger_status(ledger, cohort)
 
 
 def browse(
-    ledger: Ledger, out: str | os.PathLike[str], *, public: bool = False, force: bool = False
+    ledger: Store, out: str | os.PathLike[str], *, public: bool = False, force: bool = False
 ) -> BrowseResult:
     """What ``ledger browse`` runs (LEDGER.md section 15): write the Datasette database ``out``
     and its ``<stem>.metadata.json`` from ``ledger`` (opened read-only is enough). ``public``
@@ -246,7 +251,7 @@ def browse(
 
 
 def report_html(
-    ledger: Ledger,
+    ledger: Store,
     *,
     public: bool = False,
     cohort: str | None = None,
@@ -283,6 +288,7 @@ __all__ = [
     "Ledger",
     "ProofCheck",
     "Settings",
+    "Store",
     "TaskStatus",
     "WitnessTarget",
     "WitnessedCheckpoint",

@@ -55,7 +55,7 @@ from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, Usage
 
 if TYPE_CHECKING:
     from ledger.settings import Settings
-    from ledger.store.sqlite import Ledger
+    from ledger.store.base import Store
 
 _JSON_META = "ledger.json"  # ctx.meta key (shared by nested contexts): render errors as JSON
 
@@ -231,15 +231,15 @@ def _settings() -> "Settings":
     return Settings.from_environ(os.environ)
 
 
-def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Ledger":
-    from ledger.store.sqlite import Ledger
+def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Store":
+    from ledger.store.opening import open_store
 
     settings = settings or _settings()
     if read_only:
-        return Ledger.open_read_only(STATE.db, busy_timeout_ms=settings.busy_timeout_ms)
+        return open_store(STATE.db, read_only=True, busy_timeout_ms=settings.busy_timeout_ms)
     opened: list[int] = []  # the size when opened: nothing can be appended before that
     _note_appends(STATE.db, opened)
-    ledger = Ledger.open(STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
+    ledger = open_store(STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms)
     opened.append(ledger.size())
     return ledger
 
@@ -249,12 +249,12 @@ def _note_appends(db: Path, opened: list[int]) -> None:
     landed just before the interrupt, and then its entries stay)."""
 
     def report() -> str:
-        from ledger.store.sqlite import Ledger
+        from ledger.store.opening import open_store
 
         if not opened:
             return f"nothing was appended to {db}"
         size = opened[0]
-        with Ledger.open_read_only(db, busy_timeout_ms=2000) as ledger:
+        with open_store(db, read_only=True, busy_timeout_ms=2000) as ledger:
             now = ledger.size()
         if now == size:
             return f"nothing was appended to {db}"
@@ -330,10 +330,10 @@ def init(
 
 
 def _is_ledger(db: Path, settings: "Settings") -> bool:
-    from ledger.store.sqlite import Ledger
+    from ledger.store.opening import open_store
 
     try:
-        with Ledger.open_read_only(db, busy_timeout_ms=min(settings.busy_timeout_ms, 2000)):
+        with open_store(db, read_only=True, busy_timeout_ms=min(settings.busy_timeout_ms, 2000)):
             return True
     except LedgerError:
         return False

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ledger.errors import LedgerError, UsageError
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store as Ledger
 from ledger.transparency import merkle
 from ledger.transparency.notes import Checkpoint, sign_checkpoint
 from ledger.transparency.proofs import LedgerNodes, checkpoint

@@ -1,0 +1,56 @@
+"""Which store a ``--db`` value names, and opening it (LEDGER.md section 2, "Choosing a store").
+
+A value that starts with ``postgresql://`` (or ``postgres://``) is a PostgreSQL database
+(``ledger.store.postgres``, imported only then: a SQLite command never imports psycopg);
+anything else is the path of a SQLite file (``ledger.store.sqlite``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Final
+
+from ledger.format.entries import Clock, system_clock
+from ledger.settings import BUSY_TIMEOUT_MS
+from ledger.store.base import Store
+
+# ``pathlib`` folds ``//`` into ``/``: a URL that went through a Path (the CLI's ``--db`` is a
+# Path) is recognised by its scheme and one or more slashes.
+_URL: Final = re.compile(r"\Apostgres(?:ql)?:/+(?P<rest>.*)\Z", re.DOTALL)
+
+
+def postgres_url(db: str | os.PathLike[str]) -> str | None:
+    """The ``postgresql://`` URL ``db`` names, or None when it names a SQLite file."""
+    match = _URL.match(os.fspath(db))
+    return None if match is None else "postgresql://" + match.group("rest")
+
+
+def open_store(
+    db: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    clock: Clock = system_clock,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+) -> Store:
+    """Open the existing ledger ``db`` names, read-only (nothing written) or for writing."""
+    from ledger.store.sqlite import Ledger
+
+    if read_only:
+        return Ledger.open_read_only(db, busy_timeout_ms=busy_timeout_ms)
+    return Ledger.open(db, clock=clock, busy_timeout_ms=busy_timeout_ms)
+
+
+def create_store(
+    db: str | os.PathLike[str],
+    *,
+    origin: str,
+    clock: Clock = system_clock,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+) -> tuple[Store, bool]:
+    """Create the ledger ``db`` names with its genesis entry, or open it when it is one:
+    (ledger, created)."""
+    from ledger.store.sqlite import Ledger
+
+    ledger, created = Ledger.create(db, origin=origin, clock=clock, busy_timeout_ms=busy_timeout_ms)
+    return ledger, created
