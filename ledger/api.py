@@ -41,8 +41,9 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.settings import Settings
-from ledger.state import CohortStatus, TaskStatus, ledger_status
+from ledger.state import CohortStatus, StateIndex, TaskStatus, ledger_status
 from ledger.store.base import Store
+from ledger.store.copy import CopyResult, copy_store
 from ledger.store.lookup import find_ref, verification_result
 from ledger.store.opening import create_store, open_store
 from ledger.store.sqlite import Ledger
@@ -137,6 +138,29 @@ def read_log(
     A generator over the store's cursors (constant memory); the arguments are checked at the
     call, before anything is read."""
     return ledger.select_entries(kinds=kinds, since=since, tail=tail, limit=limit)
+
+
+def copy_ledger(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    settings: Settings | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> CopyResult:
+    """What ``ledger copy SRC DST`` runs (LEDGER.md section 2, "Copying a ledger"): the source
+    opened read-only and checked whole, then copied entry by entry, byte for byte, into the new
+    store ``dst`` (a path that does not exist, or an empty PostgreSQL database), with its
+    derived state rebuilt on the way; its root equals the source's."""
+    settings = settings or Settings()
+    with open_store(src, read_only=True, busy_timeout_ms=settings.busy_timeout_ms) as source:
+        return copy_store(
+            source,
+            dst,
+            on_writer=StateIndex.for_writer,
+            clock=settings.clock,
+            busy_timeout_ms=settings.busy_timeout_ms,
+            progress=progress,
+        )
 
 
 def audit_ledger(
@@ -284,6 +308,7 @@ def check_proof(
 __all__ = [
     "AttestationCheck",
     "CohortStatus",
+    "CopyResult",
     "InitResult",
     "Ledger",
     "ProofCheck",
@@ -302,6 +327,7 @@ __all__ = [
     "check_proof",
     "checkpoint",
     "checkpoint_note",
+    "copy_ledger",
     "default_origin",
     "export",
     "find_ref",

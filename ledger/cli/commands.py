@@ -47,7 +47,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring, browse, witness
+from ledger.cli import authoring, browse, copy, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.wording import count
@@ -1782,6 +1782,7 @@ browse.register(
 witness.register(
     app, say=_say, emit_json=_emit_json, read_text=_read_text_file, clock=lambda: _settings().clock
 )
+copy.register(app, say=_say, emit_json=_emit_json, settings=_settings)
 
 
 # -- entry point ---------------------------------------------------------------------------------

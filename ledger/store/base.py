@@ -388,6 +388,21 @@ class Store:
             if count == limit:
                 return
 
+    def stored_rows(self, start: int = 0) -> Iterator[tuple[Any, ...]]:
+        """Rows as stored with their nodes (seq, prev_hash, entry_hash, kind, body, nodes),
+        unchecked, in seq order: for ``ledger copy``, which checks each."""
+        yield from self._conn.scan(
+            "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries WHERE seq >= ?"
+            " ORDER BY seq",
+            (start,),
+        )
+
+    def stored_objects(self) -> Iterator[tuple[Any, ...]]:
+        """Object rows as stored (digest, sha256, media_type, size, body), by digest."""
+        yield from self._conn.scan(
+            "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest"
+        )
+
     def raw_entries(self, start: int = 0) -> Iterator[tuple[int, str, str, str, bytes]]:
         """Rows as stored (seq, prev_hash, entry_hash, kind, body), unchecked: for the audit."""
         yield from self._conn.scan(
@@ -639,6 +654,40 @@ class Writer:
             except BaseException:
                 # A failing hook fails the append (the row stays until the caller's transaction
                 # rolls back): like a failed INSERT, the head is read again before any reuse.
+                self._tip_exact = False
+                self._tip_reread = True
+                raise
+        return entry
+
+    def append_verbatim(self, body: bytes) -> Entry:
+        """Append an entry body made elsewhere, byte for byte (``ledger copy``): it must decode
+        and name the next seq and the head's hash as its prev; UsageError
+        (``entry-not-next``) else. Its hash and Merkle nodes are computed here."""
+        entry = _row_entry(self._tip.seq + 1, entry_hash(body), body)
+        tip = self._tip
+        if entry.body.seq != tip.seq + 1 or entry.body.prev != tip.hash:
+            raise UsageError(
+                "entry-not-next",
+                f"entry body for seq {entry.body.seq} (prev {entry.body.prev}) does not extend"
+                f" the head (seq {tip.seq}, {tip.hash})",
+            )
+        try:
+            nodes = b"".join(tip.edge.push(merkle.leaf_hash(body)))
+            self._cursor.execute(
+                _INSERT_ENTRY,
+                (entry.seq, tip.hash, entry.entry_hash, entry.body.kind, body, nodes),
+            )
+        except BaseException:
+            self._tip_exact = False
+            self._tip_reread = True
+            raise
+        tip.seq, tip.hash = entry.seq, entry.entry_hash
+        tip.time = later_time(entry.body.time, tip.time)
+        self.time = later_time(self.time, entry.body.time)
+        if self.on_append is not None:
+            try:
+                self.on_append(entry)
+            except BaseException:
                 self._tip_exact = False
                 self._tip_reread = True
                 raise

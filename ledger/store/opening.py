@@ -34,6 +34,13 @@ def open_store(
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
 ) -> Store:
     """Open the existing ledger ``db`` names, read-only (nothing written) or for writing."""
+    url = postgres_url(db)
+    if url is not None:
+        from ledger.store.postgres import PostgresLedger
+
+        if read_only:
+            return PostgresLedger.open_read_only(url, busy_timeout_ms=busy_timeout_ms)
+        return PostgresLedger.open(url, clock=clock, busy_timeout_ms=busy_timeout_ms)
     from ledger.store.sqlite import Ledger
 
     if read_only:
@@ -47,10 +54,20 @@ def create_store(
     origin: str,
     clock: Clock = system_clock,
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    genesis: bytes | None = None,
 ) -> tuple[Store, bool]:
-    """Create the ledger ``db`` names with its genesis entry, or open it when it is one:
-    (ledger, created)."""
+    """Create the ledger ``db`` names with its genesis entry (``genesis``: that body, byte for
+    byte), or open it when it is one: (ledger, created)."""
+    url = postgres_url(db)
+    if url is not None:
+        from ledger.store.postgres import PostgresLedger
+
+        return PostgresLedger.create(
+            url, origin=origin, clock=clock, busy_timeout_ms=busy_timeout_ms, genesis=genesis
+        )
     from ledger.store.sqlite import Ledger
 
-    ledger, created = Ledger.create(db, origin=origin, clock=clock, busy_timeout_ms=busy_timeout_ms)
+    ledger, created = Ledger.create(
+        db, origin=origin, clock=clock, busy_timeout_ms=busy_timeout_ms, genesis=genesis
+    )
     return ledger, created

@@ -239,8 +239,12 @@ class Ledger(Store):
         origin: str,
         clock: Clock = system_clock,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        genesis: bytes | None = None,
     ) -> tuple[Ledger, bool]:
         """Create a ledger with its genesis entry, or open it when it already is one.
+
+        ``genesis``: the genesis body to store byte for byte instead of a new one (``ledger
+        copy``; ``Writer.append_verbatim`` checks it).
 
         Returns (ledger, created). Creating is idempotent and safe against a concurrent ``init``.
         """
@@ -257,7 +261,9 @@ class Ledger(Store):
         delay = 0.005
         while True:
             try:
-                return cls._create_once(p, origin=origin, clock=clock, timeout=timeout)
+                return cls._create_once(
+                    p, origin=origin, clock=clock, timeout=timeout, genesis=genesis
+                )
             except StoreError as exc:
                 # Two inits racing on a new file can meet in SQLite's deadlock guard (switching
                 # to WAL needs the file to itself), which answers BUSY at once rather than
@@ -269,7 +275,7 @@ class Ledger(Store):
 
     @classmethod
     def _create_once(
-        cls, p: Path, *, origin: str, clock: Clock, timeout: int
+        cls, p: Path, *, origin: str, clock: Clock, timeout: int, genesis: bytes | None
     ) -> tuple[Ledger, bool]:
         conn = _connect(p, timeout)
         try:
@@ -304,7 +310,10 @@ class Ledger(Store):
                         conn.execute(statement)
                     ledger = cls(p, conn, clock=clock, file=file, busy_timeout_ms=timeout)
                     writer = Writer(ledger)
-                    writer.append(GENESIS_KIND, {"origin": origin})
+                    if genesis is None:
+                        writer.append(GENESIS_KIND, {"origin": origin})
+                    else:
+                        writer.append_verbatim(genesis)
                     conn.execute("COMMIT")
                     ledger._tip = writer._kept_tip()
                     return ledger, True
