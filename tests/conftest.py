@@ -70,3 +70,13 @@ def pg_db(pg_server: PgServer) -> Iterator[str]:
         yield pg_server.url(name)
     finally:
         pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """A ``--db`` value naming a fresh store, once per store (the suites that must hold on
+    both): a SQLite path not yet created, or the URL of a fresh, empty PostgreSQL database."""
+    if request.param == "sqlite":
+        return tmp_path / "ledger.db"
+    url: str = request.getfixturevalue("pg_db")
+    return url

@@ -41,13 +41,14 @@ class PgServer:
     def url(self, database: str = "postgres", *, role: str = SUPERUSER) -> str:
         return f"postgresql://{role}@127.0.0.1:{self.port}/{database}"
 
-    def new_database(self, prefix: str = "t") -> str:
-        """CREATE DATABASE (from template0); its name."""
+    def new_database(self, prefix: str = "t", *, template: str = "template0") -> str:
+        """CREATE DATABASE as a copy of ``template`` (default: an empty one); its name. A copy
+        of a built ledger's database is how a test gets its own copy to tamper with."""
         import psycopg
 
         name = f"{prefix}_{os.getpid()}_{next(self._counter)}"
         with psycopg.connect(self.url(), autocommit=True, connect_timeout=10) as conn:
-            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING UTF8')
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}" ENCODING UTF8')
         return name
 
     def drop_database(self, name: str) -> None:
