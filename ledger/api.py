@@ -43,8 +43,11 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.settings import Settings
-from ledger.state import CohortStatus, TaskStatus, ledger_status
+from ledger.state import CohortStatus, StateIndex, TaskStatus, ledger_status
+from ledger.store.base import Store
+from ledger.store.copy import CopyResult, copy_store
 from ledger.store.lookup import find_ref, verification_result
+from ledger.store.opening import create_store, open_store
 from ledger.store.sqlite import Ledger
 from ledger.transparency.anchors import WhenStatement, trust_from
 from ledger.transparency.anchors import when as _when
@@ -170,8 +173,8 @@ def init_ledger(
 
     ``signer`` (else the key file ``settings.signer`` names, if any) signs the genesis entry."""
     settings = settings or Settings()
-    ledger, created = Ledger.create(
-        Path(path),
+    ledger, created = create_store(
+        path,
         origin=origin or default_origin(),
         clock=settings.clock,
         busy_timeout_ms=settings.busy_timeout_ms,
@@ -187,7 +190,7 @@ def open_ledger(
     read_only: bool = False,
     settings: Settings | None = None,
     signer: EntrySigner | None = None,
-) -> Ledger:
+) -> Store:
     """Open an existing ledger (``StoreError`` when it is missing or not a ledger).
 
     ``read_only`` opens it as every reading command does: nothing is written, in the file or
@@ -197,18 +200,17 @@ def open_ledger(
     (``load_signer``; else the key file ``settings.signer`` names, if any) signs every entry
     appended through the ledger; a read-only open loads no key."""
     settings = settings or Settings()
-    if read_only:
-        return Ledger.open_read_only(path, busy_timeout_ms=settings.busy_timeout_ms)
-    return Ledger.open(
+    return open_store(
         path,
+        read_only=read_only,
         clock=settings.clock,
         busy_timeout_ms=settings.busy_timeout_ms,
-        signer=_signer_of(settings, signer),
+        signer=None if read_only else _signer_of(settings, signer),
     )
 
 
 def read_log(
-    ledger: Ledger,
+    ledger: Store,
     *,
     kinds: Sequence[str] = (),
     since: int = 0,
@@ -224,8 +226,31 @@ def read_log(
     return ledger.select_entries(kinds=kinds, since=since, tail=tail, limit=limit)
 
 
+def copy_ledger(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    settings: Settings | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> CopyResult:
+    """What ``ledger copy SRC DST`` runs (LEDGER.md section 2, "Copying a ledger"): the source
+    opened read-only and checked whole, then copied entry by entry, byte for byte, into the new
+    store ``dst`` (a path that does not exist, or an empty PostgreSQL database), with its
+    derived state rebuilt on the way; its root equals the source's."""
+    settings = settings or Settings()
+    with open_store(src, read_only=True, busy_timeout_ms=settings.busy_timeout_ms) as source:
+        return copy_store(
+            source,
+            dst,
+            on_writer=StateIndex.for_writer,
+            clock=settings.clock,
+            busy_timeout_ms=settings.busy_timeout_ms,
+            progress=progress,
+        )
+
+
 def audit_ledger(
-    ledger: Ledger,
+    ledger: Store,
     *,
     replay: bool = True,
     checkpoints: Sequence[Checkpoint] = (),
@@ -321,14 +346,14 @@ def audit_export(
     return report, replayed
 
 
-def status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatus]:
+def status(ledger: Store, cohort: str | None = None) -> list[CohortStatus]:
     """What ``ledger status [COHORT]`` shows: each frozen cohort (or only ``cohort``;
     ``cohort-not-frozen`` if it is not) with its stage, tasks and outcomes per task."""
     return ledger_status(ledger, cohort)
 
 
 def browse(
-    ledger: Ledger, out: str | os.PathLike[str], *, public: bool = False, force: bool = False
+    ledger: Store, out: str | os.PathLike[str], *, public: bool = False, force: bool = False
 ) -> BrowseResult:
     """What ``ledger browse`` runs (LEDGER.md section 15): write the Datasette database ``out``
     and its ``<stem>.metadata.json`` from ``ledger`` (opened read-only is enough). ``public``
@@ -341,7 +366,7 @@ def browse(
 
 
 def report_html(
-    ledger: Ledger,
+    ledger: Store,
     *,
     public: bool = False,
     cohort: str | None = None,
@@ -377,7 +402,7 @@ def check_proof(
 
 
 def when(
-    ledger: Ledger,
+    ledger: Store,
     task: str,
     *,
     witness_keys: Sequence[str] = (),
@@ -410,10 +435,12 @@ def when_export(
 __all__ = [
     "AttestationCheck",
     "CohortStatus",
+    "CopyResult",
     "InitResult",
     "Ledger",
     "ProofCheck",
     "Settings",
+    "Store",
     "TaskStatus",
     "Timestamp",
     "TsaReply",
@@ -431,6 +458,7 @@ __all__ = [
     "check_recorded_timestamp",
     "checkpoint",
     "checkpoint_note",
+    "copy_ledger",
     "default_origin",
     "export",
     "find_ref",

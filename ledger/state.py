@@ -35,12 +35,8 @@ from ledger.format.payloads import (
     VerificationRecorded,
     payload_struct,
 )
-from ledger.store.sqlite import (
-    Ledger,
-    Writer,
-    create_state_tables,
-    state_tables_present,
-)
+from ledger.store.base import Store as Ledger
+from ledger.store.base import Writer
 from verifiers.canonical import canonical_bytes
 from verifiers.contracts import (
     LIMITS,
@@ -281,8 +277,9 @@ TASK_FIELDS: Final = (
 )
 _TASK_SELECT: Final = f"SELECT {', '.join(TASK_FIELDS)} FROM state_tasks"
 _TASK_INSERT: Final = (
-    f"INSERT OR REPLACE INTO state_tasks ({', '.join(TASK_FIELDS)})"
-    f" VALUES ({', '.join('?' * len(TASK_FIELDS))})"
+    f"INSERT INTO state_tasks ({', '.join(TASK_FIELDS)})"
+    f" VALUES ({', '.join('?' * len(TASK_FIELDS))}) ON CONFLICT (cohort, task) DO UPDATE SET"
+    f" {', '.join(f'{f} = excluded.{f}' for f in TASK_FIELDS if f not in ('cohort', 'task'))}"
 )
 
 
@@ -294,8 +291,9 @@ class StateIndex:
     """``LedgerState`` as derived tables (``ledger.store.sqlite.STATE_SCHEMA``): each lookup a
     write makes is one or two B-tree reads, whatever the length of the history.
 
-    The fold is ``LedgerState.apply`` written as row updates (first-wins is INSERT OR IGNORE,
-    last-wins INSERT OR REPLACE); ``state_meta.through`` is the last seq folded in. The audit
+    The fold is ``LedgerState.apply`` written as row updates (first-wins is ``ON CONFLICT DO
+    NOTHING``, last-wins ``ON CONFLICT ... DO UPDATE``: SQL both stores run);
+    ``state_meta.through`` is the last seq folded in. The audit
     folds the entries itself and compares (``ledger.audit.state_index``)."""
 
     def __init__(self, ledger: Ledger) -> None:
@@ -306,8 +304,8 @@ class StateIndex:
         """Under ``w``'s lock: the tables created if missing (a file from before them), the
         entries they lack folded in, and ``w``'s own appends folded in as they are made."""
         ledger = w.ledger
-        if not state_tables_present(ledger.derived_db()):
-            create_state_tables(ledger.derived_db())
+        if not ledger.state_tables_present():
+            ledger.create_state_tables()
         index = cls(ledger)
         for entry in ledger.entries(kinds=STATE_KINDS, start=index.through() + 1):
             _folding(index._apply, entry)
@@ -321,7 +319,7 @@ class StateIndex:
     def current(cls, ledger: Ledger) -> StateIndex | None:
         """For a reader (inside ``ledger.snapshot()``): the index if it is folded through the
         head, else None (absent, or behind a writer that did not keep it)."""
-        if not state_tables_present(ledger.derived_db()):
+        if not ledger.state_tables_present():
             return None
         index = cls(ledger)
         return index if index.through() == ledger.size() - 1 else None
@@ -352,13 +350,16 @@ class StateIndex:
         if isinstance(payload, CohortFrozen):
             conn.execute("DELETE FROM state_tasks WHERE cohort = ?", (payload.cohort,))
             conn.execute(
-                "INSERT OR REPLACE INTO state_cohorts VALUES (?, ?, ?, NULL)",
+                "INSERT INTO state_cohorts VALUES (?, ?, ?, NULL) ON CONFLICT (cohort) DO UPDATE"
+                " SET frozen_entry = excluded.frozen_entry,"
+                " definition_digest = excluded.definition_digest, burned_entry = NULL",
                 (payload.cohort, entry.seq, payload.definition_digest),
             )
             for item in payload.tasks:
                 wu, plan = item.work_unit, item.plan
                 conn.execute(
-                    "INSERT OR IGNORE INTO state_work_units VALUES (?, ?)", (wu.digest, wu.id)
+                    "INSERT INTO state_work_units VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (wu.digest, wu.id),
                 )
                 conn.execute(
                     _TASK_INSERT,
@@ -399,7 +400,7 @@ class StateIndex:
             for observation in payload.observations:
                 if observation.status == "ok" and observation.sha256 is not None:
                     conn.execute(
-                        "INSERT OR IGNORE INTO state_observed VALUES (?, ?)",
+                        "INSERT INTO state_observed VALUES (?, ?) ON CONFLICT DO NOTHING",
                         (observation.sha256, entry.seq),
                     )
         elif isinstance(payload, VerificationRecorded):
@@ -411,17 +412,23 @@ class StateIndex:
         elif isinstance(payload, CalibrationRecorded):
             for version, green in payload.adapters.items():
                 conn.execute(
-                    "INSERT OR REPLACE INTO state_calibration VALUES (?, ?, ?)",
+                    "INSERT INTO state_calibration VALUES (?, ?, ?) ON CONFLICT (adapter_version)"
+                    " DO UPDATE SET green = excluded.green, seq = excluded.seq",
                     (version, int(green), entry.seq),
                 )
 
     def _expose(self, seq: int, digest: str, work_unit_id: str | None) -> None:
         conn = self._conn
-        conn.execute("INSERT OR IGNORE INTO state_exposed VALUES (?, ?)", (digest, seq))
+        conn.execute(
+            "INSERT INTO state_exposed VALUES (?, ?) ON CONFLICT DO NOTHING", (digest, seq)
+        )
         row = conn.execute("SELECT id FROM state_work_units WHERE digest = ?", (digest,)).fetchone()
         for wu_id in (work_unit_id, None if row is None else row[0]):
             if wu_id is not None:
-                conn.execute("INSERT OR IGNORE INTO state_exposed_ids VALUES (?, ?)", (wu_id, seq))
+                conn.execute(
+                    "INSERT INTO state_exposed_ids VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (wu_id, seq),
+                )
 
     # -- lookups (the ones LedgerState answers from its dicts) --------------------------------
 

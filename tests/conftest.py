@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers import FIXED_TIME, make_ledger
+from pg_server import PgServer, running_server
 
 # Property tests are derandomized everywhere by default: `make test` (and CI, which runs it) sees
 # the same examples on every machine, so a red run reproduces and a green one is not luck. Cases
@@ -50,3 +51,32 @@ def ledger_path(tmp_path: Path, fixed_env: None) -> Path:
     path = tmp_path / "ledger.db"
     make_ledger(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """The suite's own PostgreSQL cluster (tests/pg_server.py), started on first use; a test
+    that needs it fails (never skips) when it cannot start."""
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_db(pg_server: PgServer) -> Iterator[str]:
+    """A fresh, empty database on the suite's cluster: its ``postgresql://`` URL (superuser,
+    who owns what ``ledger init`` creates), dropped after the test."""
+    name = pg_server.new_database()
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """A ``--db`` value naming a fresh store, once per store (the suites that must hold on
+    both): a SQLite path not yet created, or the URL of a fresh, empty PostgreSQL database."""
+    if request.param == "sqlite":
+        return tmp_path / "ledger.db"
+    url: str = request.getfixturevalue("pg_db")
+    return url

@@ -118,6 +118,38 @@ def attacker(path: Path, *, drop_triggers: bool = True) -> Iterator[sqlite3.Conn
         conn.close()
 
 
+class _OwnerConnection:
+    """psycopg in autocommit with sqlite3's ``?`` placeholders, so a tamper test's SQL runs on
+    either store unchanged."""
+
+    def __init__(self, conn: Any) -> None:
+        self.raw = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.raw.execute(sql.replace("?", "%s"), tuple(params))
+
+
+@contextlib.contextmanager
+def store_attacker(db: Path | str, *, drop_triggers: bool = True) -> Iterator[Any]:
+    """Whoever owns the store, editing its rows: ``attacker`` on a SQLite file; on a PostgreSQL
+    database its owner's connection with every trigger of the ledger's tables disabled (an
+    owner may: ``ALTER TABLE ... DISABLE TRIGGER USER``)."""
+    from ledger.store.opening import postgres_url
+
+    url = postgres_url(db)
+    if url is None:
+        with attacker(Path(db), drop_triggers=drop_triggers) as conn:
+            yield conn
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        if drop_triggers:
+            for table in ("entries", "objects"):
+                conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+        yield _OwnerConnection(conn)
+
+
 def file_state(path: Path) -> tuple[bytes | None, list[str]]:
     """The bytes of ``path`` and the names of its SQLite side files, for 'never modified'."""
     data = path.read_bytes() if path.is_file() else None

@@ -22,7 +22,7 @@ from ledger.audit.rules import CommitmentRules
 from ledger.documents.cohort_folder import load_cohort
 from ledger.operations.freeze import _append_frozen
 from ledger.operations.verify import verify
-from ledger.store.sqlite import Ledger
+from ledger.store.opening import open_store
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,16 +40,17 @@ def run_cli(cwd: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """A calibrated ledger and a root folder holding cohort files and bundles."""
-    db = tmp_path / "ledger.db"
+def workspace(tmp_path: Path, store_db: Path) -> Iterator[tuple[Path, Path]]:
+    """A calibrated ledger (on each store) and a root folder holding cohort files and
+    bundles."""
+    db = store_db
     assert run_cli(tmp_path, db, "init", "--origin", "test/ledger").returncode == 0
     assert run_cli(tmp_path, db, "calibrate").returncode == 0
     yield tmp_path, db
 
 
 def entries(db: Path) -> list[dict[str, Any]]:
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         return [{"seq": e.seq, "kind": e.kind, "payload": e.payload} for e in ledger.entries()]
 
 
@@ -247,7 +248,7 @@ def _append_pair_again(db: Path, **result_changes: Any) -> tuple[Any, Any]:
     with the library would, the result's payload changed by ``result_changes``."""
     bundle = entries(db)[-2]["payload"]
     result = entries(db)[-1]["payload"]
-    with Ledger.open(db) as ledger, ledger.writer() as w:
+    with open_store(db) as ledger, ledger.writer() as w:
         refs = [o["object"] for o in bundle["observations"] if o["object"]]
         b = w.append("bundle.observed", bundle, refs)
         r = w.append(
@@ -259,7 +260,7 @@ def _append_pair_again(db: Path, **result_changes: Any) -> tuple[Any, Any]:
 
 
 def _append_raw(db: Path, kind: str, payload: dict[str, Any], refs: list[str] = ()) -> int:  # type: ignore[assignment]
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         return ledger.append(kind, payload, refs).seq
 
 
@@ -269,7 +270,7 @@ def test_audit_detects_forged_verification_result(workspace: tuple[Path, Path]) 
     _frozen_ledger(root, db)
     rows = entries(db)
     bundle, result = rows[-2]["payload"], rows[-1]["payload"]
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         real = ledger.get_object(result["result"]["object"])
         assert real is not None
         forged = json.loads(real.body)
@@ -365,7 +366,7 @@ def test_audit_detects_verification_after_burn(workspace: tuple[Path, Path]) -> 
     rows = entries(db)
     bundle, result = rows[-2]["payload"], rows[-1]["payload"]
     assert run_cli(root, db, "burn", "test/cohort-a", "--reason", "leak").returncode == 0
-    with Ledger.open(db) as ledger, ledger.writer() as w:
+    with open_store(db) as ledger, ledger.writer() as w:
         refs = [o["object"] for o in bundle["observations"] if o["object"]]
         b = w.append("bundle.observed", bundle, refs)
         w.append(
@@ -395,11 +396,11 @@ def test_audit_detects_freeze_before_calibration(tmp_path: Path) -> None:
     run_cli(tmp_path, db, "calibrate")
     run_cli(tmp_path, db, "freeze", str(make_cohort(tmp_path)))
     frozen = entries(db)[2]["payload"]
-    with Ledger.open(db) as src:
+    with open_store(db) as src:
         blobs = {a: src.get_object(a) for a in _addresses(frozen)}
     target = tmp_path / "attack.db"
     run_cli(tmp_path, target, "init", "--origin", "test/attack")
-    with Ledger.open(target) as ledger, ledger.writer() as w:
+    with open_store(target) as ledger, ledger.writer() as w:
         for obj in blobs.values():
             assert obj is not None
             w.put_object(obj.body, obj.media_type)
@@ -421,7 +422,7 @@ def test_audit_detects_exposed_workunit_frozen_as_held_out(workspace: tuple[Path
     _frozen_ledger(root, db)
     make_cohort(root, "test/cohort-e", split="held_out")
     loaded = load_cohort(root / "test-cohort-e", root=root)
-    with Ledger.open(db) as ledger, ledger.writer() as w:
+    with open_store(db) as ledger, ledger.writer() as w:
         entry = _append_frozen(w, loaded)  # bypass the freeze-time refusal
     code, report = audit_json(root, db, "--no-replay")
     assert code == 1 and report["first_bad_seq"] == entry.seq
@@ -432,7 +433,7 @@ def test_audit_detects_second_freeze_of_same_cohort(workspace: tuple[Path, Path]
     root, db = workspace
     run_cli(root, db, "freeze", str(make_cohort(root)))
     loaded = load_cohort(root / "test-cohort-a", root=root)
-    with Ledger.open(db) as ledger, ledger.writer() as w:
+    with open_store(db) as ledger, ledger.writer() as w:
         entry = _append_frozen(w, loaded)
     code, report = audit_json(root, db)
     assert code == 1 and report["first_bad_seq"] == entry.seq
@@ -443,7 +444,7 @@ def test_audit_passes_and_replays_an_honest_ledger(workspace: tuple[Path, Path])
     root, db = workspace
     _frozen_ledger(root, db)
     run_cli(root, db, "verify", str(make_bundle(root, "decoy")), "--task", "test/cohort-a/task-004")
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         rules = CommitmentRules(ledger, replay=True)
         report = audit(ledger, observers=[rules])
     assert report.ok, report.violations

@@ -19,7 +19,7 @@ from ledger.operations.burn import append_burn
 from ledger.operations.freeze import _append_frozen
 from ledger.operations.verify import record_verification
 from ledger.state import CommittedCohort, committed_plan, imported_burn, outcome_digests, read_state
-from ledger.store.sqlite import Ledger
+from ledger.store.opening import open_store
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
 from verifiers.contracts import decode_evaluator_plan
@@ -33,15 +33,15 @@ def cli(root: Path, db: Path, *args: str) -> CliResult:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> tuple[Path, Path]:
-    db = tmp_path / "ledger.db"
+def workspace(tmp_path: Path, store_db: Path) -> tuple[Path, Path]:
+    db = store_db  # a SQLite path, or a PostgreSQL URL: every test here runs on both
     assert cli(tmp_path, db, "init", "--origin", "test/rules").code == 0
     assert cli(tmp_path, db, "calibrate").code == 0
     return tmp_path, db
 
 
 def entries(db: Path) -> list[dict[str, Any]]:
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         return [{"seq": e.seq, "kind": e.kind, "payload": e.payload} for e in ledger.entries()]
 
 
@@ -183,7 +183,7 @@ def test_audit_reports_a_verdict_by_a_plan_frozen_after_its_outcome(
     """The refusal bypassed with the library: the audit names the same rule at the bundle."""
     root, db = workspace
     bundle = _observe_then_freeze_supporting_plan(root, db)
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         state = read_state(ledger)
         chosen = state.cohorts["test/b"].tasks["test/b/task-000"]
         plan, work_unit = committed_plan(ledger, chosen)
@@ -281,7 +281,7 @@ def test_audit_reports_an_edited_workunit_frozen_as_held_out(workspace: tuple[Pa
     edited = _edited_work_unit()
     custom_cohort(root, "test/held", work_unit=edited, plan=rebound_plan(edited), split="held_out")
     loaded = load_cohort(root / "test-held", root=root)
-    with Ledger.open(db) as ledger, ledger.writer() as w:
+    with open_store(db) as ledger, ledger.writer() as w:
         entry = _append_frozen(w, loaded)  # the freeze-time refusal bypassed
     code, violations = audit_violations(root, db)
     assert code == 1
@@ -371,7 +371,7 @@ def test_audit_reports_an_import_that_names_fewer_tasks_than_the_document(
     of this cohort is the same, so only the import rule of burn-mismatch can see it."""
     root, db = workspace
     loaded = load_cohort(_first_five_earlier_revision(root), root=root)
-    with Ledger.open(db) as ledger, ledger.writer() as w:
+    with open_store(db) as ledger, ledger.writer() as w:
         frozen = _append_frozen(w, loaded)
         committed = CommittedCohort(
             cohort=loaded.cohort.id,
@@ -396,7 +396,7 @@ def test_audit_reports_a_burn_whose_work_units_are_not_its_tasks(
     """The observed-WorkUnits clause: tasks right, the exposed digests another WorkUnit's."""
     root, db = workspace
     assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         committed = read_state(ledger).cohorts["test/cohort-a"]
         with ledger.writer() as w:
             burn = append_burn(

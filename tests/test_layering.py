@@ -158,6 +158,7 @@ PRINTS_ALLOWED = {
     "ledger.cli.commands",
     "ledger.cli.authoring",
     "ledger.cli.browse",
+    "ledger.cli.copy",
     "ledger.cli.progress",
     "ledger.cli.witness",
     "ledger.cli.when",

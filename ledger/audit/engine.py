@@ -1,17 +1,16 @@
 """``ledger audit``: re-check everything from the file alone.
 
 The audit reads one consistent snapshot and streams it (memory does not grow with the ledger;
-referenced addresses go to a TEMP table, not to a Python set). What it checks is listed, rule by
-rule with its violation code, in LEDGER.md "What the audit checks"; the codes are the constants
-below. Rules about the meaning of entries (commitment order, replay) are observers fed each
-well-formed entry in seq order; see ``ledger.audit.rules``.
+referenced addresses go to a temporary table, not to a Python set). What it checks is listed,
+rule by rule with its violation code, in LEDGER.md "What the audit checks"; the codes are the
+constants below. Rules about the meaning of entries (commitment order, replay) are observers fed
+each well-formed entry in seq order; see ``ledger.audit.rules``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Final
 
@@ -69,7 +68,8 @@ from ledger.format.entries import (
     valid_time,
 )
 from ledger.format.payloads import PAYLOADS, LedgerCreated, TypedBody
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Db
+from ledger.store.base import Store as Ledger
 from ledger.transparency.notes import Checkpoint
 from verifiers.canonical import (
     blake3_address,
@@ -100,7 +100,7 @@ def audit(
     """
     observers = list(observers)
     wanted_sizes = {cp.size for cp in checkpoints}
-    with ledger.snapshot() as conn:
+    with ledger.snapshot(scratch=_SCRATCH) as conn:
         # Read first: the snapshot begins here, before any worker exists, and its head bounds
         # the rows the worker checks (rows appended later are not this audit's).
         head = conn.execute("SELECT max(seq) FROM entries").fetchone()[0]
@@ -119,8 +119,19 @@ def audit(
                 worker.stop()
 
 
+# The audit's scratch tables (``Store.snapshot(scratch=...)``: temporary, never in the store):
+# one row per distinct referenced address with the first seq naming it (rows arrive in seq
+# order, ON CONFLICT DO NOTHING keeps the first), so it grows with the objects, not the
+# entries; and the addresses a public export withholds.
+_SCRATCH: Final = {
+    "audit_refs": "digest TEXT PRIMARY KEY, seq INTEGER",
+    "audit_withheld": "digest TEXT PRIMARY KEY",
+}
+_ADD_REF: Final = "INSERT INTO audit_refs VALUES (?, ?) ON CONFLICT DO NOTHING"
+
+
 def _audit_snapshot(
-    conn: sqlite3.Connection,
+    conn: Db,
     worker: _RowWorker | None,
     observers: list[EntryObserver],
     progress: Callable[[int, int], None] | None,
@@ -132,13 +143,6 @@ def _audit_snapshot(
     """One pass over the rows (bodies, rules; the row checks too unless a worker has them),
     the row checks' answer, then everything that needs the whole file, then the checkpoints."""
     report = _Collector()
-    # One row per distinct address with the first seq naming it (rows arrive in seq order,
-    # INSERT OR IGNORE keeps the first): the table grows with the objects, not the entries.
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS audit_refs"
-        " (digest TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID"
-    )
-    conn.execute("DELETE FROM temp.audit_refs")
     derived = StateIndexCheck(conn)  # the derived commitment state against the entries
     inline = None if worker is not None else _RowChecks(report, wanted_sizes)
     # With a worker, what this process read, to prove the worker read the same (``RowDigest``).
@@ -176,7 +180,7 @@ def _audit_snapshot(
 
 
 def _entry_pass(
-    conn: sqlite3.Connection,
+    conn: Db,
     report: _Collector,
     inline: _RowChecks | None,
     seen: RowDigest | None,
@@ -186,14 +190,14 @@ def _entry_pass(
     total: int,
 ) -> tuple[int, tuple[int, str] | None]:
     """Every row in seq order: the row checks (``inline``, else only the digest of what was
-    read, ``seen``), the body, the observers, and each reference into ``temp.audit_refs``.
+    read, ``seen``), the body, the observers, and each reference into ``audit_refs``.
     Returns the number of rows and the last one's (seq, hash)."""
     prev_time: str | None = None
     ref_buffer: list[tuple[str, int]] = []
     recent_refs: set[str] = set()
     count = 0
     last: tuple[int, str] | None = None
-    for seq, row_prev, row_hash, row_kind, body, nodes in conn.execute(_ROWS_SQL):
+    for seq, row_prev, row_hash, row_kind, body, nodes in conn.scan(_ROWS_SQL):
         if inline is not None:
             data = inline.chain(seq, row_prev, row_hash, row_kind, body)
         else:
@@ -216,7 +220,7 @@ def _entry_pass(
         if entry is not None:
             prev_time = entry.body.time
             for ref in entry.body.refs:
-                # Only an address's first seq is kept (INSERT OR IGNORE); a bounded memory of
+                # Only an address's first seq is kept (DO NOTHING); a bounded memory of
                 # recent ones skips the repeats (a task's plan and WorkUnit, shared files).
                 if ref not in recent_refs:
                     recent_refs.add(ref)
@@ -226,7 +230,7 @@ def _entry_pass(
                 observer.observe(entry, report)
             derived.observe(entry)
         if len(ref_buffer) >= 10_000:
-            conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
+            conn.executemany(_ADD_REF, ref_buffer)
             ref_buffer.clear()
             if len(recent_refs) > _RECENT_REFS:
                 recent_refs.clear()
@@ -237,12 +241,12 @@ def _entry_pass(
     if progress is not None:
         progress(count, max(total, count))
     if ref_buffer:
-        conn.executemany("INSERT OR IGNORE INTO temp.audit_refs VALUES (?, ?)", ref_buffer)
+        conn.executemany(_ADD_REF, ref_buffer)
     return count, last
 
 
 def _row_answer(
-    conn: sqlite3.Connection,
+    conn: Db,
     report: _Collector,
     worker: _RowWorker | None,
     inline: _RowChecks | None,
@@ -286,7 +290,7 @@ def _row_answer(
 
 
 def _whole_file_checks(
-    conn: sqlite3.Connection,
+    conn: Db,
     report: _Collector,
     observers: list[EntryObserver],
     derived: StateIndexCheck,
@@ -297,10 +301,8 @@ def _whole_file_checks(
     SQLite's integrity check, the observers' last word. Returns the number of objects."""
     if count == 0:
         report(Violation(None, None, EMPTY_LEDGER, "the ledger has no genesis entry"))
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS audit_withheld (digest TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM temp.audit_withheld")
     conn.executemany(
-        "INSERT OR IGNORE INTO temp.audit_withheld VALUES (?)", [(d,) for d in withheld]
+        "INSERT INTO audit_withheld VALUES (?) ON CONFLICT DO NOTHING", [(d,) for d in withheld]
     )
     objects = _check_objects(conn, report)
     # On this connection, in this snapshot: the structure it vouches for (the indexes the
@@ -318,13 +320,12 @@ def _whole_file_checks(
     for observer in observers:
         observer.finish(report)
     derived.finish(report, count)
-    conn.execute("DROP TABLE temp.audit_refs")
-    conn.execute("DROP TABLE temp.audit_withheld")
     return objects
 
 
-def _integrity_problems(conn: sqlite3.Connection) -> list[str]:
-    return [str(row[0]) for row in conn.execute("PRAGMA main.integrity_check(20)")]
+def _integrity_problems(conn: Db) -> list[str]:
+    """The store engine's own structural check (SQLite's ``integrity_check``)."""
+    return conn.integrity_problems()
 
 
 def _check_checkpoints(
@@ -520,17 +521,17 @@ def _check_body(
     return Entry(seq=seq, entry_hash=row_hash, body_bytes=body, body=decoded)
 
 
-def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]) -> int:
+def _check_objects(conn: Db, report: Callable[[Violation], None]) -> int:
     missing = conn.execute(
-        "SELECT r.seq, r.digest FROM temp.audit_refs r"
+        "SELECT r.seq, r.digest FROM audit_refs r"
         " WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.digest = r.digest)"
-        " AND NOT EXISTS (SELECT 1 FROM temp.audit_withheld w WHERE w.digest = r.digest)"
+        " AND NOT EXISTS (SELECT 1 FROM audit_withheld w WHERE w.digest = r.digest)"
         " ORDER BY r.seq"
     )
     for seq, digest in missing:
         report(Violation(seq, None, OBJECT_MISSING, f"referenced object {digest} is not stored"))
     count = 0
-    for digest, sha256, size, body, media_type in conn.execute(
+    for digest, sha256, size, body, media_type in conn.scan(
         "SELECT digest, sha256, size, body, media_type FROM objects"
     ):
         count += 1
@@ -542,7 +543,7 @@ def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]
             or media_type not in MEDIA_TYPES
         ):
             row = conn.execute(
-                "SELECT seq FROM temp.audit_refs WHERE digest = ?", (digest,)
+                "SELECT seq FROM audit_refs WHERE digest = ?", (digest,)
             ).fetchone()
             first = None if row is None else row[0]
             report(
@@ -555,7 +556,7 @@ def _check_objects(conn: sqlite3.Connection, report: Callable[[Violation], None]
             )
     for (digest,) in conn.execute(
         "SELECT o.digest FROM objects o"
-        " WHERE NOT EXISTS (SELECT 1 FROM temp.audit_refs r WHERE r.digest = o.digest)"
+        " WHERE NOT EXISTS (SELECT 1 FROM audit_refs r WHERE r.digest = o.digest)"
     ):
         report(
             Violation(None, None, OBJECT_UNREFERENCED, f"object {digest} is referenced by no entry")

@@ -5,7 +5,6 @@ Run by ``ledger.audit.engine`` inline, or in a second process by ``ledger.audit.
 
 from __future__ import annotations
 
-import sqlite3
 import struct
 from collections.abc import Collection
 from typing import Final
@@ -27,6 +26,7 @@ from ledger.audit.report import (
     _Collector,
 )
 from ledger.format.entries import GENESIS_PREV
+from ledger.store.base import Db
 from ledger.transparency import merkle
 from verifiers.canonical import blake3_address, is_canonical
 
@@ -256,12 +256,12 @@ class _RowChecks:
         )
 
 
-def check_rows(conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int) -> RowResult:
+def check_rows(conn: Db, wanted_sizes: Collection[int], upto: int) -> RowResult:
     """Every row check over the rows of ``conn``'s snapshot up to seq ``upto``, with the
     ``RowDigest`` of those rows: the worker's whole job."""
     digest = RowDigest()
     rows = _RowChecks(_Collector(), wanted_sizes)
-    for seq, row_prev, row_hash, row_kind, body, nodes in conn.execute(_ROWS_UPTO_SQL, (upto,)):
+    for seq, row_prev, row_hash, row_kind, body, nodes in conn.scan(_ROWS_UPTO_SQL, (upto,)):
         digest.add(seq, row_prev, row_hash, row_kind, nodes, body)
         data = rows.chain(seq, row_prev, row_hash, row_kind, body)
         rows.canonical(seq, row_kind, data)
@@ -269,8 +269,8 @@ def check_rows(conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: in
     return msgspec.structs.replace(rows.finish(), digest=digest.digest())
 
 
-def _check_all_rows(conn: sqlite3.Connection, rows: _RowChecks) -> RowResult:
-    for seq, row_prev, row_hash, row_kind, body, nodes in conn.execute(_ROWS_SQL):
+def _check_all_rows(conn: Db, rows: _RowChecks) -> RowResult:
+    for seq, row_prev, row_hash, row_kind, body, nodes in conn.scan(_ROWS_SQL):
         data = rows.chain(seq, row_prev, row_hash, row_kind, body)
         rows.canonical(seq, row_kind, data)
         rows.tree(seq, row_hash, row_kind, data, nodes)

@@ -49,7 +49,8 @@ from ledger.state import (
     imported_burn,
     outcome_digests,
 )
-from ledger.store.sqlite import Ledger, StoredObject
+from ledger.store.base import Store as Ledger
+from ledger.store.base import StoredObject
 from ledger.transparency import merkle
 from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
 from ledger.transparency.witness import WitnessError, parse_cosigner_key, verify_cosignature

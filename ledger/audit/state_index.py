@@ -10,7 +10,6 @@ an export's) has nothing to check.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -19,7 +18,7 @@ import msgspec
 from ledger.audit.report import Violation
 from ledger.format.entries import Entry
 from ledger.state import STATE_KINDS, TASK_FIELDS, LedgerState
-from ledger.store.sqlite import STATE_TABLES
+from ledger.store.base import STATE_TABLES, Db
 
 STATE_INDEX_MISMATCH: Final = "state-index-mismatch"
 
@@ -27,10 +26,9 @@ STATE_INDEX_MISMATCH: Final = "state-index-mismatch"
 class StateIndexCheck:
     """Fed each well-formed entry in seq order (``observe``); compares at the end (``finish``)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: Db) -> None:
         self._conn = conn
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        self._present = set(STATE_TABLES) <= tables
+        self._present = set(STATE_TABLES) <= conn.table_names()
         self._through: object = None
         if self._present:
             row = conn.execute("SELECT through FROM state_meta WHERE id = 0").fetchone()

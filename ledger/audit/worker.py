@@ -14,7 +14,6 @@ auditor's code.
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Collection
@@ -24,15 +23,11 @@ from typing import Final
 import msgspec
 
 from ledger.audit.rows import RowResult, check_rows
+from ledger.store.base import Db
 from ledger.store.sqlite import Ledger
 
 PARALLEL_MIN_ROWS: Final = 20_000
 """Below this many entries a second process costs more than it saves (``auto``)."""
-
-
-def _main_file(conn: sqlite3.Connection) -> str:
-    rows = conn.execute("PRAGMA database_list").fetchall()
-    return str(next((row[2] for row in rows if row[1] == "main"), "") or "")
 
 
 def _cpus() -> int:
@@ -42,10 +37,10 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _wants_worker(conn: sqlite3.Connection, parallel: bool | None) -> bool:
+def _wants_worker(conn: Db, parallel: bool | None) -> bool:
     """``parallel``: True / False, or None (``auto``: from ``PARALLEL_MIN_ROWS`` entries on two
     CPUs). The caller decides; ``LEDGER_AUDIT_PARALLEL`` is read at the edge (ledger.settings)."""
-    if parallel is False or not _main_file(conn):
+    if parallel is False or not conn.main_file():
         return False
     if parallel is True:
         return True
@@ -68,7 +63,7 @@ class _RowWorker:
     @classmethod
     def start(
         cls,
-        conn: sqlite3.Connection,
+        conn: Db,
         wanted_sizes: Collection[int],
         upto: int,
         busy_timeout_ms: int,
@@ -78,7 +73,7 @@ class _RowWorker:
         package_root = str(Path(__file__).resolve().parent.parent.parent)
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _CHILD, package_root, _main_file(conn)],
+                [sys.executable, "-I", "-c", _CHILD, package_root, conn.main_file()],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

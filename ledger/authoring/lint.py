@@ -19,7 +19,7 @@ from ledger.documents.cohort_folder import LoadedCohort, Problem, lint_cohort
 from ledger.errors import CommitError
 from ledger.settings import BUSY_TIMEOUT_MS
 from ledger.state import CommitmentLookups, lookups_for_reading
-from ledger.store.sqlite import Ledger
+from ledger.store.opening import open_store
 
 StateCheck = Callable[[LoadedCohort, CommitmentLookups], None]
 
@@ -71,7 +71,8 @@ def dry_run(
     loaded, problems = lint_cohort(cohort_dir, root=root, hidden_plans=hidden_plans)
     found = list(problems)
     notes: list[str] = []
-    with Ledger.open_read_only(db, busy_timeout_ms=busy_timeout_ms) as ledger, ledger.snapshot():
+    opened = open_store(db, read_only=True, busy_timeout_ms=busy_timeout_ms)
+    with opened as ledger, ledger.snapshot():
         _state_problems(loaded, cohort_dir, lookups_for_reading(ledger), state_checks, found, notes)
     return LintReport(
         cohort=loaded.cohort.id if loaded is not None else None,

@@ -22,7 +22,7 @@ from ledger.documents.cohort_folder import COHORT_FILE, read_relative
 from ledger.errors import CommitError
 from ledger.settings import BUSY_TIMEOUT_MS
 from ledger.state import read_state
-from ledger.store.sqlite import Ledger
+from ledger.store.opening import open_store, postgres_url
 from verifiers.canonical import CanonicalFormError, canonical_digest
 from verifiers.contracts import LIMITS
 from verifiers.jsonread import read_json
@@ -165,8 +165,8 @@ def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = Non
 def frozen_definitions(db: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> dict[str, str]:
     """Frozen cohort id -> definition digest in the ledger at ``db`` (none when there is no
     file). Opened read-only: nothing is written, no lock taken."""
-    if not db.exists():
+    if postgres_url(db) is None and not db.exists():
         return {}
-    with Ledger.open_read_only(db, busy_timeout_ms=busy_timeout_ms) as ledger:
+    with open_store(db, read_only=True, busy_timeout_ms=busy_timeout_ms) as ledger:
         state = read_state(ledger)
     return {cohort_id: c.definition_digest for cohort_id, c in state.cohorts.items()}

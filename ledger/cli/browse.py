@@ -15,7 +15,7 @@ import typer
 from ledger.errors import EXIT_OK
 
 if TYPE_CHECKING:
-    from ledger.store.sqlite import Ledger
+    from ledger.store.base import Store
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 
@@ -25,7 +25,7 @@ class _Io:
 
     say: Callable[[str], None] = print  # replaced by register
     emit_json: Callable[[Any], None] = print
-    open_read_only: Callable[[], "Ledger"]
+    open_read_only: Callable[[], "Store"]
 
 
 IO = _Io()
@@ -36,7 +36,7 @@ def register(
     *,
     say: Callable[[str], None],
     emit_json: Callable[[Any], None],
-    open_read_only: Callable[[], "Ledger"],
+    open_read_only: Callable[[], "Store"],
 ) -> None:
     """Add ``browse`` to ``app``."""
     IO.say, IO.emit_json, IO.open_read_only = say, emit_json, open_read_only

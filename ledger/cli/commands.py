@@ -47,7 +47,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring, browse, when, witness
+from ledger.cli import authoring, browse, copy, when, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.wording import count
@@ -55,7 +55,7 @@ from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, Usage
 
 if TYPE_CHECKING:
     from ledger.settings import Settings
-    from ledger.store.sqlite import Ledger
+    from ledger.store.base import Store
 
 _JSON_META = "ledger.json"  # ctx.meta key (shared by nested contexts): render errors as JSON
 
@@ -242,16 +242,16 @@ def _settings() -> "Settings":
     return Settings.from_environ(os.environ)
 
 
-def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Ledger":
-    from ledger.store.sqlite import Ledger
+def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Store":
+    from ledger.store.opening import open_store
 
     settings = settings or _settings()
     if read_only:
-        return Ledger.open_read_only(STATE.db, busy_timeout_ms=settings.busy_timeout_ms)
+        return open_store(STATE.db, read_only=True, busy_timeout_ms=settings.busy_timeout_ms)
     signer = _signer(settings)  # a bad key file refuses before the ledger is opened
     opened: list[int] = []  # the size when opened: nothing can be appended before that
     _note_appends(STATE.db, opened)
-    ledger = Ledger.open(
+    ledger = open_store(
         STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms, signer=signer
     )
     opened.append(ledger.size())
@@ -275,12 +275,12 @@ def _note_appends(db: Path, opened: list[int]) -> None:
     landed just before the interrupt, and then its entries stay)."""
 
     def report() -> str:
-        from ledger.store.sqlite import Ledger
+        from ledger.store.opening import open_store
 
         if not opened:
             return f"nothing was appended to {db}"
         size = opened[0]
-        with Ledger.open_read_only(db, busy_timeout_ms=2000) as ledger:
+        with open_store(db, read_only=True, busy_timeout_ms=2000) as ledger:
             now = ledger.size()
         if now == size:
             return f"nothing was appended to {db}"
@@ -346,27 +346,48 @@ def init(
     settings = _settings()
     _note_init(STATE.db, settings)
     result = init_ledger(STATE.db, origin=origin, settings=settings, signer=_signer(settings))
+    name = _db_name()
     if as_json:
-        _emit_json({"db": str(STATE.db), "created": result.created, "origin": result.origin})
+        _emit_json({"db": name, "created": result.created, "origin": result.origin})
     elif result.created:
-        _say(f"created ledger {STATE.db} (origin {result.origin})")
+        _say(f"created ledger {name} (origin {result.origin})")
     else:
-        _say(f"ledger {STATE.db} already exists (origin {result.origin}); nothing changed")
+        _say(f"ledger {name} already exists (origin {result.origin}); nothing changed")
     return EXIT_OK
 
 
 def _is_ledger(db: Path, settings: "Settings") -> bool:
-    from ledger.store.sqlite import Ledger
+    from ledger.store.opening import open_store
 
     try:
-        with Ledger.open_read_only(db, busy_timeout_ms=min(settings.busy_timeout_ms, 2000)):
+        with open_store(db, read_only=True, busy_timeout_ms=min(settings.busy_timeout_ms, 2000)):
             return True
     except LedgerError:
         return False
 
 
+def _db_name() -> str:
+    """``--db`` as messages name it (a URL that went through a Path, password masked)."""
+    from ledger.store.opening import display_name
+
+    return display_name(STATE.db)
+
+
 def _note_init(db: Path, settings: "Settings") -> None:
     """After Ctrl-C, say what ``init`` left at ``db`` (read back, as for any write)."""
+    from ledger.store.opening import postgres_url
+
+    if postgres_url(db) is not None:  # one transaction on the server: all of it, or nothing
+        name = _db_name()
+        was = _is_ledger(db, settings)
+
+        def in_database() -> str:
+            if was or not _is_ledger(db, settings):
+                return f"nothing was written to {name}"
+            return f"created the ledger {name} (its genesis entry whole)"
+
+        note_write(in_database)
+        return
     existed = os.path.lexists(db)
     was_ledger = existed and _is_ledger(db, settings)
 
@@ -1924,6 +1945,7 @@ when.register(
     read_bytes=lambda path, limit, what: _read_bounded(path, limit, what),
     open_read_only=lambda: _open_ledger(read_only=True),
 )
+copy.register(app, say=_say, emit_json=_emit_json, settings=_settings)
 
 
 # -- entry point ---------------------------------------------------------------------------------

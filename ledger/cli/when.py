@@ -16,7 +16,7 @@ import typer
 from ledger.errors import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
-    from ledger.store.sqlite import Ledger
+    from ledger.store.base import Store as Ledger
     from ledger.transparency.anchors import Anchor, WhenStatement
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]

@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from ledger.errors import LedgerError, UsageError
 from ledger.format.entries import Entry, decode_body
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store as Ledger
 from ledger.transparency import merkle
 from ledger.transparency.export import hidden_task_objects
 from ledger.transparency.notes import (

@@ -40,7 +40,7 @@ from ledger.format.payloads import (
     CohortFrozen,
     TypedBody,
 )
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store as Ledger
 from ledger.transparency.export import hidden_task_objects
 from ledger.transparency.proofs import b64, checkpoint
 from verifiers.contracts.common import LIMITS
@@ -247,7 +247,7 @@ def build_browse(
             temp_meta.write_text(text + "\n", encoding="utf-8")
             # A derived view is never edited in place: read-only, and readable by whoever may
             # read the ledger (mkstemp made it private).
-            mode = _read_bits(ledger.path)
+            mode = _read_bits(ledger.path) if isinstance(ledger.path, Path) else 0o444
             for temp in (temp_db, temp_meta):
                 _fsync(temp)
                 os.chmod(temp, mode)

@@ -22,7 +22,7 @@ from typing import Any, Final
 from ledger.audit.report import AuditReport
 from ledger.errors import UsageError
 from ledger.interop.browse import browse_in_memory
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store as Ledger
 from ledger.transparency.notes import Checkpoint, format_checkpoint
 
 OUTCOMES: Final = ("support", "reject", "escalate", "insufficient_evidence")

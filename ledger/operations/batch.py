@@ -34,7 +34,8 @@ from ledger.operations.verify import (
     record,
     record_group,
 )
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store as Ledger
+from ledger.store.opening import open_store
 
 MAX_LIST_BYTES: Final = 4 * 1024 * 1024  # a --from list: ~40,000 paths of 100 bytes
 IN_FLIGHT_PER_JOB: Final = 8  # bundles handed out ahead of the appends: bounds memory
@@ -151,7 +152,7 @@ class BatchRun:
         waiting: deque[tuple[Path, _Ticket | None]] = deque()
         pending = iter(paths)
         try:
-            workers.start(str(ledger.path), jobs)
+            workers.start(ledger.db_target, jobs)
             while True:
                 while len(waiting) < jobs * IN_FLIGHT_PER_JOB:
                     upcoming = next(pending, None)
@@ -387,7 +388,7 @@ _WORKER_PLANS: PlanCache = {}
 def _worker_main(pipe: Connection, ledger_path: str) -> None:
     # Ctrl-C reaches the whole process group: the parent alone handles it, and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    ledger = Ledger.open(ledger_path)
+    ledger = open_store(ledger_path)
     with pipe:
         while True:
             try:

@@ -12,7 +12,8 @@ from ledger.documents.cohort import BurnNotice
 from ledger.errors import CommitError, UsageError
 from ledger.format.entries import Entry
 from ledger.state import CommittedCohort, StateIndex
-from ledger.store.sqlite import Ledger, Writer
+from ledger.store.base import Store as Ledger
+from ledger.store.base import Writer
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 JSON: Final = "application/json"

@@ -8,7 +8,7 @@ from typing import Any, Final
 import msgspec
 
 from ledger.state import StateIndex, calibration_report_bytes
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store as Ledger
 from verifiers.canonical import sha256_hex_digest
 
 JSON: Final = "application/json"

@@ -15,7 +15,8 @@ from ledger.errors import CommitError
 from ledger.format.entries import Entry
 from ledger.operations.burn import append_burn
 from ledger.state import CommitmentLookups, CommittedCohort, StateIndex, imported_burn
-from ledger.store.sqlite import Ledger, Writer
+from ledger.store.base import Store as Ledger
+from ledger.store.base import Writer
 
 JSON: Final = "application/json"
 OCTETS: Final = "application/octet-stream"

@@ -19,7 +19,8 @@ from ledger.errors import (
 )
 from ledger.format.entries import Entry, later_time
 from ledger.state import CommittedTask, StateIndex, committed_plan, outcome_digests
-from ledger.store.sqlite import Ledger, Writer
+from ledger.store.base import Store as Ledger
+from ledger.store.base import Writer
 from verifiers.bundle import (
     MANIFEST_NAME,
     BundleRootError,

@@ -11,7 +11,8 @@ import re
 
 from ledger.errors import UsageError
 from ledger.format.entries import Entry
-from ledger.store.sqlite import Ledger, StoredObject
+from ledger.store.base import Store as Ledger
+from ledger.store.base import StoredObject
 from verifiers.contracts import LIMITS
 from verifiers.jsonread import read_json
 

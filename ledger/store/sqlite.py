@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import heapq
 import os
 import sqlite3
 import stat
@@ -50,12 +49,10 @@ import struct
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Final
-
-import msgspec
 
 from ledger.errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
 from ledger.format.entries import (
@@ -63,25 +60,39 @@ from ledger.format.entries import (
     GENESIS_PREV,
     ORIGIN_RE,
     Clock,
-    Entry,
     EntrySigner,
-    build_body,
-    check_kinds,
-    decode_body,
-    entry_hash,
-    later_time,
     system_clock,
-    valid_time,
 )
 from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
-from ledger.transparency import merkle
-from verifiers.canonical import INT_MAX, INT_MIN, blake3_address, sha256_hex_digest
+from ledger.store.base import (
+    MAX_OBJECT_BYTES,
+    STATE_TABLES,
+    Store,
+    StoredObject,
+    Writer,
+    _check_clock,
+    _row_entry,
+)
+
+# Shared with the PostgreSQL store (``ledger.store.base``); named here too, where callers have
+# always imported them from.
+__all__ = [
+    "APPLICATION_ID",
+    "MAX_OBJECT_BYTES",
+    "SCHEMA",
+    "STATE_SCHEMA",
+    "STATE_TABLES",
+    "STORE_FORMAT",
+    "Ledger",
+    "StoredObject",
+    "Writer",
+    "_row_entry",
+]
 
 APPLICATION_ID: Final = 0x4C444752  # "LDGR"
 # The file's layout (``PRAGMA user_version``), not the entry body format (``entries.FORMAT``).
 # 1: Merkle nodes in a ``tree`` table; 2: in ``entries.nodes`` (rule 5).
 STORE_FORMAT: Final = 2
-MAX_OBJECT_BYTES: Final = 256 * 1024 * 1024
 
 SCHEMA: Final = f"""
 CREATE TABLE objects (
@@ -124,11 +135,6 @@ EXPECTED_TABLES: Final = ("entries", "objects")
 # The columns of ``entries`` a ledger of this format has (format 1 had no ``nodes``).
 ENTRY_COLUMNS: Final = ("seq", "prev_hash", "entry_hash", "kind", "nodes", "body")
 
-_INSERT_ENTRY: Final = (
-    "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body, nodes) VALUES (?, ?, ?, ?, ?, ?)"
-)
-_NODE_READ_CHUNK: Final = 400  # seqs per query in ``tree_nodes``
-_HEAD_ROW: Final = "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
 # SQLite's lock bytes in the main file (os_unix.c): PENDING_BYTE, RESERVED_BYTE = +1, then the
 # SHARED range of 510 bytes. EXCLUSIVE (a writer's checkpoint on its last close, or a rollback
 # journal writer) is a write lock on the SHARED range: a read lock there holds it off.
@@ -141,57 +147,35 @@ _READER_MARK: Final = _PENDING_BYTE + 512
 _CHECKPOINT_EVERY: Final = 256  # commits between a writer's checkpoints (SQLite: 1000 pages)
 
 
-class StoredObject:
-    """An object row. ``body`` is the exact stored bytes."""
+class _Connection(sqlite3.Connection):
+    """sqlite3's connection with the ``Db`` methods of ``ledger.store.base`` (the rest is
+    sqlite3's own, unchanged and in C)."""
 
-    __slots__ = ("body", "digest", "media_type", "sha256", "size")
+    def scan(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[Any]:
+        return iter(self.execute(sql, parameters))
 
-    def __init__(self, digest: str, sha256: str, media_type: str, size: int, body: bytes) -> None:
-        self.digest = digest
-        self.sha256 = sha256
-        self.media_type = media_type
-        self.size = size
-        self.body = body
+    def table_names(self) -> set[str]:
+        return _table_names(self)
 
+    def integrity_problems(self) -> list[str]:
+        return [str(row[0]) for row in self.execute("PRAGMA main.integrity_check(20)")]
 
-def _seq_of(row: tuple[int, str, bytes]) -> int:
-    return row[0]
-
-
-def _rows(cursor: sqlite3.Cursor, sql: str, args: tuple[Any, ...]) -> Iterator[Any]:
-    """A cursor's rows through a generator: ``heapq.merge`` closes what it delegates to when it
-    is dropped, and ``Cursor.close`` raises once the ledger is closed; a generator's does not."""
-    yield from iter(cursor.execute(sql, args).fetchone, None)
+    def main_file(self) -> str:
+        rows = self.execute("PRAGMA database_list").fetchall()
+        return str(next((row[2] for row in rows if row[1] == "main"), "") or "")
 
 
-def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
-    # A row the ledger did not write (tampered file) must fail closed, never as a traceback.
-    if not isinstance(body, bytes):
-        raise StoreError(
-            "entry-malformed",
-            f"entry {seq} body is stored as {type(body).__name__}, not bytes; run `ledger audit`",
-        )
-    if not isinstance(hash_, str):
-        raise StoreError(
-            "entry-malformed",
-            f"entry {seq} hash is stored as {type(hash_).__name__}, not text; run `ledger audit`",
-        )
-    try:
-        decoded = decode_body(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise StoreError(
-            "entry-malformed", f"entry {seq} is not a well-formed entry ({exc}); run `ledger audit`"
-        ) from None
-    return Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
-
-
-class Ledger:
+class Ledger(Store):
     """An open ledger file. One per command; not shared between threads."""
+
+    backend = "sqlite"
+    path: Path
+    _conn: _Connection
 
     def __init__(
         self,
         path: Path,
-        conn: sqlite3.Connection,
+        conn: _Connection,
         *,
         clock: Clock,
         file: _OpenFile | None = None,
@@ -199,18 +183,18 @@ class Ledger:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         signer: EntrySigner | None = None,
     ) -> None:
-        self.path = path
-        self.signer = signer  # signs every entry this connection appends (format 2), if given
-        self._conn = conn
-        self._clock = clock
-        self.busy_timeout_ms = busy_timeout_ms  # the wait for the lock this connection uses
+        super().__init__(
+            path,
+            conn,
+            clock=clock,
+            read_only=read_only,
+            busy_timeout_ms=busy_timeout_ms,
+            signer=signer,
+        )
         self._file = file  # this process's descriptors of the file (``_OpenFile``)
-        self.read_only = read_only
         self._holds_read_lock = False  # the readers' lock of rule 7, released on close
         self._commits = 0  # since this connection's last checkpoint attempt
-        # What this connection last committed (rule 6). A write transaction takes it, and only
-        # a successful COMMIT puts it back: a rollback or an error leaves None (read the file).
-        self._tip: _Tip | None = None
+        # (``_tip``, rule 6, is the base's.)
         self._cursor = conn.cursor()  # the write path's statements; one cursor saves a little
 
     # -- opening -----------------------------------------------------------------------------
@@ -270,9 +254,13 @@ class Ledger:
         origin: str,
         clock: Clock = system_clock,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        genesis: bytes | None = None,
         signer: EntrySigner | None = None,
     ) -> tuple[Ledger, bool]:
         """Create a ledger with its genesis entry, or open it when it already is one.
+
+        ``genesis``: the genesis body to store byte for byte instead of a new one (``ledger
+        copy``; ``Writer.append_verbatim`` checks it).
 
         Returns (ledger, created). Creating is idempotent and safe against a concurrent ``init``.
         ``signer`` signs the genesis entry and every later append through this ledger.
@@ -291,7 +279,7 @@ class Ledger:
         while True:
             try:
                 return cls._create_once(
-                    p, origin=origin, clock=clock, timeout=timeout, signer=signer
+                    p, origin=origin, clock=clock, timeout=timeout, genesis=genesis, signer=signer
                 )
             except StoreError as exc:
                 # Two inits racing on a new file can meet in SQLite's deadlock guard (switching
@@ -304,7 +292,14 @@ class Ledger:
 
     @classmethod
     def _create_once(
-        cls, p: Path, *, origin: str, clock: Clock, timeout: int, signer: EntrySigner | None
+        cls,
+        p: Path,
+        *,
+        origin: str,
+        clock: Clock,
+        timeout: int,
+        genesis: bytes | None,
+        signer: EntrySigner | None,
     ) -> tuple[Ledger, bool]:
         conn = _connect(p, timeout)
         try:
@@ -343,7 +338,10 @@ class Ledger:
                         p, conn, clock=clock, file=file, busy_timeout_ms=timeout, signer=signer
                     )
                     writer = Writer(ledger)
-                    writer.append(GENESIS_KIND, {"origin": origin})
+                    if genesis is None:
+                        writer.append(GENESIS_KIND, {"origin": origin})
+                    else:
+                        writer.append_verbatim(genesis)
                     conn.execute("COMMIT")
                     ledger._tip = writer._kept_tip()
                     return ledger, True
@@ -385,18 +383,28 @@ class Ledger:
     # -- reading -----------------------------------------------------------------------------
 
     @contextmanager
-    def snapshot(self) -> Iterator[sqlite3.Connection]:
+    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[_Connection]:
         """A read transaction: everything read inside sees one consistent state of the file.
 
-        A file damaged below SQLite's own checks raises sqlite3.DatabaseError while being read:
-        that becomes a refusal with a stable code, never a traceback.
+        ``scratch``: TEMP tables (name -> columns) created empty inside it and dropped at its
+        end; they live in SQLite's temporary database, never in the file. A file damaged below
+        SQLite's own checks raises sqlite3.DatabaseError while being read: that becomes a
+        refusal with a stable code, never a traceback.
         """
         try:
             self._conn.execute("BEGIN")
+            for name, columns in scratch.items():
+                self._conn.execute(
+                    f"CREATE TEMP TABLE IF NOT EXISTS {name} ({columns}) WITHOUT ROWID"
+                )
+                self._conn.execute(f"DELETE FROM temp.{name}")
         except sqlite3.DatabaseError as exc:
+            self._rollback()
             raise _db_error(self.path, exc, self.busy_timeout_ms) from None
         try:
             yield self._conn
+            for name in scratch:
+                self._conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
         except sqlite3.DatabaseError as exc:
             raise _db_error(self.path, exc, self.busy_timeout_ms) from None
         finally:
@@ -405,259 +413,6 @@ class Ledger:
                     self._conn.execute("ROLLBACK")
                 except sqlite3.DatabaseError:
                     pass  # nothing was written in a read transaction
-
-    def size(self) -> int:
-        row = self._conn.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM entries").fetchone()
-        return int(row[0])
-
-    def count_kind(self, kind: str) -> int:
-        """How many entries of ``kind`` (by the kind index: the audit's ``auto`` decisions)."""
-        row = self._conn.execute("SELECT count(*) FROM entries WHERE kind = ?", (kind,)).fetchone()
-        return int(row[0])
-
-    def origin(self) -> str:
-        genesis = self.entry(0)
-        if genesis is None:
-            raise StoreError("not-a-ledger", f"{self.path} has no genesis entry")
-        return str(genesis.payload.get("origin", ""))
-
-    def head(self) -> Entry | None:
-        row = self._conn.execute(_HEAD_ROW).fetchone()
-        return None if row is None else _row_entry(row[0], row[1], row[2])
-
-    def entry(self, seq: int) -> Entry | None:
-        if not INT_MIN <= seq <= INT_MAX:  # SQLite integers are 64-bit; no such entry
-            return None
-        row = self._conn.execute(
-            "SELECT seq, entry_hash, body FROM entries WHERE seq = ?", (seq,)
-        ).fetchone()
-        return None if row is None else _row_entry(row[0], row[1], row[2])
-
-    def entry_by_hash(self, hash_: str) -> Entry | None:
-        row = self._conn.execute(
-            "SELECT seq, entry_hash, body FROM entries WHERE entry_hash = ?", (hash_,)
-        ).fetchone()
-        return None if row is None else _row_entry(row[0], row[1], row[2])
-
-    def entries_by_hash_prefix(self, prefix: str, limit: int) -> list[Entry]:
-        """At most ``limit`` entries whose hash starts with ``prefix``, in hash order: a range
-        on the unique hash index (``show`` of a short hash), never a scan."""
-        rows = self._conn.execute(
-            "SELECT seq, entry_hash, body FROM entries WHERE entry_hash >= ? AND entry_hash < ?"
-            " ORDER BY entry_hash LIMIT ?",
-            (prefix, prefix + "\U0010ffff", limit),
-        ).fetchall()
-        return [_row_entry(seq, hash_, body) for seq, hash_, body in rows]
-
-    def object_digests_by_prefix(self, prefix: str, limit: int) -> list[str]:
-        """At most ``limit`` object addresses starting with ``prefix`` (a range on the key)."""
-        rows = self._conn.execute(
-            "SELECT digest FROM objects WHERE digest >= ? AND digest < ? ORDER BY digest LIMIT ?",
-            (prefix, prefix + "\U0010ffff", limit),
-        ).fetchall()
-        return [row[0] for row in rows if isinstance(row[0], str)]
-
-    def entries(self, *, kinds: Sequence[str] = (), start: int = 0) -> Iterator[Entry]:
-        """Entries from seq ``start`` on in seq order (optionally of the given kinds), streamed
-        from cursors: constant memory, the first entry without reading the rest.
-
-        Several kinds are one cursor per kind over the ``(kind, seq)`` index, merged by seq:
-        ``kind IN (...) ORDER BY seq`` would make SQLite sort every matching row (bodies
-        included) in a temporary B-tree before it returns the first."""
-        if not INT_MIN <= start <= INT_MAX:
-            return
-        wanted = sorted(set(kinds))
-        rows: Iterable[tuple[int, str, bytes]]
-        if not wanted:
-            rows = self._conn.execute(
-                "SELECT seq, entry_hash, body FROM entries WHERE seq >= ? ORDER BY seq", (start,)
-            )
-        elif len(wanted) == 1:
-            rows = self._kind_rows(wanted[0], start)
-        else:
-            rows = heapq.merge(*(self._kind_rows(k, start) for k in wanted), key=_seq_of)
-        for seq, hash_, body in rows:
-            yield _row_entry(seq, hash_, body)
-
-    def _kind_rows(self, kind: str, start: int) -> Iterator[tuple[int, str, bytes]]:
-        return _rows(
-            self._conn.cursor(),  # its own: several are read at once when merging
-            "SELECT seq, entry_hash, body FROM entries WHERE kind = ? AND seq >= ? ORDER BY seq",
-            (kind, start),
-        )
-
-    def tail_start(self, count: int, *, kinds: Sequence[str] = (), start: int = 0) -> int:
-        """The seq from which ``entries(kinds=kinds, start=...)`` yields exactly the last
-        ``count`` of ``entries(kinds=kinds, start=start)`` (``start`` when there are fewer).
-
-        Walks seqs backwards from the head (the ``(kind, seq)`` index, or the table's own
-        order), reading ``count`` seqs and no body: bounded by ``count``, not by the ledger."""
-        if count <= 0:
-            return max(self.size(), start)  # nothing: a start past the head
-        if not INT_MIN <= start <= INT_MAX:
-            return start
-        wanted = sorted(set(kinds))
-        streams: list[Iterator[tuple[int]]]
-        if not wanted:
-            streams = [
-                _rows(
-                    self._conn.cursor(),
-                    "SELECT seq FROM entries WHERE seq >= ? ORDER BY seq DESC",
-                    (start,),
-                )
-            ]
-        else:
-            streams = [
-                _rows(
-                    self._conn.cursor(),
-                    "SELECT seq FROM entries WHERE kind = ? AND seq >= ? ORDER BY seq DESC",
-                    (kind, start),
-                )
-                for kind in wanted
-            ]
-        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, reverse=True)
-        found = start
-        for index, (seq,) in enumerate(merged):
-            found = seq
-            if index + 1 == count:
-                break
-        else:
-            return start  # fewer than ``count``: all of them
-        return int(found)
-
-    def select_entries(
-        self,
-        *,
-        kinds: Sequence[str] = (),
-        since: int = 0,
-        tail: int | None = None,
-        limit: int | None = None,
-    ) -> Iterator[Entry]:
-        """What ``ledger log`` reads: the entries of ``kinds`` (each known, else ``bad-kind``;
-        none: every kind) from seq ``since`` on, of those the last ``tail``, of those the first
-        ``limit``; streamed in seq order, in constant memory.
-
-        The kinds are checked here, before the first entry is read, so a typo is a refusal and
-        not an empty listing."""
-        wanted = check_kinds(kinds)
-        for name, value in (("since", since), ("tail", tail), ("limit", limit)):
-            if value is not None and value < 0:
-                raise UsageError("usage-error", f"--{name} must be 0 or more, not {value}")
-        return self._selected(wanted, since, tail, limit)
-
-    def _selected(
-        self, kinds: tuple[str, ...], since: int, tail: int | None, limit: int | None
-    ) -> Iterator[Entry]:
-        if tail == 0 or limit == 0:
-            return
-        start = since
-        if tail is not None:
-            start = self.tail_start(tail, kinds=kinds, start=since)
-            # Two statements, two read snapshots: what a writer appended in between is not
-            # part of the last ``tail`` this found.
-            limit = tail if limit is None else min(limit, tail)
-        for count, entry in enumerate(self.entries(kinds=kinds, start=start), 1):
-            yield entry
-            if count == limit:
-                return
-
-    def raw_entries(self, start: int = 0) -> Iterator[tuple[int, str, str, str, bytes]]:
-        """Rows as stored (seq, prev_hash, entry_hash, kind, body), unchecked: for the audit."""
-        yield from self._conn.execute(
-            "SELECT seq, prev_hash, entry_hash, kind, body FROM entries WHERE seq >= ?"
-            " ORDER BY seq",
-            (start,),
-        )
-
-    def get_object(self, digest: str) -> StoredObject | None:
-        """The object at ``digest``; None when absent or its body is not stored as bytes.
-
-        The ledger only writes BLOBs; another storage class means the file was edited, which
-        the audit reports (object-digest-mismatch). Readers must not guess at the bytes.
-        """
-        row = self._conn.execute(
-            "SELECT digest, sha256, media_type, size, body FROM objects WHERE digest = ?",
-            (digest,),
-        ).fetchone()
-        if row is None or not isinstance(row[4], bytes):
-            return None
-        return StoredObject(row[0], row[1], row[2], row[3], row[4])
-
-    def has_object(self, digest: str) -> bool:
-        row = self._conn.execute("SELECT 1 FROM objects WHERE digest = ?", (digest,)).fetchone()
-        return row is not None
-
-    def tree_nodes(self, keys: Sequence[tuple[int, int]]) -> list[bytes]:
-        """Stored perfect-subtree hashes by (level, index), in key order (rule 5).
-
-        KeyError (with the key) when one is missing: no row holds it, or that row's ``nodes``
-        is not stored as bytes or too short to reach its level. Rows are read in batches.
-        """
-        seqs = {((index + 1) << level) - 1 for level, index in keys if level >= 0 and index >= 0}
-        wanted = sorted(seq for seq in seqs if seq <= INT_MAX)
-        blobs: dict[int, object] = {}
-        for start in range(0, len(wanted), _NODE_READ_CHUNK):
-            chunk = wanted[start : start + _NODE_READ_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            blobs.update(
-                self._conn.execute(f"SELECT seq, nodes FROM entries WHERE seq IN ({marks})", chunk)
-            )
-        out: list[bytes] = []
-        for key in keys:
-            level, index = key
-            blob = blobs.get(((index + 1) << level) - 1) if level >= 0 and index >= 0 else None
-            end = 32 * (level + 1)
-            if not isinstance(blob, bytes) or len(blob) < end:
-                raise KeyError(key)
-            out.append(blob[end - 32 : end])
-        return out
-
-    # -- the derived commitment state (its fold is ``ledger.state``) --------------------------
-
-    def derived_db(self) -> sqlite3.Connection:
-        """This ledger's connection, for ``ledger.state``'s derived tables (``STATE_SCHEMA``)
-        only: the entries and objects are read and written through the methods here."""
-        return self._conn
-
-    def now(self) -> str:
-        """The ledger clock's time, checked as a Writer checks it (one reading)."""
-        return _check_clock(self._clock())
-
-    # -- writing -----------------------------------------------------------------------------
-
-    @contextmanager
-    def writer(self, *, at: str | None = None) -> Iterator[Writer]:
-        """One write transaction (``BEGIN IMMEDIATE``): all of it is stored, or none of it.
-
-        ``at``: the time its entries record (instead of reading the clock now), still never
-        before the head's; ``verify`` reads the clock once before judging (operations rule 8)."""
-        writer = self._begin(at)
-        try:
-            yield writer
-            self._cursor.execute("COMMIT")
-        except BaseException as exc:
-            failure = self._failed(exc)
-            if failure is exc:
-                raise
-            raise failure from None
-        self._tip = writer._kept_tip()
-        self._committed()
-
-    def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
-        """Append one entry in its own transaction."""
-        # ``writer()`` written out: the hot path, where a generator-based context is measurable.
-        writer = self._begin()
-        try:
-            entry = writer.append(kind, payload, refs)
-            self._cursor.execute("COMMIT")
-        except BaseException as exc:
-            failure = self._failed(exc)
-            if failure is exc:
-                raise
-            raise failure from None
-        self._tip = writer._kept_tip()
-        self._committed()
-        return entry
 
     def _committed(self) -> None:
         """SQLite's automatic checkpoint is off (``_connect``): it would rewrite the main file
@@ -675,178 +430,30 @@ class Ledger:
         except sqlite3.DatabaseError:
             pass  # only an optimisation: a busy or failed checkpoint is retried later
 
-    def _failed(self, exc: BaseException) -> BaseException:
-        """Roll back; what to raise for ``exc`` (a database error becomes a stable refusal)."""
-        self._rollback()
+    def _store_error(self, exc: BaseException) -> LedgerError | None:
         if isinstance(exc, sqlite3.DatabaseError):
             return _db_error(self.path, exc, self.busy_timeout_ms)
-        return exc
+        return None
 
-    def _begin(self, at: str | None = None) -> Writer:
-        """``BEGIN IMMEDIATE`` and a Writer on the head as of that lock; rolls back on error."""
-        if self.read_only:
-            raise StoreError(
-                "ledger-read-only",
-                f"{self.path} was opened read-only (Ledger.open_read_only); open it with"
-                " Ledger.open to write",
-            )
-        # Taken before the lock: whatever happens next, only a successful COMMIT puts it back.
-        tip, self._tip = self._tip, None
+    def _start_write(self) -> None:
+        """``BEGIN IMMEDIATE``: SQLite's one write lock, waited for up to the busy timeout."""
         try:
             self._cursor.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise _db_error(self.path, exc, self.busy_timeout_ms) from None
-        try:
-            return Writer(self, tip, at=at)
-        except BaseException as exc:
-            self._rollback()
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise _db_error(self.path, exc, self.busy_timeout_ms) from None
-            raise
+
+    def _commit(self) -> None:
+        self._cursor.execute("COMMIT")
+
+    def _data_version(self) -> int:
+        return int(self._cursor.execute("PRAGMA data_version").fetchone()[0])
+
+    def create_state_tables(self) -> None:
+        create_state_tables(self._conn)
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
-
-    def _read_tip(self, data_version: int) -> _Tip:
-        """The head and the tree's right edge as stored (inside the write transaction)."""
-        row = self._conn.execute(_HEAD_ROW).fetchone()
-        if row is None:
-            return _Tip(data_version, -1, GENESIS_PREV, None, merkle.CompactRange())
-        seq, hash_, body = row
-        head_time = _row_entry(seq, hash_, body).body.time
-        edge = merkle.CompactRange.from_source(seq + 1, _StoredNodes(self))
-        return _Tip(data_version, seq, hash_, head_time, edge)
-
-
-class _Tip:
-    """The head (seq, hash, time) and the Merkle right edge of the tree it ends.
-
-    ``data_version`` is the connection's ``PRAGMA data_version`` when they were read: the value
-    changes iff another connection has committed since, so an unchanged value inside a later
-    write transaction (which holds the lock) proves they are still the file's head and edge.
-    """
-
-    __slots__ = ("data_version", "edge", "hash", "seq", "time")
-
-    def __init__(
-        self, data_version: int, seq: int, hash_: str, time: str | None, edge: merkle.CompactRange
-    ) -> None:
-        self.data_version = data_version
-        self.seq = seq  # -1 for an empty ledger
-        self.hash = hash_
-        self.time = time  # None for an empty ledger
-        self.edge = edge
-
-
-class _StoredNodes:
-    """The stored tree as a ``merkle.NodeSource``."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        self._ledger = ledger
-
-    def get_nodes(self, keys: Sequence[tuple[int, int]]) -> Sequence[bytes]:
-        return self._ledger.tree_nodes(keys)
-
-
-class Writer:
-    """Writes inside one ``BEGIN IMMEDIATE`` transaction. Obtain from ``Ledger.writer()``."""
-
-    def __init__(self, ledger: Ledger, tip: _Tip | None = None, *, at: str | None = None) -> None:
-        self._ledger = ledger
-        self._conn = ledger._conn
-        self._cursor = cursor = ledger._cursor
-        # Read under the write lock: a tip another connection has moved past is never used.
-        version = cursor.execute("PRAGMA data_version").fetchone()[0]
-        if tip is None or tip.data_version != version:
-            tip = ledger._read_tip(version)
-        self._tip = tip
-        self._tip_exact = True  # False once an append failed half-way (see ``append``)
-        self._tip_reread = False  # True while the edge may hold a leaf that has no row
-        self._stored: set[str] = set()  # addresses written in this transaction
-        # Called with each entry this Writer appends, in the same transaction (the derived
-        # commitment state of ``ledger.state`` keeps itself current through it).
-        self.on_append: Callable[[Entry], None] | None = None
-        # The clock is read once per transaction: every entry of one write shares its time.
-        clock_time = _check_clock(ledger._clock()) if at is None else _check_clock(at)
-        self.time = later_time(clock_time, tip.time)
-
-    @property
-    def ledger(self) -> Ledger:
-        return self._ledger
-
-    def put_object(self, data: bytes, media_type: str) -> str:
-        """Store bytes once; return their address. The address is computed here."""
-        if len(data) > MAX_OBJECT_BYTES:
-            raise UsageError("object-too-large", f"object of {len(data)} bytes exceeds the limit")
-        digest = blake3_address(data)
-        if digest in self._stored:
-            return digest
-        self._stored.add(digest)
-        self._conn.execute(
-            "INSERT INTO objects (digest, sha256, media_type, size, body)"
-            " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM objects WHERE digest = ?)",
-            (digest, sha256_hex_digest(data), media_type, len(data), data, digest),
-        )
-        return digest
-
-    def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
-        refs = tuple(refs)
-        for ref in refs:
-            if ref not in self._stored and not self._ledger.has_object(ref):
-                raise UsageError("object-missing", f"entry references {ref}, which is not stored")
-        if self._tip_reread:
-            # The last append failed after moving the edge (its INSERT is undone as a whole):
-            # the head and edge are read again, as this transaction sees them, before any use.
-            self._tip = self._ledger._read_tip(self._tip.data_version)
-            self._tip_reread = False
-        tip = self._tip
-        seq = tip.seq + 1
-        prev = tip.hash
-        time = self.time
-        ordered = sorted(set(refs))
-        fields = dict(payload)
-        # Built from the values just encoded rather than by decoding ``body`` again: the body is
-        # their canonical form, so it decodes to equal values (nested payload objects are the
-        # caller's own, not copies). Signed (format 2) when the ledger was opened with a signer.
-        body, decoded = build_body(
-            seq=seq,
-            prev=prev,
-            kind=kind,
-            time=time,
-            refs=ordered,
-            payload=fields,
-            signer=self._ledger.signer,
-        )
-        hash_ = entry_hash(body)
-        try:
-            # Leaf ``seq`` completes one perfect subtree per trailing 1-bit of ``seq``: the leaf
-            # is level 0, each parent one level up, all stored in row ``seq`` (rule 5).
-            nodes = b"".join(tip.edge.push(merkle.leaf_hash(body)))
-            self._cursor.execute(_INSERT_ENTRY, (seq, prev, hash_, kind, body, nodes))
-        except BaseException:
-            # The edge may have moved without its row: a later append in this transaction reads
-            # it again, and it is never kept past the transaction (the caller may commit rows
-            # this object cannot vouch for, or roll back).
-            self._tip_exact = False
-            self._tip_reread = True
-            raise
-        tip.seq, tip.hash, tip.time = seq, hash_, time
-        entry = Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
-        if self.on_append is not None:
-            try:
-                self.on_append(entry)
-            except BaseException:
-                # A failing hook fails the append (the row stays until the caller's transaction
-                # rolls back): like a failed INSERT, the head is read again before any reuse.
-                self._tip_exact = False
-                self._tip_reread = True
-                raise
-        return entry
-
-    def _kept_tip(self) -> _Tip | None:
-        """The tip to keep once this transaction has committed; None when it may be off."""
-        return self._tip if self._tip_exact else None
 
 
 # -- the derived commitment state's tables -------------------------------------------------
@@ -856,16 +463,6 @@ class Writer:
 # so a write looks its state up by key instead of re-reading the history. Created by the first
 # write of a ledger that lacks them (a store format 2 file from before them, an import); not
 # in ``SCHEMA``, so a file made from ``SCHEMA`` (an export's) has none; checked by the audit.
-STATE_TABLES: Final = (
-    "state_meta",
-    "state_cohorts",
-    "state_tasks",
-    "state_work_units",
-    "state_exposed",
-    "state_exposed_ids",
-    "state_observed",
-    "state_calibration",
-)
 STATE_SCHEMA: Final = """
 CREATE TABLE state_meta (
     id      INTEGER PRIMARY KEY CHECK (id = 0),
@@ -907,11 +504,6 @@ CREATE TABLE state_calibration (
 ) WITHOUT ROWID;
 INSERT INTO state_meta (id, through) VALUES (0, -1);
 """
-
-
-def state_tables_present(conn: sqlite3.Connection) -> bool:
-    """Whether this file has the derived state's tables."""
-    return set(STATE_TABLES) <= _table_names(conn)
 
 
 def create_state_tables(conn: sqlite3.Connection) -> None:
@@ -974,18 +566,14 @@ def _check_ledger_path(path: Path, *, must_exist: bool) -> None:
         raise StoreError("ledger-unreadable", f"cannot read {path}: permission denied")
 
 
-def _check_clock(clock_time: str) -> str:
-    # A library caller's clock is checked as LEDGER_TIME is: a bogus time, once written, would
-    # pin every later entry to it (times never go backwards).
-    if not isinstance(clock_time, str) or not valid_time(clock_time):
-        raise UsageError("bad-time", f"the clock gave {clock_time!r}, not a real UTC time")
-    return clock_time
-
-
-def _connect(path: Path, timeout: int) -> sqlite3.Connection:
+def _connect(path: Path, timeout: int) -> _Connection:
     try:
         conn = sqlite3.connect(
-            str(path), isolation_level=None, timeout=timeout / 1000, check_same_thread=True
+            str(path),
+            isolation_level=None,
+            timeout=timeout / 1000,
+            check_same_thread=True,
+            factory=_Connection,
         )
         # A TEXT column holding invalid UTF-8 (a tampered file) must not crash a reader; the
         # replacement characters then fail every comparison, so the audit reports the row.
@@ -1000,9 +588,7 @@ def _connect(path: Path, timeout: int) -> sqlite3.Connection:
     return conn
 
 
-def _connect_read_only(
-    path: Path, file: _OpenFile, timeout: int
-) -> tuple[sqlite3.Connection, bool]:
+def _connect_read_only(path: Path, file: _OpenFile, timeout: int) -> tuple[_Connection, bool]:
     """A connection that reads ``path`` and writes nothing, anywhere (rule 7), and whether it
     keeps the readers' lock (it is immutable: the caller releases the lock after closing it)."""
     file.lock_for_reading(time.monotonic() + timeout / 1000, path, timeout)
@@ -1022,7 +608,7 @@ def _connect_read_only(
     return conn, immutable
 
 
-def _open_read_only(path: Path, timeout: int, *, immutable: bool) -> sqlite3.Connection:
+def _open_read_only(path: Path, timeout: int, *, immutable: bool) -> _Connection:
     flags = "mode=ro&immutable=1" if immutable else "mode=ro"
     try:
         conn = sqlite3.connect(
@@ -1031,6 +617,7 @@ def _open_read_only(path: Path, timeout: int, *, immutable: bool) -> sqlite3.Con
             isolation_level=None,
             timeout=timeout / 1000,
             check_same_thread=True,
+            factory=_Connection,
         )
     except sqlite3.DatabaseError as exc:
         raise _db_error(path, exc, timeout) from None

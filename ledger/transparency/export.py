@@ -25,7 +25,8 @@ import msgspec
 
 from ledger.errors import StoreError, UsageError
 from ledger.format.entries import Entry, check_body_depth
-from ledger.store.sqlite import MAX_OBJECT_BYTES, SCHEMA, Ledger, _split_sql
+from ledger.store.base import Store
+from ledger.store.sqlite import MAX_OBJECT_BYTES, SCHEMA, Ledger, _Connection, _split_sql
 from ledger.transparency import merkle
 from ledger.transparency.proofs import b64, checkpoint
 from verifiers.jsonread import INT_MAX, read_json
@@ -66,7 +67,7 @@ _PUBLIC_REFERENCES: Final = {
 _READ_KINDS: Final = (*_PUBLIC_REFERENCES, "bundle.observed", "verification.recorded")
 
 
-def hidden_task_objects(ledger: Ledger) -> set[str]:
+def hidden_task_objects(ledger: Store) -> set[str]:
     """Addresses named by a hidden-task reference: what ``export --public`` withholds, and
     exactly what an audit of an export accepts as withheld (LEDGER.md section 7).
 
@@ -147,7 +148,7 @@ def _check_stored(what: str, texts: tuple[object, ...], body: object, size: obje
 
 
 def export(
-    ledger: Ledger,
+    ledger: Store,
     out: IO[str],
     *,
     public: bool = False,
@@ -325,7 +326,7 @@ def open_export(path: Path) -> ExportLedger:
     """Load an export into a private in-memory ledger (no triggers: a tampered export must load
     so the audit can say what is wrong with it). Each entry's Merkle nodes (``entries.nodes``,
     store rule 5) are recomputed from the bodies; the export itself carries none."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn = sqlite3.connect(":memory:", isolation_level=None, factory=_Connection)
     for statement in _split_sql(SCHEMA):
         if not statement.startswith("CREATE TRIGGER"):
             conn.execute(statement)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.errors import LedgerError, StoreError, UsageError
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store as Ledger
 from ledger.transparency import merkle
 from ledger.transparency.notes import Checkpoint, format_checkpoint, sign_checkpoint
 

@@ -40,7 +40,7 @@ from cryptography import x509
 
 from ledger.errors import LedgerError, UsageError
 from ledger.format.payloads import MAX_TIMESTAMPS, Timestamped
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store as Ledger
 from ledger.transparency import merkle
 from ledger.transparency.notes import Checkpoint, sign_checkpoint
 from ledger.transparency.proofs import LedgerNodes, checkpoint

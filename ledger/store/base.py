@@ -1,0 +1,743 @@
+"""The store interface both backends implement, and what they share (LEDGER.md section 2,
+"The store interface").
+
+A store is objects by address and entries with their Merkle nodes, appended under one writer at
+a time. ``Store`` holds everything that is the same on every backend: the reads (written once,
+in SQL both SQLite and PostgreSQL run, with ``?`` placeholders), the write transaction and the
+``Writer`` that builds every entry body (``ledger.format.entries.build_body``) and its Merkle
+nodes. A backend (``ledger.store.sqlite``, ``ledger.store.postgres``) supplies the connection
+(a ``Db``), opening and creating, the write lock, the snapshot, and the mapping of its errors to
+stable refusal codes.
+
+Code outside the store that runs SQL itself (the derived state, the audit, the export) runs it
+on the ``Db`` a store hands out (``snapshot()``, ``derived_db()``): one DB-API shape, one
+placeholder style, SQL both engines accept (``INSERT ... ON CONFLICT``, no ``PRAGMA``), and the
+few engine-specific questions asked through ``Db`` methods (``table_names``,
+``integrity_problems``, ``main_file``), so the rules and the audit do not know which store they
+run on.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import re
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import msgspec
+
+from ledger.errors import LedgerError, StoreError, UsageError
+from ledger.format.entries import (
+    GENESIS_PREV,
+    Clock,
+    Entry,
+    EntrySigner,
+    build_body,
+    check_kinds,
+    decode_body,
+    entry_hash,
+    later_time,
+    valid_time,
+)
+from ledger.settings import BUSY_TIMEOUT_MS
+from ledger.transparency import merkle
+from verifiers.canonical import INT_MAX, INT_MIN, blake3_address, sha256_hex_digest
+
+MAX_OBJECT_BYTES: Final = 256 * 1024 * 1024
+
+_INSERT_ENTRY: Final = (
+    "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body, nodes) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_NODE_READ_CHUNK: Final = 400  # seqs per query in ``tree_nodes``
+_HEAD_ROW: Final = "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
+
+STATE_TABLES: Final = (
+    "state_meta",
+    "state_cohorts",
+    "state_tasks",
+    "state_work_units",
+    "state_exposed",
+    "state_exposed_ids",
+    "state_observed",
+    "state_calibration",
+)
+
+
+# ``pathlib`` folds ``//`` into ``/``: a URL that went through a Path (the CLI's ``--db`` is a
+# Path) is recognised by its scheme and one or more slashes.
+_URL: Final = re.compile(r"\Apostgres(?:ql)?:/+(?P<rest>.*)\Z", re.DOTALL)
+
+
+def postgres_url(db: str | os.PathLike[str]) -> str | None:
+    """The ``postgresql://`` URL ``db`` names, or None when it names a SQLite file."""
+    match = _URL.match(os.fspath(db))
+    return None if match is None else "postgresql://" + match.group("rest")
+
+
+def display_name(db: str | os.PathLike[str]) -> str:
+    """How messages name ``db``: the path, or the URL with any password masked."""
+    url = postgres_url(db)
+    if url is None:
+        return os.fspath(db)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rsplit("@", 1)[1]
+        return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    except ValueError:
+        return "postgresql://..."
+
+
+class DbCursor(Protocol):
+    """What a cursor answers (sqlite3's and the PostgreSQL adapter's)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Executes(Protocol):
+    """What runs one statement: a ``Db`` or one of its cursors."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> DbCursor: ...
+
+
+class Db(Protocol):
+    """A store's connection as the code above the store sees it: DB-API ``execute`` with ``?``
+    placeholders, ``scan`` for a long result read in order without holding it all (SQLite:
+    ``execute``; PostgreSQL: a server-side cursor), and the engine's own answers."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> DbCursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> DbCursor: ...
+
+    def scan(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[Any]: ...
+
+    def table_names(self) -> set[str]:
+        """The names of the store's own tables."""
+        ...
+
+    def integrity_problems(self) -> list[str]:
+        """The engine's own structural check: ``["ok"]``, else up to 20 problems."""
+        ...
+
+    def main_file(self) -> str:
+        """The file a second process can open read-only for the same rows; "" when none."""
+        ...
+
+
+class StoredObject:
+    """An object row. ``body`` is the exact stored bytes."""
+
+    __slots__ = ("body", "digest", "media_type", "sha256", "size")
+
+    def __init__(self, digest: str, sha256: str, media_type: str, size: int, body: bytes) -> None:
+        self.digest = digest
+        self.sha256 = sha256
+        self.media_type = media_type
+        self.size = size
+        self.body = body
+
+
+def _seq_of(row: tuple[int, str, bytes]) -> int:
+    return row[0]
+
+
+def _rows(db: Db, sql: str, args: tuple[Any, ...]) -> Iterator[Any]:
+    """A scan's rows through a generator: ``heapq.merge`` closes what it delegates to when it
+    is dropped, and ``Cursor.close`` raises once the ledger is closed; a generator's does not.
+    (Not ``yield from`` the scan itself: that would pass the close on to a sqlite3 cursor.)"""
+    rows = db.scan(sql, args)
+    yield from iter(lambda: next(rows, None), None)
+
+
+def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
+    # A row the ledger did not write (tampered file) must fail closed, never as a traceback.
+    if not isinstance(body, bytes):
+        raise StoreError(
+            "entry-malformed",
+            f"entry {seq} body is stored as {type(body).__name__}, not bytes; run `ledger audit`",
+        )
+    if not isinstance(hash_, str):
+        raise StoreError(
+            "entry-malformed",
+            f"entry {seq} hash is stored as {type(hash_).__name__}, not text; run `ledger audit`",
+        )
+    try:
+        decoded = decode_body(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise StoreError(
+            "entry-malformed", f"entry {seq} is not a well-formed entry ({exc}); run `ledger audit`"
+        ) from None
+    return Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
+
+
+class Store:
+    """An open ledger, on either backend. One per command; not shared between threads.
+
+    A backend subclass sets ``_conn`` (its ``Db``) and implements the hooks below; everything
+    else is shared, so both backends read and write the same rows with the same meaning."""
+
+    path: Path | str  # the file, or the PostgreSQL URL without its password: for messages
+
+    def __init__(
+        self,
+        path: Path | str,
+        conn: Db,
+        *,
+        clock: Clock,
+        read_only: bool = False,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        signer: EntrySigner | None = None,
+    ) -> None:
+        self.path = path
+        self.signer = signer  # signs every entry this connection appends (format 2), if given
+        # What ``ledger.store.opening.open_store`` opens again (a worker process of a batch).
+        self.db_target = str(path)
+        self._conn = conn
+        self._clock = clock
+        self.busy_timeout_ms = busy_timeout_ms  # the wait for the lock this connection uses
+        self.read_only = read_only
+        # What this connection last committed (see ``_Tip``). A write transaction takes it, and
+        # only a successful commit puts it back: a rollback or an error leaves None (re-read).
+        self._tip: _Tip | None = None
+        self._cursor: Executes = conn  # the write path's statements
+
+    # -- what a backend implements -------------------------------------------------------------
+
+    backend: str = ""  # "sqlite" or "postgresql"
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> AbstractContextManager[Db]:
+        """One consistent read transaction; ``scratch`` names temporary tables (name -> column
+        definitions) the reader fills and queries in it, created empty and dropped after."""
+        raise NotImplementedError
+
+    def _start_write(self) -> None:
+        """Begin the write transaction and take the one write lock (``ledger-busy`` past the
+        busy timeout)."""
+        raise NotImplementedError
+
+    def _commit(self) -> None:
+        raise NotImplementedError
+
+    def _rollback(self) -> None:
+        raise NotImplementedError
+
+    def _store_error(self, exc: BaseException) -> LedgerError | None:
+        """The refusal for a database error of this backend; None for any other exception."""
+        raise NotImplementedError
+
+    def _data_version(self) -> int:
+        """Under the write lock: a value that is unchanged iff no other connection has
+        committed since it was last read (a backend that cannot tell returns a new value)."""
+        raise NotImplementedError
+
+    def _committed(self) -> None:
+        """After each successful commit (SQLite: its periodic checkpoint)."""
+
+    def create_state_tables(self) -> None:
+        """Create the derived state's tables (``STATE_TABLES``), empty, in the backend's DDL
+        (inside the caller's write transaction)."""
+        raise NotImplementedError
+
+    def state_tables_present(self) -> bool:
+        """Whether this store has the derived state's tables."""
+        return set(STATE_TABLES) <= self._conn.table_names()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def size(self) -> int:
+        row = self._conn.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM entries").fetchone()
+        return int(row[0])
+
+    def count_kind(self, kind: str) -> int:
+        """How many entries of ``kind`` (by the kind index: the audit's ``auto`` decisions)."""
+        row = self._conn.execute("SELECT count(*) FROM entries WHERE kind = ?", (kind,)).fetchone()
+        return int(row[0])
+
+    def origin(self) -> str:
+        genesis = self.entry(0)
+        if genesis is None:
+            raise StoreError("not-a-ledger", f"{self.path} has no genesis entry")
+        return str(genesis.payload.get("origin", ""))
+
+    def head(self) -> Entry | None:
+        row = self._conn.execute(_HEAD_ROW).fetchone()
+        return None if row is None else _row_entry(row[0], row[1], row[2])
+
+    def entry(self, seq: int) -> Entry | None:
+        if not INT_MIN <= seq <= INT_MAX:  # SQLite integers are 64-bit; no such entry
+            return None
+        row = self._conn.execute(
+            "SELECT seq, entry_hash, body FROM entries WHERE seq = ?", (seq,)
+        ).fetchone()
+        return None if row is None else _row_entry(row[0], row[1], row[2])
+
+    def entry_by_hash(self, hash_: str) -> Entry | None:
+        row = self._conn.execute(
+            "SELECT seq, entry_hash, body FROM entries WHERE entry_hash = ?", (hash_,)
+        ).fetchone()
+        return None if row is None else _row_entry(row[0], row[1], row[2])
+
+    def entries_by_hash_prefix(self, prefix: str, limit: int) -> list[Entry]:
+        """At most ``limit`` entries whose hash starts with ``prefix``, in hash order: a range
+        on the unique hash index (``show`` of a short hash), never a scan."""
+        rows = self._conn.execute(
+            "SELECT seq, entry_hash, body FROM entries WHERE entry_hash >= ? AND entry_hash < ?"
+            " ORDER BY entry_hash LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        ).fetchall()
+        return [_row_entry(seq, hash_, body) for seq, hash_, body in rows]
+
+    def object_digests_by_prefix(self, prefix: str, limit: int) -> list[str]:
+        """At most ``limit`` object addresses starting with ``prefix`` (a range on the key)."""
+        rows = self._conn.execute(
+            "SELECT digest FROM objects WHERE digest >= ? AND digest < ? ORDER BY digest LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        ).fetchall()
+        return [row[0] for row in rows if isinstance(row[0], str)]
+
+    def entries(self, *, kinds: Sequence[str] = (), start: int = 0) -> Iterator[Entry]:
+        """Entries from seq ``start`` on in seq order (optionally of the given kinds), streamed
+        from cursors: constant memory, the first entry without reading the rest.
+
+        Several kinds are one cursor per kind over the ``(kind, seq)`` index, merged by seq:
+        ``kind IN (...) ORDER BY seq`` would make SQLite sort every matching row (bodies
+        included) in a temporary B-tree before it returns the first."""
+        if not INT_MIN <= start <= INT_MAX:
+            return
+        wanted = sorted(set(kinds))
+        rows: Iterable[tuple[int, str, bytes]]
+        if not wanted:
+            rows = self._conn.scan(
+                "SELECT seq, entry_hash, body FROM entries WHERE seq >= ? ORDER BY seq", (start,)
+            )
+        elif len(wanted) == 1:
+            rows = self._kind_rows(wanted[0], start)
+        else:
+            rows = heapq.merge(*(self._kind_rows(k, start) for k in wanted), key=_seq_of)
+        for seq, hash_, body in rows:
+            yield _row_entry(seq, hash_, body)
+
+    def _kind_rows(self, kind: str, start: int) -> Iterator[tuple[int, str, bytes]]:
+        return _rows(
+            self._conn,  # a cursor of its own: several are read at once when merging
+            "SELECT seq, entry_hash, body FROM entries WHERE kind = ? AND seq >= ? ORDER BY seq",
+            (kind, start),
+        )
+
+    def tail_start(self, count: int, *, kinds: Sequence[str] = (), start: int = 0) -> int:
+        """The seq from which ``entries(kinds=kinds, start=...)`` yields exactly the last
+        ``count`` of ``entries(kinds=kinds, start=start)`` (``start`` when there are fewer).
+
+        Walks seqs backwards from the head (the ``(kind, seq)`` index, or the table's own
+        order), reading ``count`` seqs and no body: bounded by ``count``, not by the ledger."""
+        if count <= 0:
+            return max(self.size(), start)  # nothing: a start past the head
+        if not INT_MIN <= start <= INT_MAX:
+            return start
+        wanted = sorted(set(kinds))
+        streams: list[Iterator[tuple[int]]]
+        if not wanted:
+            streams = [
+                _rows(
+                    self._conn,
+                    "SELECT seq FROM entries WHERE seq >= ? ORDER BY seq DESC",
+                    (start,),
+                )
+            ]
+        else:
+            streams = [
+                _rows(
+                    self._conn,
+                    "SELECT seq FROM entries WHERE kind = ? AND seq >= ? ORDER BY seq DESC",
+                    (kind, start),
+                )
+                for kind in wanted
+            ]
+        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, reverse=True)
+        found = start
+        for index, (seq,) in enumerate(merged):
+            found = seq
+            if index + 1 == count:
+                break
+        else:
+            return start  # fewer than ``count``: all of them
+        return int(found)
+
+    def select_entries(
+        self,
+        *,
+        kinds: Sequence[str] = (),
+        since: int = 0,
+        tail: int | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Entry]:
+        """What ``ledger log`` reads: the entries of ``kinds`` (each known, else ``bad-kind``;
+        none: every kind) from seq ``since`` on, of those the last ``tail``, of those the first
+        ``limit``; streamed in seq order, in constant memory.
+
+        The kinds are checked here, before the first entry is read, so a typo is a refusal and
+        not an empty listing."""
+        wanted = check_kinds(kinds)
+        for name, value in (("since", since), ("tail", tail), ("limit", limit)):
+            if value is not None and value < 0:
+                raise UsageError("usage-error", f"--{name} must be 0 or more, not {value}")
+        return self._selected(wanted, since, tail, limit)
+
+    def _selected(
+        self, kinds: tuple[str, ...], since: int, tail: int | None, limit: int | None
+    ) -> Iterator[Entry]:
+        if tail == 0 or limit == 0:
+            return
+        start = since
+        if tail is not None:
+            start = self.tail_start(tail, kinds=kinds, start=since)
+            # Two statements, two read snapshots: what a writer appended in between is not
+            # part of the last ``tail`` this found.
+            limit = tail if limit is None else min(limit, tail)
+        for count, entry in enumerate(self.entries(kinds=kinds, start=start), 1):
+            yield entry
+            if count == limit:
+                return
+
+    def stored_rows(self, start: int = 0) -> Iterator[tuple[Any, ...]]:
+        """Rows as stored with their nodes (seq, prev_hash, entry_hash, kind, body, nodes),
+        unchecked, in seq order: for ``ledger copy``, which checks each."""
+        yield from self._conn.scan(
+            "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries WHERE seq >= ?"
+            " ORDER BY seq",
+            (start,),
+        )
+
+    def stored_objects(self) -> Iterator[tuple[Any, ...]]:
+        """Object rows as stored (digest, sha256, media_type, size, body), by digest."""
+        yield from self._conn.scan(
+            "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest"
+        )
+
+    def raw_entries(self, start: int = 0) -> Iterator[tuple[int, str, str, str, bytes]]:
+        """Rows as stored (seq, prev_hash, entry_hash, kind, body), unchecked: for the audit."""
+        yield from self._conn.scan(
+            "SELECT seq, prev_hash, entry_hash, kind, body FROM entries WHERE seq >= ?"
+            " ORDER BY seq",
+            (start,),
+        )
+
+    def get_object(self, digest: str) -> StoredObject | None:
+        """The object at ``digest``; None when absent or its body is not stored as bytes.
+
+        The ledger only writes BLOBs; another storage class means the file was edited, which
+        the audit reports (object-digest-mismatch). Readers must not guess at the bytes.
+        """
+        row = self._conn.execute(
+            "SELECT digest, sha256, media_type, size, body FROM objects WHERE digest = ?",
+            (digest,),
+        ).fetchone()
+        if row is None or not isinstance(row[4], bytes):
+            return None
+        return StoredObject(row[0], row[1], row[2], row[3], row[4])
+
+    def has_object(self, digest: str) -> bool:
+        row = self._conn.execute("SELECT 1 FROM objects WHERE digest = ?", (digest,)).fetchone()
+        return row is not None
+
+    def tree_nodes(self, keys: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Stored perfect-subtree hashes by (level, index), in key order (rule 5).
+
+        KeyError (with the key) when one is missing: no row holds it, or that row's ``nodes``
+        is not stored as bytes or too short to reach its level. Rows are read in batches.
+        """
+        seqs = {((index + 1) << level) - 1 for level, index in keys if level >= 0 and index >= 0}
+        wanted = sorted(seq for seq in seqs if seq <= INT_MAX)
+        blobs: dict[int, object] = {}
+        for start in range(0, len(wanted), _NODE_READ_CHUNK):
+            chunk = wanted[start : start + _NODE_READ_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            blobs.update(
+                self._conn.execute(f"SELECT seq, nodes FROM entries WHERE seq IN ({marks})", chunk)
+            )
+        out: list[bytes] = []
+        for key in keys:
+            level, index = key
+            blob = blobs.get(((index + 1) << level) - 1) if level >= 0 and index >= 0 else None
+            end = 32 * (level + 1)
+            if not isinstance(blob, bytes) or len(blob) < end:
+                raise KeyError(key)
+            out.append(blob[end - 32 : end])
+        return out
+
+    # -- the derived commitment state (its fold is ``ledger.state``) --------------------------
+
+    def derived_db(self) -> Db:
+        """This ledger's connection, for ``ledger.state``'s derived tables (``STATE_SCHEMA``)
+        only: the entries and objects are read and written through the methods here."""
+        return self._conn
+
+    def now(self) -> str:
+        """The ledger clock's time, checked as a Writer checks it (one reading)."""
+        return _check_clock(self._clock())
+
+    # -- writing -----------------------------------------------------------------------------
+
+    @contextmanager
+    def writer(self, *, at: str | None = None) -> Iterator[Writer]:
+        """One write transaction (under the write lock): all of it is stored, or none of it.
+
+        ``at``: the time its entries record (instead of reading the clock now), still never
+        before the head's; ``verify`` reads the clock once before judging (operations rule 8)."""
+        writer = self._begin(at)
+        try:
+            yield writer
+            self._commit()
+        except BaseException as exc:
+            failure = self._failed(exc)
+            if failure is exc:
+                raise
+            raise failure from None
+        self._tip = writer._kept_tip()
+        self._committed()
+
+    def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
+        """Append one entry in its own transaction."""
+        # ``writer()`` written out: the hot path, where a generator-based context is measurable.
+        writer = self._begin()
+        try:
+            entry = writer.append(kind, payload, refs)
+            self._commit()
+        except BaseException as exc:
+            failure = self._failed(exc)
+            if failure is exc:
+                raise
+            raise failure from None
+        self._tip = writer._kept_tip()
+        self._committed()
+        return entry
+
+    def _failed(self, exc: BaseException) -> BaseException:
+        """Roll back; what to raise for ``exc`` (a database error becomes a stable refusal)."""
+        self._rollback()
+        return self._store_error(exc) or exc
+
+    def _begin(self, at: str | None = None) -> Writer:
+        """The write transaction and a Writer on the head as of that lock; rolls back on error."""
+        if self.read_only:
+            raise StoreError(
+                "ledger-read-only",
+                f"{self.path} was opened read-only (Ledger.open_read_only); open it with"
+                " Ledger.open to write",
+            )
+        # Taken before the lock: whatever happens next, only a successful commit puts it back.
+        tip, self._tip = self._tip, None
+        self._start_write()
+        try:
+            return Writer(self, tip, at=at)
+        except BaseException as exc:
+            self._rollback()
+            failure = self._store_error(exc)
+            if failure is not None:
+                raise failure from None
+            raise
+
+    def _read_tip(self, data_version: int) -> _Tip:
+        """The head and the tree's right edge as stored (inside the write transaction)."""
+        row = self._conn.execute(_HEAD_ROW).fetchone()
+        if row is None:
+            return _Tip(data_version, -1, GENESIS_PREV, None, merkle.CompactRange())
+        seq, hash_, body = row
+        head_time = _row_entry(seq, hash_, body).body.time
+        edge = merkle.CompactRange.from_source(seq + 1, _StoredNodes(self))
+        return _Tip(data_version, seq, hash_, head_time, edge)
+
+
+class _Tip:
+    """The head (seq, hash, time) and the Merkle right edge of the tree it ends.
+
+    ``data_version`` is the backend's ``Store._data_version()`` when they were read (SQLite:
+    ``PRAGMA data_version``, which changes iff another connection has committed since), so an
+    unchanged value inside a later write transaction (which holds the lock) proves they are
+    still the store's head and edge.
+    """
+
+    __slots__ = ("data_version", "edge", "hash", "seq", "time")
+
+    def __init__(
+        self, data_version: int, seq: int, hash_: str, time: str | None, edge: merkle.CompactRange
+    ) -> None:
+        self.data_version = data_version
+        self.seq = seq  # -1 for an empty ledger
+        self.hash = hash_
+        self.time = time  # None for an empty ledger
+        self.edge = edge
+
+
+class _StoredNodes:
+    """The stored tree as a ``merkle.NodeSource``."""
+
+    def __init__(self, ledger: Store) -> None:
+        self._ledger = ledger
+
+    def get_nodes(self, keys: Sequence[tuple[int, int]]) -> Sequence[bytes]:
+        return self._ledger.tree_nodes(keys)
+
+
+class Writer:
+    """Writes inside one write transaction (under the store's write lock). Obtain from
+    ``Store.writer()``: the entry body is built here, once, for every backend."""
+
+    def __init__(self, ledger: Store, tip: _Tip | None = None, *, at: str | None = None) -> None:
+        self._ledger = ledger
+        self._conn = ledger._conn
+        self._cursor = ledger._cursor
+        # Read under the write lock: a tip another connection has moved past is never used.
+        version = ledger._data_version()
+        if tip is None or tip.data_version != version:
+            tip = ledger._read_tip(version)
+        self._tip = tip
+        self._tip_exact = True  # False once an append failed half-way (see ``append``)
+        self._tip_reread = False  # True while the edge may hold a leaf that has no row
+        self._stored: set[str] = set()  # addresses written in this transaction
+        # Called with each entry this Writer appends, in the same transaction (the derived
+        # commitment state of ``ledger.state`` keeps itself current through it).
+        self.on_append: Callable[[Entry], None] | None = None
+        # The clock is read once per transaction: every entry of one write shares its time.
+        clock_time = _check_clock(ledger._clock()) if at is None else _check_clock(at)
+        self.time = later_time(clock_time, tip.time)
+
+    @property
+    def ledger(self) -> Store:
+        return self._ledger
+
+    def put_object(self, data: bytes, media_type: str) -> str:
+        """Store bytes once; return their address. The address is computed here."""
+        if len(data) > MAX_OBJECT_BYTES:
+            raise UsageError("object-too-large", f"object of {len(data)} bytes exceeds the limit")
+        digest = blake3_address(data)
+        if digest in self._stored:
+            return digest
+        self._stored.add(digest)
+        self._conn.execute(
+            "INSERT INTO objects (digest, sha256, media_type, size, body)"
+            " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM objects WHERE digest = ?)",
+            (digest, sha256_hex_digest(data), media_type, len(data), data, digest),
+        )
+        return digest
+
+    def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:
+        refs = tuple(refs)
+        for ref in refs:
+            if ref not in self._stored and not self._ledger.has_object(ref):
+                raise UsageError("object-missing", f"entry references {ref}, which is not stored")
+        if self._tip_reread:
+            # The last append failed after moving the edge (its INSERT is undone as a whole):
+            # the head and edge are read again, as this transaction sees them, before any use.
+            self._tip = self._ledger._read_tip(self._tip.data_version)
+            self._tip_reread = False
+        tip = self._tip
+        seq = tip.seq + 1
+        prev = tip.hash
+        time = self.time
+        ordered = sorted(set(refs))
+        fields = dict(payload)
+        # Built from the values just encoded rather than by decoding ``body`` again: the body is
+        # their canonical form, so it decodes to equal values (nested payload objects are the
+        # caller's own, not copies). Signed (format 2) when the ledger was opened with a signer.
+        body, decoded = build_body(
+            seq=seq,
+            prev=prev,
+            kind=kind,
+            time=time,
+            refs=ordered,
+            payload=fields,
+            signer=self._ledger.signer,
+        )
+        hash_ = entry_hash(body)
+        try:
+            # Leaf ``seq`` completes one perfect subtree per trailing 1-bit of ``seq``: the leaf
+            # is level 0, each parent one level up, all stored in row ``seq`` (rule 5).
+            nodes = b"".join(tip.edge.push(merkle.leaf_hash(body)))
+            self._cursor.execute(_INSERT_ENTRY, (seq, prev, hash_, kind, body, nodes))
+        except BaseException:
+            # The edge may have moved without its row: a later append in this transaction reads
+            # it again, and it is never kept past the transaction (the caller may commit rows
+            # this object cannot vouch for, or roll back).
+            self._tip_exact = False
+            self._tip_reread = True
+            raise
+        tip.seq, tip.hash, tip.time = seq, hash_, time
+        entry = Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
+        if self.on_append is not None:
+            try:
+                self.on_append(entry)
+            except BaseException:
+                # A failing hook fails the append (the row stays until the caller's transaction
+                # rolls back): like a failed INSERT, the head is read again before any reuse.
+                self._tip_exact = False
+                self._tip_reread = True
+                raise
+        return entry
+
+    def append_verbatim(self, body: bytes) -> Entry:
+        """Append an entry body made elsewhere, byte for byte (``ledger copy``): it must decode
+        and name the next seq and the head's hash as its prev; UsageError
+        (``entry-not-next``) else. Its hash and Merkle nodes are computed here."""
+        entry = _row_entry(self._tip.seq + 1, entry_hash(body), body)
+        tip = self._tip
+        if entry.body.seq != tip.seq + 1 or entry.body.prev != tip.hash:
+            raise UsageError(
+                "entry-not-next",
+                f"entry body for seq {entry.body.seq} (prev {entry.body.prev}) does not extend"
+                f" the head (seq {tip.seq}, {tip.hash})",
+            )
+        try:
+            nodes = b"".join(tip.edge.push(merkle.leaf_hash(body)))
+            self._cursor.execute(
+                _INSERT_ENTRY,
+                (entry.seq, tip.hash, entry.entry_hash, entry.body.kind, body, nodes),
+            )
+        except BaseException:
+            self._tip_exact = False
+            self._tip_reread = True
+            raise
+        tip.seq, tip.hash = entry.seq, entry.entry_hash
+        tip.time = later_time(entry.body.time, tip.time)
+        self.time = later_time(self.time, entry.body.time)
+        if self.on_append is not None:
+            try:
+                self.on_append(entry)
+            except BaseException:
+                self._tip_exact = False
+                self._tip_reread = True
+                raise
+        return entry
+
+    def _kept_tip(self) -> _Tip | None:
+        """The tip to keep once this transaction has committed; None when it may be off."""
+        return self._tip if self._tip_exact else None
+
+
+def _check_clock(clock_time: str) -> str:
+    # A library caller's clock is checked as LEDGER_TIME is: a bogus time, once written, would
+    # pin every later entry to it (times never go backwards).
+    if not isinstance(clock_time, str) or not valid_time(clock_time):
+        raise UsageError("bad-time", f"the clock gave {clock_time!r}, not a real UTC time")
+    return clock_time

@@ -1,0 +1,523 @@
+"""The PostgreSQL store (``--db postgresql://...``): the same tables, rows and meaning as the
+SQLite file, through psycopg 3. Normative text: LEDGER.md section 2, "The PostgreSQL store".
+
+Rules:
+
+1. ``ledger_meta`` holds what SQLite keeps in its header (``APPLICATION_ID``, ``STORE_FORMAT``);
+   a database without it, or with another id, is not a ledger; another format is refused.
+2. ``objects`` and ``entries`` have the SQLite file's columns (BYTEA for bytes, BIGINT for
+   integers, text compared bytewise: ``COLLATE "C"``, so every ``ORDER BY`` gives SQLite's
+   order). Triggers refuse UPDATE, DELETE and TRUNCATE of either, a second insert of an
+   object, and an entry whose ``seq`` is not head+1 or whose ``prev_hash`` is not the head's
+   hash. Privileges are the second fence: ``ledger init`` grants the ``ledger_writer`` role
+   SELECT and INSERT on them (and the derived ``state_*`` tables, which are rebuilt, not
+   evidence, also UPDATE and DELETE), ``ledger_reader`` SELECT only.
+3. Every write takes ``pg_advisory_xact_lock(APPLICATION_ID)`` first in its transaction, with
+   ``lock_timeout`` set to the busy timeout (then ``ledger-busy``): concurrent writers queue
+   and each reads the head after the one before it committed, so the chain cannot fork.
+   ``synchronous_commit`` is on for every connection: a commit that returned is durable.
+4. A read-only open writes nothing: its snapshots are ``REPEATABLE READ READ ONLY`` (one
+   consistent state), the session defaults to read-only transactions, and a write refuses
+   (``ledger-read-only``). The audit's scratch tables are TEMP tables of the session, created
+   before the snapshot begins (PostgreSQL refuses CREATE in a read-only transaction).
+5. Not applicable here: SQLite's file locks and immutable open (the server isolates readers),
+   its checkpointing, and ``PRAGMA integrity_check`` (PostgreSQL checks its pages itself; the
+   audit reports no ``database-corrupt`` from this store); the audit's row checks run in this
+   process (no second process can share this snapshot).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Final
+
+import psycopg
+from psycopg import pq
+
+from ledger.errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
+from ledger.format.entries import (
+    GENESIS_KIND,
+    GENESIS_PREV,
+    ORIGIN_RE,
+    Clock,
+    EntrySigner,
+    system_clock,
+)
+from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
+from ledger.store.base import STATE_TABLES, DbCursor, Store, Writer, _check_clock, display_name
+from ledger.store.sqlite import APPLICATION_ID, ENTRY_COLUMNS, STATE_SCHEMA, STORE_FORMAT
+
+WRITER_ROLE: Final = "ledger_writer"
+READER_ROLE: Final = "ledger_reader"
+_LOCK_KEY: Final = APPLICATION_ID  # the advisory lock every write of a ledger database takes
+_SCAN_ROWS: Final = 1000  # rows per round trip of a server-side cursor
+
+SCHEMA: Final = f"""
+CREATE TABLE ledger_meta (
+    id             INTEGER PRIMARY KEY CHECK (id = 0),
+    application_id BIGINT NOT NULL,
+    store_format   INTEGER NOT NULL
+);
+CREATE TABLE objects (
+    digest     TEXT COLLATE "C" PRIMARY KEY,
+    sha256     TEXT COLLATE "C" NOT NULL,
+    media_type TEXT COLLATE "C" NOT NULL,
+    size       BIGINT NOT NULL,
+    body       BYTEA NOT NULL
+);
+CREATE TABLE entries (
+    seq        BIGINT PRIMARY KEY,
+    prev_hash  TEXT COLLATE "C" NOT NULL,
+    entry_hash TEXT COLLATE "C" NOT NULL UNIQUE,
+    kind       TEXT COLLATE "C" NOT NULL,
+    nodes      BYTEA NOT NULL,
+    body       BYTEA NOT NULL
+);
+CREATE INDEX entries_kind ON entries (kind, seq);
+CREATE FUNCTION ledger_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'ledger: % are immutable', TG_TABLE_NAME; END $$;
+CREATE FUNCTION ledger_object_once() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM objects WHERE digest = NEW.digest) THEN
+    RAISE EXCEPTION 'ledger: objects are written once';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.seq IS DISTINCT FROM (SELECT COALESCE(MAX(seq) + 1, 0) FROM entries)
+     OR NEW.prev_hash IS DISTINCT FROM COALESCE(
+          (SELECT entry_hash FROM entries ORDER BY seq DESC LIMIT 1), '{GENESIS_PREV}') THEN
+    RAISE EXCEPTION 'ledger: entries are append-only (seq = head+1, prev = head hash)';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER objects_write_once BEFORE INSERT ON objects
+  FOR EACH ROW EXECUTE FUNCTION ledger_object_once();
+CREATE TRIGGER objects_no_change BEFORE UPDATE OR DELETE ON objects
+  FOR EACH ROW EXECUTE FUNCTION ledger_immutable();
+CREATE TRIGGER objects_no_truncate BEFORE TRUNCATE ON objects
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_immutable();
+CREATE TRIGGER entries_append_only BEFORE INSERT ON entries
+  FOR EACH ROW EXECUTE FUNCTION ledger_append_only();
+CREATE TRIGGER entries_no_change BEFORE UPDATE OR DELETE ON entries
+  FOR EACH ROW EXECUTE FUNCTION ledger_immutable();
+CREATE TRIGGER entries_no_truncate BEFORE TRUNCATE ON entries
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_immutable();
+"""
+
+# The derived state's tables: SQLite's ``STATE_SCHEMA`` with PostgreSQL's types.
+PG_STATE_SCHEMA: Final = (
+    STATE_SCHEMA.replace(" WITHOUT ROWID", "")
+    .replace("INTEGER", "BIGINT")
+    .replace("TEXT", 'TEXT COLLATE "C"')
+)
+
+_ROLES: Final = f"""
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{WRITER_ROLE}') THEN
+    CREATE ROLE {WRITER_ROLE} NOLOGIN;
+  END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$;
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+    CREATE ROLE {READER_ROLE} NOLOGIN;
+  END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$;
+"""
+
+
+def _grants() -> list[str]:
+    evidence = "ledger_meta, objects, entries"
+    state = ", ".join(STATE_TABLES)
+    return [
+        f"REVOKE ALL ON {evidence}, {state} FROM PUBLIC",
+        f"GRANT SELECT ON {evidence}, {state} TO {READER_ROLE}",
+        f"GRANT SELECT, INSERT ON objects, entries TO {WRITER_ROLE}",
+        f"GRANT SELECT ON ledger_meta TO {WRITER_ROLE}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {state} TO {WRITER_ROLE}",
+    ]
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a script of ours (a function body's ``;`` is inside ``$$ ... $$``)."""
+    out: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for line in script.strip().splitlines():
+        current.append(line)
+        quoted ^= line.count("$$") % 2 == 1
+        if not quoted and line.rstrip().endswith(";"):
+            out.append("\n".join(current).strip())
+            current = []
+    return out
+
+
+_PLACEHOLDER: Final = re.compile(r"'[^']*'|\?|%")
+
+
+def _translate(sql: str, cache: dict[str, str] = {}) -> str:  # noqa: B006 - a deliberate cache
+    """The shared SQL's ``?`` placeholders as psycopg's ``%s`` (outside quoted text), every
+    ``%`` doubled (psycopg reads the whole statement for placeholders)."""
+    out = cache.get(sql)
+    if out is None:
+
+        def one(match: re.Match[str]) -> str:
+            token = match.group(0)
+            if token == "?":
+                return "%s"
+            return token.replace("%", "%%")
+
+        out = cache[sql] = _PLACEHOLDER.sub(one, sql)
+    return out
+
+
+class _Db:
+    """The ``ledger.store.base.Db`` of a PostgreSQL connection (autocommit; transactions are
+    begun and ended by the store with explicit statements)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self._names = itertools.count()
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> DbCursor:
+        cursor = self.conn.cursor()
+        cursor.execute(_translate(sql), tuple(parameters), prepare=False)
+        return cursor
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> DbCursor:
+        cursor = self.conn.cursor()
+        cursor.executemany(_translate(sql), [tuple(p) for p in parameters])
+        return cursor
+
+    def scan(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[Any]:
+        if not self.in_transaction:
+            # A server-side cursor lives in a transaction; a lone statement reads it whole.
+            yield from self.execute(sql, parameters)
+            return
+        cursor = self.conn.cursor(name=f"ledger_scan_{next(self._names)}")
+        cursor.itersize = _SCAN_ROWS
+        try:
+            cursor.execute(_translate(sql), tuple(parameters))
+            yield from cursor
+        finally:
+            try:
+                cursor.close()
+            except psycopg.Error:
+                pass  # the transaction already ended: the server closed it
+
+    def table_names(self) -> set[str]:
+        rows = self.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        ).fetchall()
+        return {str(row[0]) for row in rows}
+
+    def integrity_problems(self) -> list[str]:
+        return ["ok"]  # not applicable (rule 5): PostgreSQL checks its own pages
+
+    def main_file(self) -> str:
+        return ""  # no file a second process could open at this snapshot (rule 5)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.info.transaction_status != pq.TransactionStatus.IDLE
+
+
+def _display(url: str) -> str:
+    """The URL without its password (for messages)."""
+    return display_name(url)
+
+
+def _connect(url: str, timeout: int, *, read_only: bool) -> psycopg.Connection[Any]:
+    try:
+        conn = psycopg.connect(
+            url,
+            autocommit=True,
+            connect_timeout=max(1, -(-timeout // 1000)),
+            prepare_threshold=None,
+        )
+    except psycopg.Error as exc:
+        raise _connect_error(url, exc) from None
+    try:
+        conn.execute("SET synchronous_commit = on")
+        conn.execute("SET client_encoding = 'UTF8'")
+        if read_only:
+            conn.execute("SET default_transaction_read_only = on")
+    except psycopg.Error as exc:
+        conn.close()
+        raise _db_error(url, exc, timeout) from None
+    return conn
+
+
+def _connect_error(url: str, exc: psycopg.Error) -> StoreError:
+    # libpq gives no SQLSTATE for a refused connection (a missing database included): the
+    # server's own reason is in the message.
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreError(
+        "ledger-unreachable", f"cannot connect to the PostgreSQL ledger {_display(url)}: {first}"
+    )
+
+
+def _db_error(url: str, exc: psycopg.Error, timeout: int) -> LedgerError:
+    """The refusal for a PostgreSQL error, by SQLSTATE (never by the wording of its message)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    where = _display(url)
+    state = getattr(exc, "sqlstate", None) or ""
+    if state in ("55P03", "40001", "40P01"):  # lock_not_available, serialization, deadlock
+        return StoreError(
+            "ledger-busy",
+            f"{where} stayed locked by another writer for {timeout / 1000:g} s;"
+            " try again (LEDGER_BUSY_TIMEOUT_MS sets the wait)",
+        )
+    if state == "P0001" and text.startswith("ledger: "):  # RAISE EXCEPTION in SCHEMA
+        return StoreError("ledger-trigger-refused", f"{where}: {text}")
+    if state in ("42501", "25006"):  # insufficient_privilege, read_only_sql_transaction
+        return StoreError("ledger-unreadable", f"cannot use {where}: {text}")
+    if state.startswith("08") or isinstance(exc, psycopg.OperationalError):
+        return StoreError("ledger-unreachable", f"lost the PostgreSQL ledger {where}: {text}")
+    if state in ("42P01", "42703"):  # undefined table / column: not our tables
+        return StoreError("not-a-ledger", f"{where} is not a ledger database ({text})")
+    return StoreError("ledger-io-error", f"{where}: {text}", exit_code=EXIT_REFUSED)
+
+
+class PostgresLedger(Store):
+    """A ledger in a PostgreSQL database. One per command; not shared between threads."""
+
+    backend = "postgresql"
+    _conn: _Db
+
+    def __init__(
+        self,
+        url: str,
+        conn: psycopg.Connection[Any],
+        *,
+        clock: Clock,
+        read_only: bool = False,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        signer: EntrySigner | None = None,
+    ) -> None:
+        super().__init__(
+            _display(url),
+            _Db(conn),
+            clock=clock,
+            read_only=read_only,
+            busy_timeout_ms=busy_timeout_ms,
+            signer=signer,
+        )
+        self.db_target = url
+        self._url = url
+        self._versions = itertools.count()
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        clock: Clock = system_clock,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        signer: EntrySigner | None = None,
+    ) -> PostgresLedger:
+        timeout = check_busy_timeout(busy_timeout_ms)
+        conn = _connect(url, timeout, read_only=False)
+        try:
+            _check_is_ledger(conn, url, timeout)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(url, conn, clock=clock, busy_timeout_ms=timeout, signer=signer)
+
+    @classmethod
+    def open_read_only(cls, url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> PostgresLedger:
+        timeout = check_busy_timeout(busy_timeout_ms)
+        conn = _connect(url, timeout, read_only=True)
+        try:
+            _check_is_ledger(conn, url, timeout)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(url, conn, clock=system_clock, read_only=True, busy_timeout_ms=timeout)
+
+    @classmethod
+    def create(
+        cls,
+        url: str,
+        *,
+        origin: str,
+        clock: Clock = system_clock,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        genesis: bytes | None = None,
+        signer: EntrySigner | None = None,
+    ) -> tuple[PostgresLedger, bool]:
+        """The schema, roles, grants and genesis entry in an empty database (one transaction,
+        under the write lock: concurrent inits make one ledger), or the ledger already there.
+        ``genesis``: a genesis body to store byte for byte (``ledger copy``); ``signer`` signs
+        the genesis entry and every later append through this ledger."""
+        if not ORIGIN_RE.match(origin):
+            raise UsageError(
+                "bad-origin",
+                f"origin {origin!r} must be 1-255 characters of letters, digits and ._/:-",
+            )
+        timeout = check_busy_timeout(busy_timeout_ms)
+        _check_clock(clock())
+        conn = _connect(url, timeout, read_only=False)
+        ledger = cls(url, conn, clock=clock, busy_timeout_ms=timeout, signer=signer)
+        try:
+            ledger._start_write()
+            tables = ledger._conn.table_names()
+            if tables:  # a ledger already, or another application's: never taken over
+                ledger._rollback()
+                _check_is_ledger(conn, url, timeout)
+                return ledger, False
+            for statement in _statements(_ROLES) + _statements(SCHEMA):
+                conn.execute(statement)
+            for statement in _statements(PG_STATE_SCHEMA):
+                conn.execute(statement)
+            for statement in _grants():
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO ledger_meta VALUES (0, %s, %s)", (APPLICATION_ID, STORE_FORMAT)
+            )
+            writer = Writer(ledger)
+            if genesis is None:
+                writer.append(GENESIS_KIND, {"origin": origin})
+            else:
+                writer.append_verbatim(genesis)
+            ledger._commit()
+            return ledger, True
+        except psycopg.Error as exc:
+            ledger._rollback_quietly()
+            conn.close()
+            raise _db_error(url, exc, timeout) from None
+        except BaseException:
+            ledger._rollback_quietly()
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        self._conn.conn.close()
+
+    def __enter__(self) -> PostgresLedger:
+        return self
+
+    # -- the backend's hooks -------------------------------------------------------------------
+
+    @contextmanager
+    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[_Db]:
+        """``REPEATABLE READ READ ONLY``: one consistent state. ``scratch`` tables are TEMP
+        tables of this session, made before it begins and dropped after (rule 4)."""
+        db = self._conn
+        try:
+            if scratch:
+                db.execute("BEGIN READ WRITE")  # TEMP only: never a table of the ledger
+                for name, columns in scratch.items():
+                    db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({columns})")
+                    db.execute(f"DELETE FROM {name}")
+                db.execute("COMMIT")
+            db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        except psycopg.Error as exc:
+            self._rollback_quietly()
+            raise _db_error(self._url, exc, self.busy_timeout_ms) from None
+        try:
+            yield db
+        except psycopg.Error as exc:
+            raise _db_error(self._url, exc, self.busy_timeout_ms) from None
+        finally:
+            self._rollback_quietly()
+            if scratch:
+                try:
+                    db.execute("BEGIN READ WRITE")
+                    for name in scratch:
+                        db.execute(f"DROP TABLE IF EXISTS pg_temp.{name}")
+                    db.execute("COMMIT")
+                except psycopg.Error:
+                    self._rollback_quietly()  # TEMP tables go with the session anyway
+
+    def _start_write(self) -> None:
+        """The advisory lock, waited for up to the busy timeout (rule 3)."""
+        db = self._conn
+        try:
+            db.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
+            db.execute(f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}")
+            db.execute("SELECT pg_advisory_xact_lock(?)", (_LOCK_KEY,))
+        except psycopg.Error as exc:
+            self._rollback_quietly()
+            raise _db_error(self._url, exc, self.busy_timeout_ms) from None
+
+    def _commit(self) -> None:
+        self._conn.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def _rollback_quietly(self) -> None:
+        try:
+            self._rollback()
+        except psycopg.Error:
+            pass  # a broken connection has no transaction left to end
+
+    def _store_error(self, exc: BaseException) -> LedgerError | None:
+        if isinstance(exc, psycopg.Error):
+            return _db_error(self._url, exc, self.busy_timeout_ms)
+        return None
+
+    def _data_version(self) -> int:
+        # Another writer may have committed since this connection's last write, and nothing
+        # cheaper than reading the head says whether one did: every write reads it again.
+        return next(self._versions)
+
+    def create_state_tables(self) -> None:
+        for statement in _statements(PG_STATE_SCHEMA):
+            self._conn.execute(statement)
+
+
+def _check_is_ledger(conn: psycopg.Connection[Any], url: str, timeout: int) -> None:
+    where = _display(url)
+    try:
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            )
+        }
+        meta = (
+            conn.execute(
+                "SELECT application_id, store_format FROM ledger_meta WHERE id = 0"
+            ).fetchone()
+            if "ledger_meta" in tables
+            else None
+        )
+        columns = tuple(
+            row[0]
+            for row in conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = 'entries'"
+                " ORDER BY ordinal_position"
+            )
+        )
+    except psycopg.Error as exc:
+        raise _db_error(url, exc, timeout) from None
+    if meta is None or meta[0] != APPLICATION_ID or not {"entries", "objects"} <= tables:
+        raise StoreError(
+            "not-a-ledger",
+            f"{where} is not a ledger database (create one with `ledger init --db ...`)",
+        )
+    if meta[1] > STORE_FORMAT:
+        raise StoreError(
+            "ledger-format-newer",
+            f"{where} has format version {meta[1]}; this ledger {STORE_FORMAT}: upgrade `ledger`",
+        )
+    if meta[1] != STORE_FORMAT:
+        raise StoreError("ledger-format-unknown", f"{where} has unknown format version {meta[1]}")
+    if columns != ENTRY_COLUMNS:
+        raise StoreError(
+            "not-a-ledger",
+            f"{where} is not a ledger database: its entries table has columns {', '.join(columns)}",
+        )
