@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from helpers import (
+    DEMO_THREE,
     FIXED_TIME,
     ORIGIN,
     REPO_DIR,
@@ -320,3 +321,36 @@ def test_a_column_renamed_behind_the_ledgers_back_fails_the_write_as_not_a_ledge
     assert caught.value.code == "not-a-ledger"  # an undefined column: not the ledger's tables
     with PostgresLedger.open_read_only(pg_db) as ledger:
         assert ledger.size() == 1
+
+
+def test_a_signed_history_is_the_same_evidence_on_postgresql_and_sqlite(
+    tmp_path: Path, pg_db: str
+) -> None:
+    """Writer signatures (format 2) are built by the one Writer both stores share: the same
+    signed history gives the same signed entries on both, and both audit intact against a
+    trusted list that requires every entry signed."""
+    from ledger.transparency.notes import signer_from_seed, verifier_key_for
+
+    key = signer_from_seed("writer.example/ci-1", bytes(range(32)))
+    key_file = tmp_path / "writer.key"
+    key_file.write_text(key + "\n", "utf-8")
+    trusted = tmp_path / "trusted"
+    trusted.write_text(f"{verifier_key_for(key)}\nrequire\n", "utf-8")
+    env = {"LEDGER_TIME": FIXED_TIME, "LEDGER_SIGNER": str(key_file)}
+    logs = []
+    for db in (str(tmp_path / "signed.db"), pg_db):
+        for args in (
+            ["init", "--origin", "evidence.example/signed"],
+            ["calibrate"],
+            ["freeze", "cohorts/demo", "--root", str(REPO_DIR)],
+            ["verify", "--jobs", "1", *map(str, DEMO_THREE)],
+        ):
+            result = run_cli(["--db", db, *args], env=env, cwd=REPO_DIR)
+            assert result.code in (0, 1), result.stderr
+        code, stdout, stderr = _cli(db, "audit", "--signers", str(trusted), "--json")
+        assert code == 0 and json.loads(stdout)["violations"] == [], stderr
+        logs.append(json.loads(_cli(db, "log", "--json")[1])["entries"])
+    on_file, on_pg = logs
+    assert on_pg == on_file
+    assert {e["body"]["format"] for e in on_file} == {2}
+    assert {e["body"]["signature"]["key"] for e in on_file} == {verifier_key_for(key)}
