@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,13 @@ from typing import Any
 from campaign_lib import REPO, expected_outcomes
 from helpers import run_cli_subprocess
 
+from ledger.audit.engine import audit
+from ledger.audit.report import AuditReport
+from ledger.audit.rules import CommitmentRules
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.store.postgres import PostgresLedger
+from ledger.transparency.notes import Checkpoint
 
 DEMO_COHORT = "example/demo"
 # The demo bundles of the demo cohort (the successor cohort's bundles need its own freeze).
@@ -110,3 +115,10 @@ def cli_audit(url: str, *, replay: bool = True, timeout: float = 600) -> dict[st
     doc: dict[str, Any] = json.loads(result.stdout)
     doc["exit_code"] = result.code
     return doc
+
+
+def pg_audit(url: str, *, replay: bool, checkpoints: Sequence[Checkpoint] = ()) -> AuditReport:
+    """What `ledger audit` runs: a read-only open, the commitment rules observing."""
+    with PostgresLedger.open_read_only(url) as ledger:
+        rules = CommitmentRules(ledger, replay=replay)
+        return audit(ledger, observers=[rules], checkpoints=checkpoints)

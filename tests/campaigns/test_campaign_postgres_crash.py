@@ -28,13 +28,10 @@ from typing import Any
 import pytest
 from campaign_lib import REPO, memory_folder, size
 from commit_helpers import make_bundle, make_cohort
-from pg_campaign import read_pairs
+from pg_campaign import pg_audit, read_pairs
 from pg_server import PgServer
 from test_campaign_crash import BASE, FAMILIES, Ran, Workspace, make_job, run_round
 
-from ledger.audit.engine import audit
-from ledger.audit.report import AuditReport
-from ledger.audit.rules import CommitmentRules
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.store.postgres import PostgresLedger
@@ -64,12 +61,6 @@ def workspace(pg_server: PgServer, tmp_path: Path) -> Iterator[Workspace]:
             yield Workspace(url, root)  # type: ignore[arg-type]
     finally:
         pg_server.drop_database(name)
-
-
-def pg_audit(url: str, *, replay: bool) -> AuditReport:
-    """What `ledger audit` runs: a read-only open, the commitment rules observing."""
-    with PostgresLedger.open_read_only(url) as ledger:
-        return audit(ledger, observers=[CommitmentRules(ledger, replay=replay)])
 
 
 def check_claims(url: str, ran: list[Ran]) -> int:
