@@ -379,7 +379,7 @@ def _pg_round(target: Callable[..., None], args: list[tuple[Any, ...]]) -> float
     return max(ends) - t0
 
 
-def _pg_profile(url: str, count: int) -> str:
+def _pg_profile(url: str, count: int) -> tuple[str, float, float]:
     """Where one append's time goes with no other writer: each statement's median (ms), the
     ones inside the lock (after ``pg_advisory_xact_lock`` up to ``COMMIT``) marked ``*``."""
     from ledger.store.postgres import PostgresLedger
@@ -403,10 +403,12 @@ def _pg_profile(url: str, count: int) -> str:
             ledger.append("bundle.observed", _append_payload(10_000_000 + i))
     parts = []
     locked = False
+    under_lock = 0.0
     for key, times in spent.items():
         locked = locked or "advisory" in key
+        under_lock += statistics.median(times) if locked else 0.0
         parts.append(f"{'*' if locked else ''}{key}: {statistics.median(times) * 1000:.2f}")
-    return "; ".join(parts)
+    return "; ".join(parts), under_lock, statistics.median(spent["COMMIT"])
 
 
 def bench_pg(work: Path, sz: Sizes) -> list[Row]:
@@ -456,7 +458,7 @@ def bench_pg(work: Path, sz: Sizes) -> list[Row]:
         args = [(url, done, per_writer)]
         single = per_writer / _pg_round(_pg_ledger_writer, args)
         done += per_writer
-        profile = _pg_profile(url, 100)
+        profile, under_lock, commit = _pg_profile(url, 100)
         done += 100
         with PostgresLedger.open_read_only(url) as ledger:
             report = run_audit(ledger)
@@ -486,6 +488,14 @@ def bench_pg(work: Path, sz: Sizes) -> list[Row]:
             f"{single:.0f} /s",
             f"{rate:.0f} /s with {_PG_WRITERS}",
             f"{single / rate:.2f}",
+            "-",
+            None,
+        ),
+        Row(
+            "pg one append alone: under the lock (info)",
+            ms(under_lock),
+            f"COMMIT (WAL flush) {ms(commit)}",
+            f"{commit / under_lock:.2f}",
             "-",
             None,
         ),
