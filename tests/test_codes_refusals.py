@@ -25,7 +25,7 @@ from ledger.documents import cohort_folder as cohorts
 from ledger.documents.cohort import decode_cohort
 from ledger.errors import LedgerError
 from ledger.operations import verify as verify_module
-from ledger.store import sqlite as store
+from ledger.store import base as store  # where the Writer and its limit live
 from ledger.store.sqlite import Ledger
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest

@@ -26,7 +26,7 @@ from helpers import (
 from pg_server import PgServer
 
 from ledger.errors import StoreError
-from ledger.store.opening import create_store, open_store, postgres_url
+from ledger.store.opening import create_store, display_name, open_store, postgres_url
 from ledger.store.postgres import READER_ROLE, WRITER_ROLE, PostgresLedger
 
 
@@ -84,7 +84,7 @@ def test_the_same_history_is_the_same_evidence_on_postgresql_and_sqlite(
 def test_init_creates_the_schema_the_roles_and_the_genesis_entry(pg_db: str) -> None:
     code, stdout, stderr = _cli(pg_db, "init", "--origin", ORIGIN)
     assert code == 0, stderr
-    assert "created ledger" in stdout
+    assert stdout == f"created ledger {pg_db} (origin {ORIGIN})\n"  # the URL as given
     code, stdout, _ = _cli(pg_db, "init", "--origin", ORIGIN)
     assert code == 0 and "already exists" in stdout  # idempotent, as on a file
     with psycopg.connect(pg_db, autocommit=True) as conn:
@@ -244,6 +244,13 @@ def test_a_body_edited_by_the_database_owner_is_found_by_the_audit(pg_db: str) -
     assert code == 1
     codes = {(v["seq"], v["code"]) for v in json.loads(stdout)["violations"]}
     assert (3, "entry-hash-mismatch") in codes
+
+
+def test_a_password_in_the_url_never_reaches_a_message() -> None:
+    assert display_name("postgresql://ci:s3cret@db:5432/l") == "postgresql://ci:***@db:5432/l"
+    assert display_name(Path("postgresql://ci@db/l")) == "postgresql://ci@db/l"
+    code, _, stderr = _cli("postgresql://ci:s3cret@127.0.0.1:1/l", "log")
+    assert code == 2 and "s3cret" not in stderr and "ci:***@" in stderr
 
 
 def test_a_url_that_went_through_a_path_still_names_the_database() -> None:

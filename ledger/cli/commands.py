@@ -320,12 +320,13 @@ def init(
     settings = _settings()
     _note_init(STATE.db, settings)
     result = init_ledger(STATE.db, origin=origin, settings=settings)
+    name = _db_name()
     if as_json:
-        _emit_json({"db": str(STATE.db), "created": result.created, "origin": result.origin})
+        _emit_json({"db": name, "created": result.created, "origin": result.origin})
     elif result.created:
-        _say(f"created ledger {STATE.db} (origin {result.origin})")
+        _say(f"created ledger {name} (origin {result.origin})")
     else:
-        _say(f"ledger {STATE.db} already exists (origin {result.origin}); nothing changed")
+        _say(f"ledger {name} already exists (origin {result.origin}); nothing changed")
     return EXIT_OK
 
 
@@ -339,8 +340,28 @@ def _is_ledger(db: Path, settings: "Settings") -> bool:
         return False
 
 
+def _db_name() -> str:
+    """``--db`` as messages name it (a URL that went through a Path, password masked)."""
+    from ledger.store.opening import display_name
+
+    return display_name(STATE.db)
+
+
 def _note_init(db: Path, settings: "Settings") -> None:
     """After Ctrl-C, say what ``init`` left at ``db`` (read back, as for any write)."""
+    from ledger.store.opening import postgres_url
+
+    if postgres_url(db) is not None:  # one transaction on the server: all of it, or nothing
+        name = _db_name()
+        was = _is_ledger(db, settings)
+
+        def in_database() -> str:
+            if was or not _is_ledger(db, settings):
+                return f"nothing was written to {name}"
+            return f"created the ledger {name} (its genesis entry whole)"
+
+        note_write(in_database)
+        return
     existed = os.path.lexists(db)
     was_ledger = existed and _is_ledger(db, settings)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from typing import Final
 
 from ledger.format.entries import Clock, system_clock
@@ -24,6 +25,21 @@ def postgres_url(db: str | os.PathLike[str]) -> str | None:
     """The ``postgresql://`` URL ``db`` names, or None when it names a SQLite file."""
     match = _URL.match(os.fspath(db))
     return None if match is None else "postgresql://" + match.group("rest")
+
+
+def display_name(db: str | os.PathLike[str]) -> str:
+    """How messages name ``db``: the path, or the URL with any password masked."""
+    url = postgres_url(db)
+    if url is None:
+        return os.fspath(db)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rsplit("@", 1)[1]
+        return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    except ValueError:
+        return "postgresql://..."
 
 
 def open_store(

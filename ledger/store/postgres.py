@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
@@ -42,6 +41,7 @@ from ledger.errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
 from ledger.format.entries import GENESIS_KIND, GENESIS_PREV, ORIGIN_RE, Clock, system_clock
 from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
 from ledger.store.base import STATE_TABLES, DbCursor, Store, Writer, _check_clock
+from ledger.store.opening import display_name
 from ledger.store.sqlite import APPLICATION_ID, ENTRY_COLUMNS, STATE_SCHEMA, STORE_FORMAT
 
 WRITER_ROLE: Final = "ledger_writer"
@@ -224,15 +224,7 @@ class _Db:
 
 def _display(url: str) -> str:
     """The URL without its password (for messages)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "postgresql://..."
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    return display_name(url)
 
 
 def _connect(url: str, timeout: int, *, read_only: bool) -> psycopg.Connection[Any]:
