@@ -14,7 +14,7 @@ the end) is intact (the derived state included: the audit checks it against the 
 exited 0/1 with its JSON has its entries as it reported them. At the end a round with no kill:
 every writer proceeds.
 
-CI: >= 60 kills (6 processes a round). Soak (LEDGER_SOAK=1): >= 1,000 kills.
+CI: >= 48 kills (6 processes a round). Soak (LEDGER_SOAK=1): >= 1,000 kills.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from ledger.operations.freeze import freeze
 from ledger.store.postgres import PostgresLedger
 
 SEED = 20260220
-KILLS = size(60, 1000)
+KILLS = size(48, 1000)
 PARALLEL = 6
 MAX_ROUNDS = KILLS * 2  # a guard: every round kills some processes
 
@@ -91,6 +91,9 @@ def check_claims(url: str, ran: list[Ran]) -> int:
     return claimed
 
 
+# Longer than the suite's 300 s per test: a loaded machine's rounds (the SQLite campaign's
+# longest test took 114 s on 2 loaded cores; this one about 130 s on a lightly loaded one).
+@pytest.mark.timeout(900)
 def test_sigkilled_writers_on_postgresql_leave_a_whole_ledger_and_later_writers_proceed(
     workspace: Workspace,
 ) -> None:

@@ -140,6 +140,7 @@ def _results(ran: Ran) -> list[dict[str, Any]]:
     return docs
 
 
+@pytest.mark.timeout(900)  # two waves of ten processes: about 60 s on a lightly loaded machine
 def test_eight_verifiers_and_batches_at_once_build_one_chain_with_every_pair_exactly_once(
     workspace: Workspace,
 ) -> None:
