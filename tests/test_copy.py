@@ -20,6 +20,7 @@ from helpers import (
     make_ledger,
     run_cli,
 )
+from output_schemas import validate_output
 from pg_server import PgServer
 
 from ledger.errors import UsageError
@@ -52,12 +53,17 @@ def test_a_sqlite_ledger_copied_to_postgresql_and_back_is_the_same_ledger(
     code, out, err = _cli("copy", str(src), pg_db, "--json")
     assert code == 0, err
     copied = json.loads(out)
-    assert (copied["entries"], copied["objects"]) == (9, 27)
+    validate_output("copy", copied)
+    assert copied == {
+        "destination": pg_db,
+        "entries": 9,
+        "objects": 27,
+        "root_hash": _checkpoint(str(src)).splitlines()[2],
+    }
     back = tmp_path / "back.db"
     code, _, err = _cli("copy", pg_db, str(back))
     assert code == 0, err
     assert _checkpoint(pg_db) == _checkpoint(str(back)) == _checkpoint(str(src))
-    assert copied["root_hash"] == _checkpoint(str(src)).splitlines()[2]
     for db in (pg_db, str(back)):
         report = _audit(db)
         assert report["verdict"] == "intact" and report["violations"] == []

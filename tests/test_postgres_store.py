@@ -274,3 +274,49 @@ def test_a_sqlite_command_never_imports_psycopg(tmp_path: Path) -> None:
     )
     assert out.stdout.strip() == "False"
     assert open_store(db, read_only=True).backend == "sqlite"
+
+
+def test_a_database_of_a_newer_store_format_is_refused_not_guessed_at(pg_db: str) -> None:
+    PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)[0].close()
+    with pg_owner(pg_db, drop_triggers=False) as conn:
+        conn.execute("UPDATE ledger_meta SET store_format = store_format + 1")
+    code, _, stderr = _cli(pg_db, "log")
+    assert code == 2 and stderr.startswith("ledger: ledger-format-newer: ")
+    with pg_owner(pg_db, drop_triggers=False) as conn:
+        conn.execute("UPDATE ledger_meta SET store_format = 1")
+    code, _, stderr = _cli(pg_db, "log")
+    assert code == 2 and stderr.startswith("ledger: ledger-format-unknown: ")
+
+
+def test_an_entries_table_of_other_columns_is_not_a_ledger(pg_db: str) -> None:
+    PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)[0].close()
+    with pg_owner(pg_db, drop_triggers=False) as conn:
+        conn.execute("ALTER TABLE entries RENAME COLUMN nodes TO tree")
+    code, _, stderr = _cli(pg_db, "status")
+    assert code == 2 and stderr.startswith("ledger: not-a-ledger: ")
+    assert "columns seq, prev_hash, entry_hash, kind, tree, body" in stderr
+
+
+def test_init_of_a_database_with_a_bad_origin_is_refused_and_creates_nothing(pg_db: str) -> None:
+    code, _, stderr = _cli(pg_db, "init", "--origin", "not an origin")
+    assert code == 2 and stderr.startswith("ledger: bad-origin: ")
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchone() == (0,)
+
+
+def test_a_column_renamed_behind_the_ledgers_back_fails_the_write_as_not_a_ledger(
+    pg_db: str,
+) -> None:
+    PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)[0].close()
+    with pg_owner(pg_db, drop_triggers=False) as conn:
+        conn.execute("ALTER TABLE objects RENAME COLUMN sha256 TO sha")
+    with (
+        PostgresLedger.open(pg_db, clock=fixed_clock) as ledger,
+        pytest.raises(StoreError) as caught,
+    ):
+        append_entries(ledger, 1)
+    assert caught.value.code == "not-a-ledger"  # an undefined column: not the ledger's tables
+    with PostgresLedger.open_read_only(pg_db) as ledger:
+        assert ledger.size() == 1

@@ -20,6 +20,9 @@ run on.
 from __future__ import annotations
 
 import heapq
+import os
+import re
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -63,6 +66,32 @@ STATE_TABLES: Final = (
     "state_observed",
     "state_calibration",
 )
+
+
+# ``pathlib`` folds ``//`` into ``/``: a URL that went through a Path (the CLI's ``--db`` is a
+# Path) is recognised by its scheme and one or more slashes.
+_URL: Final = re.compile(r"\Apostgres(?:ql)?:/+(?P<rest>.*)\Z", re.DOTALL)
+
+
+def postgres_url(db: str | os.PathLike[str]) -> str | None:
+    """The ``postgresql://`` URL ``db`` names, or None when it names a SQLite file."""
+    match = _URL.match(os.fspath(db))
+    return None if match is None else "postgresql://" + match.group("rest")
+
+
+def display_name(db: str | os.PathLike[str]) -> str:
+    """How messages name ``db``: the path, or the URL with any password masked."""
+    url = postgres_url(db)
+    if url is None:
+        return os.fspath(db)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rsplit("@", 1)[1]
+        return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    except ValueError:
+        return "postgresql://..."
 
 
 class DbCursor(Protocol):
@@ -127,8 +156,10 @@ def _seq_of(row: tuple[int, str, bytes]) -> int:
 
 def _rows(db: Db, sql: str, args: tuple[Any, ...]) -> Iterator[Any]:
     """A scan's rows through a generator: ``heapq.merge`` closes what it delegates to when it
-    is dropped, and ``Cursor.close`` raises once the ledger is closed; a generator's does not."""
-    yield from db.scan(sql, args)
+    is dropped, and ``Cursor.close`` raises once the ledger is closed; a generator's does not.
+    (Not ``yield from`` the scan itself: that would pass the close on to a sqlite3 cursor.)"""
+    rows = db.scan(sql, args)
+    yield from iter(lambda: next(rows, None), None)
 
 
 def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:

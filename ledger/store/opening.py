@@ -8,38 +8,12 @@ anything else is the path of a SQLite file (``ledger.store.sqlite``).
 from __future__ import annotations
 
 import os
-import re
-import urllib.parse
-from typing import Final
 
 from ledger.format.entries import Clock, system_clock
 from ledger.settings import BUSY_TIMEOUT_MS
-from ledger.store.base import Store
+from ledger.store.base import Store, display_name, postgres_url
 
-# ``pathlib`` folds ``//`` into ``/``: a URL that went through a Path (the CLI's ``--db`` is a
-# Path) is recognised by its scheme and one or more slashes.
-_URL: Final = re.compile(r"\Apostgres(?:ql)?:/+(?P<rest>.*)\Z", re.DOTALL)
-
-
-def postgres_url(db: str | os.PathLike[str]) -> str | None:
-    """The ``postgresql://`` URL ``db`` names, or None when it names a SQLite file."""
-    match = _URL.match(os.fspath(db))
-    return None if match is None else "postgresql://" + match.group("rest")
-
-
-def display_name(db: str | os.PathLike[str]) -> str:
-    """How messages name ``db``: the path, or the URL with any password masked."""
-    url = postgres_url(db)
-    if url is None:
-        return os.fspath(db)
-    try:
-        parts = urllib.parse.urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.netloc.rsplit("@", 1)[1]
-        return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
-    except ValueError:
-        return "postgresql://..."
+__all__ = ["create_store", "display_name", "open_store", "postgres_url"]
 
 
 def open_store(

@@ -40,8 +40,7 @@ from psycopg import pq
 from ledger.errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
 from ledger.format.entries import GENESIS_KIND, GENESIS_PREV, ORIGIN_RE, Clock, system_clock
 from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
-from ledger.store.base import STATE_TABLES, DbCursor, Store, Writer, _check_clock
-from ledger.store.opening import display_name
+from ledger.store.base import STATE_TABLES, DbCursor, Store, Writer, _check_clock, display_name
 from ledger.store.sqlite import APPLICATION_ID, ENTRY_COLUMNS, STATE_SCHEMA, STORE_FORMAT
 
 WRITER_ROLE: Final = "ledger_writer"

@@ -558,9 +558,7 @@ def _connect(path: Path, timeout: int) -> _Connection:
     return conn
 
 
-def _connect_read_only(
-    path: Path, file: _OpenFile, timeout: int
-) -> tuple[_Connection, bool]:
+def _connect_read_only(path: Path, file: _OpenFile, timeout: int) -> tuple[_Connection, bool]:
     """A connection that reads ``path`` and writes nothing, anywhere (rule 7), and whether it
     keeps the readers' lock (it is immutable: the caller releases the lock after closing it)."""
     file.lock_for_reading(time.monotonic() + timeout / 1000, path, timeout)

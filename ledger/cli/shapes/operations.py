@@ -5,9 +5,10 @@ a field printed as ``null`` is typed ``X | None`` and still required (the key is
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 from ledger.cli.shapes.common import ErrorDetail, OutputShape
 from verifiers.contracts import VerificationResult
@@ -187,7 +188,21 @@ class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     files: list[str]
 
 
+class CopyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    destination: str
+    entries: Annotated[int, Meta(ge=1)]
+    objects: Annotated[int, Meta(ge=0)]
+    root_hash: Annotated[str, Meta(pattern="^[A-Za-z0-9+/]{43}=$")]  # base64 of the root
+
+
 SHAPES: tuple[OutputShape, ...] = (
+    OutputShape(
+        "copy",
+        CopyOutput,
+        "ledger copy SRC DST --json",
+        "The new ledger (a path, or the database URL with any password masked), the entries "
+        "and objects copied and the copy's Merkle root, equal to the source's.",
+    ),
     OutputShape(
         "init",
         InitOutput,
