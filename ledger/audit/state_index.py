@@ -119,7 +119,9 @@ class StateIndexCheck:
 
     def _has(self, table: str, sql: str, width: int, key: tuple[Any, ...]) -> bool:
         names = sql.removeprefix("SELECT ").split(", ")[:width]
-        where = " AND ".join(f"{name} IS ?" for name in names)
+        # ``=``, not SQLite's ``IS``, which PostgreSQL does not have for a value: key columns
+        # are primary keys (never NULL) and the keys looked up come from the entries.
+        where = " AND ".join(f"{name} = ?" for name in names)
         return (
             self._conn.execute(f"SELECT 1 FROM {table} WHERE {where}", key).fetchone() is not None
         )
