@@ -254,6 +254,16 @@ def test_a_password_in_the_url_never_reaches_a_message() -> None:
     assert code == 2 and "s3cret" not in stderr and "ci:***@" in stderr
 
 
+@pytest.mark.parametrize("key", ["password", "sslpassword"])
+def test_a_password_given_as_a_url_parameter_never_reaches_a_message(key: str) -> None:
+    """libpq also reads a password from the query string: masked there too."""
+    url = f"postgresql://127.0.0.1:1/l?sslmode=disable&{key}=s3cret"
+    assert display_name(url) == f"postgresql://127.0.0.1:1/l?sslmode=disable&{key}=***"
+    for args in (("log",), ("log", "--json")):
+        code, stdout, stderr = _cli(url, *args)
+        assert code == 2 and "s3cret" not in stdout + stderr and f"{key}=***" in stdout + stderr
+
+
 def test_a_url_that_went_through_a_path_still_names_the_database() -> None:
     assert postgres_url(Path("postgresql://u@h:5/db")) == "postgresql://u@h:5/db"
     assert postgres_url("postgres://u@h/db") == "postgresql://u@h/db"

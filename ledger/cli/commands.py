@@ -1047,7 +1047,7 @@ def _verify_batch(
         _batch_error(
             "interrupted",
             f"stopped by Ctrl-C after {len(seen)} of {total} bundles: the {recorded} recorded"
-            f" stay in {STATE.db}, none is half-written, the rest were not verified",
+            f" stay in {_db_name()}, none is half-written, the rest were not verified",
             as_json,
         )
         raise Interrupted(rendered=True)  # ledger.cli.main ends the process by SIGINT

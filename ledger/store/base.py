@@ -85,12 +85,20 @@ def display_name(db: str | os.PathLike[str]) -> str:
         return os.fspath(db)
     try:
         parts = urllib.parse.urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.netloc.rsplit("@", 1)[1]
-        return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+        if parts.password is not None:
+            host = parts.netloc.rsplit("@", 1)[1]
+            parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+        # libpq also takes a password as a query parameter (``?password=...``).
+        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if any(key in _SECRET_PARAMETERS for key, _ in query):
+            masked = [(k, "***" if k in _SECRET_PARAMETERS else v) for k, v in query]
+            parts = parts._replace(query=urllib.parse.urlencode(masked, safe="*"))
+        return urllib.parse.urlunsplit(parts)
     except ValueError:
         return "postgresql://..."
+
+
+_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
 
 
 class DbCursor(Protocol):
