@@ -440,3 +440,22 @@ def test_nodes_come_before_the_body_so_proofs_never_read_a_long_body(tmp_path: P
     columns = [row[1] for row in conn.execute("PRAGMA table_info(entries)")]
     conn.close()
     assert columns == ["seq", "prev_hash", "entry_hash", "kind", "nodes", "body"]
+
+
+def test_a_ledger_whose_owner_deleted_every_entry_is_refused_as_not_a_ledger(
+    ledger_path: Path,
+) -> None:
+    """No genesis entry: nothing names the origin, so a checkpoint or an init is refused (exit
+    2, ``not-a-ledger``), never answered with an empty origin or a crash."""
+    from helpers import run_cli
+
+    conn = sqlite3.connect(ledger_path, isolation_level=None)
+    conn.execute("DROP TRIGGER entries_no_delete")
+    conn.execute("DELETE FROM entries")
+    conn.close()
+    with Ledger.open_read_only(ledger_path) as ledger, pytest.raises(StoreError) as info:
+        ledger.origin()
+    assert info.value.code == "not-a-ledger"
+    for args in (["checkpoint"], ["init"]):
+        result = run_cli(["--db", str(ledger_path), *args])
+        assert (result.code, result.error_code()) == (2, "not-a-ledger"), result.stderr
