@@ -157,3 +157,28 @@ def test_a_body_that_does_not_extend_the_head_is_refused_as_entry_not_next(
             w.append_verbatim(forked)
         assert caught.value.code == "entry-not-next"
         assert ledger.size() == 3
+
+
+@pytest.mark.parametrize("wrong", ["seq", "prev"])
+def test_a_body_with_only_its_seq_or_only_its_prev_wrong_is_refused_as_entry_not_next(
+    tmp_path: Path, wrong: str
+) -> None:
+    """Each half of "extends the head" is checked on its own: the right prev with a seq that
+    skips one, or the next seq with another prev."""
+    path = tmp_path / "l.db"
+    make_ledger(path, 2)
+    with Ledger.open(path, clock=fixed_clock) as ledger:
+        head = ledger.head()
+        assert head is not None
+        seq, prev = head.seq + 1, head.entry_hash
+        if wrong == "seq":
+            seq += 1
+        else:
+            prev = head.body.prev
+        body = encode_body(
+            seq=seq, prev=prev, kind="test.note", time=FIXED_TIME, refs=[], payload={"i": 1}
+        )
+        with pytest.raises(UsageError) as caught, ledger.writer() as w:
+            w.append_verbatim(body)
+        assert caught.value.code == "entry-not-next"
+        assert ledger.size() == 3
