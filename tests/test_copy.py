@@ -182,3 +182,22 @@ def test_a_body_with_only_its_seq_or_only_its_prev_wrong_is_refused_as_entry_not
             w.append_verbatim(body)
         assert caught.value.code == "entry-not-next"
         assert ledger.size() == 3
+
+
+def test_copy_onto_an_empty_file_or_a_dangling_symlink_is_refused_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """An empty file would pass for a blank database, and a symlink would write elsewhere:
+    `ledger copy` writes only a new path, so both are refused before anything is written."""
+    src = tmp_path / "src.db"
+    make_ledger(src, 3)
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    elsewhere = tmp_path / "elsewhere.db"
+    link = tmp_path / "link.db"
+    link.symlink_to(elsewhere)
+    for dst in (empty, link):
+        code, _, err = _cli("copy", str(src), str(dst))
+        assert code == 2 and err.startswith("ledger: copy-destination-not-empty: "), err
+    assert empty.read_bytes() == b""
+    assert not elsewhere.exists() and link.is_symlink()

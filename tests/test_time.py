@@ -74,3 +74,16 @@ def test_valid_time_is_exactly_the_documented_grammar() -> None:
         assert not valid_time(value)
     assert not valid_time("2026-01-31T12:00:00Z\n")
     assert not valid_time("2026-01-31T12:00:00+00:00")
+
+
+@pytest.mark.parametrize("value", [None, 1764590400, b"2026-01-31T12:00:00Z"])
+def test_a_library_clock_that_gives_no_string_is_refused_as_bad_time(
+    tmp_path: Path, value: object
+) -> None:
+    """A clock of the wrong type (a POSIX number, bytes, nothing) is a caller's mistake named
+    as ``bad-time``, not a crash inside the time grammar."""
+    path = tmp_path / "l.db"
+    with pytest.raises(UsageError) as info:
+        Ledger.create(path, origin="test/time", clock=lambda: value)  # type: ignore[arg-type,return-value]
+    assert info.value.code == "bad-time"
+    assert not path.exists()
