@@ -14,6 +14,7 @@ from helpers import (
     FIXED_TIME,
     ORIGIN,
     REPO_DIR,
+    append_entries,
     attacker,
     demo_ledger,
     fixed_clock,
@@ -201,3 +202,20 @@ def test_copy_onto_an_empty_file_or_a_dangling_symlink_is_refused_and_writes_not
         assert code == 2 and err.startswith("ledger: copy-destination-not-empty: "), err
     assert empty.read_bytes() == b""
     assert not elsewhere.exists() and link.is_symlink()
+
+
+def test_copy_into_a_database_that_already_holds_the_same_genesis_is_refused(
+    tmp_path: Path, pg_db: str
+) -> None:
+    """A destination ledger begun with the very genesis of the source (the same origin and
+    time: an earlier copy's first step) would take the source's next entries as its own:
+    `ledger copy` writes only into an empty database, so it is refused and left as it was."""
+    src = tmp_path / "src.db"
+    assert _cli("--db", str(src), "init", "--origin", "copy.example/same")[0] == 0
+    with Ledger.open(src, clock=fixed_clock) as ledger:
+        append_entries(ledger, 3)
+    assert _cli("--db", pg_db, "init", "--origin", "copy.example/same")[0] == 0
+    code, _, err = _cli("copy", str(src), pg_db)
+    assert code == 2 and err.startswith("ledger: copy-destination-not-empty: "), err
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM entries").fetchone() == (1,)

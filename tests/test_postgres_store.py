@@ -364,3 +364,20 @@ def test_a_signed_history_is_the_same_evidence_on_postgresql_and_sqlite(
     assert on_pg == on_file
     assert {e["body"]["format"] for e in on_file} == {2}
     assert {e["body"]["signature"]["key"] for e in on_file} == {verifier_key_for(key)}
+
+
+@pytest.mark.parametrize(
+    "edit",
+    ["UPDATE ledger_meta SET application_id = 1", "DROP TABLE objects"],
+    ids=["another-application-id", "no-objects-table"],
+)
+def test_a_ledger_database_whose_meta_or_tables_were_changed_is_not_a_ledger(
+    pg_db: str, edit: str
+) -> None:
+    """Each part of "this is a ledger database" is checked on its own: the application id in
+    ``ledger_meta`` and the presence of both evidence tables."""
+    PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)[0].close()
+    with pg_owner(pg_db) as conn:
+        conn.execute(edit)
+    code, _, stderr = _cli(pg_db, "log")
+    assert code == 2 and stderr.startswith("ledger: not-a-ledger: "), stderr
