@@ -41,6 +41,7 @@ from commit_helpers import make_bundle, make_cohort
 
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
+from ledger.store.opening import open_store
 from ledger.store.sqlite import Ledger
 
 SEED = 20260202
@@ -149,11 +150,11 @@ def run_round(jobs: list[Job], delays: list[float] | None) -> list[Ran]:
     return out
 
 
-def check_claims(db: Path, ran: list[Ran]) -> int:
+def check_claims(db: str | Path, ran: list[Ran]) -> int:
     """Every command that reported success has its entries, as reported. Returns the number of
-    entries the reports account for."""
+    entries the reports account for. ``db`` is a file or a PostgreSQL URL (either store)."""
     claimed = 0
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         for r in ran:
             if r.killed:
                 continue

@@ -19,18 +19,16 @@ CI: >= 48 kills (6 processes a round). Soak (LEDGER_SOAK=1): >= 1,000 kills.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from campaign_lib import REPO, memory_folder, size
 from commit_helpers import make_bundle, make_cohort
 from pg_campaign import pg_audit, read_pairs
 from pg_server import PgServer
-from test_campaign_crash import BASE, FAMILIES, Ran, Workspace, make_job, run_round
+from test_campaign_crash import BASE, FAMILIES, Workspace, check_claims, make_job, run_round
 
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
@@ -61,34 +59,6 @@ def workspace(pg_server: PgServer, tmp_path: Path) -> Iterator[Workspace]:
             yield Workspace(url, root)  # type: ignore[arg-type]
     finally:
         pg_server.drop_database(name)
-
-
-def check_claims(url: str, ran: list[Ran]) -> int:
-    """Every command that reported success has its entries, as reported; how many entries the
-    reports account for."""
-    claimed = 0
-    with PostgresLedger.open_read_only(url) as ledger:
-        for r in ran:
-            if r.killed:
-                continue
-            assert r.code in (0, 1), (r.job.argv, r.code, r.stdout[-500:], r.stderr[-1500:])
-            doc: Any = json.loads(r.stdout)
-            if r.job.kind == "freeze":
-                entry = ledger.entry(doc["frozen_entry"])
-                assert entry is not None and entry.kind == "cohort.frozen", doc
-                assert entry.payload["cohort"] == r.job.cohort
-                claimed += 1 if doc["created"] else 0
-            else:
-                bundle = ledger.entry(doc["bundle_entry"])
-                result = ledger.entry(doc["result_entry"])
-                assert bundle is not None and bundle.kind == "bundle.observed", doc
-                assert result is not None and result.kind == "verification.recorded", doc
-                assert result.payload["bundle_entry"] == bundle.seq
-                assert result.payload["outcome"] == doc["outcome"]
-                if r.job.task is not None:
-                    assert doc["task"] == r.job.task
-                claimed += 2
-    return claimed
 
 
 # Longer than the suite's 300 s per test: a loaded machine's rounds (the SQLite campaign's
