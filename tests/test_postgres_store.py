@@ -20,13 +20,15 @@ from helpers import (
     ORIGIN,
     REPO_DIR,
     append_entries,
+    append_one,
     demo_ledger,
     fixed_clock,
     run_cli,
 )
 from pg_server import PgServer
 
-from ledger.errors import StoreError
+from ledger.errors import LedgerError, StoreError
+from ledger.format.entries import Entry
 from ledger.store.opening import create_store, display_name, open_store, postgres_url
 from ledger.store.postgres import READER_ROLE, WRITER_ROLE, PostgresLedger
 
@@ -381,3 +383,113 @@ def test_a_ledger_database_whose_meta_or_tables_were_changed_is_not_a_ledger(
         conn.execute(edit)
     code, _, stderr = _cli(pg_db, "log")
     assert code == 2 and stderr.startswith("ledger: not-a-ledger: "), stderr
+
+
+# -- the write path's two round trips (rule 3 of ledger/store/postgres.py) ---------------------
+
+
+def _note(ledger: PostgresLedger, tag: str, i: int) -> Entry:
+    """One entry that every audit rule accepts (``append_one``), in its own transaction."""
+    with ledger.writer() as w:
+        seq = append_one(w, tag, i).seq
+    entry = ledger.entry(seq)
+    assert entry is not None
+    return entry
+
+
+def _audit_violations(db: str) -> list[tuple[int | None, str]]:
+    code, stdout, stderr = _cli(db, "audit", "--no-replay", "--json")
+    report = json.loads(stdout)
+    assert code == (0 if not report["violations"] else 1), stderr
+    return [(v["seq"], v["code"]) for v in report["violations"]]
+
+
+@pytest.mark.parametrize("behind", [1, 3, 63, 64, 65, 200])
+def test_a_writer_behind_other_writers_appends_after_the_head_with_the_stored_tree(
+    pg_db: str, behind: int
+) -> None:
+    """The connection brings its remembered head and edge up to date from the rows others
+    appended since (up to 64 of them), else reads both again: either way its entry extends the
+    head and its Merkle nodes are the tree's (the audit recomputes every node)."""
+    PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)[0].close()
+    with (
+        PostgresLedger.open(pg_db, clock=fixed_clock) as late,
+        PostgresLedger.open(pg_db, clock=fixed_clock) as other,
+    ):
+        _note(late, "late", 0)
+        for i in range(behind):
+            _note(other, "other", i)
+        head = other.head()
+        entry = _note(late, "late", 1)
+        assert head is not None
+        assert (entry.seq, entry.body.prev) == (head.seq + 1, head.entry_hash)
+        _note(late, "late", 2)  # and from what it just committed
+    assert _audit_violations(pg_db) == []
+
+
+def test_a_writer_whose_remembered_head_was_rewritten_builds_on_the_head_as_stored(
+    pg_db: str,
+) -> None:
+    """An owner rewrote the entry this connection last committed: the next append does not
+    trust what the connection remembers, it extends the chain as stored (the trigger would
+    refuse anything else), and the audit names the rewritten entry."""
+    ledger, _ = PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)
+    with ledger:
+        mine = _note(ledger, "mine", 0)
+        forged = "0" * 64
+        with pg_owner(pg_db) as conn:
+            conn.execute("UPDATE entries SET entry_hash = %s WHERE seq = %s", (forged, mine.seq))
+            conn.execute("ALTER TABLE entries ENABLE TRIGGER USER")
+        after = _note(ledger, "mine", 1)
+    assert (after.seq, after.body.prev) == (mine.seq + 1, forged)
+    assert (mine.seq, "entry-hash-mismatch") in _audit_violations(pg_db)
+
+
+def test_a_write_rolled_back_after_an_append_leaves_nothing_for_a_later_statement(
+    pg_db: str,
+) -> None:
+    """An entry's INSERT waits to go with the COMMIT: a transaction that fails after the append
+    must drop it, so neither the next read (autocommit) nor the next write sends it."""
+    ledger, _ = PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)
+    with ledger:
+        with pytest.raises(RuntimeError), ledger.writer() as w:
+            append_one(w, "undone", 0)
+            raise RuntimeError("the caller gives up before the commit")
+        assert ledger.size() == 1  # a read of its own
+        entry = _note(ledger, "kept", 0)
+        assert entry.seq == 1
+    with PostgresLedger.open_read_only(pg_db) as reader:
+        assert [e.body.kind for e in reader.entries()] == ["ledger.created", "calibration.recorded"]
+    assert _audit_violations(pg_db) == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DELETE FROM entries WHERE seq = 3",
+        "UPDATE entries SET nodes = substring(nodes FROM 1 FOR 10) WHERE seq = 3",
+    ],
+    ids=["row-deleted", "leaf-hash-cut-short"],
+)
+def test_a_writer_refuses_to_extend_a_tree_damaged_since_its_last_commit(
+    pg_db: str, damage: str
+) -> None:
+    """Rows others appended since this connection's last commit lost one (or its leaf hash):
+    the append reads the stored edge, as a SQLite writer would, and refuses the missing node
+    instead of folding a wrong one into every later root."""
+    PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)[0].close()
+    with (
+        PostgresLedger.open(pg_db, clock=fixed_clock) as late,
+        PostgresLedger.open(pg_db, clock=fixed_clock) as other,
+    ):
+        _note(late, "late", 0)
+        for i in range(5):
+            _note(other, "other", i)
+        with pg_owner(pg_db) as conn:
+            conn.execute(damage)
+            conn.execute("ALTER TABLE entries ENABLE TRIGGER USER")
+        size = late.size()
+        with pytest.raises(LedgerError) as caught:
+            _note(late, "late", 1)
+        assert caught.value.code == "merkle-node-missing"
+        assert late.size() == size

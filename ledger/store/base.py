@@ -233,9 +233,10 @@ class Store:
         definitions) the reader fills and queries in it, created empty and dropped after."""
         raise NotImplementedError
 
-    def _start_write(self) -> None:
+    def _start_write(self, tip: _Tip | None) -> None:
         """Begin the write transaction and take the one write lock (``ledger-busy`` past the
-        busy timeout)."""
+        busy timeout). ``tip``: what this connection last committed (None: unknown), which a
+        backend may bring up to date in the same round trip (``_current_tip``)."""
         raise NotImplementedError
 
     def _commit(self) -> None:
@@ -252,6 +253,15 @@ class Store:
         """Under the write lock: a value that is unchanged iff no other connection has
         committed since it was last read (a backend that cannot tell returns a new value)."""
         raise NotImplementedError
+
+    def _current_tip(self, tip: _Tip | None) -> _Tip:
+        """Under the write lock: the head and edge as stored now. ``tip`` (what this connection
+        last committed) is kept when ``_data_version`` says nobody committed since; else both
+        are read again."""
+        version = self._data_version()
+        if tip is None or tip.data_version != version:
+            return self._read_tip(version)
+        return tip
 
     def _committed(self) -> None:
         """After each successful commit (SQLite: its periodic checkpoint)."""
@@ -556,7 +566,7 @@ class Store:
             )
         # Taken before the lock: whatever happens next, only a successful commit puts it back.
         tip, self._tip = self._tip, None
-        self._start_write()
+        self._start_write(tip)
         try:
             return Writer(self, tip, at=at)
         except BaseException as exc:
@@ -617,9 +627,7 @@ class Writer:
         self._conn = ledger._conn
         self._cursor = ledger._cursor
         # Read under the write lock: a tip another connection has moved past is never used.
-        version = ledger._data_version()
-        if tip is None or tip.data_version != version:
-            tip = ledger._read_tip(version)
+        tip = ledger._current_tip(tip)
         self._tip = tip
         self._tip_exact = True  # False once an append failed half-way (see ``append``)
         self._tip_reread = False  # True while the edge may hold a leaf that has no row

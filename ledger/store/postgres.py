@@ -16,6 +16,10 @@ Rules:
    ``lock_timeout`` set to the busy timeout (then ``ledger-busy``): concurrent writers queue
    and each reads the head after the one before it committed, so the chain cannot fork.
    ``synchronous_commit`` is on for every connection: a commit that returned is durable.
+   The lock is held for two round trips: BEGIN, the lock and the rows appended since this
+   connection's last commit go in one pipeline (the head and the edge are brought up to date
+   from them, each row checked to extend the one before, else both are read again), and each
+   entry INSERT waits to go with the next statement or in one pipeline with the COMMIT.
 4. A read-only open writes nothing: its snapshots are ``REPEATABLE READ READ ONLY`` (one
    consistent state), the session defaults to read-only transactions, and a write refuses
    (``ledger-read-only``). The audit's scratch tables are TEMP tables of the session, created
@@ -47,13 +51,31 @@ from ledger.format.entries import (
     system_clock,
 )
 from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
-from ledger.store.base import STATE_TABLES, DbCursor, Store, Writer, _check_clock, display_name
+from ledger.store.base import (
+    STATE_TABLES,
+    DbCursor,
+    Store,
+    Writer,
+    _check_clock,
+    _row_entry,
+    _Tip,
+    display_name,
+)
 from ledger.store.sqlite import APPLICATION_ID, ENTRY_COLUMNS, STATE_SCHEMA, STORE_FORMAT
+from ledger.transparency import merkle
 
 WRITER_ROLE: Final = "ledger_writer"
 READER_ROLE: Final = "ledger_reader"
 _LOCK_KEY: Final = APPLICATION_ID  # the advisory lock every write of a ledger database takes
 _SCAN_ROWS: Final = 1000  # rows per round trip of a server-side cursor
+# Rows appended by others since this connection's last commit that the lock's round trip reads
+# to bring its head and edge up to date (rule 3); further behind, both are read again.
+_CATCH_UP: Final = 64
+_CATCH_UP_ROWS: Final = (
+    "SELECT seq, prev_hash, entry_hash, substring(nodes FROM 1 FOR 32),"
+    " CASE WHEN seq = (SELECT max(seq) FROM entries) THEN body END"
+    " FROM entries WHERE seq >= {since} ORDER BY seq LIMIT {limit}"
+)
 
 SCHEMA: Final = f"""
 CREATE TABLE ledger_meta (
@@ -184,18 +206,53 @@ class _Db:
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
         self._names = itertools.count()
+        # Writes that go with the next statement or the COMMIT (``defer``; rule 3).
+        self._pending: list[tuple[str, tuple[Any, ...]]] = []
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> DbCursor:
+        self._send_pending()
         cursor = self.conn.cursor()
         cursor.execute(_translate(sql), tuple(parameters), prepare=False)
         return cursor
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> DbCursor:
+        self._send_pending()
         cursor = self.conn.cursor()
         cursor.executemany(_translate(sql), [tuple(p) for p in parameters])
         return cursor
 
+    def defer(self, sql: str, parameters: Sequence[Any] = (), /) -> DbCursor:
+        """Queue a write whose result nobody reads: it is sent before the next statement runs
+        (so every read sees it, and its error is raised there), or with the COMMIT."""
+        self._pending.append((_translate(sql), tuple(parameters)))
+        return _NO_RESULT
+
+    def _send_pending(self) -> None:
+        if self._pending:
+            pending, self._pending = self._pending, []
+            cursor = self.conn.cursor()
+            for sql, parameters in pending:
+                cursor.execute(sql, parameters, prepare=False)
+
+    def commit(self) -> None:
+        """COMMIT, with the queued writes in the same round trip: one query of several
+        statements, which PostgreSQL takes only with the values in its text (psycopg's
+        ``ClientCursor`` quotes them; measured faster here than the pipeline mode). A failing
+        statement skips the rest, the COMMIT included: the caller rolls back."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            self.conn.execute("COMMIT", prepare=False)
+            return
+        query = "; ".join(sql for sql, _ in pending) + "; COMMIT"
+        values = tuple(value for _, parameters in pending for value in parameters)
+        psycopg.ClientCursor(self.conn).execute(query, values)
+
+    def discard_pending(self) -> None:
+        """Drop the queued writes (the transaction is rolled back: none may reach the next)."""
+        self._pending.clear()
+
     def scan(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[Any]:
+        self._send_pending()
         if not self.in_transaction:
             # A server-side cursor lives in a transaction; a lone statement reads it whole.
             yield from self.execute(sql, parameters)
@@ -226,6 +283,55 @@ class _Db:
     @property
     def in_transaction(self) -> bool:
         return self.conn.info.transaction_status != pq.TransactionStatus.IDLE
+
+
+class _NoResult:
+    """The cursor of a deferred write: no rows (nobody reads them)."""
+
+    rowcount = -1
+
+    def fetchone(self) -> Any:
+        return None
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+
+_NO_RESULT: Final = _NoResult()
+
+
+class _Deferred:
+    """The write path's executor (``Store._cursor``): each entry INSERT goes with the COMMIT."""
+
+    def __init__(self, db: _Db) -> None:
+        self.execute = db.defer
+
+
+def _caught_up(tip: _Tip, rows: Sequence[tuple[Any, ...]], version: int) -> _Tip | None:
+    """``tip`` brought up to date by the rows from its own seq on (``_CATCH_UP_ROWS``): the
+    first must be ``tip`` itself, each next the next seq with a whole leaf hash, the last the
+    head (its body read for the time). None otherwise: the caller reads head and edge again.
+    (The chain's links are the trigger's and the audit's to check: the entry appended next
+    names the stored head's hash as its prev, whatever the rows before it say.)"""
+    if not rows or rows[0][0] != tip.seq or rows[0][2] != tip.hash:
+        return None
+    edge = merkle.CompactRange(tip.edge.size, tip.edge.hashes())
+    seq, hash_, time = tip.seq, tip.hash, tip.time
+    for row_seq, _prev, row_hash, leaf, _body in rows[1:]:
+        # A gap, or a leaf hash cut short, would put a wrong node on the edge.
+        if row_seq != seq + 1 or not isinstance(leaf, bytes) or len(leaf) != 32:
+            return None
+        edge.push(leaf)
+        seq, hash_ = row_seq, row_hash
+    head_body = rows[-1][4]
+    if not isinstance(head_body, bytes):
+        return None  # the last row read is not the head: further behind than ``_CATCH_UP``
+    if len(rows) > 1:
+        time = _row_entry(seq, hash_, head_body).body.time
+    return _Tip(version, seq, hash_, time, edge)
 
 
 def _display(url: str) -> str:
@@ -312,6 +418,9 @@ class PostgresLedger(Store):
         self.db_target = url
         self._url = url
         self._versions = itertools.count()
+        self._cursor = _Deferred(self._conn)
+        # The tip ``_start_write`` was given and the rows its round trip read from it on.
+        self._catch_up: tuple[_Tip, list[tuple[Any, ...]]] | None = None
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -369,7 +478,7 @@ class PostgresLedger(Store):
         conn = _connect(url, timeout, read_only=False)
         ledger = cls(url, conn, clock=clock, busy_timeout_ms=timeout, signer=signer)
         try:
-            ledger._start_write()
+            ledger._start_write(None)
             tables = ledger._conn.table_names()
             if tables:  # a ledger already, or another application's: never taken over
                 ledger._rollback()
@@ -439,23 +548,50 @@ class PostgresLedger(Store):
                 except psycopg.Error:
                     self._rollback_quietly()  # TEMP tables go with the session anyway
 
-    def _start_write(self) -> None:
-        """The advisory lock, waited for up to the busy timeout (rule 3)."""
+    def _start_write(self, tip: _Tip | None) -> None:
+        """The advisory lock, waited for up to the busy timeout, and the rows appended since
+        ``tip``: one round trip (rule 3). Each statement of the pipeline takes its snapshot
+        when it starts, so the rows are read after the lock is held."""
         db = self._conn
+        self._catch_up = None
+        statements = [
+            "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE",
+            f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}",
+            f"SELECT pg_advisory_xact_lock({_LOCK_KEY})",
+        ]
+        catch_up = tip is not None and tip.seq >= 0
+        if tip is not None and catch_up:
+            statements.append(_CATCH_UP_ROWS.format(since=int(tip.seq), limit=_CATCH_UP + 1))
         try:
-            db.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
-            db.execute(f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}")
-            db.execute("SELECT pg_advisory_xact_lock(?)", (_LOCK_KEY,))
+            # One query of several statements (integers only in its text): one round trip.
+            cursor = db.conn.cursor()
+            cursor.execute("; ".join(statements))
+            while cursor.nextset():
+                pass  # to the last statement's result
+            if tip is not None and catch_up:
+                self._catch_up = (tip, cursor.fetchall())
         except psycopg.Error as exc:
             self._rollback_quietly()
             raise _db_error(self._url, exc, self.busy_timeout_ms) from None
 
+    def _current_tip(self, tip: _Tip | None) -> _Tip:
+        catch_up, self._catch_up = self._catch_up, None
+        version = next(self._versions)
+        if tip is not None and catch_up is not None and catch_up[0] is tip:
+            current = _caught_up(tip, catch_up[1], version)
+            if current is not None:
+                return current
+        return self._read_tip(version)
+
     def _commit(self) -> None:
-        self._conn.execute("COMMIT")
+        self._conn.commit()
 
     def _rollback(self) -> None:
+        # The queued writes are dropped, not sent to be undone: ROLLBACK goes straight to the
+        # connection, and nothing queued can reach a later statement (autocommit: a commit).
+        self._conn.discard_pending()
         if self._conn.in_transaction:
-            self._conn.execute("ROLLBACK")
+            self._conn.conn.execute("ROLLBACK", prepare=False)
 
     def _rollback_quietly(self) -> None:
         try:
@@ -469,8 +605,8 @@ class PostgresLedger(Store):
         return None
 
     def _data_version(self) -> int:
-        # Another writer may have committed since this connection's last write, and nothing
-        # cheaper than reading the head says whether one did: every write reads it again.
+        # Another writer may have committed since this connection's last write; nothing says
+        # so but the rows themselves (``_current_tip``): a tip is never kept unchecked.
         return next(self._versions)
 
     def create_state_tables(self) -> None:

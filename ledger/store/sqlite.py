@@ -72,6 +72,7 @@ from ledger.store.base import (
     Writer,
     _check_clock,
     _row_entry,
+    _Tip,
 )
 
 # Shared with the PostgreSQL store (``ledger.store.base``); named here too, where callers have
@@ -435,8 +436,9 @@ class Ledger(Store):
             return _db_error(self.path, exc, self.busy_timeout_ms)
         return None
 
-    def _start_write(self) -> None:
-        """``BEGIN IMMEDIATE``: SQLite's one write lock, waited for up to the busy timeout."""
+    def _start_write(self, tip: _Tip | None) -> None:
+        """``BEGIN IMMEDIATE``: SQLite's one write lock, waited for up to the busy timeout
+        (``tip`` is checked afterwards by ``PRAGMA data_version``)."""
         try:
             self._cursor.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
