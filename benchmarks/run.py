@@ -341,6 +341,21 @@ def _pg_ledger_writer(url: str, first: int, count: int, go: Any, done: Any) -> N
         done.put(time.perf_counter())
 
 
+def _pg_group_writer(url: str, first: int, count: int, go: Any, done: Any) -> None:
+    """One writer process appending ``MAX_GROUP`` entries per transaction, as a batch verify
+    records its groups (``record_group``)."""
+    from ledger.operations.batch import MAX_GROUP
+    from ledger.store.postgres import PostgresLedger
+
+    with PostgresLedger.open(url, clock=gen.fixed_clock) as ledger:
+        go.wait()
+        for start in range(first, first + count, MAX_GROUP):
+            with ledger.writer() as w:
+                for i in range(start, min(first + count, start + MAX_GROUP)):
+                    w.append("bundle.observed", _append_payload(i))
+        done.put(time.perf_counter())
+
+
 def _pg_raw_writer(url: str, rows: list[tuple[Any, ...]], go: Any, done: Any) -> None:
     """One baseline process: the same rows, plain INSERTs, autocommit (one transaction each)."""
     import psycopg
@@ -461,6 +476,10 @@ def bench_pg(work: Path, sz: Sizes) -> list[Row]:
         args = [(url, done, per_writer)]
         single = per_writer / _pg_round(_pg_ledger_writer, args)
         done += per_writer
+        # The same 8 writers, each transaction a batch's group of appends.
+        args = [(url, done + w * per_writer, per_writer) for w in range(_PG_WRITERS)]
+        grouped = _PG_WRITERS * per_writer / _pg_round(_pg_group_writer, args)
+        done += _PG_WRITERS * per_writer
         profile, under_lock, commit = _pg_profile(url, 100)
         done += 100
         with PostgresLedger.open_read_only(url) as ledger:
@@ -473,7 +492,7 @@ def bench_pg(work: Path, sz: Sizes) -> list[Row]:
     rate, base = statistics.median(ours), statistics.median(theirs)
     note(
         f"pg: ours {[round(r) for r in ours]} /s, raw {[round(r) for r in theirs]} /s,"
-        f" one writer alone {single:.0f} /s; load average {load_before[0]:.1f} before,"
+        f" one writer alone {single:.0f} /s, {grouped:.0f} /s in groups; load average {load_before[0]:.1f} before,"
         f" {load_after[0]:.1f} after"
     )
     note(f"pg: one append alone, median ms per step: {profile}")
@@ -491,6 +510,14 @@ def bench_pg(work: Path, sz: Sizes) -> list[Row]:
             f"{single:.0f} /s",
             f"{rate:.0f} /s with {_PG_WRITERS}",
             f"{single / rate:.2f}",
+            "-",
+            None,
+        ),
+        Row(
+            f"pg durable append, {_PG_WRITERS} writers, a batch's group per commit (info)",
+            f"{grouped:.0f} /s",
+            f"{rate:.0f} /s one per commit",
+            f"{grouped / rate:.2f}",
             "-",
             None,
         ),
