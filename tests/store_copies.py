@@ -12,8 +12,10 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from helpers import checkpointed_copy
+from helpers import ORIGIN, Appended, append_entries, checkpointed_copy, fixed_clock
 from pg_server import PgServer
+
+from ledger.store.opening import create_store
 
 STORES = ["sqlite", "postgresql"]
 
@@ -55,3 +57,12 @@ class Built:
             for database in reversed(self._made):
                 self.server.drop_database(database)
         self._made.clear()
+
+
+def make_store_ledger(db: Path | str, n: int = 0) -> list[Appended]:
+    """``helpers.make_ledger`` on either store: genesis plus ``n`` entries (fixed clock)."""
+    ledger, created = create_store(db, origin=ORIGIN, clock=fixed_clock)
+    with ledger:
+        if not created:
+            raise RuntimeError(f"{db} already held a ledger")
+        return append_entries(ledger, n, batch=50)  # the helper takes either store
