@@ -186,7 +186,8 @@ def test_body_not_canonical_is_seen_by_the_parallel_row_checker(
     ledgers: Ledgers, fresh: Any
 ) -> None:
     """With the row checks in a second process (LEDGER_AUDIT_PARALLEL=on), canonical form is
-    that process's check: the auditor's own decode skips it."""
+    that process's check: the auditor's own decode skips it. (On PostgreSQL the row checks
+    always run in the auditor's process, LEDGER.md section 2: the setting changes nothing.)"""
     db = fresh("calibrated")
     rewrite_body(db, 1, lambda body: canonical_bytes(body).replace(b'{"', b'{ "', 1))
     result = run_cli(

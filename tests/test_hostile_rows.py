@@ -287,3 +287,5 @@ def test_the_sqlite_only_cases_are_exactly_the_values_of_another_type() -> None:
     assert named == set(OTHER_TYPE_EDITS)
     on_both = {n for n, f in tests.items() if "copy" in inspect.signature(f).parameters}
     assert on_both == {"test_public_export_of_an_unhashable_cohort_entry_is_not_a_crash"}
+    on_postgresql = {n for n, f in tests.items() if "pg_copy" in inspect.signature(f).parameters}
+    assert on_postgresql == {"test_postgresql_refuses_or_converts_every_value_only_sqlite_admits"}
