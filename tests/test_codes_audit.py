@@ -1,17 +1,27 @@
 """Every audit violation code of LEDGER.md section 6 that no other test provoked, provoked here.
 
-Each test writes the ledger an attacker would (plain sqlite3 with the triggers dropped, or the
+Each test writes the ledger an attacker would (the store's owner with the triggers off:
+plain sqlite3 on the file, or the PostgreSQL database's owner, ``helpers.store_attacker``; or the
 library's writer appending entries the commands never write) and asserts the exact code that
 ``ledger audit --json`` reports, at the seq where the forgery starts, with exit 1. The honest
 ledgers these start from audit clean (``test_the_honest_ledgers_audit_clean``), so the code is
 the forgery's and nothing else's.
+
+Every test runs on both stores (``ledgers`` is built once per store; each test changes its own
+copy: the file copied, or the database copied with ``CREATE DATABASE ... TEMPLATE``), except the
+edits only a SQLite file admits (``SQLITE_ONLY`` says why, and
+``test_the_sqlite_only_cases_are_exactly_the_documented_ones`` keeps that list honest).
 """
 
 from __future__ import annotations
 
+import ast
 import copy
+import inspect
 import json
-from collections.abc import Callable
+import re
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,9 +29,11 @@ from typing import Any
 import blake3
 import pytest
 from commit_helpers import make_bundle, make_cohort
-from helpers import append_one, attacker, checkpointed_copy, run_cli
+from helpers import REPO_DIR, append_one, run_cli, store_attacker
+from store_copies import STORES, Built
 
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store
+from ledger.store.opening import open_store
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 TIME = "2026-11-01T12:00:00Z"
@@ -29,64 +41,102 @@ ENV = {"LEDGER_TIME": TIME, "LEDGER_DB": None}
 ZERO_DIGEST = "sha256:" + "0" * 64
 
 
-def open_ledger(db: Path) -> Ledger:
-    """The file as the library opens it, with the clock the honest entries were written at."""
-    return Ledger.open(db, clock=lambda: TIME)
+Db = Path | str  # a SQLite file, or a PostgreSQL database's URL
 
 
-def cli(root: Path, db: Path, *args: str) -> Any:
+def open_ledger(db: Db) -> Store:
+    """The store as the library opens it, with the clock the honest entries were written at."""
+    return open_store(db, clock=lambda: TIME)
+
+
+def cli(root: Path, db: Db, *args: str) -> Any:
     return run_cli(["--db", str(db), *args], env=ENV, cwd=root)
 
 
 @dataclass(frozen=True)
 class Ledgers:
     root: Path
-    calibrated: Path  # genesis + calibration
-    frozen: Path  # + cohort test/cohort-a frozen + one verified bundle (task-000, support)
-    burned: Path  # frozen, then burned with task-000 observed
+    built: Built  # the store they are on
+    calibrated: Db  # genesis + calibration
+    frozen: Db  # + cohort test/cohort-a frozen + one verified bundle (task-000, support)
+    burned: Db  # frozen, then burned with task-000 observed
 
 
-@pytest.fixture(scope="module")
-def ledgers(tmp_path_factory: pytest.TempPathFactory) -> Ledgers:
-    root = tmp_path_factory.mktemp("codes-audit")
-    calibrated = root / "calibrated.db"
+def build_ledgers(built: Built) -> Ledgers:
+    """The three honest ledgers through the CLI, each later one a copy of the one before."""
+    root = built.folder
+    calibrated = built.target("calibrated")
     assert cli(root, calibrated, "init", "--origin", "test/codes").code == 0
     assert cli(root, calibrated, "calibrate").code == 0
-    frozen = checkpointed_copy(calibrated, root / "frozen.db")
+    frozen = built.copy(calibrated, "frozen")
     assert cli(root, frozen, "freeze", str(make_cohort(root))).code == 0
     good = make_bundle(root, "good")
     verified = cli(root, frozen, "verify", str(good), "--task", "test/cohort-a/task-000")
     assert verified.code == 0, verified.stdout + verified.stderr
-    burned = checkpointed_copy(frozen, root / "burned.db")
+    burned = built.copy(frozen, "burned")
     burn = cli(
         root, burned, "burn", "test/cohort-a", "--reason", "seen",
         "--observed-task", "test/cohort-a/task-000",
     )  # fmt: skip
     assert burn.code == 0, burn.stderr
-    return Ledgers(root, calibrated, frozen, burned)
+    return Ledgers(root, built, calibrated, frozen, burned)
+
+
+@pytest.fixture(scope="module")
+def sqlite_ledgers(tmp_path_factory: pytest.TempPathFactory) -> Ledgers:
+    return build_ledgers(Built("sqlite", tmp_path_factory.mktemp("codes-audit"), None))
+
+
+@pytest.fixture(scope="module", params=STORES)
+def ledgers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Ledgers]:
+    if request.param == "sqlite":
+        yield request.getfixturevalue("sqlite_ledgers")
+        return
+    built = Built(
+        "postgresql",
+        tmp_path_factory.mktemp("codes-audit-pg"),
+        request.getfixturevalue("pg_server"),
+    )
+    try:
+        yield build_ledgers(built)
+    finally:
+        built.close()
+
+
+def _fresh(ledgers: Ledgers, tmp_path: Path) -> Iterator[Callable[[str], Db]]:
+    copies = Built(ledgers.built.store, tmp_path, ledgers.built.server)
+    try:
+        yield lambda which: copies.copy(getattr(ledgers, which), which)
+    finally:
+        copies.close()
 
 
 @pytest.fixture
-def fresh(ledgers: Ledgers, tmp_path: Path) -> Callable[[str], Path]:
-    def make(which: str) -> Path:
-        return checkpointed_copy(getattr(ledgers, which), tmp_path / f"{which}.db")
-
-    return make
+def fresh(ledgers: Ledgers, tmp_path: Path) -> Iterator[Callable[[str], Db]]:
+    """A copy of one of the honest ledgers (by field name), on the store ``ledgers`` is on."""
+    yield from _fresh(ledgers, tmp_path)
 
 
-def rows(db: Path) -> list[dict[str, Any]]:
-    with Ledger.open(db) as ledger:
+@pytest.fixture
+def sqlite_fresh(sqlite_ledgers: Ledgers, tmp_path: Path) -> Iterator[Callable[[str], Db]]:
+    yield from _fresh(sqlite_ledgers, tmp_path)
+
+
+def rows(db: Db) -> list[dict[str, Any]]:
+    with open_store(db, read_only=True) as ledger:
         return [{"seq": e.seq, "kind": e.kind, "payload": e.payload} for e in ledger.entries()]
 
 
-def audit(root: Path, db: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+def audit(root: Path, db: Db, *extra: str) -> tuple[int, dict[str, Any]]:
     result = cli(root, db, "audit", "--json", *extra)
     assert "Traceback" not in result.stderr, result.stderr
     return result.code, result.json()
 
 
 def assert_violation(
-    root: Path, db: Path, seq: int | None, code: str, *extra: str, message: str = ""
+    root: Path, db: Db, seq: int | None, code: str, *extra: str, message: str = ""
 ) -> None:
     exit_code, report = audit(root, db, *extra)
     assert exit_code == 1, report
@@ -105,10 +155,10 @@ def test_the_honest_ledgers_audit_clean(ledgers: Ledgers) -> None:
 # -- entry bodies rewritten by the file's owner (hash recomputed, link kept) --------------------
 
 
-def rewrite_body(db: Path, seq: int, edit: Callable[[dict[str, Any]], Any]) -> None:
+def rewrite_body(db: Db, seq: int, edit: Callable[[dict[str, Any]], Any]) -> None:
     """Replace entry ``seq``'s body with ``edit(body)`` (bytes, or a value made canonical),
     recompute its entry_hash and re-link the next row, so only the edit itself is wrong."""
-    with attacker(db) as conn:
+    with store_attacker(db) as conn:
         old = json.loads(bytes(conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,))
                                .fetchone()[0]))  # fmt: skip
         new = edit(old)
@@ -122,7 +172,7 @@ def rewrite_body(db: Path, seq: int, edit: Callable[[dict[str, Any]], Any]) -> N
         conn.execute("UPDATE entries SET prev_hash = ? WHERE seq = ?", (new_hash, seq + 1))
 
 
-def last_seq(db: Path) -> int:
+def last_seq(db: Db) -> int:
     return rows(db)[-1]["seq"]
 
 
@@ -136,7 +186,8 @@ def test_body_not_canonical_is_seen_by_the_parallel_row_checker(
     ledgers: Ledgers, fresh: Any
 ) -> None:
     """With the row checks in a second process (LEDGER_AUDIT_PARALLEL=on), canonical form is
-    that process's check: the auditor's own decode skips it."""
+    that process's check: the auditor's own decode skips it. (On PostgreSQL the row checks
+    always run in the auditor's process, LEDGER.md section 2: the setting changes nothing.)"""
     db = fresh("calibrated")
     rewrite_body(db, 1, lambda body: canonical_bytes(body).replace(b'{"', b'{ "', 1))
     result = run_cli(
@@ -153,15 +204,6 @@ def test_body_without_its_time_is_body_malformed(ledgers: Ledgers, fresh: Any) -
     db = fresh("calibrated")
     rewrite_body(db, 1, lambda body: {k: v for k, v in body.items() if k != "time"})
     assert_violation(ledgers.root, db, 1, "body-malformed", "--no-replay")
-
-
-def test_body_stored_as_text_is_body_malformed(ledgers: Ledgers, fresh: Any) -> None:
-    """The same bytes stored as TEXT instead of a BLOB: hash, chain and tree still agree, only
-    the storage class gives it away."""
-    db = fresh("calibrated")
-    with attacker(db) as conn:
-        conn.execute("UPDATE entries SET body = CAST(body AS TEXT) WHERE seq = 1")
-    assert_violation(ledgers.root, db, 1, "body-malformed", "--no-replay", message="not a BLOB")
 
 
 def test_body_of_format_3_is_unknown_entry_format(ledgers: Ledgers, fresh: Any) -> None:
@@ -226,7 +268,7 @@ def test_entry_dated_before_the_one_before_is_time_regressed(ledgers: Ledgers, f
 
 def test_every_entry_deleted_is_ledger_empty(ledgers: Ledgers, fresh: Any) -> None:
     db = fresh("calibrated")
-    with attacker(db) as conn:
+    with store_attacker(db) as conn:
         conn.execute("DELETE FROM entries")
         conn.execute("DELETE FROM objects")
     assert_violation(ledgers.root, db, None, "ledger-empty", "--no-replay")
@@ -235,7 +277,7 @@ def test_every_entry_deleted_is_ledger_empty(ledgers: Ledgers, fresh: Any) -> No
 @pytest.mark.parametrize(
     "column",
     [
-        "sha256 = 'sha256:' || lower(hex(randomblob(32)))",
+        f"sha256 = 'sha256:{'9f' * 32}'",
         "size = size + 1",
         "media_type = 'text/html'",
     ],
@@ -247,7 +289,7 @@ def test_object_row_with_one_column_rewritten_is_object_digest_mismatch(
     """Bytes and address untouched, one descriptive column of the calibration report's row
     changed: reported at seq 1, the entry that references it."""
     db = fresh("calibrated")
-    with attacker(db) as conn:
+    with store_attacker(db) as conn:
         conn.execute(f"UPDATE objects SET {column}")
     assert_violation(ledgers.root, db, 1, "object-digest-mismatch", "--no-replay")
 
@@ -260,7 +302,7 @@ def test_bundle_file_rewritten_with_its_sha256_and_size_columns_is_object_digest
     db = fresh("frozen")
     patch = _patch_of(rows(ledgers.frozen)[-2]["payload"]["observations"])
     forged = b"diff --git a/x b/x\n"
-    with attacker(db) as conn:
+    with store_attacker(db) as conn:
         conn.execute(
             "UPDATE objects SET body = ?, sha256 = ?, size = ? WHERE digest = ?",
             (forged, sha256_hex_digest(forged), len(forged), patch["object"]),
@@ -272,8 +314,8 @@ def test_bundle_file_rewritten_with_its_sha256_and_size_columns_is_object_digest
 # -- entries appended with the library, as an attacker would --------------------------------------
 
 
-def objects_of(db: Path, addresses: list[str]) -> dict[str, tuple[bytes, str]]:
-    with Ledger.open(db) as ledger:
+def objects_of(db: Db, addresses: list[str]) -> dict[str, tuple[bytes, str]]:
+    with open_store(db, read_only=True) as ledger:
         found = {}
         for address in addresses:
             obj = ledger.get_object(address)
@@ -290,7 +332,7 @@ def frozen_refs(payload: dict[str, Any]) -> list[str]:
 
 
 def append_with_objects(
-    db: Path, kind: str, payload: dict[str, Any], blobs: dict[str, tuple[bytes, str]]
+    db: Db, kind: str, payload: dict[str, Any], blobs: dict[str, tuple[bytes, str]]
 ) -> int:
     with open_ledger(db) as ledger, ledger.writer() as w:
         for data, media in blobs.values():
@@ -303,7 +345,7 @@ def honest_frozen(ledgers: Ledgers) -> tuple[dict[str, Any], dict[str, tuple[byt
     return copy.deepcopy(payload), objects_of(ledgers.frozen, frozen_refs(payload))
 
 
-def forge_freeze(ledgers: Ledgers, db: Path, edit: Callable[[dict[str, Any], Any], None]) -> int:
+def forge_freeze(ledgers: Ledgers, db: Db, edit: Callable[[dict[str, Any], Any], None]) -> int:
     """Append test/cohort-a's cohort.frozen to a calibrated ledger, edited by ``edit``."""
     payload, blobs = honest_frozen(ledgers)
     edit(payload, blobs)
@@ -549,7 +591,7 @@ def test_burn_whose_notice_tells_the_same_lie_is_still_burn_mismatch(
 
 
 def append_pair(
-    db: Path, source: Path, bundle_changes: dict[str, Any] | None = None, **changes: Any
+    db: Db, source: Db, bundle_changes: dict[str, Any] | None = None, **changes: Any
 ) -> tuple[int, int]:
     """``source``'s last bundle.observed + verification.recorded appended again to ``db``, the
     bundle's payload updated with ``bundle_changes`` and the result's with ``changes``."""
@@ -735,7 +777,7 @@ def test_committed_document_rewritten_in_place_is_object_digest_mismatch(
 ) -> None:
     db = fresh("frozen")
     address = rows(ledgers.frozen)[-1]["payload"]["plan"]["object"]
-    with attacker(db) as conn:
+    with store_attacker(db) as conn:
         conn.execute("UPDATE objects SET body = ? WHERE digest = ?", (b"{}", address))
     assert_violation(ledgers.root, db, 2, "object-digest-mismatch")
 
@@ -785,7 +827,7 @@ def test_calibration_report_the_matrix_does_not_give_is_calibration_replay_misma
 RED = {"0.1": False, "0.1.1": False, "0.2.0": False, "0.3.0": False}
 
 
-def append_red_calibration(db: Path) -> int:
+def append_red_calibration(db: Db) -> int:
     """A calibration entry that honestly records a red matrix for every adapter."""
     data = canonical_bytes({"green": False, "green_by_adapter": RED, "rows": []})
     with open_ledger(db) as ledger, ledger.writer() as w:
@@ -819,3 +861,89 @@ def test_freeze_command_after_a_red_calibration_is_refused(ledgers: Ledgers, fre
     assert result.code == 2, result.stdout
     assert result.error_code() == "calibration-missing"
     assert rows(db) == before
+
+
+# -- what only a SQLite file admits ---------------------------------------------------------------
+
+# The tests that run on SQLite only, and why: each is an edit a PostgreSQL database cannot hold
+# (LEDGER.md section 2, "What differs from SQLite" and "Suites on both stores";
+# tests/test_hostile_rows.py shows PostgreSQL's typed columns refusing such values).
+SQLITE_ONLY = {
+    "test_body_stored_as_text_is_body_malformed": (
+        "a value of another storage class: a TEXT body where the ledger writes a BLOB; "
+        "PostgreSQL's BYTEA column refuses a text value"
+    ),
+}
+
+
+# A SQLite column takes a value of any storage class, where PostgreSQL's typed columns (BYTEA,
+# TEXT, BIGINT) refuse a value of another type. (Module-level functions, not a class:
+# tools/mutants.py picks the test functions that name a code at the top level.)
+def test_body_stored_as_text_is_body_malformed(sqlite_ledgers: Ledgers, sqlite_fresh: Any) -> None:
+    """The same bytes stored as TEXT instead of a BLOB: hash, chain and tree still agree, only
+    the storage class gives it away."""
+    db = sqlite_fresh("calibrated")
+    with store_attacker(db) as conn:
+        conn.execute("UPDATE entries SET body = CAST(body AS TEXT) WHERE seq = 1")
+    assert_violation(
+        sqlite_ledgers.root, db, 1, "body-malformed", "--no-replay", message="not a BLOB"
+    )
+
+
+def _ledger_section(number: int) -> str:
+    text = (REPO_DIR / "LEDGER.md").read_text("utf-8")
+    return text.split(f"\n## {number}. ", 1)[1].split("\n## ", 1)[0]
+
+
+def _section_6_codes() -> set[str]:
+    """The codes of section 6's tables (first cell of each row, `a` / `b` rows both)."""
+    codes: set[str] = set()
+    for line in _ledger_section(6).splitlines():
+        if line.startswith("| `"):
+            codes |= set(re.findall(r"`([a-z0-9-]+)`", line.split("|")[1]))
+    return codes
+
+
+def _codes_asserted_by_each_test(codes: set[str]) -> dict[str, set[str]]:
+    """Test name -> the codes of ``codes`` written in it (its body and its parameters)."""
+    tree = ast.parse(Path(__file__).read_text("utf-8"))
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            found[node.name] = {
+                c.value
+                for c in ast.walk(node)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value in codes
+            }
+    return found
+
+
+def test_the_sqlite_only_cases_are_exactly_the_documented_ones() -> None:
+    """Every test here runs on both stores but those of ``SQLITE_ONLY``, for a reason section 2
+    gives; and no violation code is left to SQLite: each code a SQLite-only test asserts is
+    provoked on PostgreSQL too, by another test. (The codes PostgreSQL never reports, section 2's
+    `database-corrupt` and the SQLite row-check worker's `file-changed-during-audit`, are not
+    this file's: tests/test_audit_tamper.py and tests/test_audit_parallel.py.)"""
+    module = sys.modules[__name__]
+    tests = {n: f for n, f in vars(module).items() if n.startswith("test_") and callable(f)}
+    fixtures = {n: set(inspect.signature(f).parameters) for n, f in tests.items()}
+    on_both = {n for n, used in fixtures.items() if {"ledgers", "fresh"} & used}
+    one_store = {n for n, used in fixtures.items() if {"sqlite_ledgers", "sqlite_fresh"} & used}
+    assert one_store == set(SQLITE_ONLY) and not one_store & on_both
+    neither = set(tests) - on_both - one_store
+    assert neither == {test_the_sqlite_only_cases_are_exactly_the_documented_ones.__name__}
+    section_2 = " ".join(_ledger_section(2).split())
+    for reason in SQLITE_ONLY.values():
+        assert reason.split(":")[0] in section_2, reason
+
+    section_6 = _section_6_codes()
+    assert {"seq-gap", "entry-signer-unknown", "database-corrupt", "replay-failed"} <= section_6
+    asserted = _codes_asserted_by_each_test(section_6)
+    on_postgresql = set().union(*(asserted[name] for name in on_both))
+    sqlite_only_codes = set().union(*(asserted[name] for name in SQLITE_ONLY)) - on_postgresql
+    assert sqlite_only_codes == set(), sqlite_only_codes
+    never_on_postgresql = {"database-corrupt", "file-changed-during-audit"}
+    assert "never reports `database-corrupt`" in section_2
+    assert not never_on_postgresql & on_postgresql
+    # The scan sees the codes (a literal in a test's body, and in its parameters).
+    assert {"ledger-empty", "replay-failed", "body-row-mismatch"} <= on_postgresql

@@ -5,14 +5,23 @@ signature of another entry copied in, the key it names swapped to a trusted one,
 cut off) and re-hashes and re-chains everything after it, so every chain, tree and rule check
 passes; only the signature can tell. And a writer whose key the reader does not trust, or who
 does not sign where the reader requires it. The attacker here has no private key but its own.
+
+On both stores: the signed ledgers are built once per store (``signed_base``, ``demo_signed``:
+every command signing with ``--signer``) and each test changes its own copy, rewritten by the
+owner with the triggers off (``helpers.store_attacker``: the file's owner, or the PostgreSQL
+database's); ledgers a test makes itself are made on ``store_db``. ``SQLITE_ONLY`` lists what
+runs on one store, and why (the store plays no part in it); ``STORELESS`` the tests of the
+format alone. ``test_every_test_runs_on_both_stores_but_the_listed_ones`` keeps both lists honest.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import os
-import shutil
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +34,14 @@ from helpers import (
     ORIGIN,
     REPO_DIR,
     append_entries,
-    attacker,
-    checkpointed_copy,
     file_state,
     fixed_clock,
     run_cli,
+    store_attacker,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from store_copies import STORES, Built
 
 from ledger import api
 from ledger.format.entries import (
@@ -44,10 +53,12 @@ from ledger.format.entries import (
     signed_message,
 )
 from ledger.format.signing import WriterKey, signature_problem
-from ledger.store.sqlite import Ledger
+from ledger.store.opening import create_store, open_store
 from ledger.transparency import merkle
 from ledger.transparency.notes import sign_note, signer_from_seed, verifier_key_for
 from verifiers.canonical import canonical_bytes
+
+Db = Path | str  # a SQLite file, or a PostgreSQL database's URL
 
 ALICE = signer_from_seed("alice.example/writer", bytes(range(32)))
 MALLORY = signer_from_seed("mallory.example/writer", bytes(range(32, 64)))
@@ -77,21 +88,57 @@ def trust_file(root: Path, *lines: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def signed_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Genesis and N entries, every one signed by alice (closed, WAL folded in)."""
-    root = tmp_path_factory.mktemp("signed")
-    ledger, _ = Ledger.create(
-        root / "l.db", origin=ORIGIN, clock=fixed_clock, signer=WriterKey(ALICE)
-    )
+def _built(request: pytest.FixtureRequest, store: str, folder: Path) -> Built:
+    server = request.getfixturevalue("pg_server") if store == "postgresql" else None
+    return Built(store, folder, server)
+
+
+def _build_signed(built: Built) -> tuple[Built, Db]:
+    db = built.target("signed")
+    ledger, _ = create_store(db, origin=ORIGIN, clock=fixed_clock, signer=WriterKey(ALICE))
     with ledger:
         append_entries(ledger, N)
-    return checkpointed_copy(root / "l.db", root / "base.db")
+    return built, db
+
+
+def _copy_of(base: tuple[Built, Db], tmp_path: Path) -> Iterator[Db]:
+    built, db = base
+    copies = Built(built.store, tmp_path, built.server)
+    try:
+        yield copies.copy(db, "copy")
+    finally:
+        copies.close()
+
+
+@pytest.fixture(scope="module")
+def sqlite_signed_base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Built, Db]:
+    return _build_signed(Built("sqlite", tmp_path_factory.mktemp("signed"), None))
+
+
+@pytest.fixture(scope="module", params=STORES)
+def signed_base(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Built, Db]]:
+    """Genesis and N entries, every one signed by alice (closed), on each store."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("sqlite_signed_base")
+        return
+    built = _built(request, "postgresql", tmp_path_factory.mktemp("signed-pg"))
+    try:
+        yield _build_signed(built)
+    finally:
+        built.close()
 
 
 @pytest.fixture
-def signed(signed_base: Path, tmp_path: Path) -> Path:
-    return shutil.copyfile(signed_base, tmp_path / "l.db")
+def signed(signed_base: tuple[Built, Db], tmp_path: Path) -> Iterator[Db]:
+    """A copy of the signed ledger, for one test to change."""
+    yield from _copy_of(signed_base, tmp_path)
+
+
+@pytest.fixture
+def sqlite_signed(sqlite_signed_base: tuple[Built, Db], tmp_path: Path) -> Iterator[Db]:
+    yield from _copy_of(sqlite_signed_base, tmp_path)
 
 
 @pytest.fixture
@@ -99,7 +146,7 @@ def keys(tmp_path: Path) -> dict[str, Path]:
     return write_keys(tmp_path)
 
 
-def audit(db: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+def audit(db: Db, *extra: str) -> tuple[int, dict[str, Any]]:
     result = run_cli(["--db", str(db), *AUDIT, *extra])
     assert "Traceback" not in result.stderr, result.stderr
     return result.code, result.json()
@@ -109,15 +156,15 @@ def codes_at(report: dict[str, Any]) -> list[tuple[int | None, str]]:
     return [(v["seq"], v["code"]) for v in report["violations"]]
 
 
-def bodies(db: Path) -> list[dict[str, Any]]:
-    with Ledger.open_read_only(db) as ledger:
+def bodies(db: Db) -> list[dict[str, Any]]:
+    with open_store(db, read_only=True) as ledger:
         return [json.loads(e.body_bytes) for e in ledger.entries()]
 
 
-def rewrite(db: Path, seq: int, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+def rewrite(db: Db, seq: int, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     """The owner's rewrite: body ``seq`` changed, then it and every later row re-linked,
     re-hashed and given recomputed Merkle nodes, so chain and tree are consistent again."""
-    with attacker(db) as conn:
+    with store_attacker(db) as conn:
         rows = conn.execute("SELECT seq, body FROM entries ORDER BY seq").fetchall()
         compact = merkle.CompactRange()
         prev = GENESIS_PREV
@@ -143,9 +190,7 @@ def rewrite(db: Path, seq: int, change: Callable[[dict[str, Any]], dict[str, Any
 # -- honest use ---------------------------------------------------------------------------------
 
 
-def test_signed_entries_are_format_two_and_audit_intact(
-    signed: Path, keys: dict[str, Path]
-) -> None:
+def test_signed_entries_are_format_two_and_audit_intact(signed: Db, keys: dict[str, Path]) -> None:
     assert [b["format"] for b in bodies(signed)] == [2] * (N + 1)
     assert {b["signature"]["key"] for b in bodies(signed)} == {verifier_key_for(ALICE)}
     code, report = audit(signed)
@@ -156,8 +201,8 @@ def test_signed_entries_are_format_two_and_audit_intact(
     assert "writer signatures against 1 trusted keys" in report["checks"]
 
 
-def test_unsigned_appends_stay_format_one_byte_for_byte(tmp_path: Path) -> None:
-    ledger, _ = Ledger.create(tmp_path / "l.db", origin=ORIGIN, clock=fixed_clock)
+def test_unsigned_appends_stay_format_one_byte_for_byte(store_db: Db) -> None:
+    ledger, _ = create_store(store_db, origin=ORIGIN, clock=fixed_clock)
     with ledger:
         append_entries(ledger, 2)
         entries = list(ledger.entries())
@@ -210,11 +255,11 @@ def test_signed_body_is_the_unsigned_fields_plus_signature_over_the_documented_b
 
 
 def test_a_ledger_may_mix_unsigned_and_signed_entries(
-    signed: Path, keys: dict[str, Path], tmp_path: Path
+    signed: Db, keys: dict[str, Path], tmp_path: Path
 ) -> None:
-    with Ledger.open(signed, clock=fixed_clock) as ledger:
+    with open_store(signed, clock=fixed_clock) as ledger:
         append_entries(ledger, 1, tag="unsigned")
-    with Ledger.open(signed, clock=fixed_clock, signer=WriterKey(ALICE)) as ledger:
+    with open_store(signed, clock=fixed_clock, signer=WriterKey(ALICE)) as ledger:
         append_entries(ledger, 1, tag="signed-again")
     assert [b["format"] for b in bodies(signed)] == [2] * (N + 1) + [1, 2]
     code, report = audit(signed, "--signers", str(keys["trusted"]))
@@ -224,7 +269,7 @@ def test_a_ledger_may_mix_unsigned_and_signed_entries(
 # -- the attacks ----------------------------------------------------------------------------------
 
 
-def test_one_payload_byte_changed_and_rechained_no_longer_verifies(signed: Path) -> None:
+def test_one_payload_byte_changed_and_rechained_no_longer_verifies(signed: Db) -> None:
     def change(body: dict[str, Any]) -> dict[str, Any]:
         body["payload"]["origin"] = ORIGIN[:-1] + "X"  # one byte of the genesis payload
         return body
@@ -238,7 +283,7 @@ def test_one_payload_byte_changed_and_rechained_no_longer_verifies(signed: Path)
     assert report["first_bad_seq"] == 0
 
 
-def test_signature_of_another_entry_copied_in_does_not_verify(signed: Path) -> None:
+def test_signature_of_another_entry_copied_in_does_not_verify(signed: Db) -> None:
     other = bodies(signed)[N - 1]["signature"]
     rewrite(signed, N, lambda body: {**body, "signature": other})
     code, report = audit(signed)
@@ -246,9 +291,9 @@ def test_signature_of_another_entry_copied_in_does_not_verify(signed: Path) -> N
 
 
 def test_signer_swapped_to_a_trusted_key_with_the_old_signature_is_invalid_not_trusted(
-    signed: Path, keys: dict[str, Path]
+    signed: Db, keys: dict[str, Path]
 ) -> None:
-    with Ledger.open(signed, clock=fixed_clock, signer=WriterKey(MALLORY)) as ledger:
+    with open_store(signed, clock=fixed_clock, signer=WriterKey(MALLORY)) as ledger:
         append_entries(ledger, 1, tag="mallory")
     last = N + 1
     code, report = audit(signed, "--signers", str(keys["trusted"]))
@@ -263,7 +308,7 @@ def test_signer_swapped_to_a_trusted_key_with_the_old_signature_is_invalid_not_t
     assert (code, codes_at(report)) == (1, [(last, "entry-signature-invalid")])
 
 
-def test_signature_cut_off_with_format_left_two_is_malformed(signed: Path) -> None:
+def test_signature_cut_off_with_format_left_two_is_malformed(signed: Db) -> None:
     def cut(body: dict[str, Any]) -> dict[str, Any]:
         del body["signature"]
         return body
@@ -275,7 +320,7 @@ def test_signature_cut_off_with_format_left_two_is_malformed(signed: Path) -> No
 
 
 def test_signature_cut_off_and_format_set_to_one_is_caught_where_signatures_are_required(
-    signed: Path, tmp_path: Path
+    signed: Db, tmp_path: Path
 ) -> None:
     def unsign(body: dict[str, Any]) -> dict[str, Any]:
         del body["signature"]
@@ -291,23 +336,23 @@ def test_signature_cut_off_and_format_set_to_one_is_caught_where_signatures_are_
     assert (code, codes_at(report)) == (1, [(N, "entry-unsigned")])
 
 
-def test_format_one_entry_carrying_a_signature_is_malformed(signed: Path) -> None:
+def test_format_one_entry_carrying_a_signature_is_malformed(signed: Db) -> None:
     rewrite(signed, N, lambda body: {**body, "format": 1})
     code, report = audit(signed)
     assert (code, codes_at(report)) == (1, [(N, "body-malformed"), *NOT_REASONED_ABOUT])
     assert "format 1 body carries a signature" in report["violations"][0]["message"]
 
 
-def test_unknown_format_three_is_still_refused(signed: Path) -> None:
+def test_unknown_format_three_is_still_refused(signed: Db) -> None:
     rewrite(signed, N, lambda body: {**body, "format": 3})
     code, report = audit(signed)
     assert (code, codes_at(report)) == (1, [(N, "unknown-entry-format"), *NOT_REASONED_ABOUT])
 
 
 def test_unsigned_entry_where_the_trusted_list_requires_signatures_is_reported(
-    signed: Path, tmp_path: Path
+    signed: Db, tmp_path: Path
 ) -> None:
-    with Ledger.open(signed, clock=fixed_clock) as ledger:
+    with open_store(signed, clock=fixed_clock) as ledger:
         append_entries(ledger, 2, tag="unsigned")
     alice = verifier_key_for(ALICE)
     code, report = audit(signed, "--signers", str(trust_file(tmp_path, alice, "require")))
@@ -321,23 +366,23 @@ def test_unsigned_entry_where_the_trusted_list_requires_signatures_is_reported(
 
 
 def test_an_unsigned_genesis_is_reported_when_every_entry_must_be_signed(
-    tmp_path: Path,
+    store_db: Db, tmp_path: Path
 ) -> None:
-    ledger, _ = Ledger.create(tmp_path / "l.db", origin=ORIGIN, clock=fixed_clock)
+    ledger, _ = create_store(store_db, origin=ORIGIN, clock=fixed_clock)
     ledger.close()
-    with Ledger.open(tmp_path / "l.db", clock=fixed_clock, signer=WriterKey(ALICE)) as ledger:
+    with open_store(store_db, clock=fixed_clock, signer=WriterKey(ALICE)) as ledger:
         append_entries(ledger, 1)
     strict = trust_file(tmp_path, verifier_key_for(ALICE), "require")
-    code, report = audit(tmp_path / "l.db", "--signers", str(strict))
+    code, report = audit(store_db, "--signers", str(strict))
     assert (code, codes_at(report)) == (1, [(0, "entry-unsigned")])
     from_one = trust_file(tmp_path, verifier_key_for(ALICE), "require from 1")
-    assert audit(tmp_path / "l.db", "--signers", str(from_one))[0] == 0
+    assert audit(store_db, "--signers", str(from_one))[0] == 0
 
 
 def test_valid_signature_by_an_untrusted_key_is_reported_unknown(
-    signed: Path, keys: dict[str, Path]
+    signed: Db, keys: dict[str, Path]
 ) -> None:
-    with Ledger.open(signed, clock=fixed_clock, signer=WriterKey(MALLORY)) as ledger:
+    with open_store(signed, clock=fixed_clock, signer=WriterKey(MALLORY)) as ledger:
         append_entries(ledger, 2, tag="mallory")
     # Valid signatures: without a list the audit only says they verify.
     code, report = audit(signed)
@@ -348,7 +393,7 @@ def test_valid_signature_by_an_untrusted_key_is_reported_unknown(
     assert "mallory.example/writer" in report["violations"][0]["message"]
 
 
-def test_a_note_signature_by_the_same_key_is_not_an_entry_signature(signed: Path) -> None:
+def test_a_note_signature_by_the_same_key_is_not_an_entry_signature(signed: Db) -> None:
     # The same key signing the unsigned body as a signed note (checkpoint signing) gives no
     # valid entry signature: the domain and key lines separate the two.
     def note_signed(body: dict[str, Any]) -> dict[str, Any]:
@@ -374,7 +419,7 @@ def test_a_note_signature_by_the_same_key_is_not_an_entry_signature(signed: Path
     ],
 )
 def test_malformed_signature_fields_are_invalid_signatures(
-    signed: Path, field: str, value: str, why: str
+    signed: Db, field: str, value: str, why: str
 ) -> None:
     def spoil(body: dict[str, Any]) -> dict[str, Any]:
         body["signature"][field] = value
@@ -386,7 +431,7 @@ def test_malformed_signature_fields_are_invalid_signatures(
     assert why in report["violations"][0]["message"]
 
 
-def test_a_null_signature_is_malformed_not_unsigned(signed: Path) -> None:
+def test_a_null_signature_is_malformed_not_unsigned(signed: Db) -> None:
     rewrite(signed, N, lambda body: {**body, "format": 1, "signature": None})
     code, report = audit(signed)
     assert (code, codes_at(report)) == (1, [(N, "body-malformed"), *NOT_REASONED_ABOUT])
@@ -433,12 +478,13 @@ def cli(args: list[str], env: dict[str, str | None] | None = None) -> Any:
     )
 
 
-@pytest.fixture(scope="module")
-def demo_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
+Demo = tuple[Built, Db, dict[str, Path]]  # the store, the demo ledger on it, the key files
+
+
+def _build_demo(built: Built) -> Demo:
     """The demo through the CLI, every command signing with --signer (verify in one batch)."""
-    root = tmp_path_factory.mktemp("demo-signed")
-    files = write_keys(root)
-    db = root / "l.db"
+    files = write_keys(built.folder)
+    db = built.target("demo")
     sign = ["--db", str(db), "--signer", str(files["alice"])]
     bundles = [
         DEMO_BUNDLES_DIR / "readme-marker" / "attempt-1",
@@ -452,11 +498,47 @@ def demo_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
     ):
         result = cli([*sign, *args])
         assert result.code in (0, 1), result.stderr
-    return db, files
+    return built, db, files
+
+
+@pytest.fixture(scope="module")
+def sqlite_demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
+    return _build_demo(Built("sqlite", tmp_path_factory.mktemp("demo-signed"), None))
+
+
+@pytest.fixture(scope="module", params=STORES)
+def demo(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Demo]:
+    if request.param == "sqlite":
+        yield request.getfixturevalue("sqlite_demo")
+        return
+    built = _built(request, "postgresql", tmp_path_factory.mktemp("demo-signed-pg"))
+    try:
+        yield _build_demo(built)
+    finally:
+        built.close()
+
+
+@pytest.fixture
+def demo_signed(demo: Demo) -> tuple[Db, dict[str, Path]]:
+    """The signed demo ledger (read only: see ``demo_copy``) and the key files."""
+    return demo[1], demo[2]
+
+
+@pytest.fixture
+def demo_copy(demo: Demo, tmp_path: Path) -> Iterator[Db]:
+    """A copy of the signed demo ledger, for one test to append to."""
+    yield from _copy_of(demo[:2], tmp_path)
+
+
+@pytest.fixture
+def sqlite_demo_copy(sqlite_demo: Demo, tmp_path: Path) -> Iterator[Db]:
+    yield from _copy_of(sqlite_demo[:2], tmp_path)
 
 
 def test_every_command_that_appends_signs_with_the_global_signer(
-    demo_signed: tuple[Path, dict[str, Path]],
+    demo_signed: tuple[Db, dict[str, Path]],
 ) -> None:
     db, files = demo_signed
     found = bodies(db)
@@ -472,9 +554,9 @@ def test_every_command_that_appends_signs_with_the_global_signer(
 
 
 def test_ledger_signer_environment_variable_signs_and_the_option_wins(
-    demo_signed: tuple[Path, dict[str, Path]], tmp_path: Path
+    demo_signed: tuple[Db, dict[str, Path]], demo_copy: Db
 ) -> None:
-    db = shutil.copyfile(demo_signed[0], tmp_path / "l.db")
+    db = demo_copy
     files = demo_signed[1]
     bundle = str(DEMO_BUNDLES_DIR / "readme-marker" / "attempt-2")
     assert cli(
@@ -498,9 +580,9 @@ def test_ledger_signer_environment_variable_signs_and_the_option_wins(
     ],
 )
 def test_a_bad_signer_key_file_refuses_and_writes_nothing(
-    demo_signed: tuple[Path, dict[str, Path]], tmp_path: Path, content: str | None, code: str
+    sqlite_demo_copy: Db, tmp_path: Path, content: str | None, code: str
 ) -> None:
-    db = shutil.copyfile(demo_signed[0], tmp_path / "l.db")
+    db = Path(sqlite_demo_copy)
     key = tmp_path / "writer.key"
     if content is not None:
         key.write_text(content, "utf-8")
@@ -520,7 +602,7 @@ def test_a_bad_signer_key_file_refuses_and_writes_nothing(
 
 
 def test_reading_commands_never_load_the_signer(
-    demo_signed: tuple[Path, dict[str, Path]], tmp_path: Path
+    demo_signed: tuple[Db, dict[str, Path]], tmp_path: Path
 ) -> None:
     db = demo_signed[0]
     missing = str(tmp_path / "no-such.key")
@@ -545,13 +627,14 @@ def test_reading_commands_never_load_the_signer(
     ],
 )
 def test_a_malformed_trusted_signers_file_is_refused(
-    signed: Path, tmp_path: Path, lines: list[str]
+    sqlite_signed: Db, tmp_path: Path, lines: list[str]
 ) -> None:
-    result = run_cli(["--db", str(signed), *AUDIT, "--signers", str(trust_file(tmp_path, *lines))])
+    trusted = str(trust_file(tmp_path, *lines))
+    result = run_cli(["--db", str(sqlite_signed), *AUDIT, "--signers", trusted])
     assert (result.code, result.error_code()) == (2, "bad-signers"), result.stdout
 
 
-def test_log_and_show_name_the_signer(demo_signed: tuple[Path, dict[str, Path]]) -> None:
+def test_log_and_show_name_the_signer(demo_signed: tuple[Db, dict[str, Path]]) -> None:
     db = demo_signed[0]
     log = cli(["--db", str(db), "log", "--tail", "1"])
     assert log.code == 0 and log.stdout.rstrip().endswith("(signed by alice.example/writer)")
@@ -561,17 +644,17 @@ def test_log_and_show_name_the_signer(demo_signed: tuple[Path, dict[str, Path]])
     assert shown["body"]["signature"]["key"] == verifier_key_for(ALICE)
 
 
-def test_unsigned_log_lines_are_unchanged(tmp_path: Path) -> None:
-    db = tmp_path / "l.db"
+def test_unsigned_log_lines_are_unchanged(store_db: Db) -> None:
+    db = store_db
     assert cli(["--db", str(db), "init", "--origin", ORIGIN]).code == 0
     line = cli(["--db", str(db), "log"]).stdout
     assert line.endswith(f"origin {ORIGIN}\n") and "signed" not in line
 
 
 def test_signatures_travel_whole_in_an_export(
-    demo_signed: tuple[Path, dict[str, Path]], tmp_path: Path
+    demo_signed: tuple[Db, dict[str, Path]], demo_copy: Db, tmp_path: Path
 ) -> None:
-    db = shutil.copyfile(demo_signed[0], tmp_path / "l.db")
+    db = demo_copy
     files = demo_signed[1]
     out = tmp_path / "x.jsonl"
     assert cli(["--db", str(db), "export", "--out", str(out)]).code == 0
@@ -594,8 +677,8 @@ def test_signatures_travel_whole_in_an_export(
     assert [v["seq"] for v in result.json()["violations"]] == [7, 8]
 
 
-def test_library_callers_pass_the_signer(tmp_path: Path, keys: dict[str, Path]) -> None:
-    db = tmp_path / "l.db"
+def test_library_callers_pass_the_signer(store_db: Db, keys: dict[str, Path]) -> None:
+    db = store_db
     signer = api.load_signer(keys["alice"])
     settings = api.Settings(time=FIXED_TIME)
     api.init_ledger(db, origin=ORIGIN, settings=settings, signer=signer)
@@ -615,7 +698,7 @@ def test_library_callers_pass_the_signer(tmp_path: Path, keys: dict[str, Path]) 
 
 
 def test_a_witnessed_checkpoint_entry_is_signed_by_the_writer(
-    signed: Path, keys: dict[str, Path], tmp_path: Path
+    signed: Db, keys: dict[str, Path], tmp_path: Path
 ) -> None:
     from witness_helpers import Log, Witness
 
@@ -637,7 +720,7 @@ def test_a_witnessed_checkpoint_entry_is_signed_by_the_writer(
 
 
 def test_signed_log_and_show_outputs_hold_to_their_published_schemas(
-    demo_signed: tuple[Path, dict[str, Path]],
+    demo_signed: tuple[Db, dict[str, Path]],
 ) -> None:
     import jsonschema
     from output_schemas import validate_output
@@ -679,3 +762,48 @@ def test_trusted_signers_beyond_the_bounds_are_refused_before_use() -> None:
         with pytest.raises(UsageError) as caught:
             parse_trusted_signers(text, "f")
         assert caught.value.code == "bad-signers" and why in caught.value.message
+
+
+# -- which store each test runs on ----------------------------------------------------------------
+
+# The tests that run on one store, and why the store plays no part in them.
+SQLITE_ONLY = {
+    "test_a_bad_signer_key_file_refuses_and_writes_nothing": (
+        "the key file is refused before any store is opened (ledger/cli/commands.py `_signer`)"
+    ),
+    "test_a_malformed_trusted_signers_file_is_refused": (
+        "the trusted-signers file is refused before the ledger is read (`parse_trusted_signers`)"
+    ),
+}
+# The tests of the entry format and its parsers alone, which open no ledger.
+STORELESS = {
+    "test_signed_body_is_the_unsigned_fields_plus_signature_over_the_documented_bytes",
+    "test_sign_then_check_round_trips_and_any_payload_change_breaks_it",
+    "test_trusted_signers_beyond_the_bounds_are_refused_before_use",
+}
+ON_BOTH_STORES = {"signed", "signed_base", "demo_signed", "demo_copy", "store_db"}
+SIGNATURE_CODES = {"entry-signature-invalid", "entry-signer-unknown", "entry-unsigned"}
+
+
+def test_every_test_runs_on_both_stores_but_the_listed_ones() -> None:
+    """And every writer-signature code of LEDGER.md section 6 is provoked on PostgreSQL too."""
+    module = sys.modules[__name__]
+    tests = {n: f for n, f in vars(module).items() if n.startswith("test_") and callable(f)}
+    fixtures = {n: set(inspect.signature(f).parameters) for n, f in tests.items()}
+    on_both = {n for n, used in fixtures.items() if used & ON_BOTH_STORES}
+    sqlite_only = {n for n, used in fixtures.items() if any(u.startswith("sqlite_") for u in used)}
+    assert sqlite_only == set(SQLITE_ONLY) and not sqlite_only & on_both
+    storeless = set(tests) - on_both - sqlite_only
+    assert storeless == STORELESS | {
+        test_every_test_runs_on_both_stores_but_the_listed_ones.__name__
+    }
+
+    tree = ast.parse(Path(__file__).read_text("utf-8"))
+    asserted_on_both = {
+        c.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name in on_both
+        for c in ast.walk(node)
+        if isinstance(c, ast.Constant) and c.value in SIGNATURE_CODES
+    }
+    assert asserted_on_both == SIGNATURE_CODES
