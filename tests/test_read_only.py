@@ -28,6 +28,7 @@ from helpers import (
     as_nobody,
     attacker,
     cli_env,
+    database_rows,
     demo_ledger,
     fixed_clock,
     ledger_command,
@@ -460,32 +461,6 @@ def _pg_readers(files: Path, out: Path, url: str) -> dict[str, tuple[list[str], 
 PG_READERS = sorted(_pg_readers(Path(), Path(), "postgresql://"))
 
 
-def database_rows(url: str) -> dict[str, Any]:
-    """Every row of every table of the ledger's schema (and which relations, triggers and
-    grants there are): what a reader must leave exactly as it was."""
-    state: dict[str, Any] = {}
-    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-        relations = conn.execute(
-            "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid ="
-            " c.relnamespace WHERE n.nspname = current_schema() ORDER BY 1"
-        ).fetchall()
-        state["relations"] = relations
-        state["triggers"] = conn.execute(
-            "SELECT tgname, tgenabled FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1"
-        ).fetchall()
-        state["grants"] = conn.execute(
-            "SELECT table_name, grantee, privilege_type FROM information_schema.table_privileges"
-            " WHERE table_schema = current_schema() ORDER BY 1, 2, 3"
-        ).fetchall()
-        for table, kind in relations:
-            if kind == "r":
-                rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
-                state[table] = sorted(
-                    hashlib.sha256(repr(row).encode()).hexdigest() for row in rows
-                )
-    return state
-
-
 def test_the_audit_login_has_select_and_nothing_else(
     pg_reader_base: PgBase, pg_server: PgServer
 ) -> None:
@@ -512,20 +487,17 @@ def test_read_commands_on_postgresql_change_no_row_and_need_only_select(
 ) -> None:
     """Each reading command, run by a login that is a member of ``ledger_reader`` only, works,
     and every table of the database holds the very rows it held before (rows compared, not the
-    server's counters)."""
-    name = pg_server.new_database("ro_copy", template=pg_reader_base.database)
-    try:
-        owner = pg_server.url(name)
-        before = database_rows(owner)
-        args, expected = _pg_readers(
-            pg_reader_base.files, tmp_path, pg_server.url(name, role=READ_LOGIN)
-        )[command]
-        result = run_cli(args, env={"LEDGER_TIME": FIXED_TIME})
-        assert result.code == expected, result.stdout[-2000:] + result.stderr
-        assert result.stdout and "Traceback" not in result.stderr
-        assert database_rows(owner) == before
-    finally:
-        pg_server.drop_database(name)
+    server's counters). All of them read the one base database: a reader that changed it fails
+    here, and the next compares against what it found."""
+    owner = pg_server.url(pg_reader_base.database)
+    before = database_rows(owner)
+    args, expected = _pg_readers(
+        pg_reader_base.files, tmp_path, pg_server.url(pg_reader_base.database, role=READ_LOGIN)
+    )[command]
+    result = run_cli(args, env={"LEDGER_TIME": FIXED_TIME})
+    assert result.code == expected, result.stdout[-2000:] + result.stderr
+    assert result.stdout and "Traceback" not in result.stderr
+    assert database_rows(owner) == before
 
 
 def test_a_write_by_the_audit_login_is_refused_and_writes_nothing(
