@@ -2,8 +2,9 @@
 
 A realistic ledger (calibrated, two cohorts frozen, one of them with a hidden plan, several
 bundles verified) is exported once; each test tampers with a copy of the JSON Lines the way an
-attacker holding only the export would, and checks the audit names the first bad seq. The ledger is built on each store (the same history:
-commands, files, clock, origin) and every test runs on both; the two exports are the same bytes.
+attacker holding only the export would, and checks the audit names the first bad seq. The
+ledger is built on each store (the same history: commands, files, clock, origin) and every test
+runs on both; the two stores' exports are the same bytes.
 """
 
 from __future__ import annotations

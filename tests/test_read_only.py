@@ -5,6 +5,10 @@ beside it, leave its journal mode alone, and work on a read-only copy on read-on
 Before, ``ledger audit`` switched the journal mode of the file it checked, every reading
 command failed on a read-only file or mount, and a reader in a shared folder left ``-wal`` and
 ``-shm`` files of its own beside the owner's file.
+
+Those tests are about the SQLite file (its bytes, modes, side files, locks and checkpoints) and
+stay SQLite's. On PostgreSQL (the end of this file) every reading command, run by a login that
+is only a member of ``ledger_reader``, works and leaves every row of every table as it was.
 """
 
 from __future__ import annotations
@@ -416,7 +420,7 @@ def pg_reader_base(
 ) -> Iterator[PgBase]:
     name = pg_server.new_database("ro")
     url = pg_server.url(name)
-    demo_ledger(url, PG_ORIGIN)  # type: ignore[arg-type]  # a --db value: a path or a URL
+    demo_ledger(url, PG_ORIGIN)  # type: ignore[arg-type]  # any --db value: here a URL
     files = tmp_path_factory.mktemp("pg-readers")
     env = {"LEDGER_TIME": FIXED_TIME}
     assert run_cli(["--db", url, "checkpoint", "--out", str(files / "cp.txt")], env=env).code == 0
