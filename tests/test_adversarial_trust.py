@@ -10,18 +10,19 @@ that a PostgreSQL database's owner has no counterpart of through the audit's sna
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import CliResult, checkpointed_copy, run_cli
+from pg_copies import Copies
 from pg_server import PgServer
 from test_commitment_rules import _observe_then_freeze_supporting_plan, custom_cohort, strict_plan
 from test_public_export import COHORT, HIDDEN_TASK, hidden_plan, write_bundle
@@ -51,52 +52,107 @@ TIME = "2026-11-01T12:00:00Z"
 
 
 Db = Path | str  # a SQLite file, or a PostgreSQL database's URL
-NewStore = Callable[[str], Db]
+Build = Callable[[Path, Db], object]  # builds a ledger's history into the (new) store db
 
 
 def cli(root: Path, db: Db, *args: str) -> CliResult:
     return run_cli(["--db", str(db), *args], env={"LEDGER_TIME": TIME}, cwd=root)
 
 
+class _Bases:
+    """Histories built once per module and store, which the tests start from (a copy each)."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self._factory = tmp_path_factory
+        self._files: dict[str, Path] = {}
+        self._copies: dict[str, Copies] = {}
+        self.databases: list[tuple[PgServer, str]] = []
+
+    def file(self, build: Build) -> Path:
+        if build.__name__ not in self._files:
+            root = self._factory.mktemp(build.__name__.strip("_"))
+            build(root, root / "ledger.db")
+            self._files[build.__name__] = root / "ledger.db"
+        return self._files[build.__name__]
+
+    def copies(self, build: Build, server: PgServer) -> Copies:
+        if build.__name__ not in self._copies:
+            root = self._factory.mktemp(build.__name__.strip("_"))
+            name = server.new_database("adv_base")
+            self.databases.append((server, name))
+            build(root, server.url(name))
+            self._copies[build.__name__] = Copies(server, name, "adv_copy")
+        return self._copies[build.__name__]
+
+    def close(self) -> None:
+        for copies in self._copies.values():
+            copies.close()
+        for server, name in self.databases:
+            server.drop_database(name)
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Bases]:
+    made = _Bases(tmp_path_factory)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+class Stores:
+    """One backend's stores for a test: ``new(name)`` a fresh one (a SQLite path not yet
+    created, or an empty PostgreSQL database), ``copy_of(build)`` a copy of a history built
+    once per module (a copy of the file, or ``CREATE DATABASE ... TEMPLATE``)."""
+
+    def __init__(self, tmp_path: Path, bases: _Bases, server: PgServer | None) -> None:
+        self._tmp, self._bases, self.server = tmp_path, bases, server
+        self.made: list[str] = []
+        self.copied = contextlib.ExitStack()
+
+    def new(self, name: str) -> Db:
+        if self.server is None:
+            return self._tmp / f"{name}.db"
+        self.made.append(self.server.new_database("adv"))
+        return self.server.url(self.made[-1])
+
+    def copy_of(self, build: Build) -> Db:
+        if self.server is None:
+            return checkpointed_copy(self._bases.file(build), self._tmp / "ledger.db")
+        return self.copied.enter_context(self._bases.copies(build, self.server).copy())
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
-def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NewStore]:
-    """Names a fresh store on each backend (every test taking it runs on both): a SQLite path
-    not yet created, or a fresh empty PostgreSQL database (dropped after the test)."""
-    made: list[str] = []
+def stores(request: pytest.FixtureRequest, tmp_path: Path, bases: _Bases) -> Iterator[Stores]:
+    """Every test taking it runs on both stores; its PostgreSQL databases are dropped after."""
     server: PgServer | None = None
     if request.param == "postgresql":
         server = request.getfixturevalue("pg_server")
-
-    def make(name: str) -> Db:
-        if server is None:
-            return tmp_path / f"{name}.db"
-        made.append(server.new_database("adv"))
-        return server.url(made[-1])
-
+    made = Stores(tmp_path, bases, server)
     try:
-        yield make
+        with made.copied:
+            yield made
     finally:
-        for database in made:
+        for database in made.made:
             assert server is not None
             server.drop_database(database)
 
 
-def _workspace(root: Path, db: Db) -> tuple[Path, Db]:
+def _calibrated(root: Path, db: Db) -> None:
     assert cli(root, db, "init", "--origin", "test/adversarial").code == 0
     assert cli(root, db, "calibrate").code == 0
-    return root, db
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, new_store: NewStore) -> tuple[Path, Db]:
-    return _workspace(tmp_path, new_store("ledger"))
+def workspace(tmp_path: Path, stores: Stores) -> tuple[Path, Db]:
+    return tmp_path, stores.copy_of(_calibrated)
 
 
 @pytest.fixture
 def sqlite_workspace(tmp_path: Path) -> tuple[Path, Path]:
     """For the attack on the SQLite file's own pages."""
     db = tmp_path / "ledger.db"
-    _workspace(tmp_path, db)
+    _calibrated(tmp_path, db)
     return tmp_path, db
 
 
@@ -198,7 +254,7 @@ def test_honest_burn_notice_is_intact(workspace: tuple[Path, Db]) -> None:
 # -- public export: objects a hidden-task reference shares with a public document -------------
 
 
-def _hidden_ledger(root: Path, db: Db) -> Db:
+def _hidden(root: Path, db: Db) -> None:
     """The ledger of tests/test_public_export.py: a cohort whose task-000 has a hidden plan."""
     env = {"LEDGER_TIME": TIME}
     assert run_cli(["--db", str(db), "init", "--origin", "test.example/pub"], env=env).code == 0
@@ -226,7 +282,6 @@ def _hidden_ledger(root: Path, db: Db) -> Db:
         env=env,
     )
     assert frozen.code == 0, frozen.stderr
-    return db
 
 
 def _public_documents(db: Db) -> dict[str, bytes]:
@@ -265,14 +320,14 @@ def _public_audit(root: Path, db: Db) -> dict[str, Any]:
 
 
 def test_candidate_shipping_the_calibration_report_cannot_make_the_public_audit_skip_it(
-    tmp_path: Path, new_store: NewStore
+    tmp_path: Path, stores: Stores
 ) -> None:
     """A candidate on the hidden task ships, as its patch, the exact bytes of the ledger's
     calibration report and cohort document (both public: `ledger show` prints them). Before the
     fix, `export --public` withheld them (every object a hidden bundle observed), and the
     public audit then skipped the calibration replay and every cohort-document comparison
     without counting either."""
-    db = _hidden_ledger(tmp_path, new_store("ledger"))
+    db = stores.copy_of(_hidden)
     documents = _public_documents(db)
     _verify_hidden(tmp_path, db, "ships-calibration", documents["calibration report"])
     _verify_hidden(tmp_path, db, "ships-cohort", documents["cohort document"])
@@ -310,12 +365,12 @@ def _forge_calibration(db: Db) -> bytes:
 
 
 def test_owner_withholding_a_forged_calibration_report_through_a_hidden_bundle_is_caught(
-    tmp_path: Path, new_store: NewStore
+    tmp_path: Path, stores: Stores
 ) -> None:
     """The owner appends a forged calibration report, then verifies a bundle on the hidden task
     whose patch is that report's bytes, so that `export --public` withholds it: the public
     audit said intact-with-skips, naming only the hidden task's skips."""
-    db = _hidden_ledger(tmp_path, new_store("ledger"))
+    db = stores.copy_of(_hidden)
     forged = _forge_calibration(db)
     full = run_cli(["--db", str(db), "audit", "--json"], env={"LEDGER_TIME": TIME})
     assert full.code == 1
@@ -328,11 +383,11 @@ def test_owner_withholding_a_forged_calibration_report_through_a_hidden_bundle_i
 
 
 def test_owner_editing_the_export_to_withhold_a_public_document_is_caught(
-    tmp_path: Path, new_store: NewStore
+    tmp_path: Path, stores: Stores
 ) -> None:
     """The owner withholds the forged report in the export file himself (a hidden bundle does
     name it): a document a public-role reference names may never be withheld."""
-    db = _hidden_ledger(tmp_path, new_store("ledger"))
+    db = stores.copy_of(_hidden)
     forged = _forge_calibration(db)
     _verify_hidden(tmp_path, db, "ships-forged-report", forged)
     public = tmp_path / "public.jsonl"
@@ -389,22 +444,22 @@ def _audit_calibration(path: Db, report: dict[str, Any]) -> list[tuple[int | Non
 
 
 def test_calibration_report_dropping_its_red_row_to_claim_green_is_caught(
-    new_store: NewStore, monkeypatch: pytest.MonkeyPatch
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The owner of a build whose adapter fails a calibration row records the report without
     that row and with the version green (flags consistent with the kept rows), so that freeze
     accepts the adapter. An audit with the same build re-runs the row and finds it red."""
     red, row = _red_build(monkeypatch)
-    assert _audit_calibration(new_store("honest"), red) == []  # the red report is honest
+    assert _audit_calibration(stores.new("honest"), red) == []  # the red report is honest
     forged = copy.deepcopy(red)
     forged["rows"] = [r for r in red["rows"] if r != row]
     forged["green_by_adapter"][row["adapter_version"]] = True
     forged["green"] = True
-    assert _audit_calibration(new_store("forged"), forged) == [(1, "calibration-replay-mismatch")]
+    assert _audit_calibration(stores.new("forged"), forged) == [(1, "calibration-replay-mismatch")]
 
 
 def test_calibration_report_lacking_a_row_this_code_passes_is_intact(
-    new_store: NewStore, monkeypatch: pytest.MonkeyPatch
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The upgrade case stays allowed: a report without a row (a later release added it) that
     this code passes, or that the report does not claim green, is no violation."""
@@ -413,7 +468,7 @@ def test_calibration_report_lacking_a_row_this_code_passes_is_intact(
     green = next(r for r in red["rows"] if r["adapter_version"] != row["adapter_version"])
     lacking["rows"] = [r for r in red["rows"] if r != green]
     assert lacking["green_by_adapter"][green["adapter_version"]] is True
-    assert _audit_calibration(new_store("lacking"), lacking) == []
+    assert _audit_calibration(stores.new("lacking"), lacking) == []
 
 
 # -- objects: the bytes the rules use are the bytes the object check proved ------------------
@@ -594,13 +649,13 @@ def test_seen_patch_shipped_first_as_a_log_is_refused(workspace: tuple[Path, Db]
 
 
 def test_forged_public_verdict_withheld_through_a_hidden_bundle_is_caught(
-    tmp_path: Path, new_store: NewStore
+    tmp_path: Path, stores: Stores
 ) -> None:
     """The owner appends a forged SUPPORT for a public task (its VerificationResult edited to
     recommend support), then verifies a bundle on the hidden task whose patch is that result's
     bytes: `export --public` withheld the forged result, and the public audit skipped its
     outcome check and replay under the very reason the hidden task's honest skips give."""
-    db = _hidden_ledger(tmp_path, new_store("ledger"))
+    db = stores.copy_of(_hidden)
     public_task = f"{COHORT}/task-001"
     scratch = tmp_path / "scratch.db"
     copy_ledger(db, scratch)  # the owner's scratch copy, a SQLite file whichever store db is
@@ -646,52 +701,18 @@ def test_forged_public_verdict_withheld_through_a_hidden_bundle_is_caught(
 # -- verification.recorded: every field it states, against what commits it ---------------------
 
 
-@dataclass(frozen=True)
-class Verified:
-    root: Path  # the bundles' and cohort's folder (read only by the tests)
-    db: Db  # calibrated, test/cohort-a frozen, the good bundle verified on its task-000
-    database: str = ""  # PostgreSQL: the database's name, the template of each test's copy
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def verified_base(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Verified]:
-    """Built once per store; each test edits a copy of it."""
-    root = tmp_path_factory.mktemp("verified")
-    server: PgServer | None = None
-    name = ""
-    db: Db = root / "ledger.db"
-    if request.param == "postgresql":
-        server = request.getfixturevalue("pg_server")
-        name = server.new_database("verified")
-        db = server.url(name)
-    try:
-        _workspace(root, db)
-        assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
-        bundle = make_bundle(root, "good")
-        judged = cli(root, db, "verify", str(bundle), "--task", "test/cohort-a/task-000")
-        assert judged.code == 0, judged.stdout + judged.stderr
-        yield Verified(root, db, name)
-    finally:
-        if server is not None:
-            server.drop_database(name)
+def _verified(root: Path, db: Db) -> None:
+    """Calibrated, test/cohort-a frozen, the good bundle verified on its task-000."""
+    _calibrated(root, db)
+    assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
+    bundle = make_bundle(root, "good")
+    judged = cli(root, db, "verify", str(bundle), "--task", "test/cohort-a/task-000")
+    assert judged.code == 0, judged.stdout + judged.stderr
 
 
 @pytest.fixture
-def verified(
-    verified_base: Verified, tmp_path: Path, request: pytest.FixtureRequest
-) -> Iterator[tuple[Path, Db]]:
-    if not verified_base.database:
-        yield verified_base.root, checkpointed_copy(Path(verified_base.db), tmp_path / "ledger.db")
-        return
-    server: PgServer = request.getfixturevalue("pg_server")
-    name = server.new_database("verified_copy", template=verified_base.database)
-    try:
-        yield verified_base.root, server.url(name)
-    finally:
-        server.drop_database(name)
-
+def verified(tmp_path: Path, stores: Stores) -> tuple[Path, Db]:
+    return tmp_path, stores.copy_of(_verified)
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from commit_helpers import (
     write_json,
 )
 from helpers import FIXED_TIME, checkpointed_copy, run_cli
+from pg_copies import Copies
 from pg_server import PgServer
 
 from ledger import api
@@ -100,12 +101,16 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 
 @pytest.fixture(scope="module")
-def pg_built(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_built(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Copies]:
     """The same history in a PostgreSQL database: the template of each test's copy."""
     name = pg_server.new_database("replay")
     try:
         _build(tmp_path_factory.mktemp("replay-parallel-pg"), pg_server.url(name))
-        yield name
+        copies = Copies(pg_server, name, "replay_copy")
+        try:
+            yield copies
+        finally:
+            copies.close()
     finally:
         pg_server.drop_database(name)
 
@@ -116,12 +121,9 @@ def honest_copy(built: Built, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def pg_copy(pg_built: str, pg_server: PgServer) -> Iterator[str]:
-    name = pg_server.new_database("replay_copy", template=pg_built)
-    try:
-        yield pg_server.url(name)
-    finally:
-        pg_server.drop_database(name)
+def pg_copy(pg_built: Copies) -> Iterator[str]:
+    with pg_built.copy() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from commit_helpers import FAMILIES, cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import store_attacker, store_state
+from pg_copies import Copies
 from pg_server import PgServer
 
 import ledger.operations.verify as verify_module
@@ -76,12 +77,16 @@ def build_frozen(db: Db, root: Path) -> Db:
 
 
 @pytest.fixture(scope="module")
-def pg_frozen(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_frozen(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Copies]:
     """``build_frozen`` on PostgreSQL once: the template of each test's copy."""
     name = pg_server.new_database("state")
     try:
         build_frozen(pg_server.url(name), tmp_path_factory.mktemp("state"))
-        yield name
+        copies = Copies(pg_server, name, "state_copy")
+        try:
+            yield copies
+        finally:
+            copies.close()
     finally:
         pg_server.drop_database(name)
 
@@ -91,12 +96,9 @@ def frozen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Db]:
     if request.param == "sqlite":
         yield build_frozen(tmp_path / "ledger.db", tmp_path)
         return
-    server: PgServer = request.getfixturevalue("pg_server")
-    name = server.new_database("state_copy", template=request.getfixturevalue("pg_frozen"))
-    try:
-        yield server.url(name)
-    finally:
-        server.drop_database(name)
+    copies: Copies = request.getfixturevalue("pg_frozen")
+    with copies.copy() as url:
+        yield url
 
 
 def drop_state_tables(db: Db) -> None:
