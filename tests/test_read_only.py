@@ -44,6 +44,7 @@ from pg_server import PgServer
 
 from ledger.audit.engine import audit
 from ledger.errors import StoreError
+from ledger.store.postgres import PostgresLedger
 from ledger.store.sqlite import Ledger
 
 # Every command that only reads, with arguments that succeed on ``make_ledger(path, 6)``.
@@ -525,3 +526,47 @@ def test_a_write_by_the_audit_login_is_refused_and_writes_nothing(
         assert database_rows(pg_server.url(name)) != before
     finally:
         pg_server.drop_database(name)
+
+
+def test_writing_through_a_read_only_open_of_a_postgresql_ledger_is_refused(pg_db: str) -> None:
+    ledger, _ = PostgresLedger.create(pg_db, origin=PG_ORIGIN, clock=fixed_clock)
+    with ledger:
+        append_entries(ledger, 2)
+    before = database_rows(pg_db)
+    with PostgresLedger.open_read_only(pg_db) as reader:
+        with pytest.raises(StoreError) as caught:
+            append_entries(reader, 1)
+        assert caught.value.code == "ledger-read-only"
+    assert database_rows(pg_db) == before
+
+
+def test_postgresql_readers_alongside_a_writer_see_consistent_snapshots(pg_db: str) -> None:
+    """Read-only opens while another process appends: each audit reads one consistent state
+    (its REPEATABLE READ snapshot) and finds it intact, and the sizes never go back."""
+    ledger, _ = PostgresLedger.create(pg_db, origin=PG_ORIGIN, clock=fixed_clock)
+    with ledger:
+        append_entries(ledger, 5)
+    writer = python_child(
+        "import helpers\n"
+        "from ledger.store.postgres import PostgresLedger\n"
+        "for n in range(20):\n"
+        f"    with PostgresLedger.open({pg_db!r}, clock=helpers.fixed_clock) as w:\n"
+        "        helpers.append_entries(w, 5, tag=f'c{n}', batch=2)\n",
+        stderr=subprocess.PIPE,
+    )
+    sizes = []
+    try:
+        while writer.poll() is None:
+            with PostgresLedger.open_read_only(pg_db) as reader:
+                report = audit(reader)
+                assert report.ok, report.violations
+                sizes.append(report.entries)
+        _, err = writer.communicate(timeout=120)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait(timeout=30)
+    assert writer.returncode == 0, err
+    with PostgresLedger.open_read_only(pg_db) as reader:
+        sizes.append(audit(reader).entries)
+    assert sizes == sorted(sizes) and sizes[-1] == 106
