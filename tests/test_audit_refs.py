@@ -62,12 +62,10 @@ def genesis_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path 
     try:
         yield url
     finally:
-        with store_attacker(url) as conn:
+        with store_attacker(url, drop_triggers=False) as conn:
+            conn.execute("SET session_replication_role = replica")  # this session's triggers off
             conn.execute("DELETE FROM entries WHERE seq > 0")
-            conn.execute("ALTER TABLE entries ENABLE TRIGGER USER")
-            conn.execute("ALTER TABLE objects ENABLE TRIGGER USER")
-        with open_store(url, read_only=True) as ledger:
-            assert ledger.size() == 1
+            assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 1
 
 
 def _audit_with_entry_1(

@@ -7,9 +7,10 @@ result tampered with (replay-mismatch), a bundle whose stored bytes cannot rebui
 die (their replays are answered in the auditor, never a wrong or missing verdict).
 
 The replays are the same on a PostgreSQL ledger (a job carries its bytes, not the store): the
-report tests run on both stores (``store_copy``), and the same tampered history gives the SQLite
-report byte for byte. The pool's own mechanics (a busy worker, killed workers) do not depend on
-the store and stay on SQLite.
+honest and first-violations report tests run on both stores (``store_copy``), and the same
+tampered history gives the SQLite report byte for byte, in workers or not, and through `ledger
+audit --json` with them on. The pool's own mechanics (a busy worker, killed workers) do not
+depend on the store and stay on SQLite.
 """
 
 from __future__ import annotations
@@ -181,8 +182,8 @@ def test_auditor_replaying_while_its_worker_is_busy_gives_the_single_process_rep
     assert (parallel, replayed) == (single, single_replayed)
 
 
-def test_cli_audit_parallel_on_and_off_print_the_same_bytes(store_copy: Db) -> None:
-    command = ["--db", str(store_copy), "audit", "--json"]
+def test_cli_audit_parallel_on_and_off_print_the_same_bytes(honest_copy: Path) -> None:
+    command = ["--db", str(honest_copy), "audit", "--json"]
     on = run_cli(command, env={**ENV, "LEDGER_AUDIT_PARALLEL": "on"})
     off = run_cli(command, env={**ENV, "LEDGER_AUDIT_PARALLEL": "off"})
     assert (on.code, off.code) == (0, 0), on.stderr + off.stderr
@@ -221,13 +222,13 @@ def _tamper(db: Db) -> list[tuple[int | None, str]]:
 
 
 def test_tampered_stored_result_and_replay_failure_are_reported_as_one_process_reports_them(
-    store_copy: Db,
+    honest_copy: Path,
 ) -> None:
-    expected = _tamper(store_copy)
+    expected = _tamper(honest_copy)
     pool = ReplayPool()
-    parallel, _ = run_audit(store_copy, parallel=True, pool=pool)
+    parallel, _ = run_audit(honest_copy, parallel=True, pool=pool)
     assert pool.fell_back == 0
-    single, _ = run_audit(store_copy, parallel=False)
+    single, _ = run_audit(honest_copy, parallel=False)
     assert codes(single) == expected
     assert parallel == single
 
