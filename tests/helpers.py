@@ -6,6 +6,7 @@ Kept free of pytest fixtures (those live in ``conftest.py``) so subprocesses can
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -159,6 +160,44 @@ def file_state(path: Path) -> tuple[bytes | None, list[str]]:
         p.name for p in path.parent.iterdir() if p.name.startswith(path.name) and p != path
     )
     return data, side
+
+
+def database_rows(url: str) -> dict[str, Any]:
+    """Every row of every table of the ledger's schema (and which relations, triggers and
+    grants there are): what a reader must leave exactly as it was (rows compared, not the
+    server's statistics counters, which a read moves too)."""
+    import psycopg
+
+    state: dict[str, Any] = {}
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        relations = conn.execute(
+            "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid ="
+            " c.relnamespace WHERE n.nspname = current_schema() ORDER BY 1"
+        ).fetchall()
+        state["relations"] = relations
+        state["triggers"] = conn.execute(
+            "SELECT tgname, tgenabled FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1"
+        ).fetchall()
+        state["grants"] = conn.execute(
+            "SELECT table_name, grantee, privilege_type FROM information_schema.table_privileges"
+            " WHERE table_schema = current_schema() ORDER BY 1, 2, 3"
+        ).fetchall()
+        for table, kind in relations:
+            if kind == "r":
+                rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
+                state[table] = sorted(
+                    hashlib.sha256(repr(row).encode()).hexdigest() for row in rows
+                )
+    return state
+
+
+def store_state(db: Path | str) -> Any:
+    """What 'never modified' compares, on either store: ``file_state`` of a SQLite file, or
+    ``database_rows`` of a PostgreSQL database."""
+    from ledger.store.opening import postgres_url
+
+    url = postgres_url(db)
+    return file_state(Path(db)) if url is None else database_rows(url)
 
 
 # -- the CLI ---------------------------------------------------------------------------------

@@ -1,28 +1,39 @@
 """The adversarial pass of issue 12 on the merged result: attacks the issue does not list, each
 named after what it tries, each building the ledger the attacker would (the file's owner with
 the library, or a candidate with a bundle) and asserting what the audit says (SECURITY.md,
-"Adversarial pass")."""
+"Adversarial pass").
+
+Every attack runs on both stores (a SQLite file, or a PostgreSQL database whose owner appends
+with the library), except the plan swapped in place under the auditor: it writes over the
+plan's bytes in the SQLite file and drops SQLite's page cache, an attack on the file's pages
+that a PostgreSQL database's owner has no counterpart of through the audit's snapshot."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write_json
-from helpers import CliResult, run_cli
+from helpers import CliResult, checkpointed_copy, run_cli
+from pg_copies import Copies
+from pg_server import PgServer
 from test_commitment_rules import _observe_then_freeze_supporting_plan, custom_cohort, strict_plan
 from test_public_export import COHORT, HIDDEN_TASK, hidden_plan, write_bundle
 
+from ledger.api import copy_ledger
 from ledger.audit import rules
 from ledger.audit.engine import audit
 from ledger.audit.rules import SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from ledger.operations.verify import JSON
 from ledger.state import calibration_report_bytes, read_state
+from ledger.store.opening import create_store, open_store
 from ledger.store.sqlite import Ledger
 from verifiers.bundle import snapshot_from_parts
 from verifiers.calibration import GOOD_PATCH, PATCH_WORK_UNIT, PLANS
@@ -40,19 +51,112 @@ from verifiers.runner import run
 TIME = "2026-11-01T12:00:00Z"
 
 
-def cli(root: Path, db: Path, *args: str) -> CliResult:
+Db = Path | str  # a SQLite file, or a PostgreSQL database's URL
+Build = Callable[[Path, Db], object]  # builds a ledger's history into the (new) store db
+
+
+def cli(root: Path, db: Db, *args: str) -> CliResult:
     return run_cli(["--db", str(db), *args], env={"LEDGER_TIME": TIME}, cwd=root)
 
 
+class _Bases:
+    """Histories built once per module and store, which the tests start from (a copy each)."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self._factory = tmp_path_factory
+        self._files: dict[str, Path] = {}
+        self._copies: dict[str, Copies] = {}
+        self.databases: list[tuple[PgServer, str]] = []
+
+    def file(self, build: Build) -> Path:
+        if build.__name__ not in self._files:
+            root = self._factory.mktemp(build.__name__.strip("_"))
+            build(root, root / "ledger.db")
+            self._files[build.__name__] = root / "ledger.db"
+        return self._files[build.__name__]
+
+    def copies(self, build: Build, server: PgServer) -> Copies:
+        if build.__name__ not in self._copies:
+            root = self._factory.mktemp(build.__name__.strip("_"))
+            name = server.new_database("adv_base")
+            self.databases.append((server, name))
+            build(root, server.url(name))
+            self._copies[build.__name__] = Copies(server, name, "adv_copy")
+        return self._copies[build.__name__]
+
+    def close(self) -> None:
+        for copies in self._copies.values():
+            copies.close()
+        for server, name in self.databases:
+            server.drop_database(name)
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Bases]:
+    made = _Bases(tmp_path_factory)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+class Stores:
+    """One backend's stores for a test: ``new(name)`` a fresh one (a SQLite path not yet
+    created, or an empty PostgreSQL database), ``copy_of(build)`` a copy of a history built
+    once per module (a copy of the file, or ``CREATE DATABASE ... TEMPLATE``)."""
+
+    def __init__(self, tmp_path: Path, bases: _Bases, server: PgServer | None) -> None:
+        self._tmp, self._bases, self.server = tmp_path, bases, server
+        self.made: list[str] = []
+        self.copied = contextlib.ExitStack()
+
+    def new(self, name: str) -> Db:
+        if self.server is None:
+            return self._tmp / f"{name}.db"
+        self.made.append(self.server.new_database("adv"))
+        return self.server.url(self.made[-1])
+
+    def copy_of(self, build: Build) -> Db:
+        if self.server is None:
+            return checkpointed_copy(self._bases.file(build), self._tmp / "ledger.db")
+        return self.copied.enter_context(self._bases.copies(build, self.server).copy())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path, bases: _Bases) -> Iterator[Stores]:
+    """Every test taking it runs on both stores; its PostgreSQL databases are dropped after."""
+    server: PgServer | None = None
+    if request.param == "postgresql":
+        server = request.getfixturevalue("pg_server")
+    made = Stores(tmp_path, bases, server)
+    try:
+        with made.copied:
+            yield made
+    finally:
+        for database in made.made:
+            assert server is not None
+            server.drop_database(database)
+
+
+def _calibrated(root: Path, db: Db) -> None:
+    assert cli(root, db, "init", "--origin", "test/adversarial").code == 0
+    assert cli(root, db, "calibrate").code == 0
+
+
 @pytest.fixture
-def workspace(tmp_path: Path) -> tuple[Path, Path]:
+def workspace(tmp_path: Path, stores: Stores) -> tuple[Path, Db]:
+    return tmp_path, stores.copy_of(_calibrated)
+
+
+@pytest.fixture
+def sqlite_workspace(tmp_path: Path) -> tuple[Path, Path]:
+    """For the attack on the SQLite file's own pages."""
     db = tmp_path / "ledger.db"
-    assert cli(tmp_path, db, "init", "--origin", "test/adversarial").code == 0
-    assert cli(tmp_path, db, "calibrate").code == 0
+    _calibrated(tmp_path, db)
     return tmp_path, db
 
 
-def audit_violations(root: Path, db: Path, *extra: str) -> tuple[int, list[tuple[int, str, str]]]:
+def audit_violations(root: Path, db: Db, *extra: str) -> tuple[int, list[tuple[int, str, str]]]:
     result = cli(root, db, "audit", "--json", *extra)
     report = result.json()
     return result.code, [(v["seq"], v["code"], v["message"]) for v in report["violations"]]
@@ -61,10 +165,10 @@ def audit_violations(root: Path, db: Path, *extra: str) -> tuple[int, list[tuple
 # -- the burn notice against its cohort.burned entry --------------------------------------------
 
 
-def _burn_with_notice(db: Path, notice: dict[str, Any] | bytes) -> int:
+def _burn_with_notice(db: Db, notice: dict[str, Any] | bytes) -> int:
     """A burn of test/cohort-a that observes task-000 (the payload `burn` writes), whose notice
     object is ``notice`` instead of the one `burn` would write."""
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         committed = read_state(ledger).cohorts["test/cohort-a"]
         task = committed.tasks["test/cohort-a/task-000"]
         data = notice if isinstance(notice, bytes) else canonical_bytes(notice)
@@ -90,8 +194,8 @@ def sha256_of(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def honest_notice(db: Path) -> dict[str, Any]:
-    with Ledger.open(db) as ledger:
+def honest_notice(db: Db) -> dict[str, Any]:
+    with open_store(db) as ledger:
         committed = read_state(ledger).cohorts["test/cohort-a"]
     return {
         "schema_version": "0.1",
@@ -103,7 +207,7 @@ def honest_notice(db: Path) -> dict[str, Any]:
 
 
 def test_burn_notice_naming_other_tasks_than_its_entry_is_caught(
-    workspace: tuple[Path, Path],
+    workspace: tuple[Path, Db],
 ) -> None:
     """The owner burns with a payload that exposes task-000 but a notice (what `ledger show`
     prints to whoever reads the burn) saying nothing was observed, for another reason."""
@@ -117,7 +221,7 @@ def test_burn_notice_naming_other_tasks_than_its_entry_is_caught(
     assert "observed_task_ids" in violations[1][2] and "reason" in violations[0][2]
 
 
-def test_burn_notice_of_another_cohort_or_digest_is_caught(workspace: tuple[Path, Path]) -> None:
+def test_burn_notice_of_another_cohort_or_digest_is_caught(workspace: tuple[Path, Db]) -> None:
     root, db = workspace
     assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
     notice = honest_notice(db) | {
@@ -129,7 +233,7 @@ def test_burn_notice_of_another_cohort_or_digest_is_caught(workspace: tuple[Path
     assert (code, [(s, c) for s, c, _ in violations]) == (1, [(seq, "burn-mismatch")] * 2)
 
 
-def test_burn_notice_that_is_no_burn_notice_is_caught(workspace: tuple[Path, Path]) -> None:
+def test_burn_notice_that_is_no_burn_notice_is_caught(workspace: tuple[Path, Db]) -> None:
     """Any JSON stored as the notice (here a cohort-less object) decoded as a BurnNotice."""
     root, db = workspace
     assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
@@ -139,7 +243,7 @@ def test_burn_notice_that_is_no_burn_notice_is_caught(workspace: tuple[Path, Pat
     assert "not a BurnNotice 0.1" in violations[0][2]
 
 
-def test_honest_burn_notice_is_intact(workspace: tuple[Path, Path]) -> None:
+def test_honest_burn_notice_is_intact(workspace: tuple[Path, Db]) -> None:
     root, db = workspace
     assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
     _burn_with_notice(db, honest_notice(db))
@@ -150,9 +254,8 @@ def test_honest_burn_notice_is_intact(workspace: tuple[Path, Path]) -> None:
 # -- public export: objects a hidden-task reference shares with a public document -------------
 
 
-def _hidden_ledger(root: Path) -> Path:
+def _hidden(root: Path, db: Db) -> None:
     """The ledger of tests/test_public_export.py: a cohort whose task-000 has a hidden plan."""
-    db = root / "ledger.db"
     env = {"LEDGER_TIME": TIME}
     assert run_cli(["--db", str(db), "init", "--origin", "test.example/pub"], env=env).code == 0
     assert run_cli(["--db", str(db), "calibrate"], env=env).code == 0
@@ -179,12 +282,11 @@ def _hidden_ledger(root: Path) -> Path:
         env=env,
     )
     assert frozen.code == 0, frozen.stderr
-    return db
 
 
-def _public_documents(db: Path) -> dict[str, bytes]:
+def _public_documents(db: Db) -> dict[str, bytes]:
     """The cohort document and calibration report: public by what they are."""
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         found = {}
         for entry in ledger.entries():
             if entry.kind == "calibration.recorded":
@@ -194,7 +296,7 @@ def _public_documents(db: Path) -> dict[str, bytes]:
         return {what: ledger.get_object(address).body for what, address in found.items()}  # type: ignore[union-attr]
 
 
-def _verify_hidden(root: Path, db: Path, name: str, patch: bytes) -> None:
+def _verify_hidden(root: Path, db: Db, name: str, patch: bytes) -> None:
     bundle = write_bundle(root, name, patch)
     result = run_cli(
         ["--db", str(db), "verify", str(bundle), "--task", HIDDEN_TASK, "--json"],
@@ -203,7 +305,7 @@ def _verify_hidden(root: Path, db: Path, name: str, patch: bytes) -> None:
     assert result.code == 1 and result.json()["outcome"] == "reject", result.stdout
 
 
-def _public_audit(root: Path, db: Path) -> dict[str, Any]:
+def _public_audit(root: Path, db: Db) -> dict[str, Any]:
     public = root / "public.jsonl"
     assert run_cli(["--db", str(db), "export", "--public", "--out", str(public)]).code == 0
     result = run_cli(["audit", "--from-export", str(public), "--json"], env={"LEDGER_TIME": TIME})
@@ -218,14 +320,14 @@ def _public_audit(root: Path, db: Path) -> dict[str, Any]:
 
 
 def test_candidate_shipping_the_calibration_report_cannot_make_the_public_audit_skip_it(
-    tmp_path: Path,
+    tmp_path: Path, stores: Stores
 ) -> None:
     """A candidate on the hidden task ships, as its patch, the exact bytes of the ledger's
     calibration report and cohort document (both public: `ledger show` prints them). Before the
     fix, `export --public` withheld them (every object a hidden bundle observed), and the
     public audit then skipped the calibration replay and every cohort-document comparison
     without counting either."""
-    db = _hidden_ledger(tmp_path)
+    db = stores.copy_of(_hidden)
     documents = _public_documents(db)
     _verify_hidden(tmp_path, db, "ships-calibration", documents["calibration report"])
     _verify_hidden(tmp_path, db, "ships-cohort", documents["cohort document"])
@@ -241,10 +343,10 @@ def test_candidate_shipping_the_calibration_report_cannot_make_the_public_audit_
     }
 
 
-def _forge_calibration(db: Path) -> bytes:
+def _forge_calibration(db: Db) -> bytes:
     """Append a calibration.recorded whose report says a red row was ok (flags consistent with
     the forged rows): the full audit reports calibration-replay-mismatch."""
-    with Ledger.open(db) as ledger:
+    with open_store(db) as ledger:
         entry = next(e for e in ledger.entries() if e.kind == "calibration.recorded")
         stored = ledger.get_object(entry.payload["report"]["object"])
         assert stored is not None
@@ -263,12 +365,12 @@ def _forge_calibration(db: Path) -> bytes:
 
 
 def test_owner_withholding_a_forged_calibration_report_through_a_hidden_bundle_is_caught(
-    tmp_path: Path,
+    tmp_path: Path, stores: Stores
 ) -> None:
     """The owner appends a forged calibration report, then verifies a bundle on the hidden task
     whose patch is that report's bytes, so that `export --public` withholds it: the public
     audit said intact-with-skips, naming only the hidden task's skips."""
-    db = _hidden_ledger(tmp_path)
+    db = stores.copy_of(_hidden)
     forged = _forge_calibration(db)
     full = run_cli(["--db", str(db), "audit", "--json"], env={"LEDGER_TIME": TIME})
     assert full.code == 1
@@ -281,11 +383,11 @@ def test_owner_withholding_a_forged_calibration_report_through_a_hidden_bundle_i
 
 
 def test_owner_editing_the_export_to_withhold_a_public_document_is_caught(
-    tmp_path: Path,
+    tmp_path: Path, stores: Stores
 ) -> None:
     """The owner withholds the forged report in the export file himself (a hidden bundle does
     name it): a document a public-role reference names may never be withheld."""
-    db = _hidden_ledger(tmp_path)
+    db = stores.copy_of(_hidden)
     forged = _forge_calibration(db)
     _verify_hidden(tmp_path, db, "ships-forged-report", forged)
     public = tmp_path / "public.jsonl"
@@ -321,10 +423,8 @@ def _red_build(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], dict[st
     return red, row
 
 
-def _audit_calibration(tmp_path: Path, report: dict[str, Any]) -> list[tuple[int | None, str]]:
-    tmp_path.mkdir(exist_ok=True)
-    path = tmp_path / "calibration.db"
-    ledger, _ = Ledger.create(path, origin="test/calibration", clock=lambda: TIME)
+def _audit_calibration(path: Db, report: dict[str, Any]) -> list[tuple[int | None, str]]:
+    ledger, _ = create_store(path, origin="test/calibration", clock=lambda: TIME)
     data = canonical_bytes(report)
     with ledger, ledger.writer() as w:
         address = w.put_object(data, JSON)
@@ -338,28 +438,28 @@ def _audit_calibration(tmp_path: Path, report: dict[str, Any]) -> list[tuple[int
             },
             [address],
         )
-    with Ledger.open(path) as ledger:
+    with open_store(path, read_only=True) as ledger:
         found = audit(ledger, observers=[rules.CommitmentRules(ledger)])
     return [(v.seq, v.code) for v in found.violations]
 
 
 def test_calibration_report_dropping_its_red_row_to_claim_green_is_caught(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The owner of a build whose adapter fails a calibration row records the report without
     that row and with the version green (flags consistent with the kept rows), so that freeze
     accepts the adapter. An audit with the same build re-runs the row and finds it red."""
     red, row = _red_build(monkeypatch)
-    assert _audit_calibration(tmp_path / "honest", red) == []  # the red report is honest
+    assert _audit_calibration(stores.new("honest"), red) == []  # the red report is honest
     forged = copy.deepcopy(red)
     forged["rows"] = [r for r in red["rows"] if r != row]
     forged["green_by_adapter"][row["adapter_version"]] = True
     forged["green"] = True
-    assert _audit_calibration(tmp_path, forged) == [(1, "calibration-replay-mismatch")]
+    assert _audit_calibration(stores.new("forged"), forged) == [(1, "calibration-replay-mismatch")]
 
 
 def test_calibration_report_lacking_a_row_this_code_passes_is_intact(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The upgrade case stays allowed: a report without a row (a later release added it) that
     this code passes, or that the report does not claim green, is no violation."""
@@ -368,7 +468,7 @@ def test_calibration_report_lacking_a_row_this_code_passes_is_intact(
     green = next(r for r in red["rows"] if r["adapter_version"] != row["adapter_version"])
     lacking["rows"] = [r for r in red["rows"] if r != green]
     assert lacking["green_by_adapter"][green["adapter_version"]] is True
-    assert _audit_calibration(tmp_path, lacking) == []
+    assert _audit_calibration(stores.new("lacking"), lacking) == []
 
 
 # -- objects: the bytes the rules use are the bytes the object check proved ------------------
@@ -402,14 +502,14 @@ class _RestoreAfter:
 
 
 def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
-    workspace: tuple[Path, Path],
+    sqlite_workspace: tuple[Path, Path],
 ) -> None:
     """The owner appends a forged SUPPORT for a patch the committed plan rejects, computed with
     another plan P' of the same length, writes P' over the plan's bytes in the file before the
     audit and the honest plan back once the rules have replayed the forgery: the replay used
     P', the object pass (which runs after the rules) hashed P. Before the fix the rules trusted
     the object pass's proof of bytes they had not read: `intact`."""
-    root, db = workspace
+    root, db = sqlite_workspace  # SQLite only: the attack writes the file's pages
     assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
     task = "test/cohort-a/task-000"  # plan v0.2-whole-line
     plan = PLANS["v0.2-whole-line"]
@@ -444,7 +544,7 @@ def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
         finished_at=TIME,
     )
     assert outcome.outcome == "support"
-    with Ledger.open(db, clock=lambda: TIME) as ledger, ledger.writer() as w:
+    with open_store(db, clock=lambda: TIME) as ledger, ledger.writer() as w:
         for data in blobs.values():
             w.put_object(data, "application/octet-stream")
         w.append("bundle.observed", observed.payload, observed.body.refs)
@@ -489,7 +589,7 @@ def _rewrite_manifest(bundle: Path, edit: Any) -> None:
     write_json(path, manifest)
 
 
-def test_seen_patch_under_another_locator_is_refused(workspace: tuple[Path, Path]) -> None:
+def test_seen_patch_under_another_locator_is_refused(workspace: tuple[Path, Db]) -> None:
     """The rejected patch moved to another file name, the manifest rewritten to point there."""
     root, db = workspace
     bundle = _observe_then_freeze_supporting_plan(root, db)
@@ -505,7 +605,7 @@ def test_seen_patch_under_another_locator_is_refused(workspace: tuple[Path, Path
     assert refused.code == 2 and refused.error_code() == "outcome-before-plan"
 
 
-def test_seen_patch_listed_twice_gets_no_support(workspace: tuple[Path, Path]) -> None:
+def test_seen_patch_listed_twice_gets_no_support(workspace: tuple[Path, Db]) -> None:
     """The candidate artifact listed twice (so rule 9 cannot name one candidate): the verifier
     refuses to pick one either, so the seen patch is never supported."""
     root, db = workspace
@@ -523,7 +623,7 @@ def test_seen_patch_listed_twice_gets_no_support(workspace: tuple[Path, Path]) -
     assert audit_violations(root, db)[0] == 0
 
 
-def test_seen_patch_shipped_first_as_a_log_is_refused(workspace: tuple[Path, Path]) -> None:
+def test_seen_patch_shipped_first_as_a_log_is_refused(workspace: tuple[Path, Db]) -> None:
     """The patch observed before the freeze in another role (a log of another bundle): the
     comparison is by sha256 in any role."""
     root, db = workspace
@@ -549,16 +649,16 @@ def test_seen_patch_shipped_first_as_a_log_is_refused(workspace: tuple[Path, Pat
 
 
 def test_forged_public_verdict_withheld_through_a_hidden_bundle_is_caught(
-    tmp_path: Path,
+    tmp_path: Path, stores: Stores
 ) -> None:
     """The owner appends a forged SUPPORT for a public task (its VerificationResult edited to
     recommend support), then verifies a bundle on the hidden task whose patch is that result's
     bytes: `export --public` withheld the forged result, and the public audit skipped its
     outcome check and replay under the very reason the hidden task's honest skips give."""
-    db = _hidden_ledger(tmp_path)
+    db = stores.copy_of(_hidden)
     public_task = f"{COHORT}/task-001"
     scratch = tmp_path / "scratch.db"
-    shutil.copy(db, scratch)
+    copy_ledger(db, scratch)  # the owner's scratch copy, a SQLite file whichever store db is
     bundle = write_bundle(tmp_path, "wrong", GOOD_PATCH.replace(b"expected", b"unexpected"))
     judged = run_cli(
         ["--db", str(scratch), "verify", str(bundle), "--task", public_task, "--json"],
@@ -575,7 +675,7 @@ def test_forged_public_verdict_withheld_through_a_hidden_bundle_is_caught(
         result = json.loads(ledger.get_object(recorded.payload["result"]["object"]).body)  # type: ignore[union-attr]
     result["decision_support"]["recommendation"] = "accept_candidate"
     forged = canonical_bytes(result)
-    with Ledger.open(db, clock=lambda: TIME) as ledger, ledger.writer() as w:
+    with open_store(db, clock=lambda: TIME) as ledger, ledger.writer() as w:
         for data in blobs:
             w.put_object(data, "application/octet-stream")
         w.append("bundle.observed", observed.payload, observed.body.refs)
@@ -601,6 +701,20 @@ def test_forged_public_verdict_withheld_through_a_hidden_bundle_is_caught(
 # -- verification.recorded: every field it states, against what commits it ---------------------
 
 
+def _verified(root: Path, db: Db) -> None:
+    """Calibrated, test/cohort-a frozen, the good bundle verified on its task-000."""
+    _calibrated(root, db)
+    assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
+    bundle = make_bundle(root, "good")
+    judged = cli(root, db, "verify", str(bundle), "--task", "test/cohort-a/task-000")
+    assert judged.code == 0, judged.stdout + judged.stderr
+
+
+@pytest.fixture
+def verified(tmp_path: Path, stores: Stores) -> tuple[Path, Db]:
+    return tmp_path, stores.copy_of(_verified)
+
+
 @pytest.mark.parametrize(
     ("field", "value", "code"),
     [
@@ -618,17 +732,13 @@ def test_forged_public_verdict_withheld_through_a_hidden_bundle_is_caught(
     ],
 )
 def test_verification_entry_lying_about_one_field_is_caught(
-    workspace: tuple[Path, Path], field: str, value: Any, code: str
+    verified: tuple[Path, Db], field: str, value: Any, code: str
 ) -> None:
     """The owner re-appends an honest bundle.observed and its verification.recorded with one
     field of the verdict entry changed: each field is compared with its bundle entry, its
     committed task, the adapter table, its stored result or its replay."""
-    root, db = workspace
-    assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
-    bundle = make_bundle(root, "good")
-    judged = cli(root, db, "verify", str(bundle), "--task", "test/cohort-a/task-000", "--json")
-    assert judged.code == 0, judged.stdout + judged.stderr
-    with Ledger.open(db, clock=lambda: TIME) as ledger:
+    root, db = verified
+    with open_store(db, clock=lambda: TIME) as ledger:
         observed, recorded = list(ledger.entries())[-2:]
         payload = copy.deepcopy(recorded.payload)
         with ledger.writer() as w:
@@ -643,12 +753,9 @@ def test_verification_entry_lying_about_one_field_is_caught(
     assert {s for s, _ in found} <= {again.seq, forged.seq}
 
 
-def test_verification_entry_reappended_unchanged_is_intact(workspace: tuple[Path, Path]) -> None:
-    root, db = workspace
-    assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
-    bundle = make_bundle(root, "good")
-    assert cli(root, db, "verify", str(bundle), "--task", "test/cohort-a/task-000").code == 0
-    with Ledger.open(db, clock=lambda: TIME) as ledger:
+def test_verification_entry_reappended_unchanged_is_intact(verified: tuple[Path, Db]) -> None:
+    root, db = verified
+    with open_store(db, clock=lambda: TIME) as ledger:
         observed, recorded = list(ledger.entries())[-2:]
         with ledger.writer() as w:
             again = w.append("bundle.observed", observed.payload, observed.body.refs)

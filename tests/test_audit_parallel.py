@@ -3,6 +3,10 @@
 Its answer is only an optimisation: whenever it cannot be trusted to describe the very rows the
 auditor read, the auditor checks them itself, and the report is the one a single process gives.
 (The equality of both ways on every tamper class is in tests/campaigns/test_campaign_tamper.py.)
+
+A PostgreSQL ledger has no such worker (its rows are checked in the auditor's process: no
+second process can share its snapshot); the tests at the end show its report is the SQLite
+one for the same tampered history. The rest is about SQLite's worker and stays SQLite's.
 """
 
 from __future__ import annotations
@@ -16,12 +20,23 @@ from pathlib import Path
 import blake3
 import msgspec
 import pytest
-from helpers import append_entries, attacker, checkpointed_copy, make_ledger, run_cli
+from helpers import (
+    ORIGIN,
+    append_entries,
+    attacker,
+    checkpointed_copy,
+    fixed_clock,
+    make_ledger,
+    run_cli,
+    store_attacker,
+)
 
 from ledger.audit import engine, worker
 from ledger.audit.engine import audit
 from ledger.audit.report import MAX_REPORTED
 from ledger.audit.rows import RowDigest, RowResult
+from ledger.store.opening import open_store
+from ledger.store.postgres import PostgresLedger
 from ledger.store.sqlite import Ledger
 
 
@@ -283,3 +298,77 @@ def test_the_row_digest_is_the_documented_encoding() -> None:
     for row in rows:
         digest.add(*row)
     assert digest.digest() == expected
+
+
+# -- PostgreSQL: the row checks always run in the auditor's process (LEDGER.md section 2) --------
+
+
+def _same_history(tmp_path: Path, url: str, n: int) -> tuple[Path, str]:
+    """The same ``n`` entries (origin, clock, objects) in a SQLite file and in the empty
+    PostgreSQL database ``url``."""
+    path = tmp_path / "ledger.db"
+    make_ledger(path, n)
+    ledger, _ = PostgresLedger.create(url, origin=ORIGIN, clock=fixed_clock)
+    with ledger:
+        append_entries(ledger, n, batch=50)
+    return path, url
+
+
+def _both_reports(db: Path | str, *, parallel: bool) -> bytes:
+    with open_store(db, read_only=True) as ledger:
+        return msgspec.json.encode(audit(ledger, parallel=parallel))
+
+
+def _no_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object) -> None:
+        raise AssertionError("a row worker was started for a PostgreSQL ledger")
+
+    monkeypatch.setattr(worker._RowWorker, "start", staticmethod(refuse))
+
+
+def test_tampered_postgresql_ledger_gives_the_sqlite_report_with_no_row_worker(
+    tmp_path: Path, pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same history, the same edits by each store's owner (a body byte flipped, a leaf's
+    Merkle node zeroed): the PostgreSQL audit, asked for a worker or not, reports exactly what
+    the SQLite audit reports with its worker and without (same violations, same order), and
+    never starts a worker (no second process can share its snapshot); so does the CLI under
+    every LEDGER_AUDIT_PARALLEL."""
+    path, url = _same_history(tmp_path, pg_db, 40)
+    for db in (path, url):
+        with store_attacker(db) as conn:
+            (body,) = conn.execute("SELECT body FROM entries WHERE seq = 7").fetchone()
+            flipped = bytearray(body)
+            flipped[len(flipped) // 2] ^= 0x01
+            conn.execute("UPDATE entries SET body = ? WHERE seq = 7", (bytes(flipped),))
+            conn.execute("UPDATE entries SET nodes = ? WHERE seq = 20", (b"\0" * 32,))
+    alone = _both_reports(path, parallel=False)
+    assert _both_reports(path, parallel=True) == alone
+    codes = [(v["seq"], v["code"]) for v in msgspec.json.decode(alone)["violations"]]
+    assert (7, "entry-hash-mismatch") in codes and (20, "tree-mismatch") in codes
+    sqlite_cli = run_cli(["--db", str(path), "audit", "--no-replay", "--json"])
+    _no_worker(monkeypatch)
+    assert _both_reports(url, parallel=True) == alone
+    assert _both_reports(url, parallel=False) == alone
+    for value in ("on", "off", "auto"):
+        result = run_cli(
+            ["--db", url, "audit", "--no-replay", "--json"], env={"LEDGER_AUDIT_PARALLEL": value}
+        )
+        assert (result.code, result.stdout) == (1, sqlite_cli.stdout), result.stderr
+
+
+def test_postgresql_keeps_the_same_thousand_violations_as_sqlite(
+    tmp_path: Path, pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More violations than the report keeps, on the same history in both stores: the kept ones
+    on PostgreSQL (all found by the auditor itself) are the ones SQLite keeps, worker or not."""
+    path, url = _same_history(tmp_path, pg_db, 700)
+    for db in (path, url):
+        with store_attacker(db) as conn:
+            conn.execute("UPDATE entries SET kind = 'ledger.edited' WHERE seq > 0")
+            conn.execute("UPDATE entries SET nodes = ?", (b"\0" * 32,))
+    alone = _both_reports(path, parallel=False)
+    assert msgspec.json.decode(alone)["violation_count"] == 1 + 3 * 700
+    assert _both_reports(path, parallel=True) == alone
+    _no_worker(monkeypatch)
+    assert _both_reports(url, parallel=True) == alone

@@ -1,15 +1,20 @@
-"""The audit's reading of ``refs``: exactly a sorted list of distinct blake3 addresses."""
+"""The audit's reading of ``refs`` (exactly a sorted list of distinct blake3 addresses) and of
+``time``, on both stores."""
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import store_attacker
+from pg_server import PgServer
 
 from ledger.audit.engine import audit
 from ledger.format.entries import encode_body, entry_hash
+from ledger.store.opening import open_store
+from ledger.store.postgres import PostgresLedger
 from ledger.store.sqlite import Ledger
 
 A = "blake3:" + "a" * 64
@@ -26,11 +31,48 @@ WELL_FORMED = {
 }
 
 
+ORIGIN = "test/refs"
+GENESIS_TIME = "2026-01-01T00:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def pg_genesis(pg_server: PgServer) -> Iterator[str]:
+    """A PostgreSQL ledger holding its genesis entry only, shared by the module's tests: each
+    one's entry 1 is removed again by the owner after it (cheaper than a database each)."""
+    name = pg_server.new_database("refs")
+    url = pg_server.url(name)
+    ledger, _ = PostgresLedger.create(url, origin=ORIGIN, clock=lambda: GENESIS_TIME)
+    ledger.close()
+    try:
+        yield url
+    finally:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def genesis_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path | str]:
+    """A ledger holding its genesis entry only, on each store (every test here runs on both)."""
+    if request.param == "sqlite":
+        path = tmp_path / "ledger.db"
+        ledger, _ = Ledger.create(path, origin=ORIGIN, clock=lambda: GENESIS_TIME)
+        ledger.close()
+        yield path
+        return
+    url: str = request.getfixturevalue("pg_genesis")
+    try:
+        yield url
+    finally:
+        with store_attacker(url, drop_triggers=False) as conn:
+            conn.execute("SET session_replication_role = replica")  # this session's triggers off
+            conn.execute("DELETE FROM entries WHERE seq > 0")
+            assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 1
+
+
 def _audit_with_entry_1(
-    tmp_path: Path,
+    db: Path | str,
     payload: dict[str, object],
     *,
-    time: str = "2026-01-01T00:00:00Z",
+    time: str = GENESIS_TIME,
     refs: list[str] | None = None,
     listed_refs: list[str] | None = None,
 ) -> set[str]:
@@ -38,11 +80,9 @@ def _audit_with_entry_1(
     well-linked row with the right Merkle nodes (store rule 5: leaf 1's hash, then the parent
     over leaves 0 and 1), so only the body is at fault. ``listed_refs`` are written into the
     body verbatim, past the encoder's sorting."""
-    path = tmp_path / "ledger.db"
-    ledger, _ = Ledger.create(path, origin="test/refs", clock=lambda: "2026-01-01T00:00:00Z")
-    head = ledger.head()
+    with open_store(db, read_only=True) as ledger:
+        head = ledger.head()
     assert head is not None
-    ledger.close()
     body = encode_body(
         seq=1,
         prev=head.entry_hash,
@@ -54,17 +94,15 @@ def _audit_with_entry_1(
     if listed_refs is not None:
         listed = ('"refs":[' + ",".join(f'"{r}"' for r in listed_refs) + "]").encode()
         body = body.replace(b'"refs":[]', listed.replace(b"\n", b"\\n"))
-    conn = sqlite3.connect(path)
-    ((nodes_0,),) = conn.execute("SELECT nodes FROM entries WHERE seq = 0").fetchall()
-    leaf = hashlib.sha256(b"\x00" + body).digest()
-    nodes = leaf + hashlib.sha256(b"\x01" + bytes(nodes_0)[:32] + leaf).digest()
-    conn.execute(
-        "INSERT INTO entries VALUES (1, ?, ?, 'calibration.recorded', ?, ?)",
-        (head.entry_hash, entry_hash(body), nodes, body),
-    )
-    conn.commit()
-    conn.close()
-    with Ledger.open(path) as reopened:
+    with store_attacker(db, drop_triggers=False) as conn:
+        ((nodes_0,),) = conn.execute("SELECT nodes FROM entries WHERE seq = 0").fetchall()
+        leaf = hashlib.sha256(b"\x00" + body).digest()
+        nodes = leaf + hashlib.sha256(b"\x01" + bytes(nodes_0)[:32] + leaf).digest()
+        conn.execute(
+            "INSERT INTO entries VALUES (1, ?, ?, 'calibration.recorded', ?, ?)",
+            (head.entry_hash, entry_hash(body), nodes, body),
+        )
+    with open_store(db) as reopened:
         return {v.code for v in audit(reopened).violations if v.seq == 1}
 
 
@@ -81,9 +119,9 @@ def _audit_with_entry_1(
     ],
 )
 def test_malformed_refs_are_reported(
-    tmp_path: Path, refs: list[str], payload: dict[str, object]
+    genesis_db: Path | str, refs: list[str], payload: dict[str, object]
 ) -> None:
-    assert "refs-invalid" in _audit_with_entry_1(tmp_path, payload, listed_refs=refs)
+    assert "refs-invalid" in _audit_with_entry_1(genesis_db, payload, listed_refs=refs)
 
 
 @pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
@@ -119,22 +157,24 @@ def test_malformed_refs_are_reported(
     ],
 )
 def test_malformed_times_are_reported(
-    tmp_path: Path, time: str, payload: dict[str, object]
+    genesis_db: Path | str, time: str, payload: dict[str, object]
 ) -> None:
-    assert "time-invalid" in _audit_with_entry_1(tmp_path, payload, time=time, refs=[A])
+    assert "time-invalid" in _audit_with_entry_1(genesis_db, payload, time=time, refs=[A])
 
 
 @pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
-def test_a_real_time_on_a_leap_day_is_accepted(tmp_path: Path, payload: dict[str, object]) -> None:
+def test_a_real_time_on_a_leap_day_is_accepted(
+    genesis_db: Path | str, payload: dict[str, object]
+) -> None:
     """The calendar check knows leap years: it is not a blanket refusal of day 29."""
-    found = _audit_with_entry_1(tmp_path, payload, time="2028-02-29T23:59:59Z", refs=[A])
+    found = _audit_with_entry_1(genesis_db, payload, time="2028-02-29T23:59:59Z", refs=[A])
     assert "time-invalid" not in found and "time-regressed" not in found
 
 
 @pytest.mark.parametrize("payload", [{}, WELL_FORMED], ids=["generic-path", "typed-path"])
 def test_entry_written_earlier_than_the_one_before_is_time_regressed(
-    tmp_path: Path, payload: dict[str, object]
+    genesis_db: Path | str, payload: dict[str, object]
 ) -> None:
     """Entry 0 says 2026-01-01T00:00:00Z; an entry 1 one second earlier goes backwards."""
-    found = _audit_with_entry_1(tmp_path, payload, time="2025-12-31T23:59:59Z", refs=[A])
+    found = _audit_with_entry_1(genesis_db, payload, time="2025-12-31T23:59:59Z", refs=[A])
     assert "time-regressed" in found and "time-invalid" not in found

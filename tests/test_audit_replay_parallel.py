@@ -5,6 +5,12 @@ single-process one (``parallel=False``) whatever the ledger holds: honest verifi
 result tampered with (replay-mismatch), a bundle whose stored bytes cannot rebuild it
 (replay-failed), a public export that withholds a hidden task's bytes (skipped), and workers that
 die (their replays are answered in the auditor, never a wrong or missing verdict).
+
+The replays are the same on a PostgreSQL ledger (a job carries its bytes, not the store): the
+honest and first-violations report tests run on both stores (``store_copy``), and the same
+tampered history gives the SQLite report byte for byte, in workers or not, and through `ledger
+audit --json` with them on. The pool's own mechanics (a busy worker, killed workers) do not
+depend on the store and stay on SQLite.
 """
 
 from __future__ import annotations
@@ -28,13 +34,16 @@ from commit_helpers import (
     write_json,
 )
 from helpers import FIXED_TIME, checkpointed_copy, run_cli
+from pg_copies import Copies
+from pg_server import PgServer
 
 from ledger import api
 from ledger.audit.engine import audit
 from ledger.audit.replay import ReplayPool
 from ledger.audit.report import AuditReport
 from ledger.audit.rules import CommitmentRules
-from ledger.store.sqlite import Ledger
+from ledger.store.base import Store
+from ledger.store.opening import open_store
 from verifiers.calibration import GOOD_PATCH, PLANS, patch_bundle
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
@@ -42,7 +51,10 @@ ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}
 HONEST_PAIRS = 24
 
 
-def cli(db: Path, *args: str) -> Any:
+Db = Path | str  # a SQLite file, or a PostgreSQL database's URL
+
+
+def cli(db: Db, *args: str) -> Any:
     return run_cli(["--db", str(db), *args], env=ENV)
 
 
@@ -52,7 +64,7 @@ class Built:
     honest: Path  # one verify, then HONEST_PAIRS more honest pairs
 
 
-def _pair(ledger: Ledger, source: list[Any], bundle_changes: Any = None, **changes: Any) -> int:
+def _pair(ledger: Store, source: list[Any], bundle_changes: Any = None, **changes: Any) -> int:
     """The last bundle.observed + verification.recorded of ``source`` appended again, changed;
     returns the result's seq."""
     bundle = {**copy.deepcopy(source[-2].payload), **(bundle_changes or {})}
@@ -69,21 +81,39 @@ def _pair(ledger: Ledger, source: list[Any], bundle_changes: Any = None, **chang
         return w.append("verification.recorded", payload, sorted(refs)).seq
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    root = tmp_path_factory.mktemp("replay-parallel")
-    db = root / "honest.db"
+def _build(root: Path, db: Db) -> None:
     assert cli(db, "init", "--origin", "test/replay-parallel").code == 0
     assert cli(db, "calibrate").code == 0
     assert cli(db, "freeze", str(make_cohort(root)), "--root", str(root)).code == 0
     good = make_bundle(root, "good")
     verified = cli(db, "verify", str(good), "--task", "test/cohort-a/task-000")
     assert verified.code == 0, verified.stdout + verified.stderr
-    with Ledger.open(db, clock=lambda: FIXED_TIME) as ledger:
+    with open_store(db, clock=lambda: FIXED_TIME) as ledger:
         source = list(ledger.entries())
         for _ in range(HONEST_PAIRS):
             _pair(ledger, source)
-    return Built(root, db)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    root = tmp_path_factory.mktemp("replay-parallel")
+    _build(root, root / "honest.db")
+    return Built(root, root / "honest.db")
+
+
+@pytest.fixture(scope="module")
+def pg_built(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Copies]:
+    """The same history in a PostgreSQL database: the template of each test's copy."""
+    name = pg_server.new_database("replay")
+    try:
+        _build(tmp_path_factory.mktemp("replay-parallel-pg"), pg_server.url(name))
+        copies = Copies(pg_server, name, "replay_copy")
+        try:
+            yield copies
+        finally:
+            copies.close()
+    finally:
+        pg_server.drop_database(name)
 
 
 @pytest.fixture
@@ -91,9 +121,23 @@ def honest_copy(built: Built, tmp_path: Path) -> Path:
     return checkpointed_copy(built.honest, tmp_path / "ledger.db")
 
 
-def run_audit(db: Path, *, parallel: bool, pool: ReplayPool | None = None) -> tuple[bytes, int]:
+@pytest.fixture
+def pg_copy(pg_built: Copies) -> Iterator[str]:
+    with pg_built.copy() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_copy(request: pytest.FixtureRequest) -> Db:
+    """A copy of the honest history on each store (the tests taking it run on both)."""
+    name = "pg_copy" if request.param == "postgresql" else "honest_copy"
+    value: Db = request.getfixturevalue(name)
+    return value
+
+
+def run_audit(db: Db, *, parallel: bool, pool: ReplayPool | None = None) -> tuple[bytes, int]:
     """The report as ``ledger audit`` builds it, encoded, and the number of replays."""
-    with Ledger.open_read_only(db) as ledger:
+    with open_store(db, read_only=True) as ledger:
         rules = CommitmentRules(ledger, parallel=parallel, pool=pool)
         try:
             report = audit(ledger, observers=[rules], parallel=False)
@@ -112,12 +156,12 @@ def codes(data: bytes) -> list[tuple[int | None, str]]:
 
 
 def test_honest_verifications_replayed_in_workers_give_the_single_process_report(
-    honest_copy: Path,
+    store_copy: Db,
 ) -> None:
     pool = ReplayPool()
-    parallel, replayed = run_audit(honest_copy, parallel=True, pool=pool)
+    parallel, replayed = run_audit(store_copy, parallel=True, pool=pool)
     assert pool.fell_back == 0  # every replay was answered by a worker
-    single, single_replayed = run_audit(honest_copy, parallel=False)
+    single, single_replayed = run_audit(store_copy, parallel=False)
     assert parallel == single
     assert decoded(single).ok and replayed == single_replayed == HONEST_PAIRS + 1
 
@@ -147,9 +191,9 @@ def test_cli_audit_parallel_on_and_off_print_the_same_bytes(honest_copy: Path) -
     assert json.loads(on.stdout)["replayed"] == HONEST_PAIRS + 1
 
 
-def _tamper(db: Path) -> list[tuple[int | None, str]]:
+def _tamper(db: Db) -> list[tuple[int | None, str]]:
     """Tampered pairs among honest ones; the violations they must give, in report order."""
-    with Ledger.open(db, clock=lambda: FIXED_TIME) as ledger:
+    with open_store(db, clock=lambda: FIXED_TIME) as ledger:
         source = list(ledger.entries())
         result = source[-1].payload["result"]
         stored = ledger.get_object(result["object"])
@@ -189,14 +233,35 @@ def test_tampered_stored_result_and_replay_failure_are_reported_as_one_process_r
     assert parallel == single
 
 
+def test_same_tampered_history_on_postgresql_gives_the_sqlite_report(
+    honest_copy: Path, pg_copy: str
+) -> None:
+    """The same history and the same tampering in both stores: the PostgreSQL audit, replays in
+    workers or not, gives the SQLite audit's report byte for byte (same violations, same order,
+    same counts), and so does `ledger audit --json`."""
+    expected = _tamper(honest_copy)
+    assert _tamper(pg_copy) == expected
+    sqlite_single, sqlite_replayed = run_audit(honest_copy, parallel=False)
+    assert codes(sqlite_single) == expected
+    pool = ReplayPool()
+    pg_parallel, pg_replayed = run_audit(pg_copy, parallel=True, pool=pool)
+    assert pool.fell_back == 0 and pool.answered + pool.shared == pg_replayed + 1
+    assert (pg_parallel, pg_replayed) == (sqlite_single, sqlite_replayed)
+    assert run_audit(pg_copy, parallel=False) == (sqlite_single, sqlite_replayed)
+    parallel_on = {**ENV, "LEDGER_AUDIT_PARALLEL": "on"}
+    on_pg = run_cli(["--db", pg_copy, "audit", "--json"], env=parallel_on)
+    on_sqlite = run_cli(["--db", str(honest_copy), "audit", "--json"], env=ENV)
+    assert (on_pg.code, on_pg.stdout) == (1, on_sqlite.stdout), on_pg.stderr
+
+
 def test_parallel_replay_keeps_the_first_violations_a_sequential_pass_keeps(
-    honest_copy: Path, monkeypatch: pytest.MonkeyPatch
+    store_copy: Db, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """More violations than the report keeps: the replay's (answered by the workers after later
     rows were checked) come first in seq order, the in-process ones after; the kept ones must
     be those one sequential pass keeps, not those found first."""
     monkeypatch.setattr("ledger.audit.report.MAX_REPORTED", 3)
-    with Ledger.open(honest_copy, clock=lambda: FIXED_TIME) as ledger:
+    with open_store(store_copy, clock=lambda: FIXED_TIME) as ledger:
         source = list(ledger.entries())
         observations = copy.deepcopy(source[-2].payload["observations"])
         next(o for o in observations if o["locator"] == "changes.patch")["size"] += 1
@@ -205,8 +270,8 @@ def test_parallel_replay_keeps_the_first_violations_a_sequential_pass_keeps(
         # A bundle naming another freeze of its cohort: found in this process, no replay.
         for _ in range(3):
             _pair(ledger, source, {"cohort_entry": 1}, cohort_entry=1)
-    parallel, _ = run_audit(honest_copy, parallel=True, pool=ReplayPool(in_flight=64))
-    single, _ = run_audit(honest_copy, parallel=False)
+    parallel, _ = run_audit(store_copy, parallel=True, pool=ReplayPool(in_flight=64))
+    single, _ = run_audit(store_copy, parallel=False)
     assert codes(single) == [
         (failed, "replay-failed"),
         (mismatch, "replay-mismatch"),

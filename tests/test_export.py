@@ -1,8 +1,10 @@
-"""`ledger export` and `ledger audit --from-export` (LEDGER.md "Export").
+"""`ledger export` and `ledger audit --from-export` (LEDGER.md "Export"), on both stores.
 
 A realistic ledger (calibrated, two cohorts frozen, one of them with a hidden plan, several
 bundles verified) is exported once; each test tampers with a copy of the JSON Lines the way an
-attacker holding only the export would, and checks the audit names the first bad seq.
+attacker holding only the export would, and checks the audit names the first bad seq. The
+ledger is built on each store (the same history: commands, files, clock, origin) and every test
+runs on both; the two stores' exports are the same bytes.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from commit_helpers import (
     write_json,
 )
 from helpers import FIXED_TIME, CliResult, run_cli
+from pg_server import PgServer
 
 from ledger.audit.rules import SKIP_BUNDLE_WITHHELD, SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from verifiers.calibration import PLANS
@@ -38,7 +41,7 @@ HIDDEN_TASK = f"{HIDDEN_COHORT}/task-000"
 Line = dict[str, Any]
 
 
-def cli(db: Path, *args: str) -> CliResult:
+def cli(db: Path | str, *args: str) -> CliResult:
     return run_cli(["--db", str(db), *args], env=ENV)
 
 
@@ -62,21 +65,20 @@ def make_hidden_cohort(root: Path, hidden_dir: Path) -> Path:
 
 @dataclass(frozen=True)
 class Built:
-    db: Path
+    db: Path | str  # a SQLite file, or a PostgreSQL database's URL
     export: list[Line]  # the parsed lines of `ledger export`
     public: list[Line]  # the parsed lines of `ledger export --public`
     public_path: Path
-    audit: dict[str, Any]  # `ledger audit --json` on the file
+    audit: dict[str, Any]  # `ledger audit --json` on the ledger
+    full_path: Path
 
 
 def read_lines(path: Path) -> list[Line]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    root = tmp_path_factory.mktemp("export")
-    db = root / "ledger.db"
+def build(root: Path, db: Path | str) -> Built:
+    """The same history on either store: the same commands, the same files, the same clock."""
     assert cli(db, "init", "--origin", ORIGIN).code == 0
     assert cli(db, "calibrate").code == 0
     cohort = make_cohort(root)
@@ -104,7 +106,41 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     assert result.code == 0 and result.json()["withheld"] == 5
     report = cli(db, "audit", "--json")
     assert report.code == 0, report.stdout
-    return Built(db, read_lines(full), read_lines(public), public, report.json())
+    return Built(db, read_lines(full), read_lines(public), public, report.json(), full)
+
+
+@pytest.fixture(scope="module")
+def sqlite_built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    root = tmp_path_factory.mktemp("export")
+    return build(root, root / "ledger.db")
+
+
+@pytest.fixture(scope="module")
+def pg_built(tmp_path_factory: pytest.TempPathFactory, pg_server: PgServer) -> Iterator[Built]:
+    name = pg_server.new_database("export")
+    try:
+        yield build(tmp_path_factory.mktemp("export-pg"), pg_server.url(name))
+    finally:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def built(request: pytest.FixtureRequest) -> Built:
+    """The export of the ledger on each store (every test here runs on both)."""
+    name = "pg_built" if request.param == "postgresql" else "sqlite_built"
+    value: Built = request.getfixturevalue(name)
+    return value
+
+
+def test_export_of_a_postgresql_ledger_is_the_sqlite_ledgers_byte_for_byte(
+    sqlite_built: Built, pg_built: Built
+) -> None:
+    """Same history (same commands, clock and origin) on both stores: the same export file, full
+    and public, byte for byte, and the same audit report."""
+    assert pg_built.full_path.read_bytes() == sqlite_built.full_path.read_bytes()
+    assert pg_built.public_path.read_bytes() == sqlite_built.public_path.read_bytes()
+    assert pg_built.audit == sqlite_built.audit
+    assert len(entry_lines(pg_built.export)) == pg_built.audit["entries"] > 10
 
 
 def write_lines(path: Path, lines: list[Line]) -> Path:

@@ -5,6 +5,10 @@ beside it, leave its journal mode alone, and work on a read-only copy on read-on
 Before, ``ledger audit`` switched the journal mode of the file it checked, every reading
 command failed on a read-only file or mount, and a reader in a shared folder left ``-wal`` and
 ``-shm`` files of its own beside the owner's file.
+
+Those tests are about the SQLite file (its bytes, modes, side files, locks and checkpoints) and
+stay SQLite's. On PostgreSQL (the end of this file) every reading command, run by a login that
+is only a member of ``ledger_reader``, works and leaves every row of every table as it was.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import sqlite3
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from helpers import (
     FIXED_TIME,
@@ -26,15 +32,19 @@ from helpers import (
     as_nobody,
     attacker,
     cli_env,
+    database_rows,
+    demo_ledger,
     fixed_clock,
     ledger_command,
     make_ledger,
     python_child,
     run_cli,
 )
+from pg_server import PgServer
 
 from ledger.audit.engine import audit
 from ledger.errors import StoreError
+from ledger.store.postgres import PostgresLedger
 from ledger.store.sqlite import Ledger
 
 # Every command that only reads, with arguments that succeed on ``make_ledger(path, 6)``.
@@ -391,3 +401,172 @@ def test_a_reader_waits_for_a_checkpointing_writer_then_refuses_busy(tmp_path: P
         holder.stdin.close()
         holder.wait(timeout=30)
     assert run_cli(["--db", str(path), "log"]).code == 0
+
+
+# -- PostgreSQL: a reader changes no row, and needs nothing but SELECT -----------------------------
+
+READ_LOGIN = "ledger_audit_login"  # a login whose only privilege is membership of ledger_reader
+PG_ORIGIN = "test.example/read-only"
+
+
+@dataclass(frozen=True)
+class PgBase:
+    database: str  # a demo ledger (calibrated, a cohort frozen, three bundles verified)
+    files: Path  # what the readers are given: a checkpoint of it, a witness's public key
+
+
+@pytest.fixture(scope="module")
+def pg_reader_base(
+    pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PgBase]:
+    name = pg_server.new_database("ro")
+    url = pg_server.url(name)
+    demo_ledger(url, PG_ORIGIN)  # type: ignore[arg-type]  # any --db value: here a URL
+    files = tmp_path_factory.mktemp("pg-readers")
+    env = {"LEDGER_TIME": FIXED_TIME}
+    assert run_cli(["--db", url, "checkpoint", "--out", str(files / "cp.txt")], env=env).code == 0
+    keys = ["witness", "keygen", "--out", str(files / "w"), "--name", "witness.example/w1"]
+    assert run_cli(keys, env=env).code == 0
+    with psycopg.connect(pg_server.url(), autocommit=True, connect_timeout=10) as conn:
+        conn.execute(
+            f"DO $$ BEGIN CREATE ROLE {READ_LOGIN} LOGIN IN ROLE ledger_reader;"
+            " EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+        )
+    try:
+        yield PgBase(name, files)
+    finally:
+        pg_server.drop_database(name)
+
+
+def _pg_readers(files: Path, out: Path, url: str) -> dict[str, tuple[list[str], int]]:
+    """Every command that reads a PostgreSQL ledger (and only reads it), with arguments it
+    succeeds with on the demo ledger, and its exit code (``when``: no checkpoint of this ledger
+    is cosigned, so its statement does not hold: 1)."""
+    cp, witness = str(files / "cp.txt"), str(files / "w.pub")
+    db = ["--db", url]
+    return {
+        "audit": ([*db, "audit", "--json"], 0),
+        "audit-checkpoint": ([*db, "audit", "--no-replay", "--checkpoint", cp], 0),
+        "log": ([*db, "log"], 0),
+        "show": ([*db, "show", "2", "--json"], 0),
+        "status": ([*db, "status", "--json"], 0),
+        "prove": ([*db, "prove", "3", "--checkpoint", cp], 0),
+        "prove-consistency": ([*db, "prove", "--consistency", cp], 0),
+        "checkpoint": ([*db, "checkpoint"], 0),
+        "export": ([*db, "export"], 0),
+        "export-public": ([*db, "export", "--public", "--out", str(out / "public.jsonl")], 0),
+        "when": ([*db, "when", "demo/001-readme-marker", "--witness-key", witness], 1),
+        "attest": ([*db, "attest", "--cohort", "example/demo"], 0),
+        "browse": ([*db, "browse", "--out", str(out / "browse.db")], 0),
+        "report": ([*db, "report", "--html", str(out / "report.html")], 0),
+        "copy-from": (["copy", url, str(out / "copy.db")], 0),
+    }
+
+
+PG_READERS = sorted(_pg_readers(Path(), Path(), "postgresql://"))
+
+
+def test_the_audit_login_has_select_and_nothing_else(
+    pg_reader_base: PgBase, pg_server: PgServer
+) -> None:
+    """What the read-command test below relies on: its login may read every table of the
+    ledger and write none of them."""
+    with psycopg.connect(
+        pg_server.url(pg_reader_base.database), autocommit=True, connect_timeout=10
+    ) as conn:
+        listed = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        tables = [row[0] for row in conn.execute(listed)]
+        assert {"entries", "objects", "ledger_meta", "state_meta"} <= set(tables)
+        for table in tables:
+            for privilege, held in [("SELECT", True), ("INSERT", False), ("UPDATE", False),
+                                    ("DELETE", False), ("TRUNCATE", False)]:  # fmt: skip
+                (has,) = conn.execute(
+                    "SELECT has_table_privilege(%s, %s, %s)", (READ_LOGIN, table, privilege)
+                ).fetchone()
+                assert has is held, (table, privilege)
+
+
+@pytest.mark.parametrize("command", PG_READERS)
+def test_read_commands_on_postgresql_change_no_row_and_need_only_select(
+    pg_reader_base: PgBase, pg_server: PgServer, tmp_path: Path, command: str
+) -> None:
+    """Each reading command, run by a login that is a member of ``ledger_reader`` only, works,
+    and every table of the database holds the very rows it held before (rows compared, not the
+    server's counters). All of them read the one base database: a reader that changed it fails
+    here, and the next compares against what it found."""
+    owner = pg_server.url(pg_reader_base.database)
+    before = database_rows(owner)
+    args, expected = _pg_readers(
+        pg_reader_base.files, tmp_path, pg_server.url(pg_reader_base.database, role=READ_LOGIN)
+    )[command]
+    result = run_cli(args, env={"LEDGER_TIME": FIXED_TIME})
+    assert result.code == expected, result.stdout[-2000:] + result.stderr
+    assert result.stdout and "Traceback" not in result.stderr
+    assert database_rows(owner) == before
+
+
+def test_a_write_by_the_audit_login_is_refused_and_writes_nothing(
+    pg_reader_base: PgBase, pg_server: PgServer, tmp_path: Path
+) -> None:
+    """The counterpart that shows the login is the one the test above meant: a write through it
+    is refused (with the refusal's code), and no row changes."""
+    name = pg_server.new_database("ro_copy", template=pg_reader_base.database)
+    try:
+        before = database_rows(pg_server.url(name))
+        result = run_cli(
+            ["--db", pg_server.url(name, role=READ_LOGIN), "calibrate", "--json"],
+            env={"LEDGER_TIME": FIXED_TIME},
+        )
+        assert result.code == 2, result.stdout + result.stderr
+        assert result.error_code() == "ledger-unreadable"
+        assert database_rows(pg_server.url(name)) == before
+        # and the comparison sees a write: the owner's calibration changes rows
+        owner = run_cli(["--db", pg_server.url(name), "calibrate"], env={"LEDGER_TIME": FIXED_TIME})
+        assert owner.code == 0, owner.stderr
+        assert database_rows(pg_server.url(name)) != before
+    finally:
+        pg_server.drop_database(name)
+
+
+def test_writing_through_a_read_only_open_of_a_postgresql_ledger_is_refused(pg_db: str) -> None:
+    ledger, _ = PostgresLedger.create(pg_db, origin=PG_ORIGIN, clock=fixed_clock)
+    with ledger:
+        append_entries(ledger, 2)
+    before = database_rows(pg_db)
+    with PostgresLedger.open_read_only(pg_db) as reader:
+        with pytest.raises(StoreError) as caught:
+            append_entries(reader, 1)
+        assert caught.value.code == "ledger-read-only"
+    assert database_rows(pg_db) == before
+
+
+def test_postgresql_readers_alongside_a_writer_see_consistent_snapshots(pg_db: str) -> None:
+    """Read-only opens while another process appends: each audit reads one consistent state
+    (its REPEATABLE READ snapshot) and finds it intact, and the sizes never go back."""
+    ledger, _ = PostgresLedger.create(pg_db, origin=PG_ORIGIN, clock=fixed_clock)
+    with ledger:
+        append_entries(ledger, 5)
+    writer = python_child(
+        "import helpers\n"
+        "from ledger.store.postgres import PostgresLedger\n"
+        "for n in range(20):\n"
+        f"    with PostgresLedger.open({pg_db!r}, clock=helpers.fixed_clock) as w:\n"
+        "        helpers.append_entries(w, 5, tag=f'c{n}', batch=2)\n",
+        stderr=subprocess.PIPE,
+    )
+    sizes = []
+    try:
+        while writer.poll() is None:
+            with PostgresLedger.open_read_only(pg_db) as reader:
+                report = audit(reader)
+                assert report.ok, report.violations
+                sizes.append(report.entries)
+        _, err = writer.communicate(timeout=120)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait(timeout=30)
+    assert writer.returncode == 0, err
+    with PostgresLedger.open_read_only(pg_db) as reader:
+        sizes.append(audit(reader).entries)
+    assert sizes == sorted(sizes) and sizes[-1] == 106

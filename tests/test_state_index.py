@@ -1,19 +1,25 @@
 """The derived commitment state (LEDGER.md section 2, "Derived state") and judging outside the
 write lock (LEDGER.md section 5, rule 8): a write looks its state up in the ``state_*`` tables
 instead of folding the history, the audit checks those tables against the entries, and a
-bundle is judged before ``BEGIN IMMEDIATE`` and re-checked under it."""
+bundle is judged before ``BEGIN IMMEDIATE`` and re-checked under it.
+
+Every test runs on both stores (``ledger`` below: a SQLite file, or a PostgreSQL database built
+once per module and copied for each test); the derived rows are edited by whoever owns the
+store (``helpers.store_attacker``; a text where ``state_meta`` keeps an integer needs the
+column retyped first on PostgreSQL, which its owner may do)."""
 
 from __future__ import annotations
 
 import copy
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from commit_helpers import FAMILIES, cohort_doc, make_bundle, make_cohort, task_doc, write_json
-from helpers import attacker, file_state
+from helpers import store_attacker, store_state
+from pg_copies import Copies
+from pg_server import PgServer
 
 import ledger.operations.verify as verify_module
 from ledger.api import audit_ledger
@@ -24,7 +30,8 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.state import read_state
-from ledger.store.sqlite import STATE_TABLES, Ledger
+from ledger.store.base import STATE_TABLES, Store
+from ledger.store.opening import create_store, open_store
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
 from verifiers.runner import run as real_run
@@ -44,39 +51,71 @@ class Clock:
         return f"2026-05-01T12:{self.ticks // 60:02d}:{self.ticks % 60:02d}Z"
 
 
-def tables(db: Path) -> set[str]:
-    conn = sqlite3.connect(db)
-    try:
-        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    finally:
-        conn.close()
+Db = Path | str  # a SQLite file, or a PostgreSQL database's URL
 
 
-def codes(db: Path, *, replay: bool = False) -> list[str]:
-    with Ledger.open_read_only(db) as ledger:
+def tables(db: Db) -> set[str]:
+    with open_store(db, read_only=True) as ledger:
+        return ledger.derived_db().table_names()
+
+
+def codes(db: Db, *, replay: bool = False) -> list[str]:
+    with open_store(db, read_only=True) as ledger:
         report, _ = audit_ledger(ledger, replay=replay)
     return [v.code for v in report.violations]
 
 
-@pytest.fixture
-def frozen(tmp_path: Path) -> Path:
+def build_frozen(db: Db, root: Path) -> Db:
     """A ledger with calibration, one frozen cohort and one verification, written by the
     operations (so it has its derived state)."""
-    db = tmp_path / "ledger.db"
-    ledger, _ = Ledger.create(db, origin="test/state", clock=Clock())
+    ledger, _ = create_store(db, origin="test/state", clock=Clock())
     with ledger:
         calibrate(ledger)
-        freeze(ledger, make_cohort(tmp_path), root=tmp_path)
-        assert verify(ledger, make_bundle(tmp_path, "good"), task=TASK).outcome == "support"
+        freeze(ledger, make_cohort(root), root=root)
+        assert verify(ledger, make_bundle(root, "good"), task=TASK).outcome == "support"
     return db
+
+
+@pytest.fixture(scope="module")
+def pg_frozen(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Copies]:
+    """``build_frozen`` on PostgreSQL once: the template of each test's copy."""
+    name = pg_server.new_database("state")
+    try:
+        build_frozen(pg_server.url(name), tmp_path_factory.mktemp("state"))
+        copies = Copies(pg_server, name, "state_copy")
+        try:
+            yield copies
+        finally:
+            copies.close()
+    finally:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def frozen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Db]:
+    if request.param == "sqlite":
+        yield build_frozen(tmp_path / "ledger.db", tmp_path)
+        return
+    copies: Copies = request.getfixturevalue("pg_frozen")
+    with copies.copy() as url:
+        yield url
+
+
+def drop_state_tables(db: Db) -> None:
+    """The store as one written before the derived state existed (store format 2, no tables)."""
+    with store_attacker(db, drop_triggers=False) as conn:
+        for name in STATE_TABLES:
+            conn.execute(f"DROP TABLE {name}")
+        if isinstance(db, Path):
+            conn.execute("VACUUM")
 
 
 # -- the derived state --------------------------------------------------------------------------
 
 
-def test_the_operations_keep_the_derived_state_folded_through_the_head(frozen: Path) -> None:
+def test_the_operations_keep_the_derived_state_folded_through_the_head(frozen: Db) -> None:
     assert set(STATE_TABLES) <= tables(frozen)
-    with Ledger.open(frozen) as ledger:
+    with open_store(frozen) as ledger:
         conn = ledger.derived_db()
         assert conn.execute("SELECT through FROM state_meta").fetchone()[0] == ledger.size() - 1
         state = read_state(ledger)
@@ -88,49 +127,46 @@ def test_the_operations_keep_the_derived_state_folded_through_the_head(frozen: P
 
 
 def test_verify_reads_no_history_once_the_derived_state_is_current(
-    frozen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    frozen: Db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The lookups are index reads: no entry before the head is decoded by a verify (the old
     code re-decoded every commitment entry under the lock)."""
     starts: list[tuple[int, int]] = []
-    original = Ledger.entries
+    original = Store.entries
 
-    def watched(self: Ledger, *, kinds: Any = (), start: int = 0) -> Iterator[Entry]:
+    def watched(self: Store, *, kinds: Any = (), start: int = 0) -> Iterator[Entry]:
         starts.append((start, self.size()))
         return original(self, kinds=kinds, start=start)
 
-    monkeypatch.setattr(Ledger, "entries", watched)
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    monkeypatch.setattr(Store, "entries", watched)
+    with open_store(frozen, clock=Clock()) as ledger:
         verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
         burn(ledger, COHORT, reason="published")
     assert starts and all(start == size for start, size in starts), starts
 
 
 def test_a_ledger_from_before_the_derived_state_gets_it_on_its_first_write(
-    frozen: Path, tmp_path: Path
+    frozen: Db, tmp_path: Path
 ) -> None:
     """A store format 2 file written before the tables existed: readers leave it as it is,
     the first write builds the tables in its own transaction, and the audit agrees."""
-    with attacker(frozen, drop_triggers=False) as conn:
-        for name in STATE_TABLES:
-            conn.execute(f"DROP TABLE {name}")
-        conn.execute("VACUUM")
-    before = file_state(frozen)
+    drop_state_tables(frozen)
+    before = store_state(frozen)
     assert codes(frozen) == []  # an audit reads the old file, finds no derived state to check
-    assert file_state(frozen) == before
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    assert store_state(frozen) == before
+    with open_store(frozen, clock=Clock()) as ledger:
         verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
     assert set(STATE_TABLES) <= tables(frozen)
     assert codes(frozen, replay=True) == []
 
 
 def test_an_entry_a_writer_appended_without_the_derived_state_is_folded_in_under_the_lock(
-    frozen: Path, tmp_path: Path
+    frozen: Db, tmp_path: Path
 ) -> None:
     """A writer that does not keep the tables (an older ``ledger``, a library caller's own
     Writer) leaves them behind the head; the next write folds the missing entries first, so a
     burn it appended is seen."""
-    with Ledger.open(frozen) as ledger:
+    with open_store(frozen) as ledger:
         committed = read_state(ledger).cohorts[COHORT]
         ledger.append(
             "cohort.burned",
@@ -145,7 +181,7 @@ def test_an_entry_a_writer_appended_without_the_derived_state_is_folded_in_under
             },
             ledger.head().body.refs[:1],  # type: ignore[union-attr]
         )
-    with Ledger.open(frozen) as ledger, pytest.raises(CommitError) as info:
+    with open_store(frozen) as ledger, pytest.raises(CommitError) as info:
         verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
     assert info.value.code == "cohort-burned"
 
@@ -167,28 +203,28 @@ def test_an_entry_a_writer_appended_without_the_derived_state_is_folded_in_under
         ("through-past-head", "UPDATE state_meta SET through = through + 5"),
     ],
 )
-def test_editing_a_derived_row_is_caught_by_the_audit(frozen: Path, name: str, sql: str) -> None:
+def test_editing_a_derived_row_is_caught_by_the_audit(frozen: Db, name: str, sql: str) -> None:
     """Whoever holds the file can edit the tables the write path decides from (unburn a
     cohort so it accepts verifications again, forget that an outcome was seen before a
     freeze); the audit folds the entries itself and reports the difference."""
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with open_store(frozen, clock=Clock()) as ledger:
         burn(ledger, COHORT, reason="published", observed_tasks=[TASK])
     assert codes(frozen) == []
-    with attacker(frozen) as conn:
+    with store_attacker(frozen) as conn:
         assert conn.execute(sql).rowcount > 0, name
     assert codes(frozen) == ["state-index-mismatch"]
 
 
 def test_an_unburned_derived_row_lets_verify_through_but_not_the_audit(
-    frozen: Path, tmp_path: Path
+    frozen: Db, tmp_path: Path
 ) -> None:
     """The attack end to end: the write path trusts the derived state (that is its point),
     so the audit is where an edited row is caught."""
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with open_store(frozen, clock=Clock()) as ledger:
         burn(ledger, COHORT, reason="published")
-    with attacker(frozen) as conn:
+    with store_attacker(frozen) as conn:
         conn.execute("UPDATE state_cohorts SET burned_entry = NULL")
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with open_store(frozen, clock=Clock()) as ledger:
         verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
     found = codes(frozen)
     assert "state-index-mismatch" in found
@@ -214,7 +250,7 @@ def _while_judging(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) 
 
 
 def test_burn_landing_between_judging_and_appending_refuses_the_verify(
-    frozen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    frozen: Db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A burn by another writer while the bundle is being judged: the burn does not wait for
     the judging (the old code judged under the lock, so this burn waited out the busy timeout
@@ -223,11 +259,11 @@ def test_burn_landing_between_judging_and_appending_refuses_the_verify(
     burned: list[int] = []
 
     def burn_elsewhere() -> None:
-        with Ledger.open(frozen, clock=Clock()) as other:
+        with open_store(frozen, clock=Clock()) as other:
             burned.append(burn(other, COHORT, reason="published meanwhile").burned_entry)
 
     _while_judging(monkeypatch, burn_elsewhere)
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with open_store(frozen, clock=Clock()) as ledger:
         size = ledger.size()
         with pytest.raises(CommitError) as info:
             verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
@@ -237,7 +273,7 @@ def test_burn_landing_between_judging_and_appending_refuses_the_verify(
 
 
 def test_second_verify_landing_between_judging_and_appending_is_recorded_after_it(
-    frozen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    frozen: Db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another verify appends (with a later time) while this bundle is judged: this one is
     appended after it, its time not before the other's, and its result carries its entries'
@@ -248,13 +284,13 @@ def test_second_verify_landing_between_judging_and_appending_is_recorded_after_i
     inner: list[int] = []
 
     def verify_elsewhere() -> None:
-        with Ledger.open(frozen, clock=late) as other:
+        with open_store(frozen, clock=late) as other:
             inner.append(
                 verify(other, make_bundle(tmp_path, "good", "other"), task=TASK).result_entry
             )
 
     calls = _while_judging(monkeypatch, verify_elsewhere)
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with open_store(frozen, clock=Clock()) as ledger:
         outer = verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
         result_entry = ledger.entry(outer.result_entry)
         inner_entry = ledger.entry(inner[0])
@@ -267,12 +303,12 @@ def test_second_verify_landing_between_judging_and_appending_is_recorded_after_i
 
 
 def test_verify_unchanged_under_the_lock_appends_what_it_judged(
-    frozen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    frozen: Db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nothing landed meanwhile: the bundle is judged once, outside the lock, and recorded
     with the time read before judging."""
     calls = _while_judging(monkeypatch, lambda: None)
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with open_store(frozen, clock=Clock()) as ledger:
         result = verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
         entry = ledger.entry(result.result_entry)
     assert entry is not None and len(calls) == 1
@@ -280,12 +316,10 @@ def test_verify_unchanged_under_the_lock_appends_what_it_judged(
 
 
 def test_verify_of_an_old_file_judges_under_the_lock_after_building_the_state(
-    frozen: Path, tmp_path: Path
+    frozen: Db, tmp_path: Path
 ) -> None:
-    with attacker(frozen, drop_triggers=False) as conn:
-        for name in STATE_TABLES:
-            conn.execute(f"DROP TABLE {name}")
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    drop_state_tables(frozen)
+    with open_store(frozen, clock=Clock()) as ledger:
         assert verify_module.judge(ledger, make_bundle(tmp_path, "good"), task=TASK) is None
         result = verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
     assert result.outcome == "support"
@@ -293,24 +327,27 @@ def test_verify_of_an_old_file_judges_under_the_lock_after_building_the_state(
 
 
 def test_a_malformed_state_entry_appended_behind_the_index_refuses_the_write(
-    frozen: Path, tmp_path: Path
+    frozen: Db, tmp_path: Path
 ) -> None:
-    with Ledger.open(frozen) as ledger:
+    with open_store(frozen) as ledger:
         ledger.append("calibration.recorded", {"green": True, "adapters": "not a map"})
-    with Ledger.open(frozen) as ledger, pytest.raises(StoreError) as info:
+    with open_store(frozen) as ledger, pytest.raises(StoreError) as info:
         verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
     assert info.value.code == "entry-malformed"
 
 
-@pytest.mark.parametrize(
-    "sql", ["DELETE FROM state_meta", "UPDATE state_meta SET through = 'all of them'"]
-)
+@pytest.mark.parametrize("damage", ["deleted", "not-an-integer"])
 def test_a_damaged_state_meta_row_refuses_every_write_and_fails_the_audit(
-    frozen: Path, tmp_path: Path, sql: str
+    frozen: Db, tmp_path: Path, damage: str
 ) -> None:
-    with attacker(frozen) as conn:
-        conn.execute(sql)
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with store_attacker(frozen) as conn:
+        if damage == "deleted":
+            conn.execute("DELETE FROM state_meta")
+        else:
+            if not isinstance(frozen, Path):  # PostgreSQL's column is typed: its owner retypes it
+                conn.execute("ALTER TABLE state_meta ALTER COLUMN through TYPE TEXT")
+            conn.execute("UPDATE state_meta SET through = 'all of them'")
+    with open_store(frozen, clock=Clock()) as ledger:
         size = ledger.size()
         for write in (
             lambda: verify(ledger, make_bundle(tmp_path, "good"), task=TASK),
@@ -361,26 +398,26 @@ def _cohort_with_own_work_units(root: Path, cohort_id: str) -> Path:
 
 
 def test_successor_frozen_while_judging_by_the_burned_cohort_is_judged_again_by_its_plan(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_db: Db
 ) -> None:
     """While a bundle is judged by cohort A's plan (its manifest names the WorkUnit, no
     --task), A is burned and a successor B freezing the same WorkUnit lands. Under the lock the
     bundle now belongs to B: the judgement by A's plan is not appended; it is judged again,
     under the lock, by B's plan."""
-    db = tmp_path / "ledger.db"
-    ledger, _ = Ledger.create(db, origin="test/state", clock=Clock())
+    db = store_db
+    ledger, _ = create_store(db, origin="test/state", clock=Clock())
     with ledger:
         calibrate(ledger)
         freeze(ledger, _cohort_with_own_work_units(tmp_path, "test/a"), root=tmp_path)
     monkeypatch.setenv("LEDGER_BUSY_TIMEOUT_MS", "300")
 
     def succeed_elsewhere() -> None:
-        with Ledger.open(db, clock=Clock()) as other:
+        with open_store(db, clock=Clock()) as other:
             burn(other, "test/a", reason="published")
             freeze(other, _cohort_with_own_work_units(tmp_path, "test/b"), root=tmp_path)
 
     calls = _while_judging(monkeypatch, succeed_elsewhere)
-    with Ledger.open(db, clock=Clock()) as ledger:
+    with open_store(db, clock=Clock()) as ledger:
         result = verify(ledger, make_bundle(tmp_path, "good"))
     assert (result.cohort, result.task) == ("test/b", "test/b/task-000")
     assert len(calls) == 2  # judged by A's plan, then again by B's
