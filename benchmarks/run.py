@@ -372,6 +372,31 @@ def _pg_raw_writer(url: str, rows: list[tuple[Any, ...]], go: Any, done: Any) ->
         done.put(time.perf_counter())
 
 
+def _pg_raw_chain_writer(url: str, count: int, go: Any, done: Any) -> None:
+    """One process of the serialized bound: what any chain that holds a lock through each
+    durable commit costs here, with no ledger code. Plain psycopg, the same two round trips
+    as an append (BEGIN, the advisory lock and the head read in one query; the INSERT naming
+    the head's seq + 1 with the COMMIT in another), into a table with no trigger."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET synchronous_commit = on")
+        cursor, client = conn.cursor(), psycopg.ClientCursor(conn)
+        go.wait()
+        for _ in range(count):
+            cursor.execute(
+                "BEGIN; SELECT pg_advisory_xact_lock(1);"
+                " SELECT COALESCE(max(seq), -1) FROM chain"
+            )
+            while cursor.nextset():
+                pass
+            (head,) = cursor.fetchone() or (-1,)
+            client.execute(
+                "INSERT INTO chain (seq, body) VALUES (%s, %s); COMMIT", (head + 1, b"x" * 300)
+            )
+        done.put(time.perf_counter())
+
+
 def _pg_round(target: Callable[..., None], args: list[tuple[Any, ...]]) -> float:
     """Start one process per ``args``, release them together; wall seconds to the last done."""
     import multiprocessing
@@ -472,6 +497,17 @@ def bench_pg(work: Path, sz: Sizes) -> list[Row]:
             shares = [(raw_url, rows[w :: _PG_WRITERS]) for w in range(_PG_WRITERS)]
             seconds = _pg_round(_pg_raw_writer, shares)
             theirs.append(len(rows) / seconds)
+        # The bound of the design: a chain's lock held through each commit, no ledger code.
+        chain_url = server.url(server.new_database("chain"))
+        with psycopg.connect(chain_url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE chain (seq BIGINT PRIMARY KEY, body BYTEA NOT NULL)")
+        chain = _PG_WRITERS * per_writer / _pg_round(
+            _pg_raw_chain_writer, [(chain_url, per_writer)] * _PG_WRITERS
+        )
+        with psycopg.connect(chain_url) as conn:
+            chained = conn.execute("SELECT count(*), max(seq) FROM chain").fetchone()
+        n = _PG_WRITERS * per_writer
+        check(chained == (n, n - 1), "the serialized baseline lost or forked rows")
         # A single writer alone (no queue): the serialized cost of one append, for the profile.
         args = [(url, done, per_writer)]
         single = per_writer / _pg_round(_pg_ledger_writer, args)
@@ -492,7 +528,8 @@ def bench_pg(work: Path, sz: Sizes) -> list[Row]:
     rate, base = statistics.median(ours), statistics.median(theirs)
     note(
         f"pg: ours {[round(r) for r in ours]} /s, raw {[round(r) for r in theirs]} /s,"
-        f" one writer alone {single:.0f} /s, {grouped:.0f} /s in groups; load average {load_before[0]:.1f} before,"
+        f" one writer alone {single:.0f} /s, {grouped:.0f} /s in groups, raw chain {chain:.0f} /s;"
+        f" load average {load_before[0]:.1f} before,"
         f" {load_after[0]:.1f} after"
     )
     note(f"pg: one append alone, median ms per step: {profile}")
@@ -510,6 +547,14 @@ def bench_pg(work: Path, sz: Sizes) -> list[Row]:
             f"{single:.0f} /s",
             f"{rate:.0f} /s with {_PG_WRITERS}",
             f"{single / rate:.2f}",
+            "-",
+            None,
+        ),
+        Row(
+            f"pg serialized bound: raw psycopg chain, {_PG_WRITERS} writers (info)",
+            f"{chain:.0f} /s",
+            f"{rate:.0f} /s ledger",
+            f"{rate / chain:.2f}",
             "-",
             None,
         ),
