@@ -130,8 +130,7 @@ def _show_seal(sealed: Any, as_json: bool, *, written: bool) -> None:
         IO.say(f"sealed: {count(len(sealed.changes), 'field')} written")
     else:
         IO.say(f"stale: {count(len(sealed.changes), 'field')} would change (run `ledger seal`)")
-    if sealed.definition_digest is not None:
-        IO.say(f"definition digest {sealed.definition_digest}")
+    IO.say(f"definition digest {sealed.definition_digest}")
 
 
 # -- new ----------------------------------------------------------------------------------------
