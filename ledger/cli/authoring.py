@@ -10,7 +10,6 @@ once, by ``ledger.cli.commands.main``, like every other command's.
 import functools
 import os
 import shutil
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -409,22 +408,11 @@ def digest(
 
 
 def _read_file(path: Path, limit: int) -> bytes:
-    """An operator-named file, regular and bounded, read once."""
-    try:
-        with open(path, "rb") as handle:
-            # Checked on the open file: a FIFO or device named on the command line is refused.
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise UsageError("not-a-file", f"{path} is not a regular file")
-            data = handle.read(limit + 1)
-    except FileNotFoundError:
-        raise UsageError("file-not-found", f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError("not-a-file", f"{path} is a folder, not a file") from None
-    except OSError as exc:
-        raise UsageError("file-unreadable", f"{path} cannot be read: {exc.strerror}") from None
-    if len(data) > limit:
-        raise UsageError("file-too-large", f"{path} is larger than {limit} bytes")
-    return data
+    """An operator-named file, regular and bounded, read once (never waited on: a FIFO is
+    refused)."""
+    from ledger.operator_files import read_operator_file
+
+    return read_operator_file(path, limit)
 
 
 # -- bundle pack --------------------------------------------------------------------------------

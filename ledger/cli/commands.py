@@ -1176,9 +1176,11 @@ def check_patch(
     Exit 0 when valid, 1 when refused, 2 when the file cannot be read. Reads nothing else and
     needs no ledger.
     """
+    from ledger.operator_files import read_operator_file
     from verifiers.diff import DEFAULT_MAX_PATCH_BYTES, parse_diff
 
-    data = _read_operator_file(patch, DEFAULT_MAX_PATCH_BYTES + 1)
+    # Over the limit is the parser's refusal (a finding, exit 1), as for any patch too large.
+    data = read_operator_file(patch, DEFAULT_MAX_PATCH_BYTES, refuse_larger=False)
     parsed = parse_diff(data, max_bytes=DEFAULT_MAX_PATCH_BYTES)
     valid = parsed.valid
     if as_json:
@@ -1218,35 +1220,6 @@ def check_patch(
         _say(f"{where}: {x.category}/{x.code}: {x.message}")
     _say(f"refused: {count(len(parsed.findings), 'finding')}")
     return EXIT_FAILED
-
-
-def _read_operator_file(path: Path, limit: int) -> bytes:
-    """Read a file named on the command line: regular, bounded; exit 2 otherwise."""
-    import os
-    import stat as stat_
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise UsageError("file-not-found", f"{path} does not exist") from None
-    except OSError as exc:
-        raise UsageError("file-unreadable", f"cannot read {path}: {exc.strerror}") from None
-    try:
-        if not stat_.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError("not-a-file", f"{path} is not a regular file")
-        chunks = []
-        remaining = limit
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
-    except OSError as exc:
-        raise UsageError("file-unreadable", f"cannot read {path}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
 
 
 # -- audit ---------------------------------------------------------------------------------------
@@ -1292,7 +1265,7 @@ def audit(
     From 20,000 entries on two CPUs a second process checks the rows; LEDGER_AUDIT_PARALLEL=off
     (or on) decides instead; the report is the same.
     """
-    from ledger.api import audit_export, audit_ledger
+    from ledger.api import audit_export, audit_ledger, load_trusted_signers
 
     if key is not None and not checkpoint:
         # --key checks the signatures of the given checkpoints; alone it would check nothing
@@ -1303,12 +1276,7 @@ def audit(
         )
     settings = _settings()
     checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
-    trusted = None
-    if signers is not None:
-        from ledger.format.signing import MAX_SIGNERS_BYTES, parse_trusted_signers
-
-        text = _read_text_file(signers, MAX_SIGNERS_BYTES, "trusted-signers file")
-        trusted = parse_trusted_signers(text, str(signers))
+    trusted = load_trusted_signers(signers) if signers is not None else None
     bar = progress_bar("audit")  # at a terminal only, on stderr (ledger/cli/progress.py)
     progress = bar.update if bar is not None else None
 
@@ -1390,13 +1358,9 @@ def _say_audit(report: Any, replayed: int) -> None:
 
 
 def _read_text_file(path: Path, limit: int, what: str) -> str:
-    data = _read_operator_file(path, limit + 1)
-    if len(data) > limit:
-        raise UsageError("file-too-large", f"{what} {path} is larger than {limit} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError("file-not-utf8", f"{what} {path} is not UTF-8 text") from None
+    from ledger.operator_files import read_operator_text
+
+    return read_operator_text(path, limit, what=what)
 
 
 def _load_checkpoint(path: Path, key: Path | None) -> Any:
@@ -1547,7 +1511,9 @@ def _witnessed_checkpoint(
     if tsa_ca is not None:
         if not tsas:
             raise UsageError("usage-error", "--tsa-ca needs --tsa")
-        roots = load_roots(_read_operator_file(tsa_ca, MAX_CA_BYTES + 1))
+        from ledger.operator_files import read_operator_file
+
+        roots = load_roots(read_operator_file(tsa_ca, MAX_CA_BYTES, refuse_larger=False))
     with _open_ledger(read_only=False) as ledger:
         done = witness_checkpoint(
             ledger, signer, targets, quorum=quorum, tsas=tsas, tsa_roots=roots
@@ -1751,8 +1717,10 @@ def check_attestation_command(
     )
 
     keys = [_read_text_file(k, 64 * 1024, "key").strip() for k in key or []]
+    from ledger.operator_files import read_operator_file
+
     docs = read_attestation_lines(
-        _read_operator_file(file, MAX_ATTESTATION_BYTES + 1), source=str(file)
+        read_operator_file(file, MAX_ATTESTATION_BYTES, refuse_larger=False), source=str(file)
     )
     checks = [check_attestation(doc, keys) for doc in docs]
     if as_json:
@@ -1848,10 +1816,9 @@ def _witness_key_value(value: str) -> str:
 
 
 def _read_bounded(path: Path, limit: int, what: str) -> bytes:
-    data = _read_operator_file(path, limit + 1)
-    if len(data) > limit:
-        raise UsageError("file-too-large", f"{what} {path} is larger than {limit} bytes")
-    return data
+    from ledger.operator_files import read_operator_file
+
+    return read_operator_file(path, limit, what=what)
 
 
 def _say_consistency(proof: Any, as_json: bool) -> None:
