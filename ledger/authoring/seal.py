@@ -14,6 +14,7 @@ only reports).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,10 +173,12 @@ def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = Non
     )
 
 
-def frozen_definitions(db: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> dict[str, str]:
-    """Frozen cohort id -> definition digest in the ledger at ``db`` (none when there is no
+def frozen_definitions(
+    db: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> dict[str, str]:
+    """Frozen cohort id -> definition digest in the ledger ``db`` names (none when there is no
     file). Opened read-only: nothing is written, no lock taken."""
-    if postgres_url(db) is None and not db.exists():
+    if postgres_url(db) is None and not os.path.exists(db):
         return {}
     with open_store(db, read_only=True, busy_timeout_ms=busy_timeout_ms) as ledger:
         state = read_state(ledger)

@@ -47,7 +47,7 @@ class _Io:
 
     say: Callable[[str], None] = print  # replaced by register
     emit_json: Callable[[Any], None] = print
-    db: Callable[[], Path] = staticmethod(lambda: Path("ledger.db"))
+    db: Callable[[], str | Path] = staticmethod(lambda: Path("ledger.db"))
     # The time for what a command writes (LEDGER_TIME, else the wall clock): the app's settings.
     now: Callable[[], str] = staticmethod(_system_clock)
     # How long a read of --db waits for a writer (LEDGER_BUSY_TIMEOUT_MS): the app's settings.
@@ -76,7 +76,7 @@ def register(
     *,
     say: Callable[[str], None],
     emit_json: Callable[[Any], None],
-    db: Callable[[], Path],
+    db: Callable[[], str | Path],
     now: Callable[[], str],
     busy_timeout_ms: Callable[[], int],
 ) -> None:
@@ -369,7 +369,7 @@ def lint(
 
 
 def freeze_dry_run(
-    db: Path, cohort_dir: Path, *, root: Path, hidden_plans: Path | None, as_json: bool
+    db: str | Path, cohort_dir: Path, *, root: Path, hidden_plans: Path | None, as_json: bool
 ) -> int:
     """``ledger freeze --dry-run``: lint plus the ledger-state checks; writes nothing."""
     from ledger.authoring.lint import dry_run

@@ -130,12 +130,15 @@ class _LedgerGroup(TyperGroup):
 
 # Metavars by click type name: what a person types, not the Python type (`<str>`, `<int range>`).
 _METAVARS = {"str": "<text>", "text": "<text>", "path": "<path>", "int": "<n>", "int range": "<n>"}
-_DB_HELP = "The ledger file, here or before the command (default: $LEDGER_DB, else ./ledger.db)."
+_DB_HELP = (
+    "The ledger: a file, or a postgresql:// URL; here or before the command (default: $LEDGER_DB,"
+    " else ./ledger.db)."
+)
 
 
 def _set_db(_ctx: Any, _param: Any, value: str | None) -> None:
     if value is not None:  # given after the command name: it wins over the root's --db
-        STATE.db = Path(value)
+        STATE.db = value
 
 
 def _apply_conventions(command: Any) -> None:
@@ -191,7 +194,8 @@ ForceOpt = Annotated[
 
 
 class _State:
-    db: Path = Path("ledger.db")
+    # As typed (a string, not a Path, which would fold a URL's ``//``): ``_db()`` reads it.
+    db: str = "ledger.db"
     signer: Path | None = None  # --signer; else $LEDGER_SIGNER (Settings.signer)
 
 
@@ -207,15 +211,16 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     db: Annotated[
-        Path,
+        str,
         typer.Option(
             "--db",
             envvar="LEDGER_DB",
-            readable=False,  # the store says why a ledger cannot be read, with a stable code
-            help="The ledger file (default: $LEDGER_DB, else ./ledger.db).",
+            metavar="<path>",
+            help="The ledger: a file, or a postgresql:// URL (default: $LEDGER_DB, else"
+            " ./ledger.db).",
             show_default=False,
         ),
-    ] = Path("ledger.db"),
+    ] = "ledger.db",
     signer: Annotated[
         Path | None,
         typer.Option(
@@ -242,17 +247,26 @@ def _settings() -> "Settings":
     return Settings.from_environ(os.environ)
 
 
+def _db() -> "str | Path":
+    """The store ``--db`` (or ``$LEDGER_DB``) names: a PostgreSQL URL exactly as typed (its
+    ``//``, query and password reach psycopg), else the path of a SQLite file."""
+    from ledger.store.opening import store_location
+
+    return store_location(STATE.db)
+
+
 def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Store":
     from ledger.store.opening import open_store
 
     settings = settings or _settings()
+    db = _db()
     if read_only:
-        return open_store(STATE.db, read_only=True, busy_timeout_ms=settings.busy_timeout_ms)
+        return open_store(db, read_only=True, busy_timeout_ms=settings.busy_timeout_ms)
     signer = _signer(settings)  # a bad key file refuses before the ledger is opened
     opened: list[int] = []  # the size when opened: nothing can be appended before that
-    _note_appends(STATE.db, opened)
+    _note_appends(db, opened)
     ledger = open_store(
-        STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms, signer=signer
+        db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms, signer=signer
     )
     opened.append(ledger.size())
     return ledger
@@ -270,7 +284,7 @@ def _signer(settings: "Settings") -> Any:
     return load_writer_key(_read_text_file(path, 64 * 1024, "signer key"), str(path))
 
 
-def _note_appends(db: Path, opened: list[int]) -> None:
+def _note_appends(db: "str | Path", opened: list[int]) -> None:
     """After Ctrl-C, say what this command appended to ``db`` (read back: a commit may have
     landed just before the interrupt, and then its entries stay)."""
 
@@ -344,8 +358,8 @@ def init(
     from ledger.api import init_ledger
 
     settings = _settings()
-    _note_init(STATE.db, settings)
-    result = init_ledger(STATE.db, origin=origin, settings=settings, signer=_signer(settings))
+    _note_init(_db(), settings)
+    result = init_ledger(_db(), origin=origin, settings=settings, signer=_signer(settings))
     name = _db_name()
     if as_json:
         _emit_json({"db": name, "created": result.created, "origin": result.origin})
@@ -356,7 +370,7 @@ def init(
     return EXIT_OK
 
 
-def _is_ledger(db: Path, settings: "Settings") -> bool:
+def _is_ledger(db: "str | Path", settings: "Settings") -> bool:
     from ledger.store.opening import open_store
 
     try:
@@ -367,13 +381,13 @@ def _is_ledger(db: Path, settings: "Settings") -> bool:
 
 
 def _db_name() -> str:
-    """``--db`` as messages name it (a URL that went through a Path, password masked)."""
+    """``--db`` as messages name it (a URL with any password masked)."""
     from ledger.store.opening import display_name
 
-    return display_name(STATE.db)
+    return display_name(_db())
 
 
-def _note_init(db: Path, settings: "Settings") -> None:
+def _note_init(db: "str | Path", settings: "Settings") -> None:
     """After Ctrl-C, say what ``init`` left at ``db`` (read back, as for any write)."""
     from ledger.store.opening import postgres_url
 
@@ -829,7 +843,7 @@ def freeze(
 
     if dry_run:  # lint + the ledger-state checks, read-only (ledger/cli/authoring.py)
         return authoring.freeze_dry_run(
-            STATE.db, cohort_dir, root=root, hidden_plans=hidden_plans, as_json=as_json
+            _db(), cohort_dir, root=root, hidden_plans=hidden_plans, as_json=as_json
         )
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
     try:
@@ -1894,7 +1908,7 @@ authoring.register(
     app,
     say=_say,
     emit_json=_emit_json,
-    db=lambda: STATE.db,
+    db=_db,
     now=lambda: _settings().clock(),
     busy_timeout_ms=lambda: _settings().busy_timeout_ms,
 )
