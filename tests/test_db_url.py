@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -25,6 +27,8 @@ import psycopg
 import pytest
 from helpers import FIXED_TIME, ORIGIN, cli_env, ledger_command, make_ledger, run_cli
 from pg_server import SUPERUSER, PgServer
+
+from ledger.store.sqlite import APPLICATION_ID
 
 SCHEMA = "ledger_s"
 APP = "ledger-url-test"
@@ -207,3 +211,47 @@ def test_a_password_is_masked_whole_and_the_rest_shown_as_typed(url: str, shown:
     from ledger.store.opening import display_name
 
     assert display_name(url) == shown
+
+
+def test_ctrl_c_of_a_writer_waiting_for_the_lock_names_the_url_with_its_password_masked(
+    pg_db: str,
+) -> None:
+    """The interrupt line says what was appended "to" the ledger: it named ``--db`` as typed,
+    password included. A writer waiting on the advisory lock (held here) is interrupted."""
+    assert _cli(["--db", pg_db, "init", "--origin", ORIGIN])[0] == 0
+    url = f"{pg_db}?application_name=ledger-ctrl-c&password=s3cret-unused"
+    with (
+        psycopg.connect(pg_db, autocommit=True, connect_timeout=10) as holder,
+        psycopg.connect(pg_db, autocommit=True, connect_timeout=10) as watch,
+    ):
+        holder.execute("BEGIN")
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (APPLICATION_ID,))
+        proc = subprocess.Popen(
+            [*ledger_command(), "--db", url, "calibrate"],
+            env=cli_env({"LEDGER_BUSY_TIMEOUT_MS": "120000"}),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            waiting: tuple[int, ...] | None = None
+            deadline = time.monotonic() + 120
+            while waiting is None and time.monotonic() < deadline and proc.poll() is None:
+                waiting = watch.execute(
+                    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+                    " WHERE l.locktype = 'advisory' AND NOT l.granted"
+                    " AND a.application_name = 'ledger-ctrl-c' HAVING count(*) > 0"
+                ).fetchone()
+                time.sleep(0.05)
+            assert waiting is not None, ("the writer never waited for the lock", proc.poll())
+            os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=30)
+            holder.execute("ROLLBACK")
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
+    shown = url.replace("s3cret-unused", "***")
+    assert err == f"ledger: interrupted: stopped by Ctrl-C; nothing was appended to {shown}\n"

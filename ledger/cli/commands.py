@@ -289,22 +289,23 @@ def _note_appends(db: "str | Path", opened: list[int]) -> None:
     landed just before the interrupt, and then its entries stay)."""
 
     def report() -> str:
-        from ledger.store.opening import open_store
+        from ledger.store.opening import display_name, open_store
 
+        name = display_name(db)  # a URL's password masked
         if not opened:
-            return f"nothing was appended to {db}"
+            return f"nothing was appended to {name}"
         size = opened[0]
         with open_store(db, read_only=True, busy_timeout_ms=2000) as ledger:
             now = ledger.size()
         if now == size:
-            return f"nothing was appended to {db}"
+            return f"nothing was appended to {name}"
         first, last = size, now - 1
         entries = (
             f"1 entry (seq {first})"
             if first == last
             else f"{now - size} entries (seq {first}-{last})"
         )
-        return f"{entries} appended to {db} stay, each whole; nothing else was written"
+        return f"{entries} appended to {name} stay, each whole; nothing else was written"
 
     note_write(report)
 
