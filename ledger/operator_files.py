@@ -4,7 +4,8 @@ A patch, a key, a checkpoint, a proof, a certificate, a trusted-signers file, a 
 digest: each is opened once, non-blocking (a FIFO is refused, never waited on), checked on the
 open file to be a regular file, and read bounded, with the codes of LEDGER.md section 11
 (``file-not-found``, ``file-unreadable``, ``not-a-file``, ``file-too-large``,
-``file-not-utf8``). Its own part, below the API and the CLI and above nothing but ``errors``:
+``file-not-utf8``). Its own part, below the API and the CLI, above only ``errors`` and
+``verifiers`` (the read loop is the bundle reader's, ``verifiers.reading.read_at_most``):
 ``check-patch`` reads its patch with it and must not load the store (tests/test_cli_imports.py).
 """
 
@@ -15,6 +16,7 @@ import stat
 from pathlib import Path
 
 from ledger.errors import UsageError
+from verifiers.reading import read_at_most
 
 
 def read_operator_file(
@@ -36,15 +38,7 @@ def read_operator_file(
         # Checked on the open file: what is read is what was checked.
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UsageError("not-a-file", f"{name} is not a regular file")
-        chunks: list[bytes] = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_at_most(fd, limit + 1, chunk_size=1 << 20)
     except OSError as exc:
         raise UsageError("file-unreadable", f"cannot read {name}: {exc.strerror}") from None
     finally:

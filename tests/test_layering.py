@@ -47,7 +47,7 @@ ALLOWED: dict[str, set[str]] = {
     "format": BASE | {"primitives"},  # signing.py: the note keys of section 7
     "documents": BASE,
     "primitives": {"errors"},
-    "operator files": {"errors"},
+    "operator files": BASE,
     "settings": BASE | {"format"},
     "store": BASE | {"settings", "format", "primitives"},
     "state": BASE | {"settings", "store", "format", "documents"},

@@ -49,42 +49,40 @@ BAD_FILES: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
-def _library_refusal(load: Callable[[Path], object], path: Path) -> tuple[str, str]:
-    with pytest.raises(LedgerError) as info:
-        load(path)
-    return info.value.code, info.value.message
+def _signer_cli(tmp_path: Path, key: Path) -> list[str]:
+    return ["--db", str(tmp_path / "new.db"), "--signer", str(key), "init", "--json"]
 
 
-@pytest.mark.parametrize("case", sorted(BAD_FILES))
-def test_a_bad_signer_key_file_is_refused_alike_by_the_cli_and_the_library(
-    tmp_path: Path, case: str
-) -> None:
-    make, code = BAD_FILES[case]
-    key = tmp_path / "writer.key"
-    make(key)
-    db = tmp_path / "new.db"
-    cli = run_cli(["--db", str(db), "--signer", str(key), "init", "--json"])
-    assert (cli.code, cli.error_code()) == (2, code), cli.stdout
-    assert not db.exists()  # the key is read before anything is written
-    message = cli.json()["error"]["message"]
-    assert message.startswith(f"signer key {key} "), message
-    assert _library_refusal(api.load_signer, key) == (code, message)
-
-
-@pytest.mark.parametrize("case", sorted(BAD_FILES))
-def test_a_bad_trusted_signers_file_is_refused_alike_by_the_cli_and_the_library(
-    tmp_path: Path, case: str
-) -> None:
-    make, code = BAD_FILES[case]
+def _signers_cli(tmp_path: Path, signers: Path) -> list[str]:
     db = tmp_path / "l.db"
     make_ledger(db, 1)
-    signers = tmp_path / "trusted"
-    make(signers)
-    cli = run_cli(["--db", str(db), "audit", "--no-replay", "--signers", str(signers), "--json"])
+    return ["--db", str(db), "audit", "--no-replay", "--signers", str(signers), "--json"]
+
+
+# what the file is, how the CLI is given it, the library function that reads it
+READERS: dict[str, tuple[str, Callable[[Path, Path], list[str]], Callable[[Path], object]]] = {
+    "signer key": ("signer key", _signer_cli, api.load_signer),
+    "trusted signers": ("trusted-signers file", _signers_cli, api.load_trusted_signers),
+}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_a_bad_key_or_signers_file_is_refused_alike_by_the_cli_and_the_library(
+    tmp_path: Path, case: str, reader: str
+) -> None:
+    make, code = BAD_FILES[case]
+    what, cli_args, load = READERS[reader]
+    path = tmp_path / "named-file"
+    make(path)
+    cli = run_cli(cli_args(tmp_path, path))
     assert (cli.code, cli.error_code()) == (2, code), cli.stdout
+    assert not (tmp_path / "new.db").exists()  # read before anything is written
     message = cli.json()["error"]["message"]
-    assert message.startswith(f"trusted-signers file {signers} "), message
-    assert _library_refusal(api.load_trusted_signers, signers) == (code, message)
+    assert message.startswith(f"{what} {path} "), message
+    with pytest.raises(LedgerError) as info:
+        load(path)
+    assert (info.value.code, info.value.message) == (code, message)
 
 
 @pytest.mark.parametrize(
