@@ -34,7 +34,6 @@ from ledger.audit.engine import audit
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
 from ledger.audit.signatures import SignatureCheck
-from ledger.errors import UsageError
 from ledger.format.entries import Entry, EntrySigner
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
@@ -42,6 +41,7 @@ from ledger.operations.burn import burn
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
+from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
 from ledger.state import CohortStatus, StateIndex, TaskStatus, ledger_status
 from ledger.store.base import Store
@@ -100,42 +100,6 @@ def settings_from_environ() -> Settings:
 MAX_KEY_FILE_BYTES = 64 * 1024
 
 
-def _read_small_text(path: Path, limit: int, what: str) -> str:
-    """A small operator file, bounded (the CLI's codes: ``file-not-found``, ``not-a-file``,
-    ``file-unreadable``, ``file-too-large``, ``file-not-utf8``)."""
-    import stat
-
-    try:
-        # Non-blocking: a FIFO named as the key must be refused, not waited on forever.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise UsageError("file-not-found", f"{what} {path} does not exist") from None
-    except OSError as exc:
-        raise UsageError("file-unreadable", f"cannot read {what} {path}: {exc.strerror}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError("not-a-file", f"{what} {path} is not a regular file")
-        chunks: list[bytes] = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-    except OSError as exc:
-        raise UsageError("file-unreadable", f"cannot read {what} {path}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise UsageError("file-too-large", f"{what} {path} is larger than {limit} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError("file-not-utf8", f"{what} {path} is not UTF-8 text") from None
-
-
 def load_signer(path: str | os.PathLike[str]) -> WriterKey:
     """The writer key in the file ``path`` (the ``.key`` file ``ledger keygen`` writes), to
     pass as ``signer=``: every entry then appended is signed (format 2, LEDGER.md section 3).
@@ -143,7 +107,7 @@ def load_signer(path: str | os.PathLike[str]) -> WriterKey:
     from ledger.format.signing import load_writer_key
 
     return load_writer_key(
-        _read_small_text(Path(path), MAX_KEY_FILE_BYTES, "signer key"), str(path)
+        read_operator_text(Path(path), MAX_KEY_FILE_BYTES, what="signer key"), str(path)
     )
 
 
@@ -152,7 +116,7 @@ def load_trusted_signers(path: str | os.PathLike[str]) -> TrustedSigners:
     audit's ``signers=``; a malformed one is ``bad-signers``."""
     from ledger.format.signing import MAX_SIGNERS_BYTES, parse_trusted_signers
 
-    text = _read_small_text(Path(path), MAX_SIGNERS_BYTES, "trusted-signers file")
+    text = read_operator_text(Path(path), MAX_SIGNERS_BYTES, what="trusted-signers file")
     return parse_trusted_signers(text, str(path))
 
 

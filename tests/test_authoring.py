@@ -172,6 +172,65 @@ def test_seal_refuses_to_redefine_a_cohort_the_ledger_froze(root: Path) -> None:
     assert snapshot(root / "c") == before
 
 
+def _set_field(*keys: str | int, value: Any = None, remove: bool = False) -> Any:
+    def change(doc: Any) -> None:
+        for key in keys[:-1]:
+            doc = doc[key]
+        if remove:
+            del doc[keys[-1]]
+        else:
+            doc[keys[-1]] = value
+
+    return change
+
+
+BAD_IDS = {
+    "cohort id not a string": (_set_field("id", value=42), "/id"),
+    "cohort id null": (_set_field("id", value=None), "/id"),
+    "cohort id empty": (_set_field("id", value=""), "/id"),
+    "cohort id missing": (_set_field("id", remove=True), "/id"),
+    "task id not a string": (_set_field("tasks", 0, "id", value=7), "/tasks/0/id"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_IDS))
+def test_seal_of_a_cohort_whose_id_is_not_a_string_is_refused_as_freeze_refuses_it(
+    root: Path, case: str
+) -> None:
+    """Seal used to exit 0 ("every digest and binding is already right") on a cohort freeze
+    refuses, sealing no definition digest. Now it refuses with freeze's code and message,
+    writing nothing, not even the stale digests below the cohort; lint names the same field."""
+    change, pointer = BAD_IDS[case]
+    edit(root / "c/cohort.json", change)
+    edit(root / PLAN, _semantics)  # stale: a seal that went on would rewrite the cohort file
+    before = snapshot(root / "c")
+    sealed = refused(root, "document-invalid", "seal", "c")
+    assert refused(root, "document-invalid", "seal", "c", "--check").json() == sealed.json()
+    message = sealed.json()["error"]["message"]
+    assert message.startswith(f"c/cohort.json: {pointer}: "), message
+    assert "None" not in message
+    assert snapshot(root / "c") == before
+    frozen = refused(root, "document-invalid", "freeze", "c")
+    assert frozen.json()["error"]["message"] == message
+    text = cli(root, "seal", "c")
+    assert (text.code, text.stdout) == (2, "")
+    assert text.stderr == f"ledger: document-invalid: {message}\n"
+    linted = cli(root, "lint", "c", "--json")
+    assert linted.code == 1
+    assert ("document-invalid", pointer) in {
+        (p["code"], p["pointer"]) for p in linted.json()["problems"]
+    }
+
+
+def test_seal_names_a_task_without_a_string_id_by_where_it_stands(root: Path) -> None:
+    """A refusal while reading a task's files names the task; with no string id it names its
+    place, never ``task None``."""
+    edit(root / "c/cohort.json", _set_field("tasks", 0, "id", remove=True))
+    (root / WU).unlink()
+    message = refused(root, "cohort-file-refused", "seal", "c").json()["error"]["message"]
+    assert message.startswith("the task at /tasks/0: WorkUnit "), message
+
+
 def test_seal_never_writes_through_a_symlinked_plan(root: Path, tmp_path_factory: Any) -> None:
     """The attack: a plan path that is a symlink to a file outside ROOT; seal would rewrite
     that file's binding. It is refused like freeze refuses it, and the target is unchanged."""

@@ -19,6 +19,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "root": ("ledger", "ledger.__main__"),  # these two modules exactly (EXACT_PARTS)
     "errors": ("ledger.errors",),
     "settings": ("ledger.settings",),
+    "operator files": ("ledger.operator_files",),
     "format": ("ledger.format",),
     "documents": ("ledger.documents",),
     "primitives": (
@@ -46,6 +47,7 @@ ALLOWED: dict[str, set[str]] = {
     "format": BASE | {"primitives"},  # signing.py: the note keys of section 7
     "documents": BASE,
     "primitives": {"errors"},
+    "operator files": BASE,
     "settings": BASE | {"format"},
     "store": BASE | {"settings", "format", "primitives"},
     "state": BASE | {"settings", "store", "format", "documents"},

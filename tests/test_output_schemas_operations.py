@@ -278,9 +278,13 @@ def test_lint_and_seal_of_a_folder_naming_no_cohort_hold_to_their_schemas(root: 
     assert [p["code"] for p in unread["problems"]] == ["cohort-file-refused"]
     assert_strict("lint", unread)
     (root / "empty" / "cohort.json").write_text('{"id": 3}')
-    sealed = doc(db, "seal", "empty", cwd=root)  # nothing to seal in a cohort with no id
-    assert sealed["cohort"] is None and sealed["changes"] == []
-    assert_strict("seal", sealed)
+    # A cohort with no string id is refused as freeze refuses it: the error shape, not null.
+    refused = doc(db, "seal", "empty", cwd=root, code=2)
+    assert refused["error"]["code"] == "document-invalid"
+    assert_strict("error", refused)
+    with pytest.raises(jsonschema.ValidationError):
+        validate_output("seal", {"cohort": None, "definition_digest": None, "stale": False,
+                                 "written": False, "changes": []})  # fmt: skip
 
 
 def test_freeze_of_a_cohort_already_burned_holds_to_its_schema(demo_db: Path) -> None:

@@ -268,7 +268,8 @@ def test_a_password_given_as_a_url_parameter_never_reaches_a_message(key: str) -
 
 def test_a_url_that_went_through_a_path_still_names_the_database() -> None:
     assert postgres_url(Path("postgresql://u@h:5/db")) == "postgresql://u@h:5/db"
-    assert postgres_url("postgres://u@h/db") == "postgresql://u@h/db"
+    assert postgres_url("postgres://u@h/db") == "postgres://u@h/db"  # a string: as typed
+    assert postgres_url("postgresql:///db?host=/run/pg") == "postgresql:///db?host=/run/pg"
     assert postgres_url("ledger.db") is None
     assert postgres_url(Path("postgresql")) is None  # a file of that name
 

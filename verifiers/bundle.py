@@ -35,6 +35,7 @@ from typing import Any, Final, Literal, get_args
 
 from verifiers.errors import VerifierError, VerifierInternalError
 from verifiers.jsonread import read_json
+from verifiers.reading import read_at_most
 
 MANIFEST_NAME: Final = "result-manifest.json"
 DEFAULT_MAX_MANIFEST_BYTES: Final = 1 << 20
@@ -278,15 +279,7 @@ def _read_final(
         if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
             # Swapped between lstat and open: refuse rather than guess which one we read.
             return _obs(locator, "unreadable")
-        chunks: list[bytes] = []
-        remaining = cap + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_at_most(fd, cap + 1)
     except OSError:
         return _obs(locator, "unreadable")
     finally:

@@ -58,7 +58,7 @@ def lint(cohort_dir: Path, *, root: Path, hidden_plans: Path | None = None) -> L
 
 
 def dry_run(
-    db: Path,
+    db: str | Path,
     cohort_dir: Path,
     *,
     root: Path,

@@ -5,12 +5,16 @@ The chain is WorkUnit digest -> plan ``binding.work_unit_digest`` -> plan digest
 writes only these digest fields, never a value that changes what a document means; a file whose
 digests are already right is left byte for byte as it is. A hidden plan is not in the folder, so
 its task's ``plan_digest`` is left as written. Seal refuses (``cohort-already-frozen``) to give a
-cohort id the ledger already froze another definition. Pure: ``seal`` returns the new bytes and
-the list of changes; the CLI writes (or, with ``--check``, only reports).
+cohort id the ledger already froze another definition, and (``document-invalid``, with freeze's
+message) a cohort that, sealed, still breaks its contract, writing nothing: an id that is
+missing, empty or not a string has no definition digest, and exit 0 would call it sealed. Pure:
+``seal`` returns the new bytes and the list of changes; the CLI writes (or, with ``--check``,
+only reports).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +22,7 @@ from typing import Any, Final
 
 from ledger.authoring.skeleton import pretty
 from ledger.documents.cohort import decode_cohort, definition_digest
-from ledger.documents.cohort_folder import COHORT_FILE, read_relative
+from ledger.documents.cohort_folder import COHORT_FILE, read_relative, refuse_decode
 from ledger.errors import CommitError
 from ledger.settings import BUSY_TIMEOUT_MS
 from ledger.state import read_state
@@ -40,8 +44,8 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class Sealed:
-    cohort_id: str | None
-    definition_digest: str | None
+    cohort_id: str
+    definition_digest: str
     changes: tuple[Change, ...]
     writes: Mapping[Path, bytes]  # absolute-ish path (root / relpath or cohort file) -> bytes
 
@@ -83,6 +87,12 @@ def _set(doc: dict[str, Any], keys: tuple[str, ...], value: str) -> tuple[bool, 
     return True, old
 
 
+def _task_name(task: dict[str, Any], index: int) -> str:
+    """How messages name a task: its id, or where it stands when the id is not a string."""
+    task_id = task.get("id")
+    return f"task {task_id}" if isinstance(task_id, str) else f"the task at /tasks/{index}"
+
+
 def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = None) -> Sealed:
     """What sealing ``cohort_dir`` would change; ``frozen`` maps a frozen cohort id to its
     definition digest (from the ledger, when there is one)."""
@@ -106,7 +116,7 @@ def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = Non
             continue  # lint names what is missing
         wu_digest = wu_digests.get(wu_path)
         if wu_digest is None:
-            what = f"task {task.get('id')}: WorkUnit {wu_path}"
+            what = f"{_task_name(task, index)}: WorkUnit {wu_path}"
             wu = _read_object(
                 read_relative(root, wu_path, LIMITS["work-unit"].max_bytes, what=what),
                 "work-unit",
@@ -124,7 +134,7 @@ def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = Non
             continue
         plan_digest = plan_digests.get(plan_path)
         if plan_digest is None:
-            what = f"task {task.get('id')}: plan {plan_path}"
+            what = f"{_task_name(task, index)}: plan {plan_path}"
             data = read_relative(root, plan_path, LIMITS["evaluator-plan"].max_bytes, what=what)
             plan = _read_object(data, "plan", what)
             changed, old = _set(plan, ("binding", "work_unit_digest"), wu_digest)
@@ -135,16 +145,17 @@ def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = Non
         changed, old = _set(task, ("evaluator", "plan_digest"), plan_digest)
         if changed:
             changes.append(Change(cohort_file, f"{here}/evaluator/plan_digest", old, plan_digest))
-    sealed_digest: str | None = None
-    # The definition digest is computed from a cohort that decodes; lint reports one that does
-    # not (seal has then written what it could: the chain below the cohort).
-    if decode_cohort(pretty(cohort)).ok:
-        sealed_digest = definition_digest(cohort)
-        changed, old = _set(cohort, ("definition_digest",), sealed_digest)
-        if changed:
-            changes.append(Change(cohort_file, "/definition_digest", old, sealed_digest))
-    cohort_id = cohort.get("id") if isinstance(cohort.get("id"), str) else None
-    if frozen is not None and cohort_id is not None and sealed_digest is not None:
+    # Decoded with the digests just computed (a placeholder digest is what seal fills in): what
+    # still breaks the contract is refused as freeze refuses it, before anything is written.
+    decoded = decode_cohort(pretty(cohort))
+    if decoded.value is None:
+        raise refuse_decode(cohort_file, decoded)
+    cohort_id = decoded.value.id
+    sealed_digest = definition_digest(cohort)
+    changed, old = _set(cohort, ("definition_digest",), sealed_digest)
+    if changed:
+        changes.append(Change(cohort_file, "/definition_digest", old, sealed_digest))
+    if frozen is not None:
         known = frozen.get(cohort_id)
         if known is not None and known != sealed_digest:
             raise CommitError(
@@ -162,10 +173,12 @@ def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = Non
     )
 
 
-def frozen_definitions(db: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> dict[str, str]:
-    """Frozen cohort id -> definition digest in the ledger at ``db`` (none when there is no
+def frozen_definitions(
+    db: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> dict[str, str]:
+    """Frozen cohort id -> definition digest in the ledger ``db`` names (none when there is no
     file). Opened read-only: nothing is written, no lock taken."""
-    if postgres_url(db) is None and not db.exists():
+    if postgres_url(db) is None and not os.path.exists(db):
         return {}
     with open_store(db, read_only=True, busy_timeout_ms=busy_timeout_ms) as ledger:
         state = read_state(ledger)

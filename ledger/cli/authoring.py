@@ -10,7 +10,6 @@ once, by ``ledger.cli.commands.main``, like every other command's.
 import functools
 import os
 import shutil
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -48,7 +47,7 @@ class _Io:
 
     say: Callable[[str], None] = print  # replaced by register
     emit_json: Callable[[Any], None] = print
-    db: Callable[[], Path] = staticmethod(lambda: Path("ledger.db"))
+    db: Callable[[], str | Path] = staticmethod(lambda: Path("ledger.db"))
     # The time for what a command writes (LEDGER_TIME, else the wall clock): the app's settings.
     now: Callable[[], str] = staticmethod(_system_clock)
     # How long a read of --db waits for a writer (LEDGER_BUSY_TIMEOUT_MS): the app's settings.
@@ -77,7 +76,7 @@ def register(
     *,
     say: Callable[[str], None],
     emit_json: Callable[[Any], None],
-    db: Callable[[], Path],
+    db: Callable[[], str | Path],
     now: Callable[[], str],
     busy_timeout_ms: Callable[[], int],
 ) -> None:
@@ -130,8 +129,7 @@ def _show_seal(sealed: Any, as_json: bool, *, written: bool) -> None:
         IO.say(f"sealed: {count(len(sealed.changes), 'field')} written")
     else:
         IO.say(f"stale: {count(len(sealed.changes), 'field')} would change (run `ledger seal`)")
-    if sealed.definition_digest is not None:
-        IO.say(f"definition digest {sealed.definition_digest}")
+    IO.say(f"definition digest {sealed.definition_digest}")
 
 
 # -- new ----------------------------------------------------------------------------------------
@@ -371,7 +369,7 @@ def lint(
 
 
 def freeze_dry_run(
-    db: Path, cohort_dir: Path, *, root: Path, hidden_plans: Path | None, as_json: bool
+    db: str | Path, cohort_dir: Path, *, root: Path, hidden_plans: Path | None, as_json: bool
 ) -> int:
     """``ledger freeze --dry-run``: lint plus the ledger-state checks; writes nothing."""
     from ledger.authoring.lint import dry_run
@@ -410,22 +408,11 @@ def digest(
 
 
 def _read_file(path: Path, limit: int) -> bytes:
-    """An operator-named file, regular and bounded, read once."""
-    try:
-        with open(path, "rb") as handle:
-            # Checked on the open file: a FIFO or device named on the command line is refused.
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise UsageError("not-a-file", f"{path} is not a regular file")
-            data = handle.read(limit + 1)
-    except FileNotFoundError:
-        raise UsageError("file-not-found", f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError("not-a-file", f"{path} is a folder, not a file") from None
-    except OSError as exc:
-        raise UsageError("file-unreadable", f"{path} cannot be read: {exc.strerror}") from None
-    if len(data) > limit:
-        raise UsageError("file-too-large", f"{path} is larger than {limit} bytes")
-    return data
+    """An operator-named file, regular and bounded, read once (never waited on: a FIFO is
+    refused)."""
+    from ledger.operator_files import read_operator_file
+
+    return read_operator_file(path, limit)
 
 
 # -- bundle pack --------------------------------------------------------------------------------

@@ -130,12 +130,15 @@ class _LedgerGroup(TyperGroup):
 
 # Metavars by click type name: what a person types, not the Python type (`<str>`, `<int range>`).
 _METAVARS = {"str": "<text>", "text": "<text>", "path": "<path>", "int": "<n>", "int range": "<n>"}
-_DB_HELP = "The ledger file, here or before the command (default: $LEDGER_DB, else ./ledger.db)."
+_DB_HELP = (
+    "The ledger: a file, or a postgresql:// URL; here or before the command (default: $LEDGER_DB,"
+    " else ./ledger.db)."
+)
 
 
 def _set_db(_ctx: Any, _param: Any, value: str | None) -> None:
     if value is not None:  # given after the command name: it wins over the root's --db
-        STATE.db = Path(value)
+        STATE.db = value
 
 
 def _apply_conventions(command: Any) -> None:
@@ -191,7 +194,8 @@ ForceOpt = Annotated[
 
 
 class _State:
-    db: Path = Path("ledger.db")
+    # As typed (a string, not a Path, which would fold a URL's ``//``): ``_db()`` reads it.
+    db: str = "ledger.db"
     signer: Path | None = None  # --signer; else $LEDGER_SIGNER (Settings.signer)
 
 
@@ -207,15 +211,16 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     db: Annotated[
-        Path,
+        str,
         typer.Option(
             "--db",
             envvar="LEDGER_DB",
-            readable=False,  # the store says why a ledger cannot be read, with a stable code
-            help="The ledger file (default: $LEDGER_DB, else ./ledger.db).",
+            metavar="<path>",
+            help="The ledger: a file, or a postgresql:// URL (default: $LEDGER_DB, else"
+            " ./ledger.db).",
             show_default=False,
         ),
-    ] = Path("ledger.db"),
+    ] = "ledger.db",
     signer: Annotated[
         Path | None,
         typer.Option(
@@ -242,17 +247,26 @@ def _settings() -> "Settings":
     return Settings.from_environ(os.environ)
 
 
+def _db() -> "str | Path":
+    """The store ``--db`` (or ``$LEDGER_DB``) names: a PostgreSQL URL exactly as typed (its
+    ``//``, query and password reach psycopg), else the path of a SQLite file."""
+    from ledger.store.opening import store_location
+
+    return store_location(STATE.db)
+
+
 def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Store":
     from ledger.store.opening import open_store
 
     settings = settings or _settings()
+    db = _db()
     if read_only:
-        return open_store(STATE.db, read_only=True, busy_timeout_ms=settings.busy_timeout_ms)
+        return open_store(db, read_only=True, busy_timeout_ms=settings.busy_timeout_ms)
     signer = _signer(settings)  # a bad key file refuses before the ledger is opened
     opened: list[int] = []  # the size when opened: nothing can be appended before that
-    _note_appends(STATE.db, opened)
+    _note_appends(db, opened)
     ledger = open_store(
-        STATE.db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms, signer=signer
+        db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms, signer=signer
     )
     opened.append(ledger.size())
     return ledger
@@ -270,27 +284,28 @@ def _signer(settings: "Settings") -> Any:
     return load_writer_key(_read_text_file(path, 64 * 1024, "signer key"), str(path))
 
 
-def _note_appends(db: Path, opened: list[int]) -> None:
+def _note_appends(db: "str | Path", opened: list[int]) -> None:
     """After Ctrl-C, say what this command appended to ``db`` (read back: a commit may have
     landed just before the interrupt, and then its entries stay)."""
 
     def report() -> str:
-        from ledger.store.opening import open_store
+        from ledger.store.opening import display_name, open_store
 
+        name = display_name(db)  # a URL's password masked
         if not opened:
-            return f"nothing was appended to {db}"
+            return f"nothing was appended to {name}"
         size = opened[0]
         with open_store(db, read_only=True, busy_timeout_ms=2000) as ledger:
             now = ledger.size()
         if now == size:
-            return f"nothing was appended to {db}"
+            return f"nothing was appended to {name}"
         first, last = size, now - 1
         entries = (
             f"1 entry (seq {first})"
             if first == last
             else f"{now - size} entries (seq {first}-{last})"
         )
-        return f"{entries} appended to {db} stay, each whole; nothing else was written"
+        return f"{entries} appended to {name} stay, each whole; nothing else was written"
 
     note_write(report)
 
@@ -344,8 +359,8 @@ def init(
     from ledger.api import init_ledger
 
     settings = _settings()
-    _note_init(STATE.db, settings)
-    result = init_ledger(STATE.db, origin=origin, settings=settings, signer=_signer(settings))
+    _note_init(_db(), settings)
+    result = init_ledger(_db(), origin=origin, settings=settings, signer=_signer(settings))
     name = _db_name()
     if as_json:
         _emit_json({"db": name, "created": result.created, "origin": result.origin})
@@ -356,7 +371,7 @@ def init(
     return EXIT_OK
 
 
-def _is_ledger(db: Path, settings: "Settings") -> bool:
+def _is_ledger(db: "str | Path", settings: "Settings") -> bool:
     from ledger.store.opening import open_store
 
     try:
@@ -367,13 +382,13 @@ def _is_ledger(db: Path, settings: "Settings") -> bool:
 
 
 def _db_name() -> str:
-    """``--db`` as messages name it (a URL that went through a Path, password masked)."""
+    """``--db`` as messages name it (a URL with any password masked)."""
     from ledger.store.opening import display_name
 
-    return display_name(STATE.db)
+    return display_name(_db())
 
 
-def _note_init(db: Path, settings: "Settings") -> None:
+def _note_init(db: "str | Path", settings: "Settings") -> None:
     """After Ctrl-C, say what ``init`` left at ``db`` (read back, as for any write)."""
     from ledger.store.opening import postgres_url
 
@@ -829,7 +844,7 @@ def freeze(
 
     if dry_run:  # lint + the ledger-state checks, read-only (ledger/cli/authoring.py)
         return authoring.freeze_dry_run(
-            STATE.db, cohort_dir, root=root, hidden_plans=hidden_plans, as_json=as_json
+            _db(), cohort_dir, root=root, hidden_plans=hidden_plans, as_json=as_json
         )
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
     try:
@@ -1176,9 +1191,11 @@ def check_patch(
     Exit 0 when valid, 1 when refused, 2 when the file cannot be read. Reads nothing else and
     needs no ledger.
     """
+    from ledger.operator_files import read_operator_file
     from verifiers.diff import DEFAULT_MAX_PATCH_BYTES, parse_diff
 
-    data = _read_operator_file(patch, DEFAULT_MAX_PATCH_BYTES + 1)
+    # Over the limit is the parser's refusal (a finding, exit 1), as for any patch too large.
+    data = read_operator_file(patch, DEFAULT_MAX_PATCH_BYTES, refuse_larger=False)
     parsed = parse_diff(data, max_bytes=DEFAULT_MAX_PATCH_BYTES)
     valid = parsed.valid
     if as_json:
@@ -1218,35 +1235,6 @@ def check_patch(
         _say(f"{where}: {x.category}/{x.code}: {x.message}")
     _say(f"refused: {count(len(parsed.findings), 'finding')}")
     return EXIT_FAILED
-
-
-def _read_operator_file(path: Path, limit: int) -> bytes:
-    """Read a file named on the command line: regular, bounded; exit 2 otherwise."""
-    import os
-    import stat as stat_
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise UsageError("file-not-found", f"{path} does not exist") from None
-    except OSError as exc:
-        raise UsageError("file-unreadable", f"cannot read {path}: {exc.strerror}") from None
-    try:
-        if not stat_.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError("not-a-file", f"{path} is not a regular file")
-        chunks = []
-        remaining = limit
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
-    except OSError as exc:
-        raise UsageError("file-unreadable", f"cannot read {path}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
 
 
 # -- audit ---------------------------------------------------------------------------------------
@@ -1292,7 +1280,7 @@ def audit(
     From 20,000 entries on two CPUs a second process checks the rows; LEDGER_AUDIT_PARALLEL=off
     (or on) decides instead; the report is the same.
     """
-    from ledger.api import audit_export, audit_ledger
+    from ledger.api import audit_export, audit_ledger, load_trusted_signers
 
     if key is not None and not checkpoint:
         # --key checks the signatures of the given checkpoints; alone it would check nothing
@@ -1303,12 +1291,7 @@ def audit(
         )
     settings = _settings()
     checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
-    trusted = None
-    if signers is not None:
-        from ledger.format.signing import MAX_SIGNERS_BYTES, parse_trusted_signers
-
-        text = _read_text_file(signers, MAX_SIGNERS_BYTES, "trusted-signers file")
-        trusted = parse_trusted_signers(text, str(signers))
+    trusted = load_trusted_signers(signers) if signers is not None else None
     bar = progress_bar("audit")  # at a terminal only, on stderr (ledger/cli/progress.py)
     progress = bar.update if bar is not None else None
 
@@ -1390,13 +1373,9 @@ def _say_audit(report: Any, replayed: int) -> None:
 
 
 def _read_text_file(path: Path, limit: int, what: str) -> str:
-    data = _read_operator_file(path, limit + 1)
-    if len(data) > limit:
-        raise UsageError("file-too-large", f"{what} {path} is larger than {limit} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError("file-not-utf8", f"{what} {path} is not UTF-8 text") from None
+    from ledger.operator_files import read_operator_text
+
+    return read_operator_text(path, limit, what=what)
 
 
 def _load_checkpoint(path: Path, key: Path | None) -> Any:
@@ -1547,7 +1526,9 @@ def _witnessed_checkpoint(
     if tsa_ca is not None:
         if not tsas:
             raise UsageError("usage-error", "--tsa-ca needs --tsa")
-        roots = load_roots(_read_operator_file(tsa_ca, MAX_CA_BYTES + 1))
+        from ledger.operator_files import read_operator_file
+
+        roots = load_roots(read_operator_file(tsa_ca, MAX_CA_BYTES, refuse_larger=False))
     with _open_ledger(read_only=False) as ledger:
         done = witness_checkpoint(
             ledger, signer, targets, quorum=quorum, tsas=tsas, tsa_roots=roots
@@ -1751,8 +1732,10 @@ def check_attestation_command(
     )
 
     keys = [_read_text_file(k, 64 * 1024, "key").strip() for k in key or []]
+    from ledger.operator_files import read_operator_file
+
     docs = read_attestation_lines(
-        _read_operator_file(file, MAX_ATTESTATION_BYTES + 1), source=str(file)
+        read_operator_file(file, MAX_ATTESTATION_BYTES, refuse_larger=False), source=str(file)
     )
     checks = [check_attestation(doc, keys) for doc in docs]
     if as_json:
@@ -1848,10 +1831,9 @@ def _witness_key_value(value: str) -> str:
 
 
 def _read_bounded(path: Path, limit: int, what: str) -> bytes:
-    data = _read_operator_file(path, limit + 1)
-    if len(data) > limit:
-        raise UsageError("file-too-large", f"{what} {path} is larger than {limit} bytes")
-    return data
+    from ledger.operator_files import read_operator_file
+
+    return read_operator_file(path, limit, what=what)
 
 
 def _say_consistency(proof: Any, as_json: bool) -> None:
@@ -1927,7 +1909,7 @@ authoring.register(
     app,
     say=_say,
     emit_json=_emit_json,
-    db=lambda: STATE.db,
+    db=_db,
     now=lambda: _settings().clock(),
     busy_timeout_ms=lambda: _settings().busy_timeout_ms,
 )

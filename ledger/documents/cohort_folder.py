@@ -89,7 +89,8 @@ class LoadedCohort:
     tasks: tuple[LoadedTask, ...]
 
 
-def _refuse_decode(what: str, decoded: Decoded[Any]) -> CommitError:
+def refuse_decode(what: str, decoded: Decoded[Any]) -> CommitError:
+    """``document-invalid`` naming the first contract error (freeze's refusal; seal's too)."""
     first = decoded.errors[0]
     more = f" (and {len(decoded.errors) - 1} more)" if len(decoded.errors) > 1 else ""
     return CommitError("document-invalid", f"{what}: {first.path or '/'}: {first.message}{more}")
@@ -124,7 +125,7 @@ class _Checks:
 
     def undecodable(self, what: str, file: str, decoded: Decoded[Any], type_: Any) -> None:
         if not self.collect:
-            raise _refuse_decode(what, decoded)
+            raise refuse_decode(what, decoded)
         errors = every_error(decoded.raw, type_) if decoded.raw is not None else ()
         for error in errors or decoded.errors:
             pointer = error.path or "/"

@@ -67,35 +67,47 @@ STATE_TABLES: Final = (
 )
 
 
-# ``pathlib`` folds ``//`` into ``/``: a URL that went through a Path (the CLI's ``--db`` is a
-# Path) is recognised by its scheme and one or more slashes.
+# The fallback, for library callers that pass a URL through a ``Path`` (``pathlib`` folds ``//``
+# into ``/``): recognised by its scheme and one or more slashes, given its ``//`` back. What
+# ``Path`` folded further (``///``, ``a//b``) cannot be restored: pass the string.
 _URL: Final = re.compile(r"\Apostgres(?:ql)?:/+(?P<rest>.*)\Z", re.DOTALL)
 
 
 def postgres_url(db: str | os.PathLike[str]) -> str | None:
-    """The ``postgresql://`` URL ``db`` names, or None when it names a SQLite file."""
+    """The PostgreSQL URL ``db`` names (a string that is one: itself, unchanged), or None when
+    it names a SQLite file."""
+    if isinstance(db, str) and db.startswith(("postgresql://", "postgres://")):
+        # As typed (the CLI's ``--db``, ``LEDGER_DB`` and ``copy`` pass the string): its
+        # ``///`` (no host: a socket in the query), its query and its password reach psycopg.
+        return db
     match = _URL.match(os.fspath(db))
     return None if match is None else "postgresql://" + match.group("rest")
 
 
 def display_name(db: str | os.PathLike[str]) -> str:
-    """How messages name ``db``: the path, or the URL with any password masked."""
+    """How messages name ``db``: the path, or the URL as typed with any password masked."""
     url = postgres_url(db)
     if url is None:
         return os.fspath(db)
-    try:
-        parts = urllib.parse.urlsplit(url)
-        if parts.password is not None:
-            host = parts.netloc.rsplit("@", 1)[1]
-            parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
-        # libpq also takes a password as a query parameter (``?password=...``).
-        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-        if any(key in _SECRET_PARAMETERS for key, _ in query):
-            masked = [(k, "***" if k in _SECRET_PARAMETERS else v) for k, v in query]
-            parts = parts._replace(query=urllib.parse.urlencode(masked, safe="*"))
-        return urllib.parse.urlunsplit(parts)
-    except ValueError:
-        return "postgresql://..."
+    # String work, not urlsplit/urlunsplit: those drop an empty host's ``//`` and re-encode the
+    # query, and the user must recognise what they typed.
+    scheme, _, rest = url.partition("://")
+    # The user info ends where libpq ends it (an ``@`` before any ``/``: a ``?`` in a password
+    # is the password's), else at the last ``@`` before the query (an unencoded ``/`` in a
+    # password): a password is masked rather than half shown.
+    end = next((i for i, c in enumerate(rest) if c in "@/"), -1)
+    if end < 0 or rest[end] != "@":
+        end = rest.partition("?")[0].rfind("@")
+    if end >= 0 and ":" in rest[:end]:
+        rest = f"{rest[:end].split(':', 1)[0]}:***{rest[end:]}"
+    before_query, question, query = rest.partition("?")
+    # libpq also takes a password as a query parameter (``?password=...``).
+    items = []
+    for item in query.split("&") if question else ():
+        key, equals, _value = item.partition("=")
+        secret = bool(equals) and urllib.parse.unquote_plus(key) in _SECRET_PARAMETERS
+        items.append(f"{key}{equals}***" if secret else item)
+    return f"{scheme}://{before_query}{question}{'&'.join(items)}"
 
 
 _SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})

@@ -141,8 +141,8 @@ class SealChange(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class SealOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``ledger seal`` and ``ledger seal --check`` (written false)."""
 
-    cohort: str | None  # null when cohort.json names no id
-    definition_digest: str | None
+    cohort: str  # a cohort with no string id is refused (document-invalid), never null
+    definition_digest: str
     stale: bool
     written: bool
     changes: list[SealChange]
