@@ -255,3 +255,28 @@ def test_ctrl_c_of_a_writer_waiting_for_the_lock_names_the_url_with_its_password
     assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
     shown = url.replace("s3cret-unused", "***")
     assert err == f"ledger: interrupted: stopped by Ctrl-C; nothing was appended to {shown}\n"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://ci:s3cr%zzet@127.0.0.1:1/l",
+        "postgresql://127.0.0.1:1/l?password=s3cr%zzet",
+        "postgresql://ci:s3cret@[::1/l",
+    ],
+)
+def test_a_library_open_of_a_url_libpq_cannot_parse_never_quotes_its_password(url: str) -> None:
+    """``PostgresLedger.open`` / ``create`` called directly, without ``ledger.store.opening``."""
+    from ledger.errors import StoreError
+    from ledger.store.postgres import PostgresLedger
+
+    for attempt in (
+        lambda: PostgresLedger.open(url),
+        lambda: PostgresLedger.open_read_only(url),
+        lambda: PostgresLedger.create(url, origin="test/ledger"),
+    ):
+        with pytest.raises(StoreError) as caught:
+            attempt()
+        assert caught.value.code == "ledger-unreachable"
+        assert "s3cr" not in caught.value.message
+        assert "the URL does not parse" in caught.value.message

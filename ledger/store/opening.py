@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ledger.errors import StoreError
 from ledger.format.entries import Clock, EntrySigner, system_clock
 from ledger.settings import BUSY_TIMEOUT_MS
 from ledger.store.base import Store, display_name, postgres_url
@@ -22,26 +21,6 @@ def store_location(value: str) -> str | Path:
     """A ``--db`` value as the user typed it: a PostgreSQL URL stays that exact string (a
     ``Path`` would fold its ``//``), anything else is the path of a SQLite file."""
     return value if postgres_url(value) is not None else Path(value)
-
-
-def _parsed(url: str) -> str:
-    """``url``, once libpq parses it; else ``ledger-unreachable`` naming it masked and without
-    the quoted part of libpq's reason, which quotes the URL as typed (its password included:
-    ``invalid percent-encoded token: "<password>"``)."""
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        conninfo_to_dict(url)
-    except psycopg.Error as exc:
-        reason = str(exc).split('"', 1)[0].strip().rstrip(":").strip()
-        raise StoreError(
-            "ledger-unreachable",
-            f"cannot connect to the PostgreSQL ledger {display_name(url)}: the URL does not parse"
-            f" ({reason or type(exc).__name__}; what libpq quoted is left out: it may hold a"
-            " password)",
-        ) from None
-    return url
 
 
 def open_store(
@@ -57,8 +36,6 @@ def open_store(
     url = postgres_url(db)
     if url is not None:
         from ledger.store.postgres import PostgresLedger
-
-        url = _parsed(url)
 
         if read_only:
             return PostgresLedger.open_read_only(url, busy_timeout_ms=busy_timeout_ms)
@@ -85,7 +62,6 @@ def create_store(
     if url is not None:
         from ledger.store.postgres import PostgresLedger
 
-        url = _parsed(url)
 
         return PostgresLedger.create(
             url,

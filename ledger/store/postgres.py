@@ -40,6 +40,7 @@ from typing import Any, Final
 
 import psycopg
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 
 from ledger.errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
 from ledger.format.entries import (
@@ -339,7 +340,24 @@ def _display(url: str) -> str:
     return display_name(url)
 
 
+def _check_parses(url: str) -> None:
+    """``ledger-unreachable`` for a URL libpq cannot parse, naming it masked and leaving out
+    the quoted part of libpq's reason, which quotes the URL as typed (its password included:
+    ``invalid percent-encoded token: "<password>"``)."""
+    try:
+        conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        reason = str(exc).split('"', 1)[0].strip().rstrip(":").strip()
+        raise StoreError(
+            "ledger-unreachable",
+            f"cannot connect to the PostgreSQL ledger {_display(url)}: the URL does not parse"
+            f" ({reason or type(exc).__name__}; what libpq quoted is left out: it may hold a"
+            " password)",
+        ) from None
+
+
 def _connect(url: str, timeout: int, *, read_only: bool) -> psycopg.Connection[Any]:
+    _check_parses(url)
     try:
         conn = psycopg.connect(
             url,
