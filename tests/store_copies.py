@@ -10,14 +10,42 @@ modules own theirs, so a SQLite run never starts the server.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
+import pytest
 from helpers import ORIGIN, Appended, append_entries, checkpointed_copy, fixed_clock
 from pg_server import PgServer
 
 from ledger.store.opening import create_store
 
 STORES = ["sqlite", "postgresql"]
+
+T = TypeVar("T")
+
+
+def built_per_store(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    sqlite_fixture: str,
+    build: Callable[[Built], T],
+) -> Iterator[T]:
+    """The body of a module fixture parametrized over ``STORES``: on SQLite the value of the
+    module fixture ``sqlite_fixture`` (built once, shared with the SQLite-only tests), on
+    PostgreSQL ``build`` run on the suite's server, its databases dropped after the module."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue(sqlite_fixture)
+        return
+    built = Built(
+        "postgresql",
+        tmp_path_factory.mktemp(f"{sqlite_fixture}-pg"),
+        request.getfixturevalue("pg_server"),
+    )
+    try:
+        yield build(built)
+    finally:
+        built.close()
 
 
 class Built:

@@ -30,7 +30,7 @@ import blake3
 import pytest
 from commit_helpers import make_bundle, make_cohort
 from helpers import REPO_DIR, append_one, run_cli, store_attacker
-from store_copies import STORES, Built
+from store_copies import STORES, Built, built_per_store
 
 from ledger.store.base import Store
 from ledger.store.opening import open_store
@@ -91,18 +91,7 @@ def sqlite_ledgers(tmp_path_factory: pytest.TempPathFactory) -> Ledgers:
 def ledgers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Ledgers]:
-    if request.param == "sqlite":
-        yield request.getfixturevalue("sqlite_ledgers")
-        return
-    built = Built(
-        "postgresql",
-        tmp_path_factory.mktemp("codes-audit-pg"),
-        request.getfixturevalue("pg_server"),
-    )
-    try:
-        yield build_ledgers(built)
-    finally:
-        built.close()
+    yield from built_per_store(request, tmp_path_factory, "sqlite_ledgers", build_ledgers)
 
 
 def _fresh(ledgers: Ledgers, tmp_path: Path) -> Iterator[Callable[[str], Db]]:

@@ -41,7 +41,7 @@ from helpers import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_copies import STORES, Built
+from store_copies import STORES, Built, built_per_store
 
 from ledger import api
 from ledger.format.entries import (
@@ -88,11 +88,6 @@ def trust_file(root: Path, *lines: str) -> Path:
     return path
 
 
-def _built(request: pytest.FixtureRequest, store: str, folder: Path) -> Built:
-    server = request.getfixturevalue("pg_server") if store == "postgresql" else None
-    return Built(store, folder, server)
-
-
 def _build_signed(built: Built) -> tuple[Built, Db]:
     db = built.target("signed")
     ledger, _ = create_store(db, origin=ORIGIN, clock=fixed_clock, signer=WriterKey(ALICE))
@@ -120,14 +115,7 @@ def signed_base(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Built, Db]]:
     """Genesis and N entries, every one signed by alice (closed), on each store."""
-    if request.param == "sqlite":
-        yield request.getfixturevalue("sqlite_signed_base")
-        return
-    built = _built(request, "postgresql", tmp_path_factory.mktemp("signed-pg"))
-    try:
-        yield _build_signed(built)
-    finally:
-        built.close()
+    yield from built_per_store(request, tmp_path_factory, "sqlite_signed_base", _build_signed)
 
 
 @pytest.fixture
@@ -510,14 +498,7 @@ def sqlite_demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
 def demo(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Demo]:
-    if request.param == "sqlite":
-        yield request.getfixturevalue("sqlite_demo")
-        return
-    built = _built(request, "postgresql", tmp_path_factory.mktemp("demo-signed-pg"))
-    try:
-        yield _build_demo(built)
-    finally:
-        built.close()
+    yield from built_per_store(request, tmp_path_factory, "sqlite_demo", _build_demo)
 
 
 @pytest.fixture

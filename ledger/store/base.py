@@ -699,10 +699,18 @@ class Writer:
             signer=self._ledger.signer,
         )
         hash_ = entry_hash(body)
+        self._insert_row(seq, prev, hash_, kind, body)
+        tip.seq, tip.hash, tip.time = seq, hash_, time
+        entry = Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
+        self._run_hook(entry)
+        return entry
+
+    def _insert_row(self, seq: int, prev: str, hash_: str, kind: str, body: bytes) -> None:
+        """The entry's row with its Merkle nodes, the edge moved by its leaf."""
         try:
             # Leaf ``seq`` completes one perfect subtree per trailing 1-bit of ``seq``: the leaf
             # is level 0, each parent one level up, all stored in row ``seq`` (rule 5).
-            nodes = b"".join(tip.edge.push(merkle.leaf_hash(body)))
+            nodes = b"".join(self._tip.edge.push(merkle.leaf_hash(body)))
             self._cursor.execute(_INSERT_ENTRY, (seq, prev, hash_, kind, body, nodes))
         except BaseException:
             # The edge may have moved without its row: a later append in this transaction reads
@@ -711,8 +719,8 @@ class Writer:
             self._tip_exact = False
             self._tip_reread = True
             raise
-        tip.seq, tip.hash, tip.time = seq, hash_, time
-        entry = Entry(seq=seq, entry_hash=hash_, body_bytes=body, body=decoded)
+
+    def _run_hook(self, entry: Entry) -> None:
         if self.on_append is not None:
             try:
                 self.on_append(entry)
@@ -722,7 +730,6 @@ class Writer:
                 self._tip_exact = False
                 self._tip_reread = True
                 raise
-        return entry
 
     def append_verbatim(self, body: bytes) -> Entry:
         """Append an entry body made elsewhere, byte for byte (``ledger copy``): it must decode
@@ -736,26 +743,11 @@ class Writer:
                 f"entry body for seq {entry.body.seq} (prev {entry.body.prev}) does not extend"
                 f" the head (seq {tip.seq}, {tip.hash})",
             )
-        try:
-            nodes = b"".join(tip.edge.push(merkle.leaf_hash(body)))
-            self._cursor.execute(
-                _INSERT_ENTRY,
-                (entry.seq, tip.hash, entry.entry_hash, entry.body.kind, body, nodes),
-            )
-        except BaseException:
-            self._tip_exact = False
-            self._tip_reread = True
-            raise
+        self._insert_row(entry.seq, tip.hash, entry.entry_hash, entry.body.kind, body)
         tip.seq, tip.hash = entry.seq, entry.entry_hash
         tip.time = later_time(entry.body.time, tip.time)
         self.time = later_time(self.time, entry.body.time)
-        if self.on_append is not None:
-            try:
-                self.on_append(entry)
-            except BaseException:
-                self._tip_exact = False
-                self._tip_reread = True
-                raise
+        self._run_hook(entry)
         return entry
 
     def _kept_tip(self) -> _Tip | None:

@@ -228,25 +228,21 @@ class _Db:
         self._pending.append((_translate(sql), tuple(parameters)))
         return _NO_RESULT
 
-    def _send_pending(self) -> None:
-        if self._pending:
-            pending, self._pending = self._pending, []
-            cursor = self.conn.cursor()
-            for sql, parameters in pending:
-                cursor.execute(sql, parameters, prepare=False)
-
-    def commit(self) -> None:
-        """COMMIT, with the queued writes in the same round trip: one query of several
-        statements, which PostgreSQL takes only with the values in its text (psycopg's
+    def _send_pending(self, *then: str) -> None:
+        """The queued writes, then the statements ``then``, in one round trip: one query of
+        several statements, which PostgreSQL takes only with the values in its text (psycopg's
         ``ClientCursor`` quotes them; measured faster here than the pipeline mode). A failing
-        statement skips the rest, the COMMIT included: the caller rolls back."""
-        pending, self._pending = self._pending, []
-        if not pending:
-            self.conn.execute("COMMIT", prepare=False)
+        statement skips the rest: the caller rolls back."""
+        if not self._pending and not then:
             return
-        query = "; ".join(sql for sql, _ in pending) + "; COMMIT"
+        pending, self._pending = self._pending, []
+        query = "; ".join([*(sql for sql, _ in pending), *then])
         values = tuple(value for _, parameters in pending for value in parameters)
         psycopg.ClientCursor(self.conn).execute(query, values)
+
+    def commit(self) -> None:
+        """COMMIT, with the queued writes in the same round trip."""
+        self._send_pending("COMMIT")
 
     def discard_pending(self) -> None:
         """Drop the queued writes (the transaction is rolled back: none may reach the next)."""
@@ -378,6 +374,17 @@ def _connect(url: str, timeout: int, *, read_only: bool) -> psycopg.Connection[A
     return conn
 
 
+def _connect_to_ledger(url: str, timeout: int, *, read_only: bool) -> psycopg.Connection[Any]:
+    """``_connect``, then the database checked to be a ledger (closed again if not)."""
+    conn = _connect(url, timeout, read_only=read_only)
+    try:
+        _check_is_ledger(conn, url, timeout)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def _connect_error(url: str, exc: psycopg.Error) -> StoreError:
     # libpq gives no SQLSTATE for a refused connection (a missing database included): the
     # server's own reason is in the message.
@@ -452,23 +459,13 @@ class PostgresLedger(Store):
         signer: EntrySigner | None = None,
     ) -> PostgresLedger:
         timeout = check_busy_timeout(busy_timeout_ms)
-        conn = _connect(url, timeout, read_only=False)
-        try:
-            _check_is_ledger(conn, url, timeout)
-        except BaseException:
-            conn.close()
-            raise
+        conn = _connect_to_ledger(url, timeout, read_only=False)
         return cls(url, conn, clock=clock, busy_timeout_ms=timeout, signer=signer)
 
     @classmethod
     def open_read_only(cls, url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> PostgresLedger:
         timeout = check_busy_timeout(busy_timeout_ms)
-        conn = _connect(url, timeout, read_only=True)
-        try:
-            _check_is_ledger(conn, url, timeout)
-        except BaseException:
-            conn.close()
-            raise
+        conn = _connect_to_ledger(url, timeout, read_only=True)
         return cls(url, conn, clock=system_clock, read_only=True, busy_timeout_ms=timeout)
 
     @classmethod
@@ -570,23 +567,23 @@ class PostgresLedger(Store):
         """The advisory lock, waited for up to the busy timeout, and the rows appended since
         ``tip``: one round trip (rule 3). Each statement of the pipeline takes its snapshot
         when it starts, so the rows are read after the lock is held."""
-        db = self._conn
         self._catch_up = None
+        if tip is not None and tip.seq < 0:
+            tip = None  # nothing committed yet: nothing to catch up from
         statements = [
             "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE",
             f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}",
             f"SELECT pg_advisory_xact_lock({_LOCK_KEY})",
         ]
-        catch_up = tip is not None and tip.seq >= 0
-        if tip is not None and catch_up:
+        if tip is not None:
             statements.append(_CATCH_UP_ROWS.format(since=int(tip.seq), limit=_CATCH_UP + 1))
         try:
             # One query of several statements (integers only in its text): one round trip.
-            cursor = db.conn.cursor()
+            cursor = self._conn.conn.cursor()
             cursor.execute("; ".join(statements))
             while cursor.nextset():
                 pass  # to the last statement's result
-            if tip is not None and catch_up:
+            if tip is not None:
                 self._catch_up = (tip, cursor.fetchall())
         except psycopg.Error as exc:
             self._rollback_quietly()
