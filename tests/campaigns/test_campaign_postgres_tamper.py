@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +39,7 @@ from campaign_lib import REPO, build_realistic_ledger, size
 from helpers import run_cli_subprocess, store_attacker
 from pg_campaign import pg_audit
 from pg_server import PgServer
-from test_campaign_tamper import Base, Edit, Row, accepted, b3
+from test_campaign_tamper import Base, Edit, accepted, b3, read_base
 
 from ledger.api import copy_ledger
 from ledger.store.postgres import WRITER_ROLE, PostgresLedger
@@ -199,32 +198,13 @@ class PgBase:
 
 @pytest.fixture(scope="module")
 def pg_base(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgBase]:
-    made = build_realistic_ledger(tmp_path_factory.mktemp("pg-tamper-base"))
-    conn = sqlite3.connect(made.path)
-    try:
-        rows = [
-            Row(*r)
-            for r in conn.execute(
-                "SELECT seq, prev_hash, entry_hash, kind, body FROM entries ORDER BY seq"
-            )
-        ]
-        tree = [
-            (seq, level, nodes[32 * level : 32 * level + 32])
-            for seq, nodes in conn.execute("SELECT seq, nodes FROM entries ORDER BY seq")
-            for level in range(len(nodes) // 32)
-        ]
-    finally:
-        conn.close()
-    first_ref: dict[str, int] = {}
-    for row in rows:
-        for ref in json.loads(row.body)["refs"]:
-            first_ref.setdefault(ref, row.seq)
+    base = read_base(build_realistic_ledger(tmp_path_factory.mktemp("pg-tamper-base")))
     name = pg_server.new_database("tamperbase")
     try:
-        copy_ledger(made.path, pg_server.url(name))
+        copy_ledger(base.made.path, pg_server.url(name))
         report = pg_audit(pg_server.url(name), replay=True)
-        assert report.ok and report.entries == len(rows), report.violations[:5]
-        yield PgBase(Base(made, rows, first_ref, tree, b""), pg_server, name)
+        assert report.ok and report.entries == len(base.rows), report.violations[:5]
+        yield PgBase(base, pg_server, name)
     finally:
         pg_server.drop_database(name)
 

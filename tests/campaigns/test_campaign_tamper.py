@@ -94,9 +94,9 @@ class Base:
     data: bytes  # the whole database file after a WAL checkpoint
 
 
-@pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
-    made = build_realistic_ledger(tmp_path_factory.mktemp("tamper-base"))
+def read_base(made: RealisticLedger) -> Base:
+    """What the campaign knows of a built ledger: its rows, its stored tree, where each object
+    is first referenced, and the file's bytes."""
     conn = sqlite3.connect(made.path)
     try:
         rows = [
@@ -116,11 +116,17 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
     for row in rows:
         for ref in json.loads(row.body)["refs"]:
             first_ref.setdefault(ref, row.seq)
-    report = full_audit(made.path)
-    assert report.ok, report.violations[:5]
-    kinds = {row.kind for row in rows}
-    assert {"cohort.frozen", "cohort.burned", "verification.recorded"} <= kinds
     return Base(made, rows, first_ref, tree, made.path.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
+    made = read_base(build_realistic_ledger(tmp_path_factory.mktemp("tamper-base")))
+    report = full_audit(made.made.path)
+    assert report.ok, report.violations[:5]
+    kinds = {row.kind for row in made.rows}
+    assert {"cohort.frozen", "cohort.burned", "verification.recorded"} <= kinds
+    return made
 
 
 @contextlib.contextmanager
