@@ -10,7 +10,8 @@ then one line says what was and was not written (``ledger: interrupted: ...`` on
 ``{"error": {"code": "interrupted", ...}}`` line on stdout with ``--json``), SIGINT's default
 action is restored and the process kills itself with SIGINT, so a calling shell sees "killed by
 SIGINT" and stops its loop (exit status 130 in the shell). A second Ctrl-C while that happens
-ends the process at once. A SIGINT that was ignored when the process started (``nohup``, a
+ends the process at once, and so does one that comes once the command is over (while the
+interpreter exits). A SIGINT that was ignored when the process started (``nohup``, a
 background job of a script) stays ignored.
 
 ``main(argv)`` called with arguments (a harness, the in-process tests) does not own the process:
@@ -41,10 +42,12 @@ def _on_sigint(_signum: int, _frame: FrameType | None) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     owned = argv is None  # the console script: this process is ours to end by the signal
     args: list[str] = []
+    installed = False
     try:
         args = list(sys.argv[1:] if argv is None else argv)
         if owned and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _on_sigint)
+            installed = True
         output.reset()
         if args == ["--version"]:
             sys.stdout.write(f"ledger {__version__}\n")
@@ -54,6 +57,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         cli_main(args)
     except (output.Interrupted, KeyboardInterrupt) as exc:
         _end_interrupted(exc, as_json="--json" in args, owned=owned)
+    finally:
+        if installed:
+            # The command is over: a Ctrl-C while the interpreter exits ends the process by
+            # SIGINT (a calling shell stops its loop), never as a traceback outside this try.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _end_interrupted(exc: BaseException, *, as_json: bool, owned: bool) -> None:
