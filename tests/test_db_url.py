@@ -125,7 +125,8 @@ def test_the_application_name_of_a_typed_url_is_what_the_server_sees(
                 while not seen and time.monotonic() < deadline and proc.poll() is None:
                     seen = watch.execute(
                         "SELECT application_name, datname FROM pg_stat_activity"
-                        " WHERE application_name = %s",
+                        # A backend shows its startup packet's name before its database.
+                        " WHERE application_name = %s AND datname IS NOT NULL",
                         (APP,),
                     ).fetchall()
                     time.sleep(0.05)
