@@ -22,7 +22,10 @@ Rules:
    (``checkpoint-not-anchored``). Refused, nothing is written. Otherwise one entry is appended,
    in one transaction: the note, its size and root, each cosignature with its witness key and
    timestamp, and each timestamp (``timestamps``, omitted when there is none).
-5. Bounded: every witness and TSA is asked at once, under one deadline over the whole of every
+5. Times: a cosignature or timestamp whose time is before the newest entry it covers (by more
+   than the tolerance) is not recorded: the audit would report it (``entry-time-after-anchor``)
+   and ``when`` would state a plan fixed before its entry was written.
+6. Bounded: every witness and TSA is asked at once, under one deadline over the whole of every
    exchange (``ledger.transparency.exchange``: connect, send, receive; a witness's one retry
    included), and each answer is read up to 64 KiB.
 """
@@ -42,6 +45,12 @@ import rfc3161_client
 from cryptography import x509
 
 from ledger.errors import LedgerError, UsageError
+from ledger.format.entries import (
+    ANCHOR_TIME_TOLERANCE_S,
+    after_anchor,
+    format_posix,
+    posix_seconds,
+)
 from ledger.format.payloads import MAX_TIMESTAMPS, Timestamped
 from ledger.store.base import Store as Ledger
 from ledger.transparency import merkle
@@ -284,6 +293,35 @@ def _stamp(
     return TsaReply(url, checked, None)
 
 
+def _newest_time(ledger: Ledger, size: int) -> str:
+    entry = ledger.entry(size - 1)
+    return "" if entry is None else entry.body.time
+
+
+def _late(size: int, newest: str, who: str, seconds: int) -> str:
+    return (
+        f"entry-time-after-anchor: {who} says the tree of {size} entries existed by"
+        f" {format_posix(seconds)}, but entry {size - 1} states {newest}, more than"
+        f" {ANCHOR_TIME_TOLERANCE_S} s later (its clock or the ledger's is wrong); not recorded"
+    )
+
+
+def _in_time(reply: WitnessReply, size: int, newest: str) -> WitnessReply:
+    """A cosignature older than the entries it covers is not recorded (the audit would
+    report it, and `when` would state a plan fixed before it was)."""
+    if reply.timestamp is None or not after_anchor(newest, reply.timestamp):
+        return reply
+    problem = _late(size, newest, "the witness", reply.timestamp)
+    return WitnessReply(reply.url, reply.witness, None, None, reply.old_size, problem)
+
+
+def _stamp_in_time(reply: TsaReply, size: int, newest: str) -> TsaReply:
+    seconds = None if reply.timestamp is None else posix_seconds(reply.timestamp.gen_time)
+    if seconds is None or not after_anchor(newest, seconds):
+        return reply
+    return TsaReply(reply.url, None, _late(size, newest, "the TSA", seconds))
+
+
 def witness_checkpoint(
     ledger: Ledger,
     signer_key: str,
@@ -295,7 +333,7 @@ def witness_checkpoint(
     tsa_roots: Sequence[x509.Certificate] | None = None,
 ) -> WitnessedCheckpoint:
     """Sign the current checkpoint, ask every witness and every TSA, verify, and record
-    (rules 1-5). ``tsa_roots``: the roots a timestamp must chain to (``--tsa-ca``); ``None``:
+    (rules 1-6). ``tsa_roots``: the roots a timestamp must chain to (``--tsa-ca``); ``None``:
     the token's own (rule 3)."""
     if (not targets and not tsas) or len(targets) > MAX_WITNESSES:
         raise UsageError("usage-error", f"give 1..{MAX_WITNESSES} --witness, or at least one --tsa")
@@ -329,6 +367,10 @@ def witness_checkpoint(
         _stamp(url, note, tsa_roots, query, answer)
         for url, query, answer in zip(tsas, queries, answers, strict=True)
     ]
+    # What the audit checks of the entry must hold: no anchor older than what it covers.
+    newest = _newest_time(ledger, cp.size)
+    replies = [_in_time(reply, cp.size, newest) for reply in replies]
+    stamps = [_stamp_in_time(reply, cp.size, newest) for reply in stamps]
     valid = [r for r in replies if r.cosignature is not None]
     stamped = [r.timestamp for r in stamps if r.timestamp is not None]
     problems = "; ".join(
