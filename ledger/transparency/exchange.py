@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-# A peer's status line and headers: http.client's own bounds (65,536-byte lines, 100 headers).
+# What an exchange fails with: the socket, an answer that is not HTTP (http.client bounds its
+# status line and headers: 65,536-byte lines, 100 headers), a URL whose port is no number.
 _ERRORS: Final = (OSError, http.client.HTTPException, ValueError)
 
 
