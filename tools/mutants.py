@@ -63,6 +63,7 @@ TARGETS = (
     "ledger/interop/attest.py",
     "ledger/interop/browse.py",
     "ledger/operations/batch.py",
+    "ledger/authoring/git_reading.py",
     "ledger/store/lookup.py",
     "ledger/store/files.py",
     "ledger/store/base.py",

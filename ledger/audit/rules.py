@@ -28,7 +28,13 @@ from ledger.audit.replay import (
 from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Violation, _Collector
 from ledger.documents.cohort import decode_burn_notice, decode_cohort, definition_digest
 from ledger.errors import LedgerError
-from ledger.format.entries import Entry
+from ledger.format.entries import (
+    ANCHOR_TIME_TOLERANCE_S,
+    Entry,
+    after_anchor,
+    format_posix,
+    posix_seconds,
+)
 from ledger.format.payloads import (
     BundleObserved,
     CalibrationRecorded,
@@ -86,6 +92,7 @@ CALIBRATION_REPLAY_MISMATCH: Final = "calibration-replay-mismatch"
 WITNESSED_CHECKPOINT_INVALID: Final = "witnessed-checkpoint-invalid"
 WITNESS_COSIGNATURE_INVALID: Final = "witness-cosignature-invalid"
 TIMESTAMP_INVALID: Final = "timestamp-invalid"
+ENTRY_TIME_AFTER_ANCHOR: Final = "entry-time-after-anchor"
 
 Report = Callable[[Violation], None]
 
@@ -341,8 +348,10 @@ class CommitmentRules:
         except CheckpointError as exc:
             _flag(report, entry, WITNESSED_CHECKPOINT_INVALID, f"note: {exc.message}")
             return
-        if cp.origin != self._origin or cp.size != payload.tree_size or (
-            base64.b64encode(cp.root).decode("ascii") != payload.root_hash
+        if (
+            cp.origin != self._origin
+            or cp.size != payload.tree_size
+            or (base64.b64encode(cp.root).decode("ascii") != payload.root_hash)
         ):
             _flag(
                 report,
@@ -365,6 +374,7 @@ class CommitmentRules:
                 f"the witnessed root at size {cp.size} is not this ledger's: its first"
                 f" {cp.size} entries differ from what the witnesses saw",
             )
+        times: list[tuple[str, int]] = []  # each anchor that holds: who, and its time
         for item in payload.cosignatures:
             try:
                 stamp = verify_cosignature(text, item.cosignature, parse_cosigner_key(item.witness))
@@ -379,24 +389,60 @@ class CommitmentRules:
                     f"{item.witness}: the cosignature's time is {stamp}, the entry says"
                     f" {item.timestamp}",
                 )
+                continue
+            times.append((f"the cosignature of {item.witness.split('+', 1)[0]}", stamp))
         if isinstance(payload.timestamps, list):
-            self._timestamps(entry, payload.note, payload.timestamps, report)
+            times += self._timestamps(entry, payload.note, payload.timestamps, report)
+        if times and own == cp.root:
+            self._anchor_times(entry, cp.size, cp.root, times, report)
 
     def _timestamps(
         self, entry: Entry, note: str, stamps: list[Timestamped], report: Report
-    ) -> None:  # fmt: skip
+    ) -> list[tuple[str, int]]:  # fmt: skip
         # Imported here: rfc3161-client is loaded only by an audit that meets a timestamp.
         from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp
 
+        times: list[tuple[str, int]] = []
         for index, item in enumerate(stamps):
+            where = f"timestamps[{index}] ({item.tsa})"
             try:
                 # No roots: which TSA a reader trusts is the reader's choice (`when --tsa-ca`);
                 # the audit checks the token against itself and the note, as it checks each
                 # cosignature against the key the entry records.
-                check_recorded_timestamp(note, item, None)
+                checked = check_recorded_timestamp(note, item, None)
             except TimestampError as exc:
-                where = f"timestamps[{index}] ({item.tsa})"
                 _flag(report, entry, TIMESTAMP_INVALID, f"{where}: {exc.message}")
+                continue
+            seconds = posix_seconds(checked.gen_time)
+            if seconds is not None:
+                times.append((f"the timestamp {where}", seconds))
+        return times
+
+    def _anchor_times(
+        self, entry: Entry, size: int, root: bytes, times: list[tuple[str, int]], report: Report
+    ) -> None:
+        """Every entry an anchor covers was written by the anchor's time (within the tolerance):
+        the newest of them (times never go back; ``time-regressed`` otherwise) is read as the
+        tree the anchor signed holds it, so its time is the one that was witnessed."""
+        try:
+            newest = self._ledger.entry(size - 1)
+            proof = merkle.inclusion_proof(size - 1, size, _StoredNodes(self._ledger))
+        except LedgerError:
+            return  # the row and tree checks report what is missing or malformed
+        if newest is None or not merkle.verify_inclusion(
+            merkle.leaf_hash(newest.body_bytes), size - 1, size, proof, root
+        ):
+            return  # not the body the anchor covers: the tree check reports it
+        for who, seconds in times:
+            if after_anchor(newest.body.time, seconds):
+                _flag(
+                    report,
+                    entry,
+                    ENTRY_TIME_AFTER_ANCHOR,
+                    f"entry {size - 1}, which this anchor covers, states {newest.body.time}:"
+                    f" later than {who}, {format_posix(seconds)}, by more than"
+                    f" {ANCHOR_TIME_TOLERANCE_S} s (the writer's clock or the anchor's is wrong)",
+                )
 
     def _frozen(self, entry: Entry, payload: CohortFrozen, report: Report) -> None:
         state = self._state
@@ -937,9 +983,7 @@ class CommitmentRules:
         """The worker pool, started at the first replay when ``parallel`` asks for one."""
         if not self._pool_decided:
             self._pool_decided = True
-            if wants_pool(
-                self._parallel, lambda: self._ledger.count_kind("verification.recorded")
-            ):
+            if wants_pool(self._parallel, lambda: self._ledger.count_kind("verification.recorded")):
                 self._pool = ReplayPool()
         return self._pool
 

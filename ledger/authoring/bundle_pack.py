@@ -6,58 +6,33 @@ The bundle is the four files ``verify`` reads (the reference ``verification/fixt
 version and canonical digest, the source revision its plan is bound to, and the validators the
 WorkUnit requires).
 
-Only git runs, with a fixed argv and no shell, never the candidate's code: no hooks
-(``core.hooksPath=/dev/null``), no fsmonitor, no external diff or textconv driver, no system or
-global config, and a diff of two commits (tree to tree), so no clean/smudge filter of the work
-tree runs either. ``--no-renames``: each path of a move shows as a delete and an add, so every
-path is checked against the WorkUnit's scope and no similarity heuristic decides the patch.
-Every output is bounded (``MAX_PATCH_BYTES``) and every git call has a timeout.
+Only git runs, with a fixed argv and no shell, never the candidate's code, and the repository is
+read as hostile (``ledger.authoring.git_reading``): names are resolved there, but the diff is
+made from objects hashed here, in a private repository with no config, attributes or hooks, and
+checked to turn BASE into HEAD. ``--no-renames``: each path of a move shows as a delete and an
+add, so every path is checked against the WorkUnit's scope and no similarity heuristic decides
+the patch. Every output is bounded (``MAX_PATCH_BYTES``) and every git call has a deadline.
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ledger.authoring.git_reading import diff_commits, resolve
 from ledger.authoring.skeleton import PATCH_CANDIDATE, pretty
 from ledger.errors import CommitError, UsageError
 from verifiers.canonical import canonical_digest, sha256_hex_digest
 from verifiers.contracts import decode_result_manifest, decode_work_unit
 
 MAX_PATCH_BYTES: Final = 16 * 1024 * 1024
-GIT_TIMEOUT_SECONDS: Final = 120
 MANIFEST: Final = "result-manifest.json"
 PATCH: Final = "changes.patch"
 STDOUT: Final = "stdout.txt"
 STDERR: Final = "stderr.txt"
 STATUSES: Final = ("succeeded", "failed", "error", "timeout", "cancelled")
-_SHA_RE: Final = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
-# No system or global config (a config file can name programs git would run), no prompt, no
-# optional lock files written into the repository.
-GIT_ENV: Final[Mapping[str, str]] = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_OPTIONAL_LOCKS": "0",
-    "LC_ALL": "C",
-}
-_GIT_SAFE: Final = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "diff.noprefix=false",
-    "-c",
-    "diff.mnemonicPrefix=false",
-    "-c",
-    "core.quotePath=true",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,60 +43,6 @@ class Packed:
     manifest_digest: str
     patch_digest: str
     files_changed: int
-
-
-def _git(git: str, repo: Path, args: Sequence[str], *, what: str) -> bytes:
-    argv = [git, "-C", str(repo), *_GIT_SAFE, *args]
-    # stderr goes to a file, so a chatty git can never block on a full pipe while stdout is
-    # read (bounded) here.
-    with tempfile.TemporaryFile() as errors:
-        try:
-            # Fixed argv, no shell: nothing in it is interpreted.
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=errors,
-                env=dict(GIT_ENV),
-            )
-        except OSError as exc:
-            raise UsageError("git-failed", f"cannot run git ({git}): {exc.strerror}") from None
-        try:
-            out = proc.stdout.read(MAX_PATCH_BYTES + 1) if proc.stdout is not None else b""
-            if len(out) > MAX_PATCH_BYTES:
-                raise CommitError(
-                    "patch-too-large", f"{what} is larger than {MAX_PATCH_BYTES} bytes; refused"
-                )
-            code = proc.wait(timeout=GIT_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            raise UsageError("git-failed", f"{what}: git did not finish in time") from None
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
-        errors.seek(0)
-        message = errors.read(4096).decode("utf-8", "replace").strip().splitlines()
-    if code == 1 and list(args[:1]) == ["rev-parse"]:
-        # ``rev-parse --verify --quiet`` exits 1, silently, for a name that is no commit.
-        raise UsageError("bad-revision", f"{what} names no commit in {repo}")
-    if code != 0:
-        raise UsageError(
-            "git-failed", f"{what}: git exited {code}: {message[0] if message else 'no message'}"
-        )
-    return out
-
-
-def resolve(git: str, repo: Path, rev: str, *, what: str) -> str:
-    """The full commit id ``rev`` names in ``repo`` (``rev`` is never taken as an option)."""
-    if not rev or rev.startswith("-") or "\n" in rev:
-        raise UsageError("bad-revision", f"{what} {rev!r} is not a revision")
-    out = _git(git, repo, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], what=what)
-    commit = out.decode("ascii", "replace").strip()
-    if not _SHA_RE.fullmatch(commit):
-        raise UsageError("bad-revision", f"{what} {rev!r} does not name a commit")
-    return commit
 
 
 def _work_unit(data: bytes, what: str) -> dict[str, Any]:
@@ -178,25 +99,7 @@ def pack(
                 f"--base {base} is {base_commit}, but the WorkUnit (and its plan) are bound to"
                 f" source revision {source_revision} ({bound}); diff against that revision",
             )
-    patch = _git(
-        git,
-        repo,
-        [
-            "diff",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-color",
-            "--no-renames",
-            "--no-relative",
-            "--src-prefix=a/",
-            "--dst-prefix=b/",
-            "--diff-algorithm=myers",
-            base_commit,
-            head_commit,
-            "--",
-        ],
-        what="the diff",
-    )
+    patch = diff_commits(git, repo, base_commit, head_commit, limit=MAX_PATCH_BYTES)
     files_changed = sum(1 for line in patch.split(b"\n") if line.startswith(b"diff --git "))
     candidate = _candidate_id(work_unit)
     validators = sorted(

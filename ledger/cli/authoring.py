@@ -445,8 +445,10 @@ def bundle_pack(
     digest and the WorkUnit binding. `ledger verify OUT` then judges it.
 
     Runs git only (fixed argv, no shell, no hooks, no system or global config, no external
-    diff or textconv), never the candidate's code. --base must be the WorkUnit's source
-    revision. Times come from LEDGER_TIME, else the clock."""
+    diff or textconv), never the candidate's code, and reads the repository as hostile: every
+    object of the change is hashed and the diff is made from those alone, then checked to turn
+    BASE into HEAD. --base must be the WorkUnit's source revision. Times come from LEDGER_TIME,
+    else the clock."""
     from ledger.authoring.bundle_pack import pack
     from ledger.authoring.files import write_new_folder
 

@@ -23,7 +23,14 @@ from typing import Any, Final
 from cryptography import x509
 
 from ledger.errors import LedgerError
-from ledger.format.entries import Entry
+from ledger.format.entries import (
+    ANCHOR_TIME_TOLERANCE_S,
+    Entry,
+    after_anchor,
+    format_posix,
+    posix_seconds,
+    valid_time,
+)
 from ledger.transparency import merkle
 from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
 from ledger.transparency.witness import (
@@ -41,6 +48,7 @@ VERIFICATION_NOT_AFTER_ANCHOR: Final = "verification-not-after-anchor"
 ANCHOR_CHECKPOINT_INVALID: Final = "anchor-checkpoint-invalid"
 ANCHOR_COSIGNATURE_INVALID: Final = "anchor-cosignature-invalid"
 ANCHOR_TIMESTAMP_INVALID: Final = "anchor-timestamp-invalid"
+ENTRY_TIME_AFTER_ANCHOR: Final = "entry-time-after-anchor"
 
 
 class WhenError(LedgerError):
@@ -346,6 +354,8 @@ def _checkpoint_problem(
 def when(task: str, entries: Iterable[Entry], trust: Trust) -> WhenStatement:
     """The statement for ``task`` over ``entries`` (every entry, seq 0 first, in order)."""
     leaves = bytearray()  # 32 bytes an entry: the tree is rebuilt from the bodies
+    times = bytearray()  # 20 bytes an entry: the latest entry time up to it
+    latest = " " * 20  # before any time of the grammar
     origin = ""
     freezes: list[tuple[int, str]] = []
     verdicts: list[tuple[int, str, int]] = []
@@ -359,6 +369,11 @@ def when(task: str, entries: Iterable[Entry], trust: Trust) -> WhenStatement:
                 " run `ledger audit`",
             )
         leaves += merkle.leaf_hash(entry.body_bytes)
+        # The latest entry time up to here, 20 ASCII bytes an entry (times of the grammar
+        # compare as strings; one outside it is the audit's time-invalid, not compared).
+        if valid_time(entry.body.time) and entry.body.time > latest:
+            latest = entry.body.time
+        times += latest.encode("ascii")
         count += 1
         kind, payload = entry.kind, entry.payload
         if position == 0:
@@ -388,7 +403,7 @@ def when(task: str, entries: Iterable[Entry], trust: Trust) -> WhenStatement:
     anchors: list[Anchor] = []
     ignored = 0
     for cand in candidates:
-        anchor = _anchor(cand, origin, roots, trust, findings)
+        anchor = _anchor(cand, origin, roots, trust, findings, times)
         if anchor is None:
             ignored += 1
         elif isinstance(anchor, Anchor):
@@ -451,6 +466,7 @@ def _anchor(
     roots: dict[int, bytes],
     trust: Trust,
     findings: list[Finding],
+    times: bytearray,
 ) -> Anchor | _Refused | None:
     """The anchor ``cand`` is to this reader; None when it carries nothing the reader trusts."""
     payload = cand.payload
@@ -465,6 +481,25 @@ def _anchor(
         findings.append(Finding(ANCHOR_CHECKPOINT_INVALID, cand.seq, problem))
         return _Refused()
     if bad_cosig or bad_stamp:
+        return _Refused()
+    size = int(payload["tree_size"])
+    newest = times[(size - 1) * 20 : size * 20].decode("ascii")
+    said = [(f"{w.name}'s cosignature", w.timestamp) for w in witnesses] + [
+        (f"{t.tsa}'s timestamp", posix_seconds(t.gen_time)) for t in stamps
+    ]
+    late = [(who, at) for who, at in said if at is not None and after_anchor(newest, at)]
+    for who, at in late:
+        # "Fixed by" a time before the entries it covers were written is not stated.
+        findings.append(
+            Finding(
+                ENTRY_TIME_AFTER_ANCHOR,
+                cand.seq,
+                f"{who} says the tree of {size} entries existed by {format_posix(at)}, but"
+                f" entry {size - 1} states {newest}, more than {ANCHOR_TIME_TOLERANCE_S} s"
+                " later (the writer's clock or the anchor's is wrong)",
+            )
+        )
+    if late:
         return _Refused()
     return Anchor(
         entry=cand.seq,
