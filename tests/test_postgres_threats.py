@@ -42,7 +42,7 @@ from helpers import (
 from pg_copies import Copies
 from pg_server import PgServer
 
-from ledger.store.base import STATE_TABLES
+from ledger.store.base import MAX_OBJECT_BYTES, STATE_TABLES
 from ledger.store.postgres import READER_ROLE, WRITER_ROLE, PostgresLedger
 from ledger.store.sqlite import APPLICATION_ID
 
@@ -266,6 +266,22 @@ def test_a_writer_cannot_plant_an_object_row_whose_body_is_not_what_it_claims(
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
     assert database_rows(ledger_copy.owner) == before
+
+
+def test_a_writer_cannot_store_an_object_larger_than_the_ledger_ever_writes(
+    ledger_copy: Copy,
+) -> None:
+    """``put_object`` refuses a body over 256 MiB (``object-too-large``), and every reader of
+    objects is bounded by it; a writer's plain INSERT of a larger body (PostgreSQL takes up to
+    1 GiB) is refused by the server before it is hashed."""
+    with psycopg.connect(ledger_copy.as_login(WRITER), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.RaiseException, match=f"at most {MAX_OBJECT_BYTES} "):
+            conn.execute(
+                "INSERT INTO objects SELECT 'blake3:' || repeat('a', 64),"
+                " 'sha256:' || repeat('0', 64), 'application/octet-stream', length(b), b"
+                " FROM (SELECT convert_to(repeat('a', %s), 'UTF8') AS b) AS big",
+                (MAX_OBJECT_BYTES + 1,),
+            )
 
 
 def test_the_server_cannot_check_an_objects_blake3_address_and_the_audit_does(

@@ -60,6 +60,7 @@ from ledger.format.entries import (
 )
 from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
 from ledger.store.base import (
+    MAX_OBJECT_BYTES,
     STATE_TABLES,
     DbCursor,
     Store,
@@ -122,7 +123,8 @@ def _checks(schema: str) -> str:
     what a check reads is never a table, function or operator the writing session chose (a
     TEMP table named ``entries`` would otherwise be searched first). They run with the rights
     of the session (none is SECURITY DEFINER). The server cannot hash BLAKE3: an object row's
-    ``sha256`` and ``size`` are checked against its body, its address only for its form."""
+    ``sha256`` and ``size`` are checked against its body, its address only for its form; a
+    body is at most what ``Writer.put_object`` stores (every reader's bound rests on it)."""
     s = schema
     pinned = "SET search_path = pg_catalog, pg_temp"
     return f"""
@@ -132,6 +134,9 @@ CREATE FUNCTION {s}.ledger_object_once() RETURNS trigger LANGUAGE plpgsql {pinne
 BEGIN
   IF EXISTS (SELECT 1 FROM {s}.objects WHERE digest = NEW.digest) THEN
     RAISE EXCEPTION 'ledger: objects are written once';
+  END IF;
+  IF length(NEW.body) > {MAX_OBJECT_BYTES} THEN
+    RAISE EXCEPTION 'ledger: an object is at most {MAX_OBJECT_BYTES} bytes';
   END IF;
   IF NEW.digest !~ '^blake3:[0-9a-f]{{64}}$'
      OR NEW.sha256 IS DISTINCT FROM 'sha256:' || encode(sha256(NEW.body), 'hex')
