@@ -8,12 +8,19 @@ Rules:
 2. ``objects`` and ``entries`` have the SQLite file's columns (BYTEA for bytes, BIGINT for
    integers, text compared bytewise: ``COLLATE "C"``, so every ``ORDER BY`` gives SQLite's
    order). Triggers refuse UPDATE, DELETE and TRUNCATE of either, a second insert of an
-   object, and an entry whose ``seq`` is not head+1 or whose ``prev_hash`` is not the head's
-   hash. Privileges are the second fence: ``ledger init`` grants the ``ledger_writer`` role
-   SELECT and INSERT on them (and the derived ``state_*`` tables, which are rebuilt, not
-   evidence, also UPDATE and DELETE), ``ledger_reader`` SELECT only.
-3. Every write takes ``pg_advisory_xact_lock(APPLICATION_ID)`` first in its transaction, with
-   ``lock_timeout`` set to the busy timeout (then ``ledger-busy``): concurrent writers queue
+   object or one whose ``sha256``/``size`` are not its body's, and an entry whose ``seq`` is
+   not head+1 or whose ``prev_hash`` is not the head's hash; their functions name every table
+   with its schema and run with a pinned search path (``_checks``), so a writing session's own
+   objects (a TEMP table named ``entries``) decide nothing. Privileges are the second fence:
+   ``ledger init`` grants the ``ledger_writer`` role SELECT and INSERT on them (and on the
+   derived ``state_*`` tables, which are rebuilt, not evidence, UPDATE and DELETE where the fold
+   needs them), ``ledger_reader`` SELECT only and TEMP (the audit's scratch tables), PUBLIC
+   neither TEMP nor CREATE in the schema. ``ledger_meta.schema_version`` says which of these
+   checks a database was made with: an older one is read, never written to.
+3. Every statement of a session waits for a lock at most the busy timeout (``lock_timeout``,
+   set when it connects; then ``ledger-busy``, a reader's message saying another session
+   holds a lock on the tables). Every write takes ``pg_advisory_xact_lock(APPLICATION_ID)``
+   first in its transaction: concurrent writers queue
    and each reads the head after the one before it committed, so the chain cannot fork.
    ``synchronous_commit`` is on for every connection: a commit that returned is durable.
    The lock is held for two round trips: BEGIN, the lock and the rows appended since this
@@ -53,6 +60,7 @@ from ledger.format.entries import (
 )
 from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
 from ledger.store.base import (
+    MAX_OBJECT_BYTES,
     STATE_TABLES,
     DbCursor,
     Store,
@@ -78,11 +86,17 @@ _CATCH_UP_ROWS: Final = (
     " FROM entries WHERE seq >= {since} ORDER BY seq LIMIT {limit}"
 )
 
-SCHEMA: Final = f"""
+# ``ledger_meta.schema_version``: the server-side checks this module makes (``_checks``,
+# ``_grants``). 1 (no such column): made before them, by trigger functions that read tables by
+# the writing session's search path, with no check of an object row, TEMP granted to PUBLIC.
+SCHEMA_VERSION: Final = 2
+
+SCHEMA: Final = """
 CREATE TABLE ledger_meta (
     id             INTEGER PRIMARY KEY CHECK (id = 0),
     application_id BIGINT NOT NULL,
-    store_format   INTEGER NOT NULL
+    store_format   INTEGER NOT NULL,
+    schema_version INTEGER NOT NULL
 );
 CREATE TABLE objects (
     digest     TEXT COLLATE "C" PRIMARY KEY,
@@ -100,37 +114,60 @@ CREATE TABLE entries (
     body       BYTEA NOT NULL
 );
 CREATE INDEX entries_kind ON entries (kind, seq);
-CREATE FUNCTION ledger_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+"""
+
+
+def _checks(schema: str) -> str:
+    """The trigger functions and their triggers (rule 2), every name qualified by ``schema``
+    (the ledger's, quoted) and each function's search path pinned to ``pg_catalog, pg_temp``:
+    what a check reads is never a table, function or operator the writing session chose (a
+    TEMP table named ``entries`` would otherwise be searched first). They run with the rights
+    of the session (none is SECURITY DEFINER). The server cannot hash BLAKE3: an object row's
+    ``sha256`` and ``size`` are checked against its body, its address only for its form; a
+    body is at most what ``Writer.put_object`` stores (every reader's bound rests on it)."""
+    s = schema
+    pinned = "SET search_path = pg_catalog, pg_temp"
+    return f"""
+CREATE FUNCTION {s}.ledger_immutable() RETURNS trigger LANGUAGE plpgsql {pinned} AS $$
 BEGIN RAISE EXCEPTION 'ledger: % are immutable', TG_TABLE_NAME; END $$;
-CREATE FUNCTION ledger_object_once() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION {s}.ledger_object_once() RETURNS trigger LANGUAGE plpgsql {pinned} AS $$
 BEGIN
-  IF EXISTS (SELECT 1 FROM objects WHERE digest = NEW.digest) THEN
+  IF EXISTS (SELECT 1 FROM {s}.objects WHERE digest = NEW.digest) THEN
     RAISE EXCEPTION 'ledger: objects are written once';
+  END IF;
+  IF length(NEW.body) > {MAX_OBJECT_BYTES} THEN
+    RAISE EXCEPTION 'ledger: an object is at most {MAX_OBJECT_BYTES} bytes';
+  END IF;
+  IF NEW.digest !~ '^blake3:[0-9a-f]{{64}}$'
+     OR NEW.sha256 IS DISTINCT FROM 'sha256:' || encode(sha256(NEW.body), 'hex')
+     OR NEW.size IS DISTINCT FROM length(NEW.body) THEN
+    RAISE EXCEPTION 'ledger: an object row''s sha256 and size must be its body''s';
   END IF;
   RETURN NEW;
 END $$;
-CREATE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION {s}.ledger_append_only() RETURNS trigger LANGUAGE plpgsql {pinned} AS $$
 BEGIN
-  IF NEW.seq IS DISTINCT FROM (SELECT COALESCE(MAX(seq) + 1, 0) FROM entries)
+  IF NEW.seq IS DISTINCT FROM (SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.entries)
      OR NEW.prev_hash IS DISTINCT FROM COALESCE(
-          (SELECT entry_hash FROM entries ORDER BY seq DESC LIMIT 1), '{GENESIS_PREV}') THEN
+          (SELECT entry_hash FROM {s}.entries ORDER BY seq DESC LIMIT 1), '{GENESIS_PREV}') THEN
     RAISE EXCEPTION 'ledger: entries are append-only (seq = head+1, prev = head hash)';
   END IF;
   RETURN NEW;
 END $$;
-CREATE TRIGGER objects_write_once BEFORE INSERT ON objects
-  FOR EACH ROW EXECUTE FUNCTION ledger_object_once();
-CREATE TRIGGER objects_no_change BEFORE UPDATE OR DELETE ON objects
-  FOR EACH ROW EXECUTE FUNCTION ledger_immutable();
-CREATE TRIGGER objects_no_truncate BEFORE TRUNCATE ON objects
-  FOR EACH STATEMENT EXECUTE FUNCTION ledger_immutable();
-CREATE TRIGGER entries_append_only BEFORE INSERT ON entries
-  FOR EACH ROW EXECUTE FUNCTION ledger_append_only();
-CREATE TRIGGER entries_no_change BEFORE UPDATE OR DELETE ON entries
-  FOR EACH ROW EXECUTE FUNCTION ledger_immutable();
-CREATE TRIGGER entries_no_truncate BEFORE TRUNCATE ON entries
-  FOR EACH STATEMENT EXECUTE FUNCTION ledger_immutable();
+CREATE TRIGGER objects_write_once BEFORE INSERT ON {s}.objects
+  FOR EACH ROW EXECUTE FUNCTION {s}.ledger_object_once();
+CREATE TRIGGER objects_no_change BEFORE UPDATE OR DELETE ON {s}.objects
+  FOR EACH ROW EXECUTE FUNCTION {s}.ledger_immutable();
+CREATE TRIGGER objects_no_truncate BEFORE TRUNCATE ON {s}.objects
+  FOR EACH STATEMENT EXECUTE FUNCTION {s}.ledger_immutable();
+CREATE TRIGGER entries_append_only BEFORE INSERT ON {s}.entries
+  FOR EACH ROW EXECUTE FUNCTION {s}.ledger_append_only();
+CREATE TRIGGER entries_no_change BEFORE UPDATE OR DELETE ON {s}.entries
+  FOR EACH ROW EXECUTE FUNCTION {s}.ledger_immutable();
+CREATE TRIGGER entries_no_truncate BEFORE TRUNCATE ON {s}.entries
+  FOR EACH STATEMENT EXECUTE FUNCTION {s}.ledger_immutable();
 """
+
 
 # The derived state's tables: SQLite's ``STATE_SCHEMA`` with PostgreSQL's types.
 PG_STATE_SCHEMA: Final = (
@@ -155,15 +192,35 @@ END $$;
 """
 
 
-def _grants() -> list[str]:
+# Derived tables the fold (``ledger.state.StateIndex``) only inserts into (first wins): a writer
+# may not update or delete their rows (an exposure or an observation a later write is refused
+# by), nor, without UPDATE or DELETE, lock them against readers (``LOCK TABLE`` in a mode
+# stronger than ROW EXCLUSIVE needs one of them).
+_STATE_INSERT_ONLY: Final = (
+    "state_work_units",
+    "state_exposed",
+    "state_exposed_ids",
+    "state_observed",
+)
+
+
+def _grants(schema: str, database: str) -> list[str]:
+    """The privileges (rule 2), ``schema`` and ``database`` quoted. TEMP on the database is
+    the audit's (its scratch tables) and so ``ledger_reader``'s alone; nobody but the owner
+    creates in the ledger's schema (a function or operator there would be found by name)."""
     evidence = "ledger_meta, objects, entries"
     state = ", ".join(STATE_TABLES)
+    updated = ", ".join(t for t in STATE_TABLES if t not in _STATE_INSERT_ONLY)
     return [
         f"REVOKE ALL ON {evidence}, {state} FROM PUBLIC",
         f"GRANT SELECT ON {evidence}, {state} TO {READER_ROLE}",
         f"GRANT SELECT, INSERT ON objects, entries TO {WRITER_ROLE}",
         f"GRANT SELECT ON ledger_meta TO {WRITER_ROLE}",
-        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {state} TO {WRITER_ROLE}",
+        f"GRANT SELECT, INSERT ON {state} TO {WRITER_ROLE}",
+        f"GRANT UPDATE, DELETE ON {updated} TO {WRITER_ROLE}",
+        f"REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC, {WRITER_ROLE}, {READER_ROLE}",
+        f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC, {WRITER_ROLE}",
+        f"GRANT TEMPORARY ON DATABASE {database} TO {READER_ROLE}",
     ]
 
 
@@ -366,11 +423,14 @@ def _connect(url: str, timeout: int, *, read_only: bool) -> psycopg.Connection[A
     try:
         conn.execute("SET synchronous_commit = on")
         conn.execute("SET client_encoding = 'UTF8'")
+        # Every statement of the session, reads included, waits for a lock (a table another
+        # session locked, the write lock, a row being inserted) at most the busy timeout.
+        conn.execute(f"SET lock_timeout = {int(timeout)}")
         if read_only:
             conn.execute("SET default_transaction_read_only = on")
     except psycopg.Error as exc:
         conn.close()
-        raise _db_error(url, exc, timeout) from None
+        raise _db_error(url, exc, timeout, read_only=read_only) from None
     return conn
 
 
@@ -378,7 +438,7 @@ def _connect_to_ledger(url: str, timeout: int, *, read_only: bool) -> psycopg.Co
     """``_connect``, then the database checked to be a ledger (closed again if not)."""
     conn = _connect(url, timeout, read_only=read_only)
     try:
-        _check_is_ledger(conn, url, timeout)
+        _check_is_ledger(conn, url, timeout, read_only=read_only)
     except BaseException:
         conn.close()
         raise
@@ -394,11 +454,20 @@ def _connect_error(url: str, exc: psycopg.Error) -> StoreError:
     )
 
 
-def _db_error(url: str, exc: psycopg.Error, timeout: int) -> LedgerError:
+def _db_error(
+    url: str, exc: psycopg.Error, timeout: int, *, read_only: bool = False
+) -> LedgerError:
     """The refusal for a PostgreSQL error, by SQLSTATE (never by the wording of its message)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     where = _display(url)
     state = getattr(exc, "sqlstate", None) or ""
+    if state in ("55P03", "40001", "40P01") and read_only:  # a reader held off by a lock
+        return StoreError(
+            "ledger-busy",
+            f"{where}: another session held a lock on the ledger's tables for"
+            f" {timeout / 1000:g} s, so this read could not go on; try again, or have the"
+            " database's administrator end that session (LEDGER_BUSY_TIMEOUT_MS sets the wait)",
+        )
     if state in ("55P03", "40001", "40P01"):  # lock_not_available, serialization, deadlock
         return StoreError(
             "ledger-busy",
@@ -499,14 +568,18 @@ class PostgresLedger(Store):
                 ledger._rollback()
                 _check_is_ledger(conn, url, timeout)
                 return ledger, False
-            for statement in _statements(_ROLES) + _statements(SCHEMA):
+            # Where the tables go (the server refuses CREATE TABLE when no schema is).
+            schema, database = conn.execute(
+                "SELECT quote_ident(current_schema()), quote_ident(current_database())"
+            ).fetchone() or ("", "")
+            script = _statements(_ROLES) + _statements(SCHEMA) + _statements(_checks(schema))
+            for statement in script + _statements(PG_STATE_SCHEMA):
                 conn.execute(statement)
-            for statement in _statements(PG_STATE_SCHEMA):
-                conn.execute(statement)
-            for statement in _grants():
+            for statement in _grants(schema, database):
                 conn.execute(statement)
             conn.execute(
-                "INSERT INTO ledger_meta VALUES (0, %s, %s)", (APPLICATION_ID, STORE_FORMAT)
+                "INSERT INTO ledger_meta VALUES (0, %s, %s, %s)",
+                (APPLICATION_ID, STORE_FORMAT, SCHEMA_VERSION),
             )
             writer = Writer(ledger)
             if genesis is None:
@@ -547,11 +620,11 @@ class PostgresLedger(Store):
             db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         except psycopg.Error as exc:
             self._rollback_quietly()
-            raise _db_error(self._url, exc, self.busy_timeout_ms) from None
+            raise self._refusal(exc) from None
         try:
             yield db
         except psycopg.Error as exc:
-            raise _db_error(self._url, exc, self.busy_timeout_ms) from None
+            raise self._refusal(exc) from None
         finally:
             self._rollback_quietly()
             if scratch:
@@ -572,7 +645,6 @@ class PostgresLedger(Store):
             tip = None  # nothing committed yet: nothing to catch up from
         statements = [
             "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE",
-            f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}",
             f"SELECT pg_advisory_xact_lock({_LOCK_KEY})",
         ]
         if tip is not None:
@@ -587,7 +659,7 @@ class PostgresLedger(Store):
                 self._catch_up = (tip, cursor.fetchall())
         except psycopg.Error as exc:
             self._rollback_quietly()
-            raise _db_error(self._url, exc, self.busy_timeout_ms) from None
+            raise self._refusal(exc) from None
 
     def _current_tip(self, tip: _Tip | None) -> _Tip:
         catch_up, self._catch_up = self._catch_up, None
@@ -614,9 +686,12 @@ class PostgresLedger(Store):
         except psycopg.Error:
             pass  # a broken connection has no transaction left to end
 
+    def _refusal(self, exc: psycopg.Error) -> LedgerError:
+        return _db_error(self._url, exc, self.busy_timeout_ms, read_only=self.read_only)
+
     def _store_error(self, exc: BaseException) -> LedgerError | None:
         if isinstance(exc, psycopg.Error):
-            return _db_error(self._url, exc, self.busy_timeout_ms)
+            return self._refusal(exc)
         return None
 
     def _data_version(self) -> int:
@@ -629,7 +704,9 @@ class PostgresLedger(Store):
             self._conn.execute(statement)
 
 
-def _check_is_ledger(conn: psycopg.Connection[Any], url: str, timeout: int) -> None:
+def _check_is_ledger(
+    conn: psycopg.Connection[Any], url: str, timeout: int, *, read_only: bool = False
+) -> None:
     where = _display(url)
     try:
         tables = {
@@ -638,13 +715,13 @@ def _check_is_ledger(conn: psycopg.Connection[Any], url: str, timeout: int) -> N
                 "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
             )
         }
-        meta = (
-            conn.execute(
-                "SELECT application_id, store_format FROM ledger_meta WHERE id = 0"
-            ).fetchone()
-            if "ledger_meta" in tables
-            else None
-        )
+        meta: dict[str, Any] | None = None
+        if "ledger_meta" in tables:
+            cursor = conn.execute("SELECT * FROM ledger_meta WHERE id = 0")
+            row = cursor.fetchone()
+            if row is not None:
+                names = [column.name for column in cursor.description or ()]
+                meta = dict(zip(names, row, strict=True))
         columns = tuple(
             row[0]
             for row in conn.execute(
@@ -654,21 +731,40 @@ def _check_is_ledger(conn: psycopg.Connection[Any], url: str, timeout: int) -> N
             )
         )
     except psycopg.Error as exc:
-        raise _db_error(url, exc, timeout) from None
-    if meta is None or meta[0] != APPLICATION_ID or not {"entries", "objects"} <= tables:
+        raise _db_error(url, exc, timeout, read_only=read_only) from None
+    if (
+        meta is None
+        or meta.get("application_id") != APPLICATION_ID
+        or not {"entries", "objects"} <= tables
+    ):
         raise StoreError(
             "not-a-ledger",
             f"{where} is not a ledger database (create one with `ledger init --db ...`)",
         )
-    if meta[1] > STORE_FORMAT:
+    store_format = meta.get("store_format")
+    if isinstance(store_format, int) and store_format > STORE_FORMAT:
         raise StoreError(
             "ledger-format-newer",
-            f"{where} has format version {meta[1]}; this ledger {STORE_FORMAT}: upgrade `ledger`",
+            f"{where} has format version {store_format}; this ledger {STORE_FORMAT}:"
+            " upgrade `ledger`",
         )
-    if meta[1] != STORE_FORMAT:
-        raise StoreError("ledger-format-unknown", f"{where} has unknown format version {meta[1]}")
+    if store_format != STORE_FORMAT:
+        raise StoreError(
+            "ledger-format-unknown", f"{where} has unknown format version {store_format}"
+        )
     if columns != ENTRY_COLUMNS:
         raise StoreError(
             "not-a-ledger",
             f"{where} is not a ledger database: its entries table has columns {', '.join(columns)}",
+        )
+    version = meta.get("schema_version", 1)
+    if not read_only and not (isinstance(version, int) and version >= SCHEMA_VERSION):
+        # Its server admits rows this version's refuses: read it, never write to it.
+        raise StoreError(
+            "ledger-schema-outdated",
+            f"{where} was made by an older `ledger` (server-side checks {version}, this"
+            f" ledger's {SCHEMA_VERSION}): its server checks no object row and its triggers"
+            " read tables by the writing session's search path; reading commands work on it,"
+            " writes are refused: copy it into a new, empty database with `ledger copy`"
+            " (the copy is made with the checks) and write there",
         )
