@@ -369,18 +369,24 @@ def lint(
 
 
 def freeze_dry_run(
-    db: str | Path, cohort_dir: Path, *, root: Path, hidden_plans: Path | None, as_json: bool
+    db: str | Path,
+    cohort_dir: Path,
+    *,
+    root: Path,
+    hidden_plans: Path | None,
+    reuse_exposed: dict[str, str],
+    as_json: bool,
 ) -> int:
     """``ledger freeze --dry-run``: lint plus the ledger-state checks; writes nothing."""
     from ledger.authoring.lint import dry_run
-    from ledger.operations.freeze import STATE_CHECKS
+    from ledger.operations.freeze import check_reuse_reasons, state_checks
 
     report = dry_run(
         db,
         cohort_dir,
         root=root,
         hidden_plans=hidden_plans,
-        state_checks=STATE_CHECKS,
+        state_checks=state_checks(check_reuse_reasons(reuse_exposed)),
         busy_timeout_ms=IO.busy_timeout_ms(),
     )
     return _show_report(report, as_json)
