@@ -101,16 +101,20 @@ TASK_CONTENT_VERSION: Final = 1
 
 def task_content_key(work_unit: WorkUnit) -> str:
     """The task content key of a WorkUnit (LEDGER.md section 5, rule 5): the reference digest of
-    what the task asks, where and in which scope (its objective, white space runs made one
-    space; its source and source revision; its allowed and forbidden paths, sorted), so a copy
-    that differs only in id, version, authorship or administrative fields is the same task."""
-    provenance = work_unit.provenance
-    revision = provenance.source_revision
+    what the task asks, of what and in which scope (its objective, white space runs made one
+    space; its inputs without their ids, and its source revision; its allowed and forbidden
+    paths, sorted), so a copy that differs only in id, version, provenance (authorship, source
+    label, parents) or administrative fields is the same task."""
+    revision = work_unit.provenance.source_revision
+    inputs = [
+        [item.type, item.locator, item.digest if isinstance(item.digest, str) else None]
+        for item in work_unit.inputs
+    ]
     return canonical_digest(
         {
             "task_content": TASK_CONTENT_VERSION,
             "objective": " ".join(part for part in _SPACE_RUN.split(work_unit.objective) if part),
-            "source": provenance.source,
+            "inputs": sorted(inputs, key=canonical_bytes),
             "source_revision": revision if isinstance(revision, str) else None,
             "allowed_paths": sorted(work_unit.constraints.allowed_paths),
             "forbidden_paths": sorted(work_unit.constraints.forbidden_paths),
@@ -159,7 +163,7 @@ class Exposure:
             return f"WorkUnit {self.work_unit}"
         if self.by == "id":
             return f"WorkUnit id {self.work_unit}"
-        return f"the content (source, revision, objective, paths) of WorkUnit {self.work_unit}"
+        return f"the task content (objective, inputs, revision, paths) of WorkUnit {self.work_unit}"
 
 
 @dataclass(slots=True)

@@ -132,6 +132,7 @@ def bound_plan(work_unit: dict[str, Any]) -> dict[str, Any]:
         "work_unit_id": work_unit["id"],
         "work_unit_version": work_unit["version"],
         "work_unit_digest": canonical_digest(work_unit),
+        "source_revision": work_unit["provenance"]["source_revision"],
     }
     return plan
 
@@ -211,16 +212,19 @@ def test_renamed_work_unit_of_an_exposed_task_cannot_reenter_held_out(
     assert refused.code == "workunit-exposed"
     assert f"WorkUnit {PATCH_WORK_UNIT['id']}" in refused.message
     assert f"entry {exposed.outcome_seq}" in refused.message
-    assert "content" in refused.message
+    assert "task content" in refused.message and "another split" in refused.message
     assert "new id" not in refused.message and "another id" not in refused.message
+    # and how to record a deliberate reuse, the one way past a content match
+    assert "--reuse-exposed test/renamed/task-000=REASON" in refused.message
 
 
 _ANOTHER_AUTHOR = {
     "created_by": "someone-else",
     "creator_type": "agent",
-    "source": PATCH_WORK_UNIT["provenance"]["source"],
+    "source": "copied from calibration/patch-readme",
     "source_revision": PATCH_WORK_UNIT["provenance"]["source_revision"],
     "created_at": "2026-01-01T00:00:00Z",
+    "parent_work_unit_ids": [PATCH_WORK_UNIT["id"]],
 }
 
 
@@ -234,6 +238,7 @@ _ANOTHER_AUTHOR = {
             "budget": {"project_spend_usd_max": 5, "paid_fallback_allowed": True},
             "failure_semantics": {"retryable": True, "max_attempts": 3, "on_failure": "escalate"},
             "uncertainty": [{"statement": "copied", "confidence": 0.5}],
+            "inputs": [dict(PATCH_WORK_UNIT["inputs"][0], id="the-repository")],
             "constraints": {
                 **PATCH_WORK_UNIT["constraints"],
                 "forbidden_paths": list(
@@ -257,11 +262,29 @@ def test_renamed_and_edited_copy_of_an_exposed_task_cannot_reenter_held_out(
     assert freeze_refused(db, folder, exposed.root).code == "workunit-exposed"
 
 
-def test_another_objective_is_another_task(on_sqlite: tuple[Exposed, Db]) -> None:
-    """The control: a new id with another objective is a fresh task, held out and audited clean
-    (the key does not refuse every task over the same repository and paths)."""
+_INPUT = PATCH_WORK_UNIT["inputs"][0]
+_CONSTRAINTS = PATCH_WORK_UNIT["constraints"]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"objective": "Add the support-policy marker line to README.md."},
+        {"inputs": [dict(_INPUT, locator="calibration://another-repository")]},
+        {"provenance": dict(PATCH_WORK_UNIT["provenance"], source_revision="f" * 40)},
+        {"constraints": dict(_CONSTRAINTS, allowed_paths=["README.md", "docs/**"])},
+        {"constraints": dict(_CONSTRAINTS, forbidden_paths=[".github/**"])},
+    ],
+    ids=["objective", "inputs", "source-revision", "allowed-paths", "forbidden-paths"],
+)
+def test_another_objective_input_revision_or_scope_is_another_task(
+    on_sqlite: tuple[Exposed, Db], changes: dict[str, Any]
+) -> None:
+    """The control: a new id with another objective, repository, revision or scope is a fresh
+    task, held out and audited clean (the key refuses copies, not every task over the same
+    repository)."""
     exposed, db = on_sqlite
-    fresh = renamed(objective="Add the support-policy marker line to README.md.")
+    fresh = renamed(**changes)
     folder = cohort_over(exposed.root, "test/fresh", fresh, HELD_OUT)
     with open_store(db, clock=Clock()) as ledger:
         assert freeze(ledger, folder, root=exposed.root).created
@@ -477,6 +500,7 @@ def test_a_reuse_record_where_the_rule_fires_by_id_is_no_override(
     assert refused.code == "workunit-exposed"
     assert f"WorkUnit id {PATCH_WORK_UNIT['id']}" in refused.message
     assert "another split" in refused.message and "new id" not in refused.message
+    assert "--reuse-exposed" not in refused.message  # no override for a match by id
     loaded = load_cohort(folder, root=exposed.root)
     seq = append_frozen_with(Path(db), loaded, _set_reuse(0, exposed_by=exposed.outcome_seq))
     assert [(s, c) for s, c, _ in audit_codes(db)] == [(seq, "workunit-exposed")]

@@ -180,18 +180,18 @@ def exposure_reuses(
                 "reason": reuse[task_id],
             }
             continue
-        if exposed.by == "content":
-            raise CommitError(
-                "workunit-exposed",
-                f"task {task_id}: WorkUnit {item.work_unit.id} asks what an exposed task asked:"
-                f" {exposed.what} was exposed by entry {exposed.seq}, and exposure follows the"
-                " task, not its id or version. Freeze it in another split; if reusing that"
-                f" text is deliberate, record why with --reuse-exposed {task_id}=REASON",
-            )
+        # Only a content match may be a deliberate reuse; the message says how to record one.
+        reuse_hint = (
+            f"; if WorkUnit {item.work_unit.id} reuses that text on purpose, record why with"
+            f" --reuse-exposed {task_id}=REASON"
+            if exposed.by == "content"
+            else ""
+        )
         raise CommitError(
             "workunit-exposed",
-            f"task {task_id}: {exposed.what} was exposed by entry {exposed.seq} and can never"
-            " again be held_out, under any id or version; freeze it in another split",
+            f"task {task_id}: {exposed.what} was exposed by entry {exposed.seq}, and an exposed"
+            " task can never again be held_out, under any id or version; freeze it in another"
+            f" split{reuse_hint}",
         )
     return records
 
