@@ -159,12 +159,17 @@ def exposure_reuses(
                 " a held-out task is refused for exposure, so there is nothing to record",
             )
     records: dict[str, dict[str, Any]] = {}
+    # One key per WorkUnit, not per task: a cohort may name one WorkUnit in every task.
+    contents: dict[str, str] = {}
     for item in loaded.tasks:
         task_id = item.task.id
         if item.task.split != "held_out":
             continue
-        content = task_content_key(item.work_unit)
-        exposed = state.exposure(item.work_unit.id, item.work_unit_doc.digest, content)
+        digest = item.work_unit_doc.digest
+        content = contents.get(digest)
+        if content is None:
+            content = contents[digest] = task_content_key(item.work_unit)
+        exposed = state.exposure(item.work_unit.id, digest, content)
         if exposed is None:
             if task_id in reuse:
                 raise CommitError(
