@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from commit_helpers import (
     FAMILIES,
@@ -39,6 +40,7 @@ from ledger.operations.verify import verify
 from ledger.state import read_state, task_content_key
 from ledger.store.base import STATE_TABLES
 from ledger.store.opening import create_store, open_store
+from ledger.store.postgres import WRITER_ROLE
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
 from verifiers.contracts import decode_work_unit
@@ -380,6 +382,40 @@ def test_a_ledger_from_before_the_content_key_refuses_a_renamed_copy(
     assert [tuple(row) for row in rows] == [
         (content_key(PATCH_WORK_UNIT), exposed.outcome_seq, PATCH_WORK_UNIT["id"])
     ]
+    assert audit_codes(db) == []
+
+
+@pytest.mark.parametrize("exposed_per_store", ["postgresql"], indirect=True)
+def test_a_postgresql_writer_role_waits_for_the_owner_to_rebuild_an_older_derived_state(
+    on_each_store: tuple[Exposed, Db],
+) -> None:
+    """On PostgreSQL the rebuild of an older derived state is DDL, which only the owner may
+    run: a ``ledger_writer`` login's write is refused (``ledger-unreadable``) and writes
+    nothing, until the owner's next write has rebuilt the tables (LEDGER.md section 2)."""
+    exposed, db = on_each_store
+    server = exposed.built.server
+    assert server is not None and isinstance(db, str)
+    with store_attacker(db, drop_triggers=False) as conn:
+        conn.execute("DROP TABLE state_contents")
+    database = db.rsplit("/", 1)[1]
+    login = f"writer_{database.rsplit('_', 1)[-1]}"
+    with psycopg.connect(server.url(), autocommit=True, connect_timeout=10) as admin:
+        admin.execute(f"CREATE ROLE {login} LOGIN")
+        admin.execute(f"GRANT {WRITER_ROLE} TO {login}")
+    try:
+        writer = server.url(database, role=login)
+        before = size(db)
+        refused = run_cli(["--db", writer, "calibrate", "--json"], env={"LEDGER_TIME": TIME})
+        assert (refused.code, refused.error_code()) == (2, "ledger-unreadable"), refused.stdout
+        assert size(db) == before
+        assert run_cli(["--db", db, "calibrate"], env={"LEDGER_TIME": TIME}).code == 0
+        done = run_cli(["--db", writer, "calibrate"], env={"LEDGER_TIME": TIME})
+        assert done.code == 0, done.stdout + done.stderr
+        assert size(db) == before + 2
+    finally:
+        with psycopg.connect(server.url(), autocommit=True, connect_timeout=10) as admin:
+            admin.execute(f"DROP OWNED BY {login}")
+            admin.execute(f"DROP ROLE {login}")
     assert audit_codes(db) == []
 
 
