@@ -7,6 +7,7 @@ Shared knowledge, kept out of both sides so that neither imports the other (docs
 - ``StateIndex``: the same fold kept as derived tables in the ledger file, current through
   every append (``StateIndex.for_writer``), so a write looks its state up by key instead of
   folding the history; the audit checks it against ``LedgerState`` (``ledger.audit.state_index``);
+- ``task_content_key``: what makes two WorkUnits the same task (rule 5: exposure by content);
 - ``outcome_digests``: the digests rule 9 (outcome before plan) compares;
 - ``imported_burn``: what a cohort.json whose stage is burned imports as its burn;
 - ``calibration_report_bytes``: the built-in calibration matrix's canonical report;
@@ -19,9 +20,10 @@ The rules themselves are listed in ``ledger.operations`` and LEDGER.md section 5
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
@@ -36,8 +38,13 @@ from ledger.format.payloads import (
     payload_struct,
 )
 from ledger.store.base import Store as Ledger
-from ledger.store.base import Writer
-from verifiers.canonical import canonical_bytes
+from ledger.store.base import StoredObject, Writer
+from verifiers.canonical import (
+    blake3_address,
+    canonical_bytes,
+    canonical_digest,
+    sha256_hex_digest,
+)
 from verifiers.contracts import (
     LIMITS,
     EvaluatorPlan,
@@ -82,33 +89,122 @@ class CommittedCohort:
     burned_entry: int | None = None
 
 
+# -- the content of a task (rule 5: exposure follows the task, not its id) ----------------------
+
+# White space inside an objective: every character Python 3.11's ``str.isspace`` calls space,
+# listed so that the key never depends on an interpreter's Unicode tables (LEDGER.md rule 5).
+_SPACE_RUN: Final = re.compile(
+    "[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
+)
+TASK_CONTENT_VERSION: Final = 1
+
+
+def task_content_key(work_unit: WorkUnit) -> str:
+    """The task content key of a WorkUnit (LEDGER.md section 5, rule 5): the reference digest of
+    what the task asks, of what and in which scope (its objective, white space runs made one
+    space; its inputs without their ids, and its source revision; its allowed and forbidden
+    paths, sorted), so a copy that differs only in id, version, provenance (authorship, source
+    label, parents) or administrative fields is the same task."""
+    revision = work_unit.provenance.source_revision
+    inputs = [
+        [item.type, item.locator, item.digest if isinstance(item.digest, str) else None]
+        for item in work_unit.inputs
+    ]
+    return canonical_digest(
+        {
+            "task_content": TASK_CONTENT_VERSION,
+            "objective": " ".join(part for part in _SPACE_RUN.split(work_unit.objective) if part),
+            "inputs": sorted(inputs, key=canonical_bytes),
+            "source_revision": revision if isinstance(revision, str) else None,
+            "allowed_paths": sorted(work_unit.constraints.allowed_paths),
+            "forbidden_paths": sorted(work_unit.constraints.forbidden_paths),
+        }
+    )
+
+
+def work_unit_content(body: bytes, address: str, digest: str) -> str | None:
+    """The task content key of stored WorkUnit bytes, or None when they are not the WorkUnit
+    an entry names (another address or digest: the audit reports that) or do not decode. Pure:
+    every fold of the history (the audit's, the write path's, a reader's) derives the same key
+    from the same bytes, for entries written before the key existed as for new ones."""
+    if blake3_address(body) != address or sha256_hex_digest(body) != digest:
+        return None
+    decoded = decode_work_unit(body)
+    return None if decoded.value is None else task_content_key(decoded.value)
+
+
+# (object address, reference digest) of a committed WorkUnit -> its task content key, or None.
+ContentOf = Callable[[str, str], str | None]
+
+
+def stored_contents(read: Callable[[str], StoredObject | None]) -> ContentOf:
+    """``ContentOf`` over a store's objects (``read`` is ``Store.get_object``)."""
+
+    def content_of(address: str, digest: str) -> str | None:
+        obj = read(address)
+        return None if obj is None else work_unit_content(obj.body, address, digest)
+
+    return content_of
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """Why a WorkUnit is exposed (rule 5): the entry that exposed it, and by what it matched."""
+
+    seq: int
+    by: Literal["digest", "id", "content"]
+    # The exposed WorkUnit: its digest (by digest), else its id (by id; by content, the id of
+    # the WorkUnit whose exposure first showed this content).
+    work_unit: str
+
+    @property
+    def what(self) -> str:
+        if self.by == "digest":
+            return f"WorkUnit {self.work_unit}"
+        if self.by == "id":
+            return f"WorkUnit id {self.work_unit}"
+        return f"the task content (objective, inputs, revision, paths) of WorkUnit {self.work_unit}"
+
+
 @dataclass(slots=True)
 class LedgerState:
     """What the commitment rules need to know, folded from entries in seq order.
 
-    Every lookup a rule makes is one dict access, so the state can be kept incrementally."""
+    Every lookup a rule makes is one dict access, so the state can be kept incrementally.
+    ``content_of`` gives a committed WorkUnit's task content key from its stored bytes (the
+    one input that is not in the entries)."""
 
+    content_of: ContentOf
     cohorts: dict[str, CommittedCohort] = field(default_factory=dict)
     # WorkUnit digest -> seq of the entry that exposed it (an outcome or a burn notice).
     exposed: dict[str, int] = field(default_factory=dict)
     # WorkUnit id -> seq of the entry that exposed any WorkUnit with that id (rule 5: exposure
     # follows the task, so an edited byte or a new version of the same id stays exposed).
     exposed_ids: dict[str, int] = field(default_factory=dict)
+    # Task content key -> (seq, WorkUnit id) of the first exposure of a WorkUnit with that
+    # content (rule 5: a renamed copy of an exposed task stays exposed).
+    exposed_contents: dict[str, tuple[int, str]] = field(default_factory=dict)
     # WorkUnit digest -> id, for every WorkUnit a freeze committed.
     work_unit_ids: dict[str, str] = field(default_factory=dict)
+    # WorkUnit digest -> task content key, for every committed WorkUnit whose stored bytes give one.
+    work_unit_contents: dict[str, str] = field(default_factory=dict)
     # sha256 of every byte string a bundle.observed read (status ok) -> seq of the first one.
     observed: dict[str, int] = field(default_factory=dict)
     # adapter version -> (green, seq) of the latest calibration entry naming it.
     calibration: dict[str, tuple[bool, int]] = field(default_factory=dict)
 
-    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
-        """(seq, what) of the entry that exposed this WorkUnit, by digest or else by id."""
+    def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
+        """The entry that exposed this WorkUnit: by its digest, else its id, else its task
+        content key (``content``: None when unknown)."""
         seq = self.exposed.get(digest)
         if seq is not None:
-            return seq, f"WorkUnit {digest}"
+            return Exposure(seq, "digest", digest)
         seq = self.exposed_ids.get(work_unit_id)
         if seq is not None:
-            return seq, f"WorkUnit id {work_unit_id}"
+            return Exposure(seq, "id", work_unit_id)
+        first = self.exposed_contents.get(content) if content is not None else None
+        if first is not None:
+            return Exposure(first[0], "content", first[1])
         return None
 
     def observed_before(self, digests: Sequence[str], frozen_entry: int) -> tuple[str, int] | None:
@@ -125,6 +221,9 @@ class LedgerState:
         for wu_id in (work_unit_id, known):
             if wu_id is not None:
                 self.exposed_ids.setdefault(wu_id, seq)
+        content = self.work_unit_contents.get(digest)
+        if content is not None and known is not None:
+            self.exposed_contents.setdefault(content, (seq, known))
 
     def apply(self, entry: Entry) -> None:
         """Fold one entry in. Payloads are trusted here: the audit checks them separately (a
@@ -135,6 +234,10 @@ class LedgerState:
             for item in payload.tasks:
                 wu, plan = item.work_unit, item.plan
                 self.work_unit_ids.setdefault(wu.digest, wu.id)
+                if wu.digest not in self.work_unit_contents:
+                    content = self.content_of(wu.object, wu.digest)
+                    if content is not None:
+                        self.work_unit_contents[wu.digest] = content
                 tasks[item.task] = CommittedTask(
                     cohort=payload.cohort,
                     cohort_entry=entry.seq,
@@ -240,7 +343,7 @@ STATE_KINDS: Final = (
 
 
 def read_state(ledger: Ledger) -> LedgerState:
-    state = LedgerState()
+    state = LedgerState(stored_contents(ledger.get_object))
     for entry in ledger.entries(kinds=STATE_KINDS):
         _folding(state.apply, entry)
     return state
@@ -298,6 +401,7 @@ class StateIndex:
 
     def __init__(self, ledger: Ledger) -> None:
         self._conn = ledger.derived_db()
+        self._content_of = stored_contents(ledger.get_object)
 
     @classmethod
     def for_writer(cls, w: Writer) -> StateIndex:
@@ -361,6 +465,12 @@ class StateIndex:
                     "INSERT INTO state_work_units VALUES (?, ?) ON CONFLICT DO NOTHING",
                     (wu.digest, wu.id),
                 )
+                known = conn.execute(
+                    "SELECT 1 FROM state_contents WHERE digest = ?", (wu.digest,)
+                ).fetchone()
+                content = None if known is not None else self._content_of(wu.object, wu.digest)
+                if content is not None:
+                    conn.execute("INSERT INTO state_contents VALUES (?, ?)", (wu.digest, content))
                 conn.execute(
                     _TASK_INSERT,
                     (
@@ -423,12 +533,21 @@ class StateIndex:
             "INSERT INTO state_exposed VALUES (?, ?) ON CONFLICT DO NOTHING", (digest, seq)
         )
         row = conn.execute("SELECT id FROM state_work_units WHERE digest = ?", (digest,)).fetchone()
-        for wu_id in (work_unit_id, None if row is None else row[0]):
+        known = None if row is None else row[0]
+        for wu_id in (work_unit_id, known):
             if wu_id is not None:
                 conn.execute(
                     "INSERT INTO state_exposed_ids VALUES (?, ?) ON CONFLICT DO NOTHING",
                     (wu_id, seq),
                 )
+        content = conn.execute(
+            "SELECT content FROM state_contents WHERE digest = ?", (digest,)
+        ).fetchone()
+        if content is not None and known is not None:
+            conn.execute(
+                "INSERT INTO state_exposed_contents VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (content[0], seq, known),
+            )
 
     # -- lookups (the ones LedgerState answers from its dicts) --------------------------------
 
@@ -474,18 +593,25 @@ class StateIndex:
         )
         return [_task(row) for row in rows]
 
-    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
+    def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
         """As ``LedgerState.exposure``."""
         row = self._conn.execute(
             "SELECT seq FROM state_exposed WHERE digest = ?", (digest,)
         ).fetchone()
         if row is not None:
-            return row[0], f"WorkUnit {digest}"
+            return Exposure(row[0], "digest", digest)
         row = self._conn.execute(
             "SELECT seq FROM state_exposed_ids WHERE id = ?", (work_unit_id,)
         ).fetchone()
         if row is not None:
-            return row[0], f"WorkUnit id {work_unit_id}"
+            return Exposure(row[0], "id", work_unit_id)
+        if content is not None:
+            row = self._conn.execute(
+                "SELECT seq, work_unit_id FROM state_exposed_contents WHERE content = ?",
+                (content,),
+            ).fetchone()
+            if row is not None:
+                return Exposure(row[0], "content", row[1])
         return None
 
     def observed_before(self, digests: Sequence[str], frozen_entry: int) -> tuple[str, int] | None:
@@ -519,7 +645,7 @@ class CommitmentLookups(Protocol):
 
     def cohort(self, cohort: str) -> CommittedCohort | None: ...
 
-    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None: ...
+    def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None: ...
 
     def calibration(self, version: str) -> tuple[bool, int] | None: ...
 
@@ -534,8 +660,8 @@ class FoldedLookups:
     def cohort(self, cohort: str) -> CommittedCohort | None:
         return self._state.cohorts.get(cohort)
 
-    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
-        return self._state.exposure(work_unit_id, digest)
+    def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
+        return self._state.exposure(work_unit_id, digest, content)
 
     def calibration(self, version: str) -> tuple[bool, int] | None:
         return self._state.calibration.get(version)

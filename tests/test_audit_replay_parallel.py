@@ -31,6 +31,7 @@ from commit_helpers import (
     five_tasks_first_hidden,
     make_bundle,
     make_cohort,
+    salted,
     write_json,
 )
 from helpers import FIXED_TIME, checkpointed_copy, run_cli
@@ -348,6 +349,7 @@ def public_export(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     plan["id"] = "test/hidden-plan"
     plan["visibility"] = "hidden"
     plan["backend"]["required_added_substrings"] = [REQUIRED]
+    salted(plan)
     write_json(root / "hidden" / "plan.json", plan)
     tasks = five_tasks_first_hidden(root, COHORT, plan)
     write_json(root / "cohort" / "cohort.json", cohort_doc(COHORT, tasks))

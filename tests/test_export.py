@@ -23,6 +23,7 @@ from commit_helpers import (
     five_tasks_first_hidden,
     make_bundle,
     make_cohort,
+    salted,
     write_json,
 )
 from helpers import FIXED_TIME, CliResult, run_cli
@@ -50,7 +51,7 @@ def hidden_plan() -> dict[str, Any]:
     plan["id"] = "test/hidden-plan-fragment"
     plan["visibility"] = "hidden"
     plan["extensions"] = {"private_note": SECRET}
-    return plan
+    return salted(plan)
 
 
 def make_hidden_cohort(root: Path, hidden_dir: Path) -> Path:

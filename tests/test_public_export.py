@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commit_helpers import cohort_doc, five_tasks_first_hidden, write_json
+from commit_helpers import TEST_PLAN_SALT, cohort_doc, five_tasks_first_hidden, salted, write_json
 from helpers import FIXED_TIME, CliResult, run_cli
 
 from ledger import api
@@ -47,13 +47,13 @@ def hidden_plan() -> dict[str, Any]:
     plan["visibility"] = "hidden"
     plan["backend"]["required_added_substrings"] = [REQUIRED]
     plan["extensions"] = {"private_note": NOTE}
-    return plan
+    return salted(plan)
 
 
 def required_strings(plan: dict[str, Any]) -> list[str]:
     """Every string value under the plan's backend whose field says required/expected, and the
-    plan's private extension: what a public export must not reveal."""
-    found: list[str] = [NOTE]
+    plan's private extension and its salt: what a public export must not reveal."""
+    found: list[str] = [NOTE, TEST_PLAN_SALT]
     for name, value in plan["backend"].items():
         if ("required" in name or "expected" in name) and isinstance(value, list):
             found += [v for v in value if isinstance(v, str) and v not in ("stdout", "stderr")]

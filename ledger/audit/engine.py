@@ -111,8 +111,18 @@ def audit(
             else None
         )
         try:
+            # The derived commitment state against the entries (WorkUnits read in this snapshot).
+            derived = StateIndexCheck(conn, ledger.get_object)
             return _audit_snapshot(
-                conn, worker, observers, progress, checkpoints, withheld, wanted_sizes, upto + 1
+                conn,
+                worker,
+                derived,
+                observers,
+                progress,
+                checkpoints,
+                withheld,
+                wanted_sizes,
+                upto + 1,
             )
         finally:
             if worker is not None:
@@ -133,6 +143,7 @@ _ADD_REF: Final = "INSERT INTO audit_refs VALUES (?, ?) ON CONFLICT DO NOTHING"
 def _audit_snapshot(
     conn: Db,
     worker: _RowWorker | None,
+    derived: StateIndexCheck,
     observers: list[EntryObserver],
     progress: Callable[[int, int], None] | None,
     checkpoints: Sequence[Checkpoint],
@@ -143,7 +154,6 @@ def _audit_snapshot(
     """One pass over the rows (bodies, rules; the row checks too unless a worker has them),
     the row checks' answer, then everything that needs the whole file, then the checkpoints."""
     report = _Collector()
-    derived = StateIndexCheck(conn)  # the derived commitment state against the entries
     inline = None if worker is not None else _RowChecks(report, wanted_sizes)
     # With a worker, what this process read, to prove the worker read the same (``RowDigest``).
     seen = RowDigest() if worker is not None else None

@@ -41,6 +41,7 @@ from ledger.format.payloads import (
     CheckpointWitnessed,
     CohortBurned,
     CohortFrozen,
+    ExposureReuse,
     FrozenTask,
     LedgerCreated,
     Timestamped,
@@ -54,6 +55,7 @@ from ledger.state import (
     calibration_report_bytes,
     imported_burn,
     outcome_digests,
+    work_unit_content,
 )
 from ledger.store.base import Store as Ledger
 from ledger.store.base import StoredObject
@@ -78,6 +80,7 @@ ADAPTER_PAIRING_INVALID: Final = "adapter-pairing-invalid"
 PLAN_BINDING_INVALID: Final = "plan-binding-invalid"
 CALIBRATION_MISSING: Final = "calibration-missing"
 WORKUNIT_EXPOSED: Final = "workunit-exposed"
+EXPOSURE_REUSE_INVALID: Final = "exposure-reuse-invalid"
 BURN_WITHOUT_FREEZE: Final = "burn-without-freeze"
 COHORT_REBURNED: Final = "cohort-reburned"
 BURN_MISMATCH: Final = "burn-mismatch"
@@ -176,7 +179,9 @@ class CommitmentRules:
         self._withheld: Mapping[str, tuple[str, int]] = withheld or {}
         # (check, reason) -> how many times it was skipped.
         self.skipped: dict[tuple[str, str], int] = {}
-        self._state = LedgerState()
+        # WorkUnit digest -> task content key of the stored bytes the rules read (rule 5).
+        self._contents: dict[str, str] = {}
+        self._state = LedgerState(lambda _address, digest: self._contents.get(digest))
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
         # cohort id -> (reason, observed tasks, notice references) its import must give (a
         # stored document whose stage is burned: freeze recorded its burn from it, rule 4).
@@ -481,19 +486,8 @@ class CommitmentRules:
                 self._check_binding(entry, task, wu_bytes, plan_bytes, report)
             elif task.plan.object in self._withheld:
                 self._skip("plan-binding", SKIP_PLAN_WITHHELD)
-            exposed = (
-                state.exposure(task.work_unit.id, task.work_unit.digest)
-                if task.split == "held_out"
-                else None
-            )
-            if exposed is not None:
-                _flag(
-                    report,
-                    entry,
-                    WORKUNIT_EXPOSED,
-                    f"task {task.task} is held_out but its {exposed[1]} was exposed at"
-                    f" seq {exposed[0]}",
-                )
+            content = self._content(task, wu_bytes)
+            self._check_exposure(entry, task, content, report)
         for version in sorted(used_versions):
             green = state.calibration.get(version)
             if green is None or not green[0]:
@@ -504,6 +498,64 @@ class CommitmentRules:
                     f"adapter {version} had no green calibration before this freeze",
                 )
         state.apply(entry)
+
+    def _content(self, task: FrozenTask, wu_bytes: bytes | None) -> str | None:
+        """The task content key of the WorkUnit bytes just read (hashed by ``_document``), kept
+        for the fold: the first bytes of a digest that give one."""
+        digest = task.work_unit.digest
+        if digest not in self._contents and wu_bytes is not None:
+            content = work_unit_content(wu_bytes, task.work_unit.object, digest)
+            if content is not None:
+                self._contents[digest] = content
+        return self._contents.get(digest)
+
+    def _check_exposure(
+        self, entry: Entry, task: FrozenTask, content: str | None, report: Report
+    ) -> None:
+        """Rule 5: a held-out task whose WorkUnit was exposed before this entry (by digest, id
+        or task content), unless the entry records the deliberate reuse of that content; and a
+        recorded reuse with no such exposure to cover (freeze refuses both)."""
+        reuse = task.reuses if isinstance(task.reuses, ExposureReuse) else None
+        if task.split != "held_out":
+            if reuse is not None:
+                _flag(
+                    report,
+                    entry,
+                    EXPOSURE_REUSE_INVALID,
+                    f"task {task.task} records a reuse of exposed content but is {task.split},"
+                    " not held_out",
+                )
+            return
+        exposed = self._state.exposure(task.work_unit.id, task.work_unit.digest, content)
+        if exposed is None:
+            if reuse is not None:
+                _flag(
+                    report,
+                    entry,
+                    EXPOSURE_REUSE_INVALID,
+                    f"task {task.task} records a reuse of WorkUnit {reuse.work_unit_id}'s content"
+                    f" exposed at seq {reuse.exposed_by}, but no exposed task had its content",
+                )
+            return
+        if (
+            exposed.by == "content"
+            and reuse is not None
+            and (reuse.work_unit_id, reuse.exposed_by) == (exposed.work_unit, exposed.seq)
+        ):
+            return  # the deliberate reuse, recorded where the rule would fire
+        recorded = (
+            f" (its recorded reuse names WorkUnit {reuse.work_unit_id} at seq"
+            f" {reuse.exposed_by}, which is not what exposed it)"
+            if reuse is not None
+            else ""
+        )
+        _flag(
+            report,
+            entry,
+            WORKUNIT_EXPOSED,
+            f"task {task.task} is held_out but {exposed.what} was exposed at seq"
+            f" {exposed.seq}{recorded}",
+        )
 
     @staticmethod
     def _differences(

@@ -307,6 +307,13 @@ def new_task(
 def seal(
     cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
     root: RootOpt = Path("."),
+    hidden_plans: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder of the hidden plans the cohort's hidden tasks name (by plan id): sealed"
+            " too, and each unsalted one given a secret salt."
+        ),
+    ] = None,
     check: Annotated[
         bool, typer.Option("--check", help="Change nothing; exit 1 when anything is stale.")
     ] = False,
@@ -315,17 +322,22 @@ def seal(
     """Recompute and write every digest and binding of a cohort folder, in dependency order:
     WorkUnit digests, plan bindings and digests, task entries, the definition digest.
 
-    Shows what changed. Writes digests only, never a value that changes meaning. Refuses
-    (cohort-already-frozen) when the ledger (--db, if it exists) froze this cohort id with
-    another definition. Exit 0 when sealed, 1 with --check when anything is stale."""
+    Shows what changed. Writes digests only, never a value that changes meaning; with
+    --hidden-plans, also a 256-bit random salt into each hidden plan that has none (never
+    shown; the plan is written readable by its owner only). Refuses (cohort-already-frozen)
+    when the ledger (--db, if it exists) froze this cohort id with another definition. Exit 0
+    when sealed, 1 with --check when anything is stale."""
     from ledger.authoring.files import write_files
     from ledger.authoring.seal import frozen_definitions
     from ledger.authoring.seal import seal as run_seal
+    from ledger.settings import random_salt
 
     frozen = frozen_definitions(IO.db(), busy_timeout_ms=IO.busy_timeout_ms())
-    sealed = run_seal(cohort_dir, root=root, frozen=frozen)
+    sealed = run_seal(
+        cohort_dir, root=root, frozen=frozen, hidden_plans=hidden_plans, salts=random_salt
+    )
     if not check:
-        write_files(sealed.writes, on_written=note_files(cohort_dir))
+        write_files(sealed.writes, on_written=note_files(cohort_dir), private=sealed.private)
     # "written" is what happened: nothing is, with --check or when nothing was stale.
     _show_seal(sealed, as_json, written=not check and bool(sealed.writes))
     return EXIT_FAILED if check and sealed.stale else EXIT_OK
@@ -369,18 +381,24 @@ def lint(
 
 
 def freeze_dry_run(
-    db: str | Path, cohort_dir: Path, *, root: Path, hidden_plans: Path | None, as_json: bool
+    db: str | Path,
+    cohort_dir: Path,
+    *,
+    root: Path,
+    hidden_plans: Path | None,
+    reuse_exposed: dict[str, str],
+    as_json: bool,
 ) -> int:
     """``ledger freeze --dry-run``: lint plus the ledger-state checks; writes nothing."""
     from ledger.authoring.lint import dry_run
-    from ledger.operations.freeze import STATE_CHECKS
+    from ledger.operations.freeze import check_reuse_reasons, state_checks
 
     report = dry_run(
         db,
         cohort_dir,
         root=root,
         hidden_plans=hidden_plans,
-        state_checks=STATE_CHECKS,
+        state_checks=state_checks(check_reuse_reasons(reuse_exposed)),
         busy_timeout_ms=IO.busy_timeout_ms(),
     )
     return _show_report(report, as_json)

@@ -828,6 +828,15 @@ def freeze(
         Path | None,
         typer.Option(help="Folder of hidden EvaluatorPlans, matched to tasks by plan_digest."),
     ] = None,
+    reuse_exposed: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--reuse-exposed",
+            help="TASK=REASON: the held-out TASK deliberately reuses the content of an exposed"
+            " task, for REASON (recorded in the entry; repeatable).",
+            metavar="TASK=REASON",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Every error freeze would stop at; write nothing.")
     ] = False,
@@ -838,13 +847,21 @@ def freeze(
     Everything is checked before anything is written; then one transaction stores every document
     and appends cohort.frozen. Re-freezing the identical cohort is a no-op; the same id with
     another definition is refused (cohort-already-frozen). A cohort.json whose stage is already
-    burned is recorded frozen and then burned, with the reason from its extensions.
+    burned is recorded frozen and then burned, with the reason from its extensions. A held-out
+    task whose WorkUnit (its digest, id or content) was exposed is refused (workunit-exposed);
+    --reuse-exposed records a deliberate reuse of an exposed task's content instead.
     """
     from ledger.operations.freeze import freeze as run_freeze
 
+    reuse = _reuse_exposed(reuse_exposed or [])
     if dry_run:  # lint + the ledger-state checks, read-only (ledger/cli/authoring.py)
         return authoring.freeze_dry_run(
-            _db(), cohort_dir, root=root, hidden_plans=hidden_plans, as_json=as_json
+            _db(),
+            cohort_dir,
+            root=root,
+            hidden_plans=hidden_plans,
+            reuse_exposed=reuse,
+            as_json=as_json,
         )
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
     try:
@@ -854,6 +871,7 @@ def freeze(
                 cohort_dir,
                 root=root,
                 hidden_plans=hidden_plans,
+                reuse_exposed=reuse,
                 progress=bar.update if bar is not None else None,
             )
     finally:
@@ -865,6 +883,19 @@ def freeze(
         _say(result.message)
         _say(f"definition digest {result.definition_digest}")
     return EXIT_OK
+
+
+def _reuse_exposed(values: list[str]) -> dict[str, str]:
+    """``--reuse-exposed TASK=REASON`` values: task id -> reason (a task named once)."""
+    reuse: dict[str, str] = {}
+    for value in values:
+        task_id, sep, reason = value.partition("=")
+        if not sep or not task_id:
+            raise UsageError("usage-error", f"--reuse-exposed {value!r}: give TASK=REASON")
+        if task_id in reuse:
+            raise UsageError("usage-error", f"--reuse-exposed names task {task_id} twice")
+        reuse[task_id] = reason
+    return reuse
 
 
 def msgspec_builtins(value: Any) -> Any:

@@ -20,6 +20,7 @@ Rules (LEDGER.md "Freezing a cohort"):
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,21 @@ from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
 
 COHORT_FILE: Final = "cohort.json"
 MAX_HIDDEN_PLAN_FILES: Final = 10_000
+
+# A hidden plan's secret salt (LEDGER.md section 8, "Hidden plans"): 128 to 512 bits as lowercase
+# hex, in an extension the verifiers never read, so plans 0.1-0.4 keep their meaning and the
+# reference's own plans still decode. With it, the plan's digest (public) hides the plan's
+# short required strings: without it they were recovered from the digest by trying them.
+PLAN_SALT_EXTENSION: Final = "org.evidence-ledger.plan-salt"
+PLAN_SALT_POINTER: Final = f"/extensions/{PLAN_SALT_EXTENSION}"
+_PLAN_SALT: Final = re.compile(r"[0-9a-f]{32,128}")
+
+
+def plan_salt(extensions: object) -> str | None:
+    """The salt a plan's ``extensions`` carry, when it is one (else None)."""
+    salt = extensions.get(PLAN_SALT_EXTENSION) if isinstance(extensions, dict) else None
+    return salt if isinstance(salt, str) and _PLAN_SALT.fullmatch(salt) else None
+
 
 # The backend word a cohort task states for each plan version. Plan 0.1 is the reference's
 # ``json_exact`` (LEDGER.md section 10, ``verifiers.runner``); ``exact_json``, the word this code
@@ -425,6 +441,7 @@ def _load_task(
         return None
     plan, plan_raw, plan_doc, plan_file = found
     _check_plan_matches_task(task, plan, plan_doc, checks, at)
+    _check_hidden_plan_salt(task, plan, plan_file, checks)
     version = _check_plan_backend(task, plan, plan_file, checks, at)
     if version is None:
         return None
@@ -585,6 +602,26 @@ def _check_plan_matches_task(
             pointer=f"{at.task}/evaluator/visibility",
             expected=plan.visibility,
             fix="make evaluator.visibility the plan's visibility",
+        )
+
+
+def _check_hidden_plan_salt(
+    task: CohortTask, plan: EvaluatorPlan, plan_file: str, checks: _Checks
+) -> None:
+    """A hidden plan carries its secret salt: its digest is public (in the cohort and every
+    entry), so without one the plan's required strings can be tried against it."""
+    if plan.visibility == "hidden" and plan_salt(plan.extensions) is None:
+        checks.fail(
+            CommitError(
+                "hidden-plan-unsalted",
+                f"task {task.id}: hidden plan {plan.id} has no salt: its public digest would"
+                " give its required strings away to whoever tries them",
+            ),
+            file=plan_file,
+            pointer=PLAN_SALT_POINTER,
+            expected="32 to 128 lowercase hex digits from a random source, kept secret",
+            fix="run `ledger seal DIR --hidden-plans FOLDER`: it adds a 256-bit salt and"
+            " reseals the plan's digest",
         )
 
 

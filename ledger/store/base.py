@@ -62,6 +62,8 @@ STATE_TABLES: Final = (
     "state_work_units",
     "state_exposed",
     "state_exposed_ids",
+    "state_contents",
+    "state_exposed_contents",
     "state_observed",
     "state_calibration",
 )
@@ -280,7 +282,8 @@ class Store:
 
     def create_state_tables(self) -> None:
         """Create the derived state's tables (``STATE_TABLES``), empty, in the backend's DDL
-        (inside the caller's write transaction)."""
+        (inside the caller's write transaction); a derived table already there (from a version
+        that kept fewer) is dropped first, so every one is refolded from the entries."""
         raise NotImplementedError
 
     def state_tables_present(self) -> bool:

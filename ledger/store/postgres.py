@@ -700,7 +700,10 @@ class PostgresLedger(Store):
         return next(self._versions)
 
     def create_state_tables(self) -> None:
-        for statement in _statements(PG_STATE_SCHEMA):
+        # DDL and grants: the owner's (a writer role cannot; ``init`` made the tables).
+        for name in STATE_TABLES:
+            self._conn.execute(f"DROP TABLE IF EXISTS {name}")
+        for statement in _statements(PG_STATE_SCHEMA) + _grants():
             self._conn.execute(statement)
 
 

@@ -498,6 +498,12 @@ CREATE INDEX state_tasks_work_unit ON state_tasks (work_unit_id, work_unit_versi
 CREATE TABLE state_work_units (digest TEXT PRIMARY KEY, id TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE state_exposed (digest TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE state_exposed_ids (id TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_contents (digest TEXT PRIMARY KEY, content TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed_contents (
+    content      TEXT PRIMARY KEY,
+    seq          INTEGER NOT NULL,
+    work_unit_id TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE state_observed (sha256 TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE state_calibration (
     adapter_version TEXT PRIMARY KEY,
@@ -509,7 +515,10 @@ INSERT INTO state_meta (id, through) VALUES (0, -1);
 
 
 def create_state_tables(conn: sqlite3.Connection) -> None:
-    """Create the derived state's tables, empty (inside the caller's write transaction)."""
+    """Create the derived state's tables, empty (inside the caller's write transaction), after
+    dropping any that exist (derived: the fold rebuilds them)."""
+    for name in STATE_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
     for statement in _split_sql(STATE_SCHEMA):
         conn.execute(statement)
 

@@ -58,7 +58,8 @@ def _state_rows(conn: Owner) -> list[tuple[str, dict[str, Any]]]:
     """Every derived-state row as (table, {column: value})."""
     out: list[tuple[str, dict[str, Any]]] = []
     for table in ("state_cohorts", "state_tasks", "state_observed", "state_calibration",
-                  "state_work_units", "state_exposed", "state_exposed_ids"):  # fmt: skip
+                  "state_work_units", "state_exposed", "state_exposed_ids", "state_contents",
+                  "state_exposed_contents"):  # fmt: skip
         cursor = conn.execute(f"SELECT * FROM {table}")
         names = [d.name for d in cursor.description]
         out += [(table, dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
@@ -103,6 +104,8 @@ def state_row_inserted(base: Base, conn: Owner, rng: random.Random) -> Edit:
             ("state_exposed", "INSERT INTO state_exposed VALUES (?, ?)", [f"sha256:{n:064x}", 3]),
             ("state_observed", "INSERT INTO state_observed VALUES (?, ?)", [f"sha256:{n:064x}", 5]),
             ("state_exposed_ids", "INSERT INTO state_exposed_ids VALUES (?, ?)", [f"wu/{n}", 4]),
+            ("state_exposed_contents", "INSERT INTO state_exposed_contents VALUES (?, ?, ?)",
+             [f"sha256:{n:064x}", 4, f"wu/{n}"]),
             ("state_calibration", "INSERT INTO state_calibration VALUES (?, ?, ?)",
              [f"9.{n}", 1, 2]),
         ]
