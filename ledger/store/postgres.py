@@ -201,6 +201,8 @@ _STATE_INSERT_ONLY: Final = (
     "state_exposed",
     "state_exposed_ids",
     "state_observed",
+    "state_contents",
+    "state_exposed_contents",
 )
 
 
@@ -222,6 +224,14 @@ def _grants(schema: str, database: str) -> list[str]:
         f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC, {WRITER_ROLE}",
         f"GRANT TEMPORARY ON DATABASE {database} TO {READER_ROLE}",
     ]
+
+
+def _schema_and_database(conn: Any) -> tuple[str, str]:
+    """Where the tables go, quoted (the server refuses CREATE TABLE when no schema is)."""
+    row = conn.execute(
+        "SELECT quote_ident(current_schema()), quote_ident(current_database())"
+    ).fetchone()
+    return (row[0], row[1]) if row else ("", "")
 
 
 def _statements(script: str) -> list[str]:
@@ -568,10 +578,7 @@ class PostgresLedger(Store):
                 ledger._rollback()
                 _check_is_ledger(conn, url, timeout)
                 return ledger, False
-            # Where the tables go (the server refuses CREATE TABLE when no schema is).
-            schema, database = conn.execute(
-                "SELECT quote_ident(current_schema()), quote_ident(current_database())"
-            ).fetchone() or ("", "")
+            schema, database = _schema_and_database(conn)
             script = _statements(_ROLES) + _statements(SCHEMA) + _statements(_checks(schema))
             for statement in script + _statements(PG_STATE_SCHEMA):
                 conn.execute(statement)
@@ -703,7 +710,8 @@ class PostgresLedger(Store):
         # DDL and grants: the owner's (a writer role cannot; ``init`` made the tables).
         for name in STATE_TABLES:
             self._conn.execute(f"DROP TABLE IF EXISTS {name}")
-        for statement in _statements(PG_STATE_SCHEMA) + _grants():
+        schema, database = _schema_and_database(self._conn)
+        for statement in _statements(PG_STATE_SCHEMA) + _grants(schema, database):
             self._conn.execute(statement)
 
 
