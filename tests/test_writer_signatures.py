@@ -826,6 +826,10 @@ def test_a_look_alike_signer_reads_differently_and_is_not_trusted(
     assert f"signer {impostor} (NOT TRUSTED: not a key of the trusted signers)" in shown
     honest = cli(["--db", str(signed), "show", "0", "--signers", trusted]).stdout
     assert f"signer {alice} (a trusted signer)" in honest
+    # The JSON forms carry the whole key and check nothing: --signers there would mislead.
+    for args in (["log", "--json"], ["log", "--jsonl"], ["show", "0", "--json"]):
+        refused = cli(["--db", str(signed), *args, "--signers", trusted])
+        assert (refused.code, refused.error_code()) == (2, "usage-error"), args
 
 
 def test_a_listed_signer_whose_signature_does_not_verify_is_not_trusted(

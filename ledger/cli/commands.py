@@ -473,7 +473,7 @@ def log(
     lists the keys you trust (then: NOT TRUSTED unless listed and its signature verifies)."""
     if as_json and as_jsonl:
         raise UsageError("usage-error", "give --json or --jsonl, not both")
-    trusted = _trusted_signers(signers)
+    trusted = _trusted_signers(signers, as_json or as_jsonl)
     with _open_ledger(read_only=True) as ledger:
         entries = ledger.select_entries(
             kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
@@ -580,10 +580,17 @@ def _signer_mark(entry: Any, trusted: Any) -> tuple[str, str | None] | None:
     return signer_label(key), None if problem is None else f"NOT TRUSTED: {problem}"
 
 
-def _trusted_signers(path: Path | None) -> Any:
-    """The reader's trusted-signers file (``--signers``), or None."""
+def _trusted_signers(path: Path | None, as_json: bool) -> Any:
+    """The reader's trusted-signers file (``--signers``), or None. Refused with ``--json``:
+    the JSON forms carry each whole key and claim nothing, so nothing would be checked."""
     if path is None:
         return None
+    if as_json:
+        raise UsageError(
+            "usage-error",
+            "--signers marks the signers of the text output; the JSON forms print each whole"
+            " key (check them with `ledger audit --signers FILE`)",
+        )
     from ledger.api import load_trusted_signers
 
     return load_trusted_signers(path)
@@ -640,7 +647,7 @@ def show(
     from ledger.store.lookup import find_ref, verification_result
     from ledger.store.sqlite import StoredObject
 
-    trusted = _trusted_signers(signers)
+    trusted = _trusted_signers(signers, as_json)
 
     with _open_ledger(read_only=True) as ledger, ledger.snapshot():
         found = find_ref(ledger, ref)
