@@ -126,3 +126,34 @@ def test_a_nested_snapshot_needing_scratch_tables_the_outer_lacks_is_a_bug(fresh
         with pytest.raises(LedgerError) as refused, ledger.snapshot(scratch={"t": "k TEXT"}):
             pass
     assert refused.value.code == "internal-error"
+
+
+def test_prove_carries_the_checkpoint_note_it_checked_not_a_second_read(
+    sqlite_verdicts: tuple[Built, Db], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prove --checkpoint FILE --tlog` read FILE twice: once to check the ledger extends it,
+    once to embed it. A file swapped in between (another tree's note) was embedded unchecked."""
+    from helpers import run_cli
+
+    from ledger import operator_files
+    from ledger.transparency.notes import Checkpoint, format_checkpoint
+
+    _, db = sqlite_verdicts
+    with open_store(db, read_only=True) as ledger:
+        kept = format_checkpoint(checkpoint(ledger, 3))
+    other = format_checkpoint(Checkpoint("test.example/snapshot", 3, b"\x01" * 32))
+    path = tmp_path / "kept.checkpoint"
+    path.write_text(kept, "utf-8")
+    reads = iter([kept, other, other])
+    real = operator_files.read_operator_text
+
+    def swapped(file: Path, limit: int, *, what: str) -> str:
+        if Path(file) == path:
+            real(file, limit, what=what)  # read as ever (bounded, checked), then swapped
+            return next(reads)
+        return real(file, limit, what=what)
+
+    monkeypatch.setattr(operator_files, "read_operator_text", swapped)
+    out = run_cli(["--db", str(db), "prove", "1", "--checkpoint", str(path), "--tlog"])
+    assert out.code == 0, out.stderr
+    assert out.stdout.endswith(kept) and other.splitlines()[2] not in out.stdout

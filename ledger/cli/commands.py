@@ -1688,7 +1688,7 @@ def prove(
     as_json: JsonOpt = False,
 ) -> int:
     """Inclusion proof of one entry, or consistency proof from an old checkpoint (RFC 9162)."""
-    from ledger.transparency.notes import format_checkpoint, format_tlog_proof
+    from ledger.transparency.notes import checkpoint_of_note, format_checkpoint, format_tlog_proof
     from ledger.transparency.proofs import check_origin, prove_consistency, prove_inclusion
 
     if (seq is None) == (consistency is None):
@@ -1703,13 +1703,14 @@ def prove(
         size = None
         kept_note: str | None = None
         if checkpoint is not None:
-            old = _load_checkpoint(checkpoint, None)
+            # Read once: the note carried is the note checked (the file may change meanwhile).
+            kept_note = _read_text_file(checkpoint, 256 * 1024, "checkpoint")
+            old = checkpoint_of_note(kept_note)
             check_origin(ledger, old)
             prove_consistency(ledger, old)  # refuses a checkpoint this ledger does not extend
             size = old.size
             # The tree at old.size has exactly that root: carry the note verbatim, so its
             # signatures travel with the proof (a tlog-proof is checked against a key).
-            kept_note = _read_text_file(checkpoint, 256 * 1024, "checkpoint")
         inclusion = prove_inclusion(ledger, seq if seq is not None else 0, size=size)
         note = kept_note or format_checkpoint(_checkpoint_of(ledger, inclusion.tree_size))
     if tlog and as_json:
