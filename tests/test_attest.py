@@ -700,3 +700,47 @@ def _seed(signer: str) -> bytes:
     from ledger.transparency.notes import parse_signer_key
 
     return parse_signer_key(signer).seed
+
+
+def _tampered_copy(built: Built, tmp_path: Path, seq: int, edit: Any) -> Path:
+    """A copy of the ledger whose entry ``seq`` the owner rewrote (``edit(body)``), the
+    append-only trigger dropped first."""
+    import sqlite3
+
+    db = tmp_path / "tampered.db"
+    db.write_bytes(built.db.read_bytes())
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER entries_no_update")
+        (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
+        value = json.loads(body)
+        edit(value)
+        body = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (body, seq))
+    return db
+
+
+def test_attest_refuses_a_verdict_its_stored_result_contradicts(
+    built: Built, tmp_path: Path
+) -> None:
+    """The owner flips a reject to support in the entry: `attest` would sign a statement that
+    `check-attestation` refuses; it names the contradiction and the audit instead."""
+    seq = built.verdicts["test/cohort-a/task-001"]
+    db = _tampered_copy(built, tmp_path, seq, _flip)
+    result = cli("--db", str(db), "attest", str(seq))
+    assert result.code == 2 and result.error_code() == "ledger-corrupt"
+    assert "the entry's outcome is 'support', its result's 'reject'" in result.stderr
+    assert "run `ledger audit`" in result.stderr
+
+
+def test_attest_of_a_verdict_whose_payload_does_not_decode_is_a_corrupt_ledger(
+    built: Built, tmp_path: Path
+) -> None:
+    seq = built.verdicts["test/cohort-a/task-000"]
+
+    def drop_result(body: Doc) -> None:
+        del body["payload"]["result"]
+
+    db = _tampered_copy(built, tmp_path, seq, drop_result)
+    result = cli("--db", str(db), "attest", str(seq))
+    assert result.code == 2 and result.error_code() == "ledger-corrupt"
+    assert f"entry {seq}'s payload does not decode" in result.stderr

@@ -648,7 +648,6 @@ def show(
     from ledger.store.sqlite import StoredObject
 
     trusted = _trusted_signers(signers, as_json)
-
     with _open_ledger(read_only=True) as ledger, ledger.snapshot():
         found = find_ref(ledger, ref)
         if isinstance(found, StoredObject):

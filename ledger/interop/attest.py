@@ -129,31 +129,16 @@ def _statement(
     origin: str, time: str, payload: VerificationRecorded, result: dict[str, Any]
 ) -> dict[str, Any]:
     """The Statement for a verification entry (its time and payload) and its
-    VerificationResult: every field derived from the two, so the checker can derive it again."""
-    evidence = result.get("evidence")
-    patch = next(
-        (
-            e
-            for e in (evidence if isinstance(evidence, list) else [])
-            if isinstance(e, dict) and e.get("id") in SUBJECT_EVIDENCE
-        ),
-        None,
-    )
-    provenance = result.get("provenance")
-    manifest_digest = (
-        provenance.get("result_manifest_digest") if isinstance(provenance, dict) else None
-    )
-    if (
-        patch is None
-        or not isinstance(patch.get("locator"), str)
-        or not isinstance(patch.get("digest"), str)
-        or not isinstance(manifest_digest, str)
-    ):
-        # Every result the verifiers write names them: one without them was not written by them.
+    VerificationResult (decoded by its contract, or the stand-in of a withheld one): every
+    field derived from the two, so the checker can derive it again."""
+    patch = next((e for e in result["evidence"] if e["id"] in SUBJECT_EVIDENCE), None)
+    if patch is None:
+        # Every result the verifiers write names it: one without it was not written by them.
         raise LedgerError(
             "ledger-corrupt",
-            "the verification's result names no candidate or manifest digest; run `ledger audit`",
+            "the verification's result names no candidate digest; run `ledger audit`",
         )
+    manifest_digest = result["provenance"]["result_manifest_digest"]
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": patch["locator"], "digest": {"sha256": _hex(patch["digest"])}}],
@@ -467,7 +452,7 @@ def check_attestation(
     try:
         expected = _statement(cp.origin, body.time, payload, result)
     except LedgerError:
-        raise _bad("the verification result names no candidate or manifest digest") from None
+        raise _bad("the verification result names no candidate digest") from None
     if statement != expected:
         raise _bad("the statement is not the one the proven entry implies (edited?)")
     return AttestationCheck(
