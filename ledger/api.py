@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ledger.audit.engine import audit
+from ledger.audit.engine import audit, audit_snapshot
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
 from ledger.audit.signatures import SignatureCheck
@@ -254,6 +254,7 @@ def audit_ledger(
         rules.close()
     report.replayed = rules.replayed
     report.withheld = len(withheld)
+    report.anchored_size = max((cp.size for cp in checkpoints), default=0)
     report.skipped = [
         Skipped(check=check, count=count, reason=reason)
         for (check, reason), count in sorted(rules.skipped.items())
@@ -335,13 +336,17 @@ def report_html(
     public: bool = False,
     cohort: str | None = None,
     parallel: bool | None = None,
+    checkpoints: Sequence[Checkpoint] = (),
 ) -> tuple[str, AuditReport]:
-    """What ``ledger report --html`` writes (LEDGER.md section 15): the audit of ``ledger`` and
-    the static page showing it, its checkpoint, cohorts, verdicts and findings."""
+    """What ``ledger report --html`` writes (LEDGER.md section 15): the audit of ``ledger``
+    (against the kept ``checkpoints``, if any) and the static page showing it, its checkpoint,
+    cohorts, verdicts and findings, all read in one snapshot: the page shows the tree the audit
+    read, and names its size and root."""
     from ledger.interop.report import render_report
 
-    audited, _ = audit_ledger(ledger, parallel=parallel)
-    return render_report(ledger, audited, public=public, cohort=cohort), audited
+    with audit_snapshot(ledger):
+        audited, _ = audit_ledger(ledger, parallel=parallel, checkpoints=checkpoints)
+        return render_report(ledger, audited, public=public, cohort=cohort), audited
 
 
 def check_proof(
@@ -378,7 +383,8 @@ def when(
     and for each verification whether it was appended after such an anchor. ``holds`` is the
     verdict (exit 0 or 1); ``LedgerError`` when no statement can be made (exit 2)."""
     trust = trust_from(witness_keys, tsa_roots)
-    return _when(task, ledger.entries(), trust)
+    with ledger.snapshot():  # one state: every entry and anchor of one tree
+        return _when(task, ledger.entries(), trust)
 
 
 def when_export(

@@ -334,7 +334,7 @@ def test_candidate_shipping_the_calibration_report_cannot_make_the_public_audit_
     report = _public_audit(tmp_path, db)
     addresses = {blake3_address(data) for data in documents.values()}
     assert not report["withheld_digests"] & addresses
-    assert report["exit"] == 0 and report["verdict"] == "intact-with-skips"
+    assert report["exit"] == 0 and report["verdict"] == "consistent-with-skips"
     assert {(s["check"], s["reason"]) for s in report["skipped"]} == {
         ("outcome-before-plan", SKIP_PLAN_WITHHELD),
         ("outcome-check", SKIP_RESULT_WITHHELD),

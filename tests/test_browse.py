@@ -370,16 +370,8 @@ def test_body_of_another_kind_than_its_row_is_refused(demo: Path, tmp_path: Path
     assert "its body is a 'bundle.observed', its row a 'verification.recorded'" in refused.stderr
 
 
-@pytest.mark.parametrize(("ledger_mode", "view_mode"), [(0o600, 0o400), (0o644, 0o444)])
-def test_view_is_read_only_and_as_readable_as_the_ledger(
-    demo: Path, tmp_path: Path, ledger_mode: int, view_mode: int
-) -> None:
-    db = tmp_path / "ledger.db"
-    db.write_bytes(demo.read_bytes())
-    db.chmod(ledger_mode)
-    assert cli(db, "browse", "--out", str(tmp_path / "b.db")).code == 0
-    assert (tmp_path / "b.db").stat().st_mode & 0o777 == view_mode
-    assert (tmp_path / "b.metadata.json").stat().st_mode & 0o777 == view_mode
+# The view's mode (read-only; the owner's alone unless --public, whatever the ledger's or the
+# umask's): tests/test_private_outputs.py.
 
 
 def test_library_refuses_existing_out_with_the_same_code(demo: Path, tmp_path: Path) -> None:

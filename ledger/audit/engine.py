@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 import msgspec
@@ -138,6 +139,12 @@ _SCRATCH: Final = {
     "audit_withheld": "digest TEXT PRIMARY KEY",
 }
 _ADD_REF: Final = "INSERT INTO audit_refs VALUES (?, ?) ON CONFLICT DO NOTHING"
+
+
+def audit_snapshot(ledger: Ledger) -> AbstractContextManager[Db]:
+    """A snapshot an audit can run inside (its scratch tables made): what a command that audits
+    and then derives opens around both, so the verdict and what it shows read one state."""
+    return ledger.snapshot(scratch=_SCRATCH)
 
 
 def _audit_snapshot(

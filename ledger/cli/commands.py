@@ -4,7 +4,10 @@ Every command is a thin wrapper over a public function of the ``ledger`` package
 arguments, calls the library, and renders the result as text or (``--json``) one JSON document on
 stdout. Errors are rendered once, in ``_LedgerGroup``: one line ``ledger: <code>: <message>`` on
 stderr (or ``{"error": {"code", "message"}}`` on stdout with ``--json``) and the error's exit code.
-Exit codes: 0 ok / support / intact; 1 reject / violations found; 2 refused, nothing written.
+Exit codes: 0 ok / support / no violation; 1 reject / violations found; 2 refused, nothing
+written. No output says valid, holds, intact or PASSED beyond the trust the reader brought (a
+key, a kept checkpoint, a witness key, a TSA root): LEDGER.md section 6, "What the verdict
+claims".
 
 Human text is terminal-safe: every line goes through ``_visible``, so bytes a candidate or a
 stored document chose (a path with ``ESC [32m``, a bidi override) are shown as escapes and cannot
@@ -188,6 +191,15 @@ app = typer.Typer(
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+SignersOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--signers",
+        help="Trusted writer keys (as `audit --signers` reads them): a signer not listed, or"
+        " whose signature does not verify, is shown NOT TRUSTED; without it every signer is"
+        " unverified.",
+    ),
+]
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Replace an existing --out file (default: refuse).")
 ]
@@ -450,14 +462,18 @@ def log(
     as_jsonl: Annotated[
         bool, typer.Option("--jsonl", help="Print JSON Lines: one entry object per line.")
     ] = False,
+    signers: SignersOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """List the entries in seq order, streamed (constant memory, whatever the ledger's size).
 
     --kind, --since, --tail and --limit select, in that order; an unknown kind is refused
-    (bad-kind). --json prints one document {"entries": [...]}, written as it is read."""
+    (bad-kind). --json prints one document {"entries": [...]}, written as it is read.
+    A signed entry names its writer's key as NAME+KEYID, marked unverified unless --signers
+    lists the keys you trust (then: NOT TRUSTED unless listed and its signature verifies)."""
     if as_json and as_jsonl:
         raise UsageError("usage-error", "give --json or --jsonl, not both")
+    trusted = _trusted_signers(signers, as_json or as_jsonl)
     with _open_ledger(read_only=True) as ledger:
         entries = ledger.select_entries(
             kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
@@ -475,7 +491,7 @@ def log(
             for e in entries:
                 _say(
                     f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}"
-                    + _signed_by(e)
+                    + _signed_by(e, trusted)
                 )
     return EXIT_OK
 
@@ -535,12 +551,49 @@ def _body(entry: Any) -> Any:
     return json.loads(entry.body_bytes)
 
 
-def _signed_by(entry: Any) -> str:
-    """`` (signed by NAME)`` for a format-2 entry (the key name its signature names; whether
-    the signature verifies is the audit's to say), else nothing: unsigned lines are unchanged."""
-    signature = getattr(entry.body, "signature", None)
+def _signed_by(entry: Any, trusted: Any) -> str:
+    """`` (signed by NAME+KEYID, ...)`` for a format-2 entry, else nothing (with ``--signers``:
+    `` (unsigned)``). A name alone reads the same for any key that takes it: the key ID is
+    shown, and the signer is marked unverified unless the reader's trusted list is given."""
+    mark = _signer_mark(entry, trusted)
+    if mark is None:
+        return "  (unsigned)" if trusted is not None else ""
+    label, problem = mark
+    return f"  (signed by {label}{', ' + problem if problem else ''})"
+
+
+def _signer_mark(entry: Any, trusted: Any) -> tuple[str, str | None] | None:
+    """(``NAME+KEYID``, what the reader must be told about it or None) of a signed entry;
+    None for an unsigned one. Without ``trusted``: ``unverified``; with it, None when the key
+    is listed and the signature verifies, else ``NOT TRUSTED: why``."""
+    from ledger.format.entries import signer_label
+
+    signature: Any = getattr(entry.body, "signature", None)
     key = getattr(signature, "key", None)
-    return f"  (signed by {key.split('+', 1)[0]})" if isinstance(key, str) else ""
+    if not isinstance(key, str):
+        return None
+    if trusted is None:
+        return signer_label(key), "unverified"
+    from ledger.format.signing import signer_problem
+
+    problem = signer_problem(entry.body_bytes, signature, trusted)
+    return signer_label(key), None if problem is None else f"NOT TRUSTED: {problem}"
+
+
+def _trusted_signers(path: Path | None, as_json: bool) -> Any:
+    """The reader's trusted-signers file (``--signers``), or None. Refused with ``--json``:
+    the JSON forms carry each whole key and claim nothing, so nothing would be checked."""
+    if path is None:
+        return None
+    if as_json:
+        raise UsageError(
+            "usage-error",
+            "--signers marks the signers of the text output; the JSON forms print each whole"
+            " key (check them with `ledger audit --signers FILE`)",
+        )
+    from ledger.api import load_trusted_signers
+
+    return load_trusted_signers(path)
 
 
 def _summary(entry: Any) -> str:
@@ -584,15 +637,18 @@ def show(
             " of at least 8 hex digits (blake3:1a2b3c4d, as `ledger log` prints it)."
         ),
     ],
+    signers: SignersOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Show one entry or one stored object, readably: a verification with its cohort, task,
     attempt, outcome and every finding; --json gives the entry (and a verification's decoded
-    result) or the object."""
+    result) or the object. A signed entry's writer is NAME+KEYID, marked unverified unless
+    --signers lists the keys you trust."""
     from ledger.store.lookup import find_ref, verification_result
     from ledger.store.sqlite import StoredObject
 
-    with _open_ledger(read_only=True) as ledger:
+    trusted = _trusted_signers(signers, as_json)
+    with _open_ledger(read_only=True) as ledger, ledger.snapshot():
         found = find_ref(ledger, ref)
         if isinstance(found, StoredObject):
             return _show_object(found, as_json)
@@ -613,9 +669,15 @@ def show(
             return EXIT_OK
         _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
         _say(f"time {entry.body.time}")
-        key = getattr(getattr(entry.body, "signature", None), "key", None)
-        if isinstance(key, str):  # format 2; `ledger audit` checks that the signature verifies
-            _say(f"signer {key}")
+        mark = _signer_mark(entry, trusted)
+        if mark is not None:  # format 2
+            label, problem = mark
+            if problem == "unverified":
+                problem = "unverified: --signers FILE checks it against the keys you trust"
+            _say(f"signer {label}" + (f" ({problem})" if problem else " (a trusted signer)"))
+            _say(f"signer key {getattr(entry.body.signature, 'key', '')}")
+        elif trusted is not None:
+            _say("signer none (unsigned)")
         lines = _entry_lines(entry, result)
         if lines is None:  # a kind without a readable form, or a payload not of its shape
             text = json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2)
@@ -1306,8 +1368,9 @@ def audit(
     replay every verification from the stored bytes, and check the ledger extends each given
     checkpoint.
 
-    Exit 0 when intact, 1 on any violation (each listed with seq, kind and code), 2 when refused.
-    Without an outside checkpoint a full rewrite of the file cannot be detected: keep one.
+    Exit 0 when there is no violation, 1 on any (each listed with seq, kind and code), 2 when
+    refused. Only against a kept --checkpoint is the ledger called intact; without one it is
+    consistent, not anchored: a full rewrite of the file cannot be detected, so keep one.
     From 20,000 entries on two CPUs a second process checks the rows; LEDGER_AUDIT_PARALLEL=off
     (or on) decides instead; the report is the same.
     """
@@ -1371,6 +1434,7 @@ def _audit_json(report: Any, replayed: int) -> dict[str, Any]:
         ],
         "tree_size": report.tree_size,
         "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
+        "anchored_size": report.anchored_size,
         "checks": report.checks,
         "violation_count": report.violation_count,
         "first_bad_seq": report.first_bad_seq,
@@ -1389,10 +1453,11 @@ def _say_audit(report: Any, replayed: int) -> None:
     if report.ok:
         extra = f", replayed {count(replayed, 'verification')}" if replayed else ""
         skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
+        head = "intact" if report.anchored else "consistent (not anchored)"
         _say(
-            f"intact{skips}: {count(report.entries, 'entry', 'entries')},"
+            f"{head}{skips}: {count(report.entries, 'entry', 'entries')},"
             f" {count(report.objects, 'object')}{extra};"
-            f" checked {', '.join(report.checks)}"
+            f" checked {', '.join(report.checks)}; {_anchoring(report)}"
         )
     else:
         # A violation of the file as a whole (a checkpoint, the tree) has no seq: none is named.
@@ -1401,6 +1466,34 @@ def _say_audit(report: Any, replayed: int) -> None:
             f"VIOLATIONS: {report.violation_count}{first}"
             f" in {count(report.entries, 'entry', 'entries')}"
         )
+
+
+def _anchoring(report: Any) -> str:
+    """What the verdict rests on (LEDGER.md section 6, "What the verdict claims"): a kept
+    checkpoint, or nothing the reader brought."""
+    if not report.anchored:
+        return (
+            "no --checkpoint was given, so a rewrite of the whole file would read the same"
+            " (keep one: `ledger checkpoint --out FILE`)"
+        )
+    after = report.entries - report.anchored_size
+    return (
+        f"anchored by the kept checkpoint of {count(report.anchored_size, 'entry', 'entries')}"
+        + (
+            f" ({count(after, 'entry', 'entries')} after it: consistent, not anchored)"
+            if after
+            else ""
+        )
+    )
+
+
+def _verdict_words(report: Any) -> str:
+    """An audit's verdict in a few words, no claim beyond the reader's trust."""
+    if not report.ok:
+        return f"{count(report.violation_count, 'violation')} found"
+    if report.anchored:
+        return f"intact, {_anchoring(report)}"
+    return "consistent, not anchored (no --checkpoint)"
 
 
 def _read_text_file(path: Path, limit: int, what: str) -> str:
@@ -1443,7 +1536,7 @@ def keygen(
     for target in (secret_path, public_path):
         check_output(target, force=force)
     signer, verifier = generate_key(name)
-    write_output(secret_path, (signer + "\n").encode("utf-8"), force=force, mode=0o600)
+    write_output(secret_path, (signer + "\n").encode("utf-8"), force=force, private=True)
     write_output(public_path, (verifier + "\n").encode("utf-8"), force=force)
     if as_json:
         _emit_json(
@@ -1625,12 +1718,13 @@ def prove(
     as_json: JsonOpt = False,
 ) -> int:
     """Inclusion proof of one entry, or consistency proof from an old checkpoint (RFC 9162)."""
-    from ledger.transparency.notes import format_checkpoint, format_tlog_proof
+    from ledger.transparency.notes import checkpoint_of_note, format_checkpoint, format_tlog_proof
     from ledger.transparency.proofs import check_origin, prove_consistency, prove_inclusion
 
     if (seq is None) == (consistency is None):
         raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
-    with _open_ledger(read_only=True) as ledger:
+    # One snapshot: the proof, its leaf and the checkpoint it names are of one tree.
+    with _open_ledger(read_only=True) as ledger, ledger.snapshot():
         if consistency is not None:
             _say_consistency(
                 prove_consistency(ledger, _load_checkpoint(consistency, None)), as_json
@@ -1639,13 +1733,14 @@ def prove(
         size = None
         kept_note: str | None = None
         if checkpoint is not None:
-            old = _load_checkpoint(checkpoint, None)
+            # Read once: the note carried is the note checked (the file may change meanwhile).
+            kept_note = _read_text_file(checkpoint, 256 * 1024, "checkpoint")
+            old = checkpoint_of_note(kept_note)
             check_origin(ledger, old)
             prove_consistency(ledger, old)  # refuses a checkpoint this ledger does not extend
             size = old.size
             # The tree at old.size has exactly that root: carry the note verbatim, so its
             # signatures travel with the proof (a tlog-proof is checked against a key).
-            kept_note = _read_text_file(checkpoint, 256 * 1024, "checkpoint")
         inclusion = prove_inclusion(ledger, seq if seq is not None else 0, size=size)
         note = kept_note or format_checkpoint(_checkpoint_of(ledger, inclusion.tree_size))
     if tlog and as_json:
@@ -1722,23 +1817,60 @@ def report(
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing --html file.")
     ] = False,
+    checkpoint: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--checkpoint",
+            help="A checkpoint kept outside the ledger: the audit checks the ledger extends it,"
+            " and only then says intact (repeatable).",
+        ),
+    ] = None,
+    key: Annotated[
+        Path | None,
+        typer.Option(help="Verifier key file: every --checkpoint must carry its valid signature."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
     """One static, self-contained HTML page: the audit verdict, the checkpoint, per cohort the
-    tasks, outcomes (charts), every verdict's plan, bundle and entry, and why each reject."""
+    tasks, outcomes (charts), every verdict's plan, bundle and entry, and why each reject.
+    The audit and the page read one snapshot; the page names the tree's size and root."""
     from ledger.api import report_html
 
+    if key is not None and not checkpoint:
+        raise UsageError(
+            "key-without-checkpoint",
+            "--key checks the signature of each --checkpoint FILE: give at least one",
+        )
     check_output(html, force=force)  # before the audit runs
+    checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
     settings = _settings()
     with _open_ledger(read_only=True, settings=settings) as ledger:
         page, audited = report_html(
-            ledger, public=public, cohort=cohort, parallel=settings.parallel
+            ledger,
+            public=public,
+            cohort=cohort,
+            parallel=settings.parallel,
+            checkpoints=checkpoints,
         )
-    write_output(html, page.encode("utf-8"), force=force)
+    write_output(html, page.encode("utf-8"), force=force, private=not public)
+    root = base64.b64encode(audited.root_hash).decode("ascii")
     if as_json:
-        _emit_json({"out": str(html), "audit_ok": audited.ok, "public": public})
+        _emit_json(
+            {
+                "out": str(html),
+                "audit_ok": audited.ok,
+                "verdict": audited.verdict,
+                "anchored_size": audited.anchored_size,
+                "tree_size": audited.tree_size,
+                "root_hash": root,
+                "public": public,
+            }
+        )
     else:
-        _say(f"wrote {html} (audit: {'intact' if audited.ok else 'violations found'})")
+        _say(
+            f"wrote {html} (audit of the tree of {audited.tree_size} entries, root {root}:"
+            f" {_verdict_words(audited)})"
+        )
     return EXIT_OK
 
 
@@ -1751,34 +1883,53 @@ def check_attestation_command(
             "--key", help="Verifier key file; repeatable: each attestation must be signed by one."
         ),
     ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="A checkpoint you kept (`ledger checkpoint --out`): each attestation must prove"
+            " its entry in that tree.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
-    """Check attestations with no ledger file: the inclusion proof and checkpoint, the
-    statement derived again from the proven entry, and (with --key) the signatures.
-    Exit 0 when every one holds, 1 at the first that does not."""
+    """Check attestations with no ledger file, against what you trust: the log's key (--key:
+    the envelope and the checkpoint are signed by it) or a checkpoint you kept (--checkpoint);
+    with neither, refused (an attestation's own checkpoint proves nothing). Then the inclusion
+    proof, the proven entry, its result and the statement derived again from them.
+    Exit 0 when every one holds, 1 at the first that does not, 2 when refused."""
     from ledger.interop.attest import (
         MAX_ATTESTATION_BYTES,
         check_attestation,
         read_attestation_lines,
+        require_trust,
     )
+    from ledger.transparency.check import MAX_CHECKPOINT_FILE_BYTES
 
     keys = [_read_text_file(k, 64 * 1024, "key").strip() for k in key or []]
+    kept = (
+        _read_text_file(checkpoint, MAX_CHECKPOINT_FILE_BYTES, "checkpoint")
+        if checkpoint is not None
+        else None
+    )
+    require_trust(keys, kept)  # before the file is read
     from ledger.operator_files import read_operator_file
 
     docs = read_attestation_lines(
         read_operator_file(file, MAX_ATTESTATION_BYTES, refuse_larger=False), source=str(file)
     )
-    checks = [check_attestation(doc, keys) for doc in docs]
+    checks = [check_attestation(doc, keys, checkpoint_note=kept) for doc in docs]
     if as_json:
         _emit_json({"valid": True, "attestations": [c.to_json() for c in checks]})
         return EXIT_OK
     for c in checks:
         tied = "" if c.subject_tied else " (result withheld: subject not tied)"
-        signed = f", signed by {', '.join(c.signed_by)}" if c.signed_by else ", not signed"
+        against = [f"signed by {', '.join(c.signed_by)}"] if c.signed_by else []
+        against += ["the tree of your kept checkpoint"] if c.kept_checkpoint else []
         _say(
             f"entry {c.entry}: {c.outcome} ({c.verification_result}) of "
             f"{c.subject['name']} sha256:{c.subject['digest']['sha256']}{tied}; "
-            f"included in the tree of size {c.tree_size}{signed}"
+            f"included in the tree of size {c.tree_size}; checked against {' and '.join(against)}"
         )
     return EXIT_OK
 @app.command("check-proof")
@@ -1919,7 +2070,8 @@ def export(
             return EXIT_OK
         # Written whole or not at all: a refused or interrupted export leaves no partial file
         # that could pass for the whole ledger, and no temporary file.
-        with output_file(out, force=force) as handle:
+        # A full export holds hidden plans and results: private (a public one is not).
+        with output_file(out, force=force, private=not public) as handle:
             counts = run_export(ledger, handle, public=public, progress=progress)
     if as_json:
         _emit_json({"out": str(out), "public": public, **counts})

@@ -144,6 +144,16 @@ def signed_message(key: str, unsigned_body: bytes) -> bytes:
     return SIGNATURE_DOMAIN + key.encode("utf-8") + b"\n" + unsigned_body
 
 
+def signer_label(key: str) -> str:
+    """How a reader is shown the writer key a format-2 body names: ``<name>+<key ID>`` as the
+    key string writes them (nothing verified here). The name alone is the same for any key
+    given that name; the key ID (32 bits of the key's hash) tells two such keys apart, and only
+    a trusted-signers list (``ledger.format.signing.signer_problem``) says whose key it is."""
+    name, _, rest = key.partition("+")
+    key_id = rest.partition("+")[0]
+    return f"{name}+{key_id}" if key_id else name
+
+
 def _canonical(body: Mapping[str, Any]) -> bytes:
     try:
         return canonical_bytes(body)

@@ -234,6 +234,8 @@ class Store:
         # only a successful commit puts it back: a rollback or an error leaves None (re-read).
         self._tip: _Tip | None = None
         self._cursor: Executes = conn  # the write path's statements
+        # The scratch tables of the snapshot open on this store, None outside one.
+        self._snapshot_scratch: frozenset[str] | None = None
 
     # -- what a backend implements -------------------------------------------------------------
 
@@ -242,9 +244,36 @@ class Store:
     def close(self) -> None:
         raise NotImplementedError
 
-    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> AbstractContextManager[Db]:
+    @contextmanager
+    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[Db]:
         """One consistent read transaction; ``scratch`` names temporary tables (name -> column
-        definitions) the reader fills and queries in it, created empty and dropped after."""
+        definitions) the reader fills and queries in it, created empty and dropped after.
+
+        Re-entrant: a snapshot taken inside another on the same store is that same transaction
+        (LEDGER.md section 2, "One snapshot per output"), so a command that audits and then
+        derives reads one state however its parts read. A nested reader's scratch tables must
+        be among the outer one's (PostgreSQL creates none inside a read-only transaction); they
+        are emptied for it."""
+        outer = self._snapshot_scratch
+        if outer is not None:
+            missing = sorted(set(scratch) - outer)
+            if missing:  # a bug: the outer snapshot must be opened with every scratch table
+                raise LedgerError(
+                    "internal-error", f"a nested snapshot needs scratch tables {missing}"
+                )
+            for name in scratch:
+                self._conn.execute(f"DELETE FROM {name}")
+            yield self._conn
+            return
+        with self._snapshot(scratch=scratch) as conn:
+            self._snapshot_scratch = frozenset(scratch)
+            try:
+                yield conn
+            finally:
+                self._snapshot_scratch = None
+
+    def _snapshot(self, *, scratch: Mapping[str, str]) -> AbstractContextManager[Db]:
+        """The backend's read transaction (``snapshot`` without the nesting)."""
         raise NotImplementedError
 
     def _start_write(self, tip: _Tip | None) -> None:

@@ -613,7 +613,7 @@ class PostgresLedger(Store):
     # -- the backend's hooks -------------------------------------------------------------------
 
     @contextmanager
-    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[_Db]:
+    def _snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[_Db]:
         """``REPEATABLE READ READ ONLY``: one consistent state. ``scratch`` tables are TEMP
         tables of this session, made before it begins and dropped after (rule 4)."""
         db = self._conn

@@ -384,7 +384,7 @@ class Ledger(Store):
     # -- reading -----------------------------------------------------------------------------
 
     @contextmanager
-    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[_Connection]:
+    def _snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[_Connection]:
         """A read transaction: everything read inside sees one consistent state of the file.
 
         ``scratch``: TEMP tables (name -> columns) created empty inside it and dropped at its

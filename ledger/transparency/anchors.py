@@ -18,8 +18,9 @@ import base64
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
+import msgspec
 from cryptography import x509
 
 from ledger.errors import LedgerError
@@ -30,6 +31,12 @@ from ledger.format.entries import (
     format_posix,
     posix_seconds,
     valid_time,
+)
+from ledger.format.payloads import (
+    CheckpointWitnessed,
+    CohortFrozen,
+    LedgerCreated,
+    VerificationRecorded,
 )
 from ledger.transparency import merkle
 from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
@@ -163,6 +170,7 @@ class WhenStatement:
     task: str
     origin: str
     tree_size: int  # entries read
+    root_hash: str  # base64 of their tree's root: the tree the statement is about
     freezes: tuple[Freeze, ...]
     verifications: tuple[Verdict, ...]
     anchors: int  # trusted anchors found (checked and usable)
@@ -178,6 +186,7 @@ class WhenStatement:
             "task": self.task,
             "origin": self.origin,
             "tree_size": self.tree_size,
+            "root_hash": self.root_hash,
             "holds": self.holds,
             "freezes": [f.to_json() for f in self.freezes],
             "verifications": [v.to_json() for v in self.verifications],
@@ -376,28 +385,26 @@ def when(task: str, entries: Iterable[Entry], trust: Trust) -> WhenStatement:
         times += latest.encode("ascii")
         count += 1
         kind, payload = entry.kind, entry.payload
+        # Each payload the statement reads is decoded with its kind's Struct first: a field of
+        # another type (a hostile export's `"tasks": 5`) is a refusal, never a crash.
         if position == 0:
-            origin = str(payload.get("origin", ""))
+            origin = _typed(entry, LedgerCreated).origin
         elif kind == "cohort.frozen":
-            tasks = payload.get("tasks")
-            if any(isinstance(t, dict) and t.get("task") == task for t in tasks or []):
-                freezes.append((position, str(payload.get("cohort", ""))))
+            frozen = _typed(entry, CohortFrozen)
+            if any(t.task == task for t in frozen.tasks):
+                freezes.append((position, frozen.cohort))
         elif kind == "verification.recorded" and payload.get("task") == task:
-            cohort_entry = payload.get("cohort_entry")
-            verdicts.append(
-                (
-                    position,
-                    str(payload.get("outcome", "")),
-                    cohort_entry if isinstance(cohort_entry, int) else -1,
-                )
-            )
+            verdict = _typed(entry, VerificationRecorded)
+            verdicts.append((position, verdict.outcome, verdict.cohort_entry))
         elif kind == WITNESSED:
+            _typed(entry, CheckpointWitnessed)
             candidates.append(_Candidate(position, payload))
     if not freezes:
         raise WhenError("task-unknown", f"no cohort.frozen entry of this ledger holds task {task}")
     roots = _roots_at(
         leaves,
-        {c.payload["tree_size"] for c in candidates if _is_size(c.payload.get("tree_size"), count)},
+        {c.payload["tree_size"] for c in candidates if _is_size(c.payload.get("tree_size"), count)}
+        | {count},
     )
     findings: list[Finding] = []
     anchors: list[Anchor] = []
@@ -448,12 +455,28 @@ def when(task: str, entries: Iterable[Entry], trust: Trust) -> WhenStatement:
         task=task,
         origin=origin,
         tree_size=count,
+        root_hash=base64.b64encode(roots[count]).decode("ascii"),
         freezes=freeze_rows,
         verifications=tuple(rows),
         anchors=len(anchors),
         ignored=ignored,
         findings=tuple(findings),
     )
+
+
+P = TypeVar("P")
+
+
+def _typed(entry: Entry, struct: type[P]) -> P:
+    """``entry``'s payload as its kind's Struct; ``entry-malformed`` when it is not one."""
+    try:
+        return msgspec.convert(entry.payload, struct)
+    except msgspec.ValidationError as exc:
+        raise WhenError(
+            "entry-malformed",
+            f"entry {entry.seq}: its {entry.kind} payload does not decode ({exc}): run"
+            " `ledger audit`",
+        ) from None
 
 
 class _Refused:

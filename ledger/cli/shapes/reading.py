@@ -135,7 +135,11 @@ class AuditViolation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class AuditOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ok: bool
-    verdict: Literal["intact", "intact-with-skips", "violations"]
+    # intact*: no violation and the ledger extends a kept --checkpoint; consistent*: no violation,
+    # nothing the reader brought anchors it (LEDGER.md section 6, "What the verdict claims").
+    verdict: Literal[
+        "intact", "intact-with-skips", "consistent", "consistent-with-skips", "violations"
+    ]
     entries: Count
     objects: Count
     withheld_objects: Count
@@ -143,6 +147,7 @@ class AuditOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     skipped: list[AuditSkipped]
     tree_size: Count
     root_hash: TreeHash
+    anchored_size: Count  # the largest kept --checkpoint's size; 0: none given
     checks: list[str]
     violation_count: Count
     first_bad_seq: int | None
@@ -191,7 +196,8 @@ class BrowseOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     out: str
     metadata: str
     public: bool
-    tree_size: Count
+    tree_size: Count  # the tree the view was built from (one snapshot), and its root
+    root_hash: TreeHash
     rows: BrowseRows
     withheld: Count
 
@@ -199,6 +205,12 @@ class BrowseOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class ReportOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     out: str
     audit_ok: bool
+    verdict: Literal[
+        "intact", "intact-with-skips", "consistent", "consistent-with-skips", "violations"
+    ]
+    anchored_size: Count
+    tree_size: Count  # the tree the audit read and the page shows (one snapshot)
+    root_hash: TreeHash
     public: bool
 
 
@@ -248,7 +260,8 @@ SHAPES: tuple[OutputShape, ...] = (
         AuditOutput,
         "ledger audit --json (of a ledger or --from-export)",
         "The audit's verdict, counts, the checks run and skipped, the tree head, and every "
-        "violation (LEDGER.md section 6). Exit 0 when intact, 1 on violations.",
+        "violation (LEDGER.md section 6). Exit 0 without a violation (intact against a kept "
+        "--checkpoint, else consistent, not anchored), 1 on violations.",
     ),
     OutputShape(
         "check-patch",
@@ -261,13 +274,15 @@ SHAPES: tuple[OutputShape, ...] = (
         "browse",
         BrowseOutput,
         "ledger browse --json",
-        "The Datasette database and metadata file written, the tree size, the rows of each "
+        "The Datasette database and metadata file written, the tree (size and root) it was "
+        "built from, the rows of each "
         "table and how many hidden plans and results were withheld.",
     ),
     OutputShape(
         "report",
         ReportOutput,
         "ledger report --json",
-        "The HTML file written, whether the audit found the ledger intact, and --public.",
+        "The HTML file written, the audit's verdict on the tree the page shows (its size and "
+        "root; intact only against a kept --checkpoint), and --public.",
     ),
 )
