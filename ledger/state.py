@@ -547,17 +547,24 @@ def lookups_for_reading(ledger: Ledger) -> CommitmentLookups:
     return index if index is not None else FoldedLookups(read_state(ledger))
 
 
-def _load_document(ledger: Ledger, address: str, what: str) -> bytes:
-    obj = ledger.get_object(address)
+def _load_document(ledger: Ledger, address: str, digest: str, what: str) -> bytes:
+    # Checked in this read against the address and the digest the freeze committed: a body
+    # planted under the plan's address is refused (``object-corrupt``), never judged with.
+    obj = ledger.get_object(address, digest=digest)
     if obj is None:
         raise StoreError("object-missing", f"{what} {address} is not stored; run `ledger audit`")
     return obj.body
 
 
 def committed_plan(ledger: Ledger, task: CommittedTask) -> tuple[EvaluatorPlan, WorkUnit]:
-    """The plan and WorkUnit exactly as the ledger stores them (never as a file now says)."""
-    plan = decode_evaluator_plan(_load_document(ledger, task.plan_object, "plan"))
-    work_unit = decode_work_unit(_load_document(ledger, task.work_unit_object, "WorkUnit"))
+    """The plan and WorkUnit exactly as the ledger committed them (never as a file now says):
+    their stored bytes, each checked against its address and committed digest."""
+    plan = decode_evaluator_plan(
+        _load_document(ledger, task.plan_object, task.plan_digest, "plan")
+    )
+    work_unit = decode_work_unit(
+        _load_document(ledger, task.work_unit_object, task.work_unit_digest, "WorkUnit")
+    )
     if plan.value is None or work_unit.value is None:
         raise StoreError(
             "ledger-corrupt", f"stored plan or WorkUnit of task {task.task} no longer decodes"

@@ -183,7 +183,10 @@ def attestation(
             "verification.recorded` lists them",
         )
     payload = entry.body.payload
-    stored = ledger.get_object(payload["result"]["object"])
+    # Checked against the address and the entry's committed digest (object-corrupt else).
+    stored = ledger.get_object(
+        payload["result"]["object"], digest=payload["result"].get("digest", "")
+    )
     if stored is None:
         raise LedgerError("ledger-corrupt", f"entry {seq}'s result is missing; run `ledger audit`")
     result = json.loads(stored.body)
