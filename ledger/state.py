@@ -131,26 +131,9 @@ class LedgerState:
         payload that is not even its kind's shape raises msgspec.ValidationError or KeyError)."""
         payload = payload_struct(entry.kind, entry.payload)
         if isinstance(payload, CohortFrozen):
-            tasks = {}
+            tasks = frozen_tasks(entry.seq, payload)
             for item in payload.tasks:
-                wu, plan = item.work_unit, item.plan
-                self.work_unit_ids.setdefault(wu.digest, wu.id)
-                tasks[item.task] = CommittedTask(
-                    cohort=payload.cohort,
-                    cohort_entry=entry.seq,
-                    task=item.task,
-                    split=item.split,
-                    work_unit_id=wu.id,
-                    work_unit_version=wu.version,
-                    work_unit_digest=wu.digest,
-                    work_unit_object=wu.object,
-                    plan_id=plan.id,
-                    plan_digest=plan.digest,
-                    plan_object=plan.object,
-                    plan_version=plan.schema_version,
-                    adapter=item.adapter,
-                    adapter_version=item.adapter_version,
-                )
+                self.work_unit_ids.setdefault(item.work_unit.digest, item.work_unit.id)
             self.cohorts[payload.cohort] = CommittedCohort(
                 cohort=payload.cohort,
                 frozen_entry=entry.seq,
@@ -180,6 +163,30 @@ class LedgerState:
         elif isinstance(payload, CalibrationRecorded):
             for version, green in payload.adapters.items():
                 self.calibration[version] = (green, entry.seq)
+
+
+def frozen_tasks(seq: int, payload: CohortFrozen) -> dict[str, CommittedTask]:
+    """The tasks the ``cohort.frozen`` entry ``seq`` commits, by task id."""
+    tasks = {}
+    for item in payload.tasks:
+        wu, plan = item.work_unit, item.plan
+        tasks[item.task] = CommittedTask(
+            cohort=payload.cohort,
+            cohort_entry=seq,
+            task=item.task,
+            split=item.split,
+            work_unit_id=wu.id,
+            work_unit_version=wu.version,
+            work_unit_digest=wu.digest,
+            work_unit_object=wu.object,
+            plan_id=plan.id,
+            plan_digest=plan.digest,
+            plan_object=plan.object,
+            plan_version=plan.schema_version,
+            adapter=item.adapter,
+            adapter_version=item.adapter_version,
+        )
+    return tasks
 
 
 def outcome_digests(
@@ -556,9 +563,34 @@ def _load_document(ledger: Ledger, address: str, digest: str, what: str) -> byte
     return obj.body
 
 
+def _check_committed(ledger: Ledger, task: CommittedTask) -> None:
+    """``task`` (a row of the derived state) is what its ``cohort.frozen`` entry commits.
+
+    The derived rows are a cache a writer may edit (on PostgreSQL the ``ledger_writer`` role
+    may UPDATE them): the addresses and digests the plan and WorkUnit are read and checked by
+    must be the entry's, or a task could be pointed at any well-formed object."""
+    entry = ledger.entry(task.cohort_entry)
+    committed = None
+    if entry is not None and entry.kind == "cohort.frozen":
+        try:
+            payload = payload_struct(entry.kind, entry.payload)
+        except (msgspec.ValidationError, KeyError):
+            payload = None
+        if isinstance(payload, CohortFrozen):
+            committed = frozen_tasks(entry.seq, payload).get(task.task)
+    if committed != task:
+        raise StoreError(
+            "state-index-damaged",
+            f"the derived state's task {task.cohort}/{task.task} is not what its cohort.frozen"
+            f" entry (seq {task.cohort_entry}) commits; run `ledger audit`",
+        )
+
+
 def committed_plan(ledger: Ledger, task: CommittedTask) -> tuple[EvaluatorPlan, WorkUnit]:
     """The plan and WorkUnit exactly as the ledger committed them (never as a file now says):
-    their stored bytes, each checked against its address and committed digest."""
+    the addresses and digests the task's ``cohort.frozen`` entry names, and the stored bytes at
+    those addresses, each checked against its address and committed digest."""
+    _check_committed(ledger, task)
     plan = decode_evaluator_plan(
         _load_document(ledger, task.plan_object, task.plan_digest, "plan")
     )

@@ -18,7 +18,14 @@ from typing import Any
 
 import msgspec
 import pytest
-from commit_helpers import FAMILIES, cohort_doc, make_bundle, task_doc, write_json
+from commit_helpers import (
+    FAMILIES,
+    append_frozen_with,
+    cohort_doc,
+    make_bundle,
+    task_doc,
+    write_json,
+)
 from helpers import CliResult, attacker, checkpointed_copy, file_state, run_cli
 
 from ledger.documents import cohort_folder as cohorts
@@ -368,23 +375,27 @@ def test_verify_with_a_stored_document_rewritten_in_place_is_refused(
 
 
 def test_verify_with_a_committed_document_that_no_longer_decodes_is_refused(
-    tmp_path: Path, frozen: Path
+    tmp_path: Path, db: Path
 ) -> None:
-    """The owner points the derived state's task at a well-formed object that is no plan (its
-    address and digest are its own, so the checked read hands it out): refused when decoded."""
+    """The owner appends a freeze (the library's own, its payload edited) whose task-000 plan is
+    a well-formed object that is no plan: its address and digest are its own, so the checked
+    read hands it out and the entry commits it; refused when decoded."""
     data = b"{}"
-    with attacker(frozen) as conn:
+    with attacker(db, drop_triggers=False) as conn:
         conn.execute(
             "INSERT INTO objects VALUES (?, ?, 'application/json', ?, ?)",
             (blake3_address(data), sha256_hex_digest(data), len(data), data),
         )
-        conn.execute(
-            "UPDATE state_tasks SET plan_object = ?, plan_digest = ?",
-            (blake3_address(data), sha256_hex_digest(data)),
-        )
+
+    def no_plan(payload: dict[str, Any]) -> None:
+        plan = payload["tasks"][0]["plan"]
+        plan["object"], plan["digest"] = blake3_address(data), sha256_hex_digest(data)
+
+    loaded = cohorts.load_cohort(write_cohort(tmp_path, tasks_for(tmp_path)), root=tmp_path)
+    append_frozen_with(db, loaded, no_plan)
     bundle = make_bundle(tmp_path, "good")
     result = refused(
-        tmp_path, frozen, "ledger-corrupt", "verify", str(bundle), "--task", f"{COHORT}/task-000"
+        tmp_path, db, "ledger-corrupt", "verify", str(bundle), "--task", f"{COHORT}/task-000"
     )
     assert "no longer decodes" in result.json()["error"]["message"]
 

@@ -27,6 +27,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -42,6 +43,7 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import record_verification, verify
 from ledger.state import calibration_report_bytes, read_state
+from ledger.store.lookup import verification_result
 from ledger.store.opening import create_store, open_store
 from ledger.store.postgres import WRITER_ROLE
 from verifiers.calibration import GOOD_PATCH, PATCH_WORK_UNIT, PLANS, patch_bundle
@@ -159,6 +161,16 @@ class _Bases:
                 admin.execute(f"DROP ROLE {login}")
 
 
+class _Placeholders:
+    """psycopg with sqlite3's ``?`` placeholders: one test's SQL on either store."""
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self._raw = raw
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        return self._raw.execute(sql.replace("?", "%s"), params)
+
+
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Bases]:
     made = _Bases(tmp_path_factory)
@@ -185,22 +197,34 @@ class Store:
             self.db = self.copied.enter_context(self._bases.copies(build, self.server).copy())
         return self.db
 
-    def plant(self, address: str, body: bytes, media_type: str = "application/json") -> None:
-        row = (address, sha256_of(body), media_type, len(body), body)
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[Any]:
+        """A connection of a writer: on PostgreSQL a login that is only a ``ledger_writer``
+        (SELECT and INSERT on the evidence, UPDATE too on the derived ``state_*`` tables), on
+        SQLite the file's owner with the triggers left on (what ``sqlite3`` gives anyone who
+        may write the file)."""
         if self.server is None:
             with store_attacker(self.db, drop_triggers=False) as conn:
-                conn.execute("INSERT INTO objects VALUES (?, ?, ?, ?, ?)", row)
+                yield conn
             return
         login = self._bases.writer_login(self.server)
         with psycopg.connect(
             self.server.url(str(self.db).rsplit("/", 1)[1], role=login),
             autocommit=True,
             connect_timeout=10,
-        ) as conn:
-            # Only a writer: it may not change a row (the owner's business), only add one.
+        ) as raw:
+            # Only a writer: it may not change a row of evidence (the owner's business).
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                conn.execute("DELETE FROM objects")
-            conn.execute("INSERT INTO objects VALUES (%s, %s, %s, %s, %s)", row)
+                raw.execute("DELETE FROM objects")
+            yield _Placeholders(raw)
+
+    def plant(self, address: str, body: bytes, media_type: str = "application/json") -> None:
+        """A writer inserts ``body`` at ``address``, its sha256 and size its own."""
+        with self.writer() as conn:
+            conn.execute(
+                "INSERT INTO objects VALUES (?, ?, ?, ?, ?)",
+                (address, sha256_of(body), media_type, len(body), body),
+            )
 
     def rewrite(
         self, address: str, body: bytes, *, sha256: str | None = None, size: int | None = None
@@ -353,20 +377,46 @@ def test_verify_refuses_to_judge_from_a_planted_plan_or_work_unit(
     assert _size(db) == 5  # nothing recorded
 
 
-def test_verify_refuses_a_plan_that_is_not_the_digest_its_freeze_committed(
+def test_writer_pointing_the_derived_state_at_a_planted_plan_is_refused_by_verify(
     store: Store,
 ) -> None:
-    """The object is sound (its bytes are its address's) but the state verify decides by names
-    another digest for it: refused, since the read checks the committed digest too."""
+    """A writer inserts another plan as a well-formed object (its own address and digest) and
+    points the derived state's task at it (on PostgreSQL the ``ledger_writer`` role may UPDATE
+    the ``state_*`` tables). Before the fix verify read the plan by the row's address and
+    digest, which the planted object matches: the REJECT below was recorded as SUPPORT."""
     db = store.copy_of(_judged)
-    with store_attacker(db) as conn:
-        conn.execute("UPDATE state_tasks SET plan_digest = ?", (sha256_of(PLANTED_PLAN),))
+    store.plant(blake3_address(PLANTED_PLAN), PLANTED_PLAN)
+    with store.writer() as conn:
+        conn.execute(
+            "UPDATE state_tasks SET plan_object = ?, plan_digest = ? WHERE task = ?",
+            (blake3_address(PLANTED_PLAN), sha256_of(PLANTED_PLAN), TASK),
+        )
     with open_store(db, clock=clock) as ledger:
         with pytest.raises(LedgerError) as refused:
             verify(ledger, write_bundle(store.tmp, "again", TWEAKED_PATCH), task=TASK)
+    assert refused.value.code == "state-index-damaged"
+    assert "seq 2" in refused.value.message
+    assert _size(db) == 5  # nothing recorded
+
+
+def test_reader_refuses_a_result_that_is_not_the_digest_its_entry_commits(store: Store) -> None:
+    """The result object is sound (its bytes are its address's), but the verification entry
+    names another digest for it: the checked read compares the committed digest too."""
+    db = store.copy_of(_judged)
+    with store_attacker(db) as conn:
+        (body,) = conn.execute("SELECT body FROM entries WHERE seq = 4").fetchone()
+        doc = json.loads(bytes(body))
+        doc["payload"]["result"]["digest"] = sha256_of(b"another result")
+        conn.execute("UPDATE entries SET body = ? WHERE seq = 4", (canonical_bytes(doc),))
+    with open_store(db, read_only=True) as ledger:
+        entry = ledger.entry(4)
+        assert entry is not None
+        with pytest.raises(LedgerError) as refused:
+            verification_result(ledger, entry)
     assert refused.value.code == "object-corrupt"
-    assert "commits" in refused.value.message
-    assert _size(db) == 5
+    assert f"not the {sha256_of(b'another result')} the entry naming it commits" in (
+        refused.value.message
+    )
 
 
 @pytest.mark.parametrize("column", ["sha256", "size"])
