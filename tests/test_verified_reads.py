@@ -508,6 +508,33 @@ def test_audit_names_every_verification_that_used_a_planted_object(
             assert address in violation.message
 
 
+@pytest.mark.parametrize("lie", ["bytes", "sha256", "size", "media_type"])
+def test_planted_row_no_entry_names_is_still_hashed_by_the_object_pass(
+    store: Store, lie: str
+) -> None:
+    """A row no rule reads (no entry names it) is checked by the audit's own object pass, which
+    hashes every row as stored: its bytes, sha256, size and media type."""
+    db = store.copy_of(_initialized)
+    body = b"planted, named by no entry"
+    row: list[object] = [blake3_address(body), sha256_of(body), "application/json", len(body)]
+    if lie == "bytes":
+        row[0] = blake3_address(b"other bytes")
+    elif lie == "sha256":
+        row[1] = sha256_of(b"other bytes")
+    elif lie == "size":
+        row[3] = len(body) + 1
+    else:
+        row[2] = "text/html"
+    with store_attacker(db) as conn:
+        conn.execute("INSERT INTO objects VALUES (?, ?, ?, ?, ?)", (*row, body))
+    with open_store(db, read_only=True) as ledger:
+        report, _ = api.audit_ledger(ledger, replay=False, parallel=False)
+    assert sorted((v.seq, v.code) for v in report.violations) == [
+        (None, "object-digest-mismatch"),
+        (None, "object-unreferenced"),
+    ]
+
+
 # -- every reader of a stored result refuses a planted one ----------------------------------------
 
 
