@@ -37,8 +37,8 @@ from ledger.format.payloads import (
     VerificationRecorded,
     payload_struct,
 )
+from ledger.store.base import ObjectCorruptError, StoredObject, Writer
 from ledger.store.base import Store as Ledger
-from ledger.store.base import StoredObject, Writer
 from verifiers.canonical import (
     blake3_address,
     canonical_bytes,
@@ -141,7 +141,10 @@ def stored_contents(read: Callable[[str], StoredObject | None]) -> ContentOf:
     """``ContentOf`` over a store's objects (``read`` is ``Store.get_object``)."""
 
     def content_of(address: str, digest: str) -> str | None:
-        obj = read(address)
+        try:
+            obj = read(address)
+        except ObjectCorruptError:
+            return None  # not the WorkUnit the entry names: reported by the audit, refused by reads
         return None if obj is None else work_unit_content(obj.body, address, digest)
 
     return content_of
@@ -188,6 +191,9 @@ class LedgerState:
     work_unit_ids: dict[str, str] = field(default_factory=dict)
     # WorkUnit digest -> task content key, for every committed WorkUnit whose stored bytes give one.
     work_unit_contents: dict[str, str] = field(default_factory=dict)
+    # Digests of committed WorkUnits whose stored bytes give no key (not the bytes the entry
+    # names, or not a WorkUnit): the content keys derived from them cannot be recomputed.
+    contents_unknown: set[str] = field(default_factory=set)
     # sha256 of every byte string a bundle.observed read (status ok) -> seq of the first one.
     observed: dict[str, int] = field(default_factory=dict)
     # adapter version -> (green, seq) of the latest calibration entry naming it.
@@ -230,30 +236,16 @@ class LedgerState:
         payload that is not even its kind's shape raises msgspec.ValidationError or KeyError)."""
         payload = payload_struct(entry.kind, entry.payload)
         if isinstance(payload, CohortFrozen):
-            tasks = {}
+            tasks = frozen_tasks(entry.seq, payload)
             for item in payload.tasks:
-                wu, plan = item.work_unit, item.plan
+                wu = item.work_unit
                 self.work_unit_ids.setdefault(wu.digest, wu.id)
                 if wu.digest not in self.work_unit_contents:
                     content = self.content_of(wu.object, wu.digest)
-                    if content is not None:
+                    if content is None:
+                        self.contents_unknown.add(wu.digest)
+                    else:
                         self.work_unit_contents[wu.digest] = content
-                tasks[item.task] = CommittedTask(
-                    cohort=payload.cohort,
-                    cohort_entry=entry.seq,
-                    task=item.task,
-                    split=item.split,
-                    work_unit_id=wu.id,
-                    work_unit_version=wu.version,
-                    work_unit_digest=wu.digest,
-                    work_unit_object=wu.object,
-                    plan_id=plan.id,
-                    plan_digest=plan.digest,
-                    plan_object=plan.object,
-                    plan_version=plan.schema_version,
-                    adapter=item.adapter,
-                    adapter_version=item.adapter_version,
-                )
             self.cohorts[payload.cohort] = CommittedCohort(
                 cohort=payload.cohort,
                 frozen_entry=entry.seq,
@@ -283,6 +275,30 @@ class LedgerState:
         elif isinstance(payload, CalibrationRecorded):
             for version, green in payload.adapters.items():
                 self.calibration[version] = (green, entry.seq)
+
+
+def frozen_tasks(seq: int, payload: CohortFrozen) -> dict[str, CommittedTask]:
+    """The tasks the ``cohort.frozen`` entry ``seq`` commits, by task id."""
+    tasks = {}
+    for item in payload.tasks:
+        wu, plan = item.work_unit, item.plan
+        tasks[item.task] = CommittedTask(
+            cohort=payload.cohort,
+            cohort_entry=seq,
+            task=item.task,
+            split=item.split,
+            work_unit_id=wu.id,
+            work_unit_version=wu.version,
+            work_unit_digest=wu.digest,
+            work_unit_object=wu.object,
+            plan_id=plan.id,
+            plan_digest=plan.digest,
+            plan_object=plan.object,
+            plan_version=plan.schema_version,
+            adapter=item.adapter,
+            adapter_version=item.adapter_version,
+        )
+    return tasks
 
 
 def outcome_digests(
@@ -673,17 +689,49 @@ def lookups_for_reading(ledger: Ledger) -> CommitmentLookups:
     return index if index is not None else FoldedLookups(read_state(ledger))
 
 
-def _load_document(ledger: Ledger, address: str, what: str) -> bytes:
-    obj = ledger.get_object(address)
+def _load_document(ledger: Ledger, address: str, digest: str, what: str) -> bytes:
+    # Checked in this read against the address and the digest the freeze committed: a body
+    # planted under the plan's address is refused (``object-corrupt``), never judged with.
+    obj = ledger.get_object(address, digest=digest)
     if obj is None:
         raise StoreError("object-missing", f"{what} {address} is not stored; run `ledger audit`")
     return obj.body
 
 
+def _check_committed(ledger: Ledger, task: CommittedTask) -> None:
+    """``task`` (a row of the derived state) is what its ``cohort.frozen`` entry commits.
+
+    The derived rows are a cache a writer may edit (on PostgreSQL the ``ledger_writer`` role
+    may UPDATE them): the addresses and digests the plan and WorkUnit are read and checked by
+    must be the entry's, or a task could be pointed at any well-formed object."""
+    entry = ledger.entry(task.cohort_entry)
+    committed = None
+    if entry is not None and entry.kind == "cohort.frozen":
+        try:
+            payload = payload_struct(entry.kind, entry.payload)
+        except (msgspec.ValidationError, KeyError):
+            payload = None
+        if isinstance(payload, CohortFrozen):
+            committed = frozen_tasks(entry.seq, payload).get(task.task)
+    if committed != task:
+        raise StoreError(
+            "state-index-damaged",
+            f"the derived state's task {task.cohort}/{task.task} is not what its cohort.frozen"
+            f" entry (seq {task.cohort_entry}) commits; run `ledger audit`",
+        )
+
+
 def committed_plan(ledger: Ledger, task: CommittedTask) -> tuple[EvaluatorPlan, WorkUnit]:
-    """The plan and WorkUnit exactly as the ledger stores them (never as a file now says)."""
-    plan = decode_evaluator_plan(_load_document(ledger, task.plan_object, "plan"))
-    work_unit = decode_work_unit(_load_document(ledger, task.work_unit_object, "WorkUnit"))
+    """The plan and WorkUnit exactly as the ledger committed them (never as a file now says):
+    the addresses and digests the task's ``cohort.frozen`` entry names, and the stored bytes at
+    those addresses, each checked against its address and committed digest."""
+    _check_committed(ledger, task)
+    plan = decode_evaluator_plan(
+        _load_document(ledger, task.plan_object, task.plan_digest, "plan")
+    )
+    work_unit = decode_work_unit(
+        _load_document(ledger, task.work_unit_object, task.work_unit_digest, "WorkUnit")
+    )
     if plan.value is None or work_unit.value is None:
         raise StoreError(
             "ledger-corrupt", f"stored plan or WorkUnit of task {task.task} no longer decodes"

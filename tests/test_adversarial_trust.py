@@ -574,8 +574,12 @@ def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
         found = audit(ledger, observers=[checked, restore])
     assert db.read_bytes() == data  # the file is honest again
     assert not found.ok
-    # Reported where the rules first read the plan (the freeze's binding check), once.
-    assert [(v.seq, v.code) for v in found.violations] == [(2, "object-digest-mismatch")]
+    # Reported where the rules first read the plan (the freeze's binding check), once, and at
+    # the verification that rests on it (rule A: every verdict that used it is named).
+    assert [(v.seq, v.code) for v in found.violations] == [
+        (2, "object-digest-mismatch"),
+        (forged.seq, "verification-object-mismatch"),
+    ]
     assert checked.replayed == 0  # never on bytes that are not their address
 
 

@@ -57,12 +57,12 @@ from ledger.state import (
     outcome_digests,
     work_unit_content,
 )
+from ledger.store.base import ObjectCorruptError, StoredObject
 from ledger.store.base import Store as Ledger
-from ledger.store.base import StoredObject
 from ledger.transparency import merkle
 from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
 from ledger.transparency.witness import WitnessError, parse_cosigner_key, verify_cosignature
-from verifiers.canonical import MAX_DEPTH, blake3_address, canonical_bytes
+from verifiers.canonical import MAX_DEPTH, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
     EvaluatorPlan,
@@ -96,6 +96,11 @@ WITNESSED_CHECKPOINT_INVALID: Final = "witnessed-checkpoint-invalid"
 WITNESS_COSIGNATURE_INVALID: Final = "witness-cosignature-invalid"
 TIMESTAMP_INVALID: Final = "timestamp-invalid"
 ENTRY_TIME_AFTER_ANCHOR: Final = "entry-time-after-anchor"
+VERIFICATION_OBJECT_MISMATCH: Final = "verification-object-mismatch"
+
+# Committed plans and WorkUnits kept as read (and hashed) once for the verifications that use
+# them; past this many, dropped and read again when met (as ``replay.Decodings`` bounds its own).
+_MAX_KEPT: Final = 64
 
 Report = Callable[[Violation], None]
 
@@ -183,6 +188,10 @@ class CommitmentRules:
         self._contents: dict[str, str] = {}
         self._state = LedgerState(lambda _address, digest: self._contents.get(digest))
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
+        # The pending bundle's files as the rules read (and hashed) them, by address.
+        self._pending_files: dict[str, bytes] = {}
+        # plan and WorkUnit address -> the object as read and checked (``_MAX_KEPT`` at most).
+        self._kept: dict[str, StoredObject] = {}
         # cohort id -> (reason, observed tasks, notice references) its import must give (a
         # stored document whose stage is burned: freeze recorded its burn from it, rule 4).
         self._imported: dict[str, tuple[str, list[str], dict[str, Any]]] = {}
@@ -228,47 +237,69 @@ class CommitmentRules:
                 f" the entry commits {sha256} ({'any' if size is None else size} bytes)",
             )
 
-    def _read(self, entry: Entry, address: str, report: Report) -> StoredObject | None:
-        """The object at ``address``, if the bytes read now hash to it.
+    def _read(
+        self, entry: Entry, address: str, report: Report, *, keep: bool = False
+    ) -> StoredObject | None:
+        """The object at ``address``, if the bytes read now are what names it.
 
         The object pass runs after the rules, on bytes it reads again: its proof is about those
         bytes, not about these. An owner who rewrites the file in place can show the rules one
         body and the object pass another (the page cache does not hold a big ledger). So every
-        body a rule uses is hashed here, as read: a verdict covers exactly the bytes it used."""
-        obj = self._ledger.get_object(address)
-        if obj is None:
+        body a rule uses comes from the store's checked read (``Store.get_object``: the body
+        hashes to its address, its sha256 and size columns are its own), as read: a verdict
+        covers exactly the bytes it used. ``keep``: a plan or WorkUnit, kept as read for the
+        next rule that uses it (hashed once per audit, not once per verification)."""
+        kept = self._kept.get(address)
+        if kept is not None:
+            return kept
+        if address in self._unsound:
+            return None  # reported once, at the first entry that read it
+        try:
+            obj = self._ledger.get_object(address)
+        except ObjectCorruptError as exc:
+            self._unsound.add(address)
+            _flag(
+                report,
+                entry,
+                OBJECT_DIGEST_MISMATCH,
+                f"object {address}: the bytes the commitment rules read are not what its"
+                f" address names (changed in the file, or changed while it was audited):"
+                f" {exc.message}",
+            )
             return None
-        if blake3_address(obj.body) != address:
-            if address not in self._unsound:
-                self._unsound.add(address)
-                _flag(
-                    report,
-                    entry,
-                    OBJECT_DIGEST_MISMATCH,
-                    f"object {address}: the bytes the commitment rules read do not hash to"
-                    " its address (changed in the file, or changed while it was audited)",
-                )
-            return None
+        if obj is not None and keep:
+            if len(self._kept) >= _MAX_KEPT:
+                self._kept.clear()
+            self._kept[address] = obj
         return obj
 
-    def _object(self, entry: Entry, address: str, report: Report) -> bytes | None:
-        obj = self._read(entry, address, report)
+    def _object(
+        self, entry: Entry, address: str, report: Report, *, keep: bool = False
+    ) -> bytes | None:
+        obj = self._read(entry, address, report, keep=keep)
         return None if obj is None else obj.body
 
     def _document(
-        self, entry: Entry, address: str, digest: str, what: str, report: Report
+        self,
+        entry: Entry,
+        address: str,
+        digest: str,
+        what: str,
+        report: Report,
+        *,
+        keep: bool = False,
     ) -> bytes | None:
         """The stored bytes at ``address``, which must hash to the reference ``digest``.
 
-        Compared with the stored ``sha256`` column: ``_read`` proves these bytes are the ones at
-        ``address``, and the object pass proves the column is the sha256 of those bytes.
+        Compared with the stored ``sha256`` column, which ``_read`` proves is the sha256 of
+        these bytes (and these bytes the ones at ``address``).
         What the bytes are (a document of which kind) is said by this reference and decided by
         decoding them, never by the object's ``media_type``: that label is whatever the first
         writer of these bytes chose (a candidate may ship a future WorkUnit's exact bytes as a
         bundle file, stored first as ``application/octet-stream``), and objects are never
         rewritten (LEDGER.md section 2, "Fields no hash covers").
         """
-        obj = self._read(entry, address, report)
+        obj = self._read(entry, address, report, keep=keep)
         if obj is None:
             # Withheld: its listed sha256 must still be the committed one. Otherwise the chain
             # audit reports object-missing (or _read reported the bytes).
@@ -339,6 +370,7 @@ class CommitmentRules:
                 f"bundle.observed is followed by {entry.kind}, not its result",
             )
             self._pending_bundle = None
+            self._pending_files = {}
 
     # -- per kind -------------------------------------------------------------------------------
 
@@ -479,9 +511,11 @@ class CommitmentRules:
             used_versions.add(task.adapter_version)
             self._check_plan_visibility(entry, task, report)
             wu_bytes = self._document(
-                entry, task.work_unit.object, task.work_unit.digest, "WorkUnit", report
+                entry, task.work_unit.object, task.work_unit.digest, "WorkUnit", report, keep=True
             )
-            plan_bytes = self._document(entry, task.plan.object, task.plan.digest, "plan", report)
+            plan_bytes = self._document(
+                entry, task.plan.object, task.plan.digest, "plan", report, keep=True
+            )
             if wu_bytes is not None and plan_bytes is not None:
                 self._check_binding(entry, task, wu_bytes, plan_bytes, report)
             elif task.plan.object in self._withheld:
@@ -811,7 +845,8 @@ class CommitmentRules:
 
     def _bundle(self, entry: Entry, payload: BundleObserved, report: Report) -> None:
         found = self._committed_task(payload.cohort, payload.task)
-        if found is None or found[0].frozen_entry != payload.cohort_entry:
+        committed = found is not None and found[0].frozen_entry == payload.cohort_entry
+        if found is None or not committed:
             _flag(
                 report,
                 entry,
@@ -819,32 +854,56 @@ class CommitmentRules:
                 f"no earlier cohort.frozen entry commits {payload.cohort}/"
                 f"{payload.task} at seq {payload.cohort_entry}",
             )
-        else:
-            if found[0].burned_entry is not None:
-                _flag(
-                    report,
-                    entry,
-                    VERIFICATION_AFTER_BURN,
-                    f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
-                )
-            self._check_outcome_before_plan(entry, payload, found[1], report)
+        elif found[0].burned_entry is not None:
+            _flag(
+                report,
+                entry,
+                VERIFICATION_AFTER_BURN,
+                f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
+            )
+        files = self._read_files(entry, payload, report)
+        if found is not None and committed:
+            self._check_outcome_before_plan(entry, payload, found[1], files, report)
         for item in payload.observations:
             self._check_withheld(
                 entry, item.object, item.sha256, item.size, f"bundle {item.role}", report
             )
         self._pending_bundle = (entry, payload)
+        self._pending_files = files
         self._state.apply(entry)
+
+    def _read_files(
+        self, entry: Entry, payload: BundleObserved, report: Report
+    ) -> dict[str, bytes]:
+        """Every file the bundle stored, read and hashed once, here (``_read``), whether or
+        not it is replayed: an object that is not its address's bytes is reported at its first
+        reader and names the verification that follows. Kept by address for rule 9 (the
+        manifest) and the replay (every file; none without replay but the manifest)."""
+        files: dict[str, bytes] = {}
+        for index, item in enumerate(payload.observations):
+            if item.object is None or item.object in files:
+                continue
+            data = self._object(entry, item.object, report)
+            if data is not None and (self._replay or index == 0):
+                files[item.object] = data
+        return files
 
     def _plan(self, entry: Entry, address: str, report: Report) -> EvaluatorPlan | None:
         if address not in self._plans:
-            data = self._object(entry, address, report)
+            data = self._object(entry, address, report, keep=True)
             self._plans[address] = None if data is None else decode_evaluator_plan(data).value
         return self._plans[address]
 
     def _check_outcome_before_plan(
-        self, entry: Entry, payload: BundleObserved, task: CommittedTask, report: Report
+        self,
+        entry: Entry,
+        payload: BundleObserved,
+        task: CommittedTask,
+        files: Mapping[str, bytes],
+        report: Report,
     ) -> None:
-        """Rule 9, from the stored bytes: the same digests ``verify`` checks."""
+        """Rule 9, from the stored bytes (``files``: the bundle's, as read): the same digests
+        ``verify`` checks."""
         plan = self._plan(entry, task.plan_object, report)
         if plan is None:
             if task.plan_object in self._withheld:
@@ -856,7 +915,7 @@ class CommitmentRules:
         ]
         first = payload.observations[0] if payload.observations else None
         manifest = (
-            self._object(entry, first.object, report)
+            files.get(first.object)
             if first is not None and first.role == "manifest" and first.object is not None
             else None
         )
@@ -878,6 +937,7 @@ class CommitmentRules:
     def _result(self, entry: Entry, payload: VerificationRecorded, report: Report) -> None:
         pending = self._pending_bundle
         self._pending_bundle = None
+        files, self._pending_files = self._pending_files, {}
         if (
             pending is None
             or pending[0].seq != payload.bundle_entry
@@ -926,6 +986,10 @@ class CommitmentRules:
         result_bytes = self._document(
             entry, payload.result.object, payload.result.digest, "VerificationResult", report
         )
+        # Read (and hashed) whether or not they are replayed: kept since the freeze read them.
+        plan_bytes = self._object(entry, payload.plan.object, report, keep=True)
+        wu_bytes = self._object(entry, payload.work_unit.object, report, keep=True)
+        unsound = self._unsound_evidence(entry, payload, pending[1], report)
         withheld = self._withheld_reason(payload, pending[1])
         if result_bytes is not None:
             self._check_outcome(entry, payload, result_bytes, report)
@@ -935,9 +999,37 @@ class CommitmentRules:
             self._skip("replay", SKIP_NOT_REQUESTED)
         elif withheld is not None:
             self._skip("replay", withheld)
-        elif result_bytes is not None:
-            self._replay_result(entry, payload, pending[1], result_bytes, report)
+        elif result_bytes is not None and plan_bytes is not None and wu_bytes is not None:
+            # (A plan or WorkUnit that is not read: object-missing, or named just above.)
+            if not unsound:
+                self._replay_result(
+                    entry, payload, pending[1], result_bytes, plan_bytes, wu_bytes, files, report
+                )
         self._state.apply(entry)
+
+    def _unsound_evidence(
+        self,
+        entry: Entry,
+        payload: VerificationRecorded,
+        bundle: BundleObserved,
+        report: Report,
+    ) -> bool:
+        """Name this verification when an object it rests on (its plan, WorkUnit, bundle files
+        or VerificationResult), as this audit read it, is not what its address names: the
+        verdict was judged from (or is) bytes nobody committed. Besides ``object-digest-
+        mismatch`` at the object's first reader, so every verdict that used it is named."""
+        used = {payload.plan.object, payload.work_unit.object, payload.result.object}
+        used.update(item.object for item in bundle.observations if item.object is not None)
+        bad = sorted(used & self._unsound)
+        if bad:
+            _flag(
+                report,
+                entry,
+                VERIFICATION_OBJECT_MISMATCH,
+                f"this verification rests on {len(bad)} object(s) whose stored bytes do not"
+                f" hash to their address: {', '.join(bad)}; its verdict is not evidence",
+            )
+        return bool(bad)
 
     def _withheld_reason(self, payload: VerificationRecorded, bundle: BundleObserved) -> str | None:
         """Why this verification cannot be replayed from a public export, if it cannot."""
@@ -975,8 +1067,13 @@ class CommitmentRules:
         payload: VerificationRecorded,
         bundle: BundleObserved,
         result_bytes: bytes,
+        plan_bytes: bytes,
+        wu_bytes: bytes,
+        files: Mapping[str, bytes],
         report: Report,
     ) -> None:
+        """Replay from the bytes read (and hashed) for this verification: ``files`` are its
+        bundle's, by address (``_read_files``)."""
         blobs: dict[str, bytes] = {}
         observations: list[dict[str, Any]] = []
         for item in bundle.observations:
@@ -990,13 +1087,9 @@ class CommitmentRules:
                 }
             )
             if item.object is not None and item.sha256 is not None:
-                data = self._object(entry, item.object, report)
+                data = files.get(item.object)
                 if data is not None:
                     blobs[item.sha256] = data
-        plan_bytes = self._object(entry, payload.plan.object, report)
-        wu_bytes = self._object(entry, payload.work_unit.object, report)
-        if plan_bytes is None or wu_bytes is None:
-            return  # reported as object-missing by the chain audit
         job = ReplayJob(
             plan=plan_bytes,
             work_unit=wu_bytes,

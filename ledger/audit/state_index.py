@@ -23,6 +23,9 @@ from ledger.store.base import STATE_TABLES, Db, StoredObject
 STATE_INDEX_MISMATCH: Final = "state-index-mismatch"
 
 
+_CONTENT_TABLES = frozenset({"state_contents", "state_exposed_contents"})
+
+
 class StateIndexCheck:
     """Fed each well-formed entry in seq order (``observe``); compares at the end (``finish``)."""
 
@@ -62,6 +65,11 @@ class StateIndexCheck:
             )
             return
         for table, expected in self._expected():
+            if table in _CONTENT_TABLES and self._state.contents_unknown:
+                # A committed WorkUnit's stored bytes are not the ones its entry names (the
+                # rules report that object): the content keys derived from the honest bytes
+                # cannot be recomputed, so these two tables are not compared.
+                continue
             problem = self._compare(table, expected)
             if problem is not None:
                 report(Violation(None, None, STATE_INDEX_MISMATCH, problem))

@@ -229,7 +229,8 @@ def _attestation(
         raise LedgerError(
             "ledger-corrupt", f"entry {seq}'s payload does not decode; run `ledger audit`"
         ) from None
-    stored = ledger.get_object(payload.result.object)
+    # Checked against the address and the entry's committed digest (object-corrupt else).
+    stored = ledger.get_object(payload.result.object, digest=payload.result.digest)
     if stored is None:
         raise LedgerError("ledger-corrupt", f"entry {seq}'s result is missing; run `ledger audit`")
     decoded = decode_verification_result(stored.body)

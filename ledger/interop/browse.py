@@ -39,6 +39,7 @@ from ledger.format.payloads import (
     CohortFrozen,
     TypedBody,
 )
+from ledger.store.base import ObjectCorruptError, StoredObject
 from ledger.store.base import Store as Ledger
 from ledger.store.files import PRIVATE_MODE
 from ledger.transparency.export import hidden_task_objects
@@ -280,8 +281,16 @@ def _malformed(seq: int, what: str) -> StoreError:
     return StoreError("entry-malformed", f"entry {seq}: {what}; run `ledger audit`")
 
 
-def _document_text(ledger: Ledger, address: str, seq: int, what: str) -> str:
-    stored = ledger.get_object(address)
+def _checked(ledger: Ledger, address: str, digest: str, seq: int) -> StoredObject | None:
+    """The object through the store's checked read, a refusal naming the entry that uses it."""
+    try:
+        return ledger.get_object(address, digest=digest)
+    except ObjectCorruptError as exc:
+        raise ObjectCorruptError("object-corrupt", f"entry {seq}: {exc.message}") from None
+
+
+def _document_text(ledger: Ledger, address: str, digest: str, seq: int, what: str) -> str:
+    stored = _checked(ledger, address, digest, seq)
     if stored is None:
         raise _malformed(seq, f"its {what} {address} is not stored")
     try:
@@ -389,7 +398,9 @@ class _Builder:
             rows.clear()
 
     def _cohort(self, ledger: Ledger, seq: int, time: str, payload: CohortFrozen) -> None:
-        document = _document_text(ledger, payload.document.object, seq, "cohort document")
+        document = _document_text(
+            ledger, payload.document.object, payload.document.digest, seq, "cohort document"
+        )
         try:
             title = json.loads(document).get("title")
         except (ValueError, AttributeError):
@@ -421,7 +432,7 @@ class _Builder:
                     "withheld": withheld,
                     "document": None
                     if withheld
-                    else _document_text(ledger, plan.object, seq, "plan"),
+                    else _document_text(ledger, plan.object, plan.digest, seq, "plan"),
                 }
             key = (seq, task.task)
             self.tasks[key] = {
@@ -507,7 +518,7 @@ class _Builder:
             self.withheld_rows += 1
             self._add("verifications", row)
             return
-        result = self._result(ledger, seq, payload.result.object)
+        result = self._result(ledger, seq, payload.result.object, payload.result.digest)
         decision = result.decision_support
         row.update(
             attempt=result.attempt,
@@ -539,8 +550,8 @@ class _Builder:
                 },
             )
 
-    def _result(self, ledger: Ledger, seq: int, address: str) -> _ResultView:
-        stored = ledger.get_object(address)
+    def _result(self, ledger: Ledger, seq: int, address: str, digest: str) -> _ResultView:
+        stored = _checked(ledger, address, digest, seq)
         if stored is None:
             raise _malformed(seq, f"its VerificationResult {address} is not stored")
         body = stored.body

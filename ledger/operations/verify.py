@@ -3,7 +3,7 @@
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -220,17 +220,18 @@ class Judged:
     claims: tuple[str | None, int | None]
 
 
-PlanCache = dict[tuple[str, str], tuple[EvaluatorPlan, WorkUnit]]
+PlanCache = dict[tuple[Any, ...], tuple[EvaluatorPlan, WorkUnit]]
 
 
 def cached_plan(
     ledger: Ledger, chosen: CommittedTask, plans: PlanCache | None
 ) -> tuple[EvaluatorPlan, WorkUnit]:
-    """``committed_plan``, decoded once per batch: the key is the two objects' content
-    addresses, so a kept decoding is the decoding of the same bytes."""
+    """``committed_plan``, read, checked and decoded once per batch: the key is the whole
+    task row (its two objects' content addresses and digests among it), so a kept decoding is
+    that of the same bytes, checked against the same freeze entry."""
     if plans is None:
         return committed_plan(ledger, chosen)
-    key = (chosen.plan_object, chosen.work_unit_object)
+    key = astuple(chosen)
     found = plans.get(key)
     if found is None:
         found = plans[key] = committed_plan(ledger, chosen)

@@ -10,7 +10,9 @@ Rules (normative text in LEDGER.md, "The SQLite file"):
    on, and a bounded busy timeout. Every write runs inside ``BEGIN IMMEDIATE``, so the head is read
    and extended under one lock and concurrent writers can never fork the chain.
 3. ``objects`` are written once: the address is computed here from the bytes, never taken from a
-   caller; writing an address that exists is a no-op (and a trigger refuses any second insert).
+   caller; writing an address that exists compares the stored row with the bytes and refuses a
+   difference (``object-conflict``), and a trigger refuses any second insert. Every read of a
+   body is checked against its address (``Store.get_object``; LEDGER.md section 2).
 4. ``entries`` are append-only: triggers refuse UPDATE and DELETE, and an entry whose ``seq`` is
    not head+1 or whose ``prev_hash`` is not the head's hash (which also defeats
    ``INSERT OR REPLACE``); the Merkle nodes live in the entry rows, so the same triggers make them
