@@ -137,10 +137,9 @@ def test_many_distinct_duplicated_keys_stay_linear() -> None:
     # Hostile-input review: an object of n keys each written twice made the duplicate listing
     # quadratic (a list membership test per key: 16,000 keys took 4 s, 100,000 about 150 s; a
     # 32 MiB cohort would take hours). Linear now: well under a second. No clock here (speed
-    # belongs in benchmarks/); a quadratic regression turns this test into minutes.
+    # belongs in benchmarks/); a quadratic regression turns this test into minutes. Only the
+    # first 20 are reported (issue 27: a pointer for each of the rest cost memory, not news).
     n = 100_000
     data = ("{" + ",".join(f'"k{i}":0,"k{i}":1' for i in range(n)) + "}").encode()
     _, errors = read(data, max_bytes=len(data))
-    assert len(errors) == n
-    assert errors[0] == FieldError("/k0", "duplicate object key")
-    assert errors[-1] == FieldError(f"/k{n - 1}", "duplicate object key")
+    assert errors == [FieldError(f"/k{i}", "duplicate object key") for i in range(20)]

@@ -115,6 +115,17 @@ class _LedgerGroup(TyperGroup):
             except (OSError, ValueError):
                 pass  # stdout is not a file (in-process use): nothing is flushed to a pipe
             raise typer.Exit(EXIT_OK) from None
+        except (MemoryError, RecursionError) as exc:
+            # The machine ran out, not the input: no verdict may be made of that (a reject here
+            # would be a replay-mismatch on a bigger machine), so the readers and judges let it
+            # through and the command fails. Every write is one transaction: none was made.
+            _fail(
+                "resources-exhausted",
+                f"{type(exc).__name__}: the command ran out of memory or stack and stopped;"
+                " what it was writing was not written (run it again with more memory)",
+                EXIT_REFUSED,
+                as_json,
+            )
         except Exception as exc:
             # A bug, not a refusal: every write is one transaction, so nothing was written.
             if os.environ.get("LEDGER_DEBUG"):
