@@ -16,7 +16,9 @@ at most 20, the first in document order. The answer depends on the bytes alone (
 the process allocated before: a repeated key is carried by its object, not by an ``id()``), and
 the pass that locates refusals builds a pointer only for what it reports (memory: the depth).
 "Never raises" has one exception: the reader's own exhaustion (``MemoryError``,
-``RecursionError``) propagates, so no answer is made of the machine's limits.
+``RecursionError``) propagates, so no answer is made of the machine's limits. An accepted
+value's objects of more than ``SORT_SAFE_KEYS`` members have their members in key order
+(``sort_safe``: msgspec's ordered encoders must never sort such an object themselves).
 
 Speed: step 5 first tries msgspec (C) and keeps its value only when that value is provably the
 one the reference parser (``json.loads`` with the checking hooks) returns without error: msgspec
@@ -280,6 +282,51 @@ def _fast_float(text: str) -> float:
 _FAST_DECODER: Final = msgspec.json.Decoder(float_hook=_fast_float)
 # Sorted, so the re-encoding the ':' count needs is also the canonical form (verifiers.canonical).
 _FAST_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+# msgspec's ordered encoders (order="sorted", the canonical form) sort an object's keys with a
+# quicksort that recurses into one part whatever its size: about 60,000 keys in an adversarial
+# order (the greatest first, the rest ascending) recurse once per key and overflow the C stack,
+# a segfault no ``except`` sees (msgspec 0.23; one JSON line of 1 MB did it). Given its keys in
+# order it recurses about log2(n) deep. So no object of more than ``SORT_SAFE_KEYS`` keys is
+# ever handed to one unsorted (``sort_safe``); below that the worst case is shallow.
+SORT_SAFE_KEYS: Final = 1024
+
+
+def sort_safe(value: Any) -> Any:
+    """``value``, or (when an object in it holds more than ``SORT_SAFE_KEYS`` keys) a copy in
+    which each such object has its keys in order, the containers above it copied and all else
+    shared: what an ordered msgspec encoder may be given. Python's own sort does the ordering
+    (iterative; UTF-8 byte order is code point order, msgspec's and ``sorted``'s alike). The
+    recursion is as deep as ``value``, which every caller has bounded."""
+    if isinstance(value, dict):
+        changed: dict[str, Any] | None = None
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                safe = sort_safe(item)
+                if safe is not item:
+                    changed = changed or {}
+                    changed[key] = safe
+        if changed is None and len(value) <= SORT_SAFE_KEYS:
+            return value
+        pairs = [(key, changed.get(key, item) if changed else item) for key, item in value.items()]
+        if len(pairs) > SORT_SAFE_KEYS:
+            pairs.sort(key=_first)
+        return dict(pairs)
+    if isinstance(value, list):
+        copied: list[Any] | None = None
+        for index, item in enumerate(value):
+            if isinstance(item, dict | list):
+                safe = sort_safe(item)
+                if safe is not item:
+                    copied = copied or list(value)
+                    copied[index] = safe
+        return value if copied is None else copied
+    return value
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
+
+
 # An escape that could decode to a lone surrogate or to ':'.
 _RISKY_ESCAPE_RE: Final = re.compile(rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|003[aA])")
 
@@ -319,6 +366,8 @@ def _fast(data: bytes) -> tuple[Any, bytes] | None:
         return None
     try:
         value = _FAST_DECODER.decode(data)
+        if data.count(b":") > SORT_SAFE_KEYS:  # else no object can hold that many keys
+            value = sort_safe(value)
         encoded = _FAST_ENCODER.encode(value)
     except msgspec.MsgspecError:  # any doubt (syntax, hook, encoder): the reference parser decides
         return None
@@ -398,15 +447,19 @@ def _read(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[JsonRead, byt
         errors = _locate(value, strings=strings)
         if errors:
             return JsonRead(None, tuple(errors)), None
+    if data.count(b":") > SORT_SAFE_KEYS:
+        value = sort_safe(value)  # as the fast path returns it
     return JsonRead(value, ()), None
 
 
 __all__ = [
     "INT_MAX",
     "INT_MIN",
+    "SORT_SAFE_KEYS",
     "FieldError",
     "JsonRead",
     "nesting_depth",
     "read_json",
     "read_json_checked",
+    "sort_safe",
 ]
