@@ -303,10 +303,11 @@ def _export_line_with(extra: bytes, name: str) -> Callable[[Path, bool], tuple[b
     def build(_tmp: Path, quick: bool) -> tuple[bytes, str]:
         import hashlib
 
+        from ledger.store.sqlite import MAX_OBJECT_BYTES
         from verifiers.canonical import blake3_address
 
         size = _export_size(quick)
-        body = b"\x00" * ((size - 400 - len(extra)) * 3 // 4)
+        body = b"\x00" * min((size - 400 - len(extra)) * 3 // 4, MAX_OBJECT_BYTES)
         line = json.dumps(
             {
                 "type": "object",
@@ -504,7 +505,8 @@ def cases(quick: bool) -> list[Case]:
             "`decode_result_manifest`",
             _structure("wide array of {}", lambda _quick: _manifest_limit()),
             "from verifiers.contracts import decode_result_manifest",
-            "d = decode_result_manifest(data); result = 'ok' if d.value else d.errors[:1]",
+            "d = decode_result_manifest(data)\n"
+            "result = 'ok' if d.value else [(e.path, e.message) for e in d.errors[:1]]",
         ),
         Case(
             "manifest + bundle folder",
