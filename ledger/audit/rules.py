@@ -69,7 +69,7 @@ from verifiers.contracts import (
     decode_evaluator_plan,
     decode_work_unit,
 )
-from verifiers.jsonread import nesting_depth
+from verifiers.jsonread import nesting_depth, read_json
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
 
 PAYLOAD_INVALID: Final = "payload-invalid"
@@ -116,6 +116,14 @@ class _Recommendation(msgspec.Struct):
 
 
 _RECOMMENDATION: Final = msgspec.json.Decoder(_Recommendation)
+
+
+def _strict_json(data: bytes) -> Any:
+    """A stored document as the strict reader reads every JSON it interprets (``read_json``:
+    a repeated key, NaN or a lone surrogate refuses it rather than keeping one reading), or
+    None. Bounded as ``_check_depth`` bounds it; its size was bounded when it was stored."""
+    read = read_json(data, max_bytes=len(data), max_depth=MAX_DEPTH + 1)
+    return read.value if read.ok else None
 
 
 def _check_depth(data: bytes) -> None:
@@ -1142,15 +1150,14 @@ class CommitmentRules:
             entry, payload.report.object, payload.report.digest, "calibration report", report
         )
         if data is not None:
+            stored = _strict_json(data)
             try:
-                _check_depth(data)
-                stored: Any = msgspec.json.decode(data)
                 consistent = (
                     stored["green"] == payload.green
                     and stored["green_by_adapter"] == payload.adapters
                     and len(stored["rows"]) == payload.rows
                 )
-            except (msgspec.DecodeError, KeyError, TypeError):
+            except (KeyError, TypeError):  # not an object of these members (None: not JSON)
                 consistent = False
             if not consistent:
                 _flag(
@@ -1191,8 +1198,8 @@ class CommitmentRules:
         violation. The report's green flags must follow from its own rows.
         """
         try:
-            stored = _CALIBRATION_REPORT.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            stored = msgspec.convert(_strict_json(data), _CalibrationReport)
+        except msgspec.ValidationError as exc:
             return [f"the stored calibration report is not a report of rows: {exc}"]
         problems: list[str] = []
         green_by: dict[str, bool] = {}
@@ -1251,6 +1258,3 @@ class _CalibrationReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     rows: list[_CalibrationRow]
     green_by_adapter: dict[str, bool]
     green: bool
-
-
-_CALIBRATION_REPORT: Final = msgspec.json.Decoder(_CalibrationReport)

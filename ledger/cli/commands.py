@@ -118,6 +118,17 @@ class _LedgerGroup(TyperGroup):
             except (OSError, ValueError):
                 pass  # stdout is not a file (in-process use): nothing is flushed to a pipe
             raise typer.Exit(EXIT_OK) from None
+        except (MemoryError, RecursionError) as exc:
+            # The machine ran out, not the input: no verdict may be made of that (a reject here
+            # would be a replay-mismatch on a bigger machine), so the readers and judges let it
+            # through and the command fails. Every write is one transaction: none was made.
+            _fail(
+                "resources-exhausted",
+                f"{type(exc).__name__}: the command ran out of memory or stack and stopped;"
+                " what it was writing was not written (run it again with more memory)",
+                EXIT_REFUSED,
+                as_json,
+            )
         except Exception as exc:
             # A bug, not a refusal: every write is one transaction, so nothing was written.
             if os.environ.get("LEDGER_DEBUG"):
@@ -500,14 +511,14 @@ def _entry_json(entry: Any) -> bytes:
     """One entry as ``log`` prints it: compact JSON, keys sorted, non-ASCII kept (the bytes of
     ``json.dumps(..., ensure_ascii=False, sort_keys=True, separators=(",", ":"))``, made by
     msgspec at about five times the speed; the body was decoded once already, as the Entry)."""
+    from verifiers.jsonread import SORT_SAFE_KEYS, sort_safe
+
     decoder, encoder = _log_codec()
+    body = decoder.decode(entry.body_bytes)
+    if entry.body_bytes.count(b":") > SORT_SAFE_KEYS:  # a large body (or a tampered one)
+        body = sort_safe(body)  # msgspec's sort must not see a large object unsorted
     line: bytes = encoder.encode(
-        {
-            "seq": entry.seq,
-            "kind": entry.kind,
-            "entry_hash": entry.entry_hash,
-            "body": decoder.decode(entry.body_bytes),
-        }
+        {"seq": entry.seq, "kind": entry.kind, "entry_hash": entry.entry_hash, "body": body}
     )
     return line
 

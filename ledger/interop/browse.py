@@ -45,6 +45,7 @@ from ledger.store.files import PRIVATE_MODE
 from ledger.transparency.export import hidden_task_objects
 from ledger.transparency.proofs import b64, checkpoint
 from verifiers.contracts.common import LIMITS
+from verifiers.jsonread import read_json
 
 _OUTCOMES: Final = ("support", "reject", "escalate", "insufficient_evidence")
 _BATCH: Final = 10_000  # rows buffered per table before a bulk insert
@@ -401,10 +402,16 @@ class _Builder:
         document = _document_text(
             ledger, payload.document.object, payload.document.digest, seq, "cohort document"
         )
-        try:
-            title = json.loads(document).get("title")
-        except (ValueError, AttributeError):
-            raise _malformed(seq, "its cohort document is not a JSON object") from None
+        # Read as every document is read (a repeated title is refused, never one of two shown).
+        limits = LIMITS["benchmark-cohort"]
+        read = read_json(
+            document.encode("utf-8"), max_bytes=limits.max_bytes, max_depth=limits.max_depth
+        )
+        if not read.ok:
+            raise _malformed(seq, "its cohort document is not strict JSON")
+        if not isinstance(read.value, dict):
+            raise _malformed(seq, "its cohort document is not a JSON object")
+        title = read.value.get("title")
         self.cohorts[seq] = {
             "entry": seq,
             "cohort": payload.cohort,
