@@ -64,6 +64,7 @@ TARGETS = (
     "ledger/interop/browse.py",
     "ledger/operations/batch.py",
     "ledger/authoring/git_reading.py",
+    "ledger/authoring/bundle_pack.py",
     "ledger/store/lookup.py",
     "ledger/store/files.py",
     "ledger/store/base.py",
