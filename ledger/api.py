@@ -37,7 +37,7 @@ from ledger.audit.signatures import SignatureCheck
 from ledger.format.entries import Entry, EntrySigner
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
-from ledger.operations.burn import burn
+from ledger.operations.burn import BurnPlan, burn, plan_burn
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
@@ -398,6 +398,7 @@ def when_export(
 
 __all__ = [
     "AttestationCheck",
+    "BurnPlan",
     "CohortStatus",
     "CopyResult",
     "InitResult",
@@ -433,6 +434,7 @@ __all__ = [
     "load_trusted_signers",
     "open_ledger",
     "parse_witness_option",
+    "plan_burn",
     "prove_consistency",
     "prove_inclusion",
     "read_log",

@@ -514,10 +514,13 @@ class StateIndex:
 
 
 class CommitmentLookups(Protocol):
-    """The lookups a freeze decides by, answered by ``StateIndex`` (the derived tables) or
-    ``FoldedLookups`` (the fold), so ``freeze --dry-run`` runs freeze's own checks."""
+    """The lookups a freeze (and a burn) decides by, answered by ``StateIndex`` (the derived
+    tables) or ``FoldedLookups`` (the fold), so ``freeze --dry-run`` and ``burn --dry-run`` run
+    the write's own checks."""
 
     def cohort(self, cohort: str) -> CommittedCohort | None: ...
+
+    def cohort_ids(self) -> list[str]: ...
 
     def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None: ...
 
@@ -533,6 +536,10 @@ class FoldedLookups:
 
     def cohort(self, cohort: str) -> CommittedCohort | None:
         return self._state.cohorts.get(cohort)
+
+    def cohort_ids(self) -> list[str]:
+        cohorts = self._state.cohorts.values()
+        return [c.cohort for c in sorted(cohorts, key=lambda c: (c.frozen_entry, c.cohort))]
 
     def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
         return self._state.exposure(work_unit_id, digest)

@@ -11,6 +11,8 @@ import msgspec
 from msgspec import Meta
 
 from ledger.cli.shapes.common import ErrorDetail, OutputShape
+from ledger.documents.cohort import BurnNotice
+from ledger.format.payloads import CohortBurned
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.verification_result import Outcome
 
@@ -85,6 +87,31 @@ class BurnOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     burned_entry: int
     observed_tasks: list[str]
     exposed_work_units: list[str]
+
+
+class BurnDryRunTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    task: str
+    split: str
+    work_unit_id: str
+    work_unit_version: int
+    work_unit_digest: str
+    observed: bool  # named by --observed-task: its WorkUnit becomes exposed
+    exposed_at: int | None  # the entry that already exposed this WorkUnit (by digest or id)
+
+
+class BurnDryRunOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``burn`` would append, nothing written: the payload and notice byte for byte."""
+
+    dry_run: Literal[True]
+    cohort: str
+    frozen_entry: int
+    definition_digest: str
+    reason: str
+    tasks: list[BurnDryRunTask]
+    observed_tasks: list[str]
+    exposed_work_units: list[str]
+    payload: CohortBurned  # the cohort.burned entry's payload
+    notice: BurnNotice  # the burn notice stored beside it
 
 
 # -- verify -----------------------------------------------------------------------------------
@@ -263,6 +290,14 @@ SHAPES: tuple[OutputShape, ...] = (
         "ledger burn --json",
         "The burned cohort, the cohort.burned entry, the observed tasks and the WorkUnits "
         "exposed forever.",
+    ),
+    OutputShape(
+        "burn-dry-run",
+        BurnDryRunOutput,
+        "ledger burn --dry-run --json",
+        "What burn would record, nothing written: the cohort, each of its tasks (observed or "
+        "not, already exposed or not), the WorkUnits it would expose, the cohort.burned "
+        "payload and the burn notice document.",
     ),
     OutputShape(
         "seal",
