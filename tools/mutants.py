@@ -69,6 +69,7 @@ TARGETS = (
     "ledger/store/files.py",
     "ledger/store/base.py",
     "ledger/store/copy.py",
+    "ledger/store/opening.py",
     "ledger/store/postgres.py",
     "ledger/transparency/witness.py",
     "ledger/transparency/witness_server.py",

@@ -362,12 +362,33 @@ def init(
     _note_init(_db(), settings)
     result = init_ledger(_db(), origin=origin, settings=settings, signer=_signer(settings))
     name = _db_name()
+    roles = result.roles
     if as_json:
-        _emit_json({"db": name, "created": result.created, "origin": result.origin})
-    elif result.created:
+        _emit_json(
+            {
+                "db": name,
+                "created": result.created,
+                "origin": result.origin,
+                "roles": None
+                if roles is None
+                else {
+                    "writer": roles.writer,
+                    "reader": roles.reader,
+                    "logins_sql": roles.login_statements(),
+                },
+            }
+        )
+        return EXIT_OK
+    if result.created:
         _say(f"created ledger {name} (origin {result.origin})")
     else:
         _say(f"ledger {name} already exists (origin {result.origin}); nothing changed")
+    if roles is not None:
+        _say(f"writer role {roles.writer}: calibrate, freeze, verify, burn, checkpoint")
+        _say(f"reader role {roles.reader}: audit, when, export, status, log")
+        _say("a team's logins (run as the role that ran init; the login names are yours):")
+        for line in roles.login_statements():
+            _say(f"  {line}")
     return EXIT_OK
 
 

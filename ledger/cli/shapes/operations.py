@@ -19,10 +19,19 @@ from verifiers.contracts.verification_result import Outcome
 # -- init / calibrate / freeze / burn ---------------------------------------------------------
 
 
+class LedgerRoles(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A PostgreSQL ledger's roles (LEDGER.md section 2, "Roles and privileges")."""
+
+    writer: str  # the group role a writing command's login is a member of
+    reader: str  # the group role a reading command's login is a member of
+    logins_sql: list[str]  # CREATE ROLE ... LOGIN / GRANT ... TO ... for two example logins
+
+
 class InitOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     db: str  # the --db path as given
     created: bool  # false: the ledger already existed, nothing changed
     origin: str
+    roles: LedgerRoles | None  # null for a SQLite file
 
 
 class CalibrationRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -234,8 +243,9 @@ SHAPES: tuple[OutputShape, ...] = (
         "init",
         InitOutput,
         "ledger init --json",
-        "The ledger file, whether init created it (false: it existed, nothing changed) and "
-        "its checkpoint origin.",
+        "The ledger file, whether init created it (false: it existed, nothing changed), "
+        "its checkpoint origin, and on PostgreSQL its writer and reader roles with the SQL "
+        "that gives a team its logins (null for a SQLite file).",
     ),
     OutputShape(
         "calibrate",
