@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from helpers import FIXED_TIME, ORIGIN, REPO_DIR, CliResult, database_rows, pg_roles, run_cli
+from output_schemas import validate_output
 from pg_server import PgServer
 
 from ledger.store.base import AccessRoles
@@ -62,6 +63,7 @@ def test_init_prints_the_sql_that_gives_a_team_its_logins_and_the_lines_work_as_
     assert lines[-4:] == [f"  {line}" for line in sql]
     again = cli(pg_db, "init", "--json")  # the existing ledger names the same roles
     assert again.code == 0 and again.json()["created"] is False
+    validate_output("init", again.json())
     assert again.json()["roles"] == {
         "writer": roles.writer, "reader": roles.reader, "logins_sql": sql
     }  # fmt: skip

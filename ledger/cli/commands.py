@@ -386,7 +386,7 @@ def init(
     if roles is not None:
         _say(f"writer role {roles.writer}: calibrate, freeze, verify, burn, checkpoint")
         _say(f"reader role {roles.reader}: audit, when, export, status, log")
-        _say("a team's logins (run as the role that ran init; the login names are yours):")
+        _say("a team's logins (run by whoever made these roles, or a superuser; names are yours):")
         for line in roles.login_statements():
             _say(f"  {line}")
     return EXIT_OK
