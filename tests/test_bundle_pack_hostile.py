@@ -401,9 +401,9 @@ def test_a_repository_whose_config_never_finishes_reading_is_stopped_at_the_dead
     assert "did not finish" in result[0].message
 
 
-def _attempt(repo: Repo) -> BaseException | bytes:
+def _attempt(repo: Repo, head: str = "change") -> BaseException | bytes:
     try:
-        return repo.pack()
+        return repo.pack(head=head)
     except LedgerError as exc:
         return exc
 
@@ -434,3 +434,22 @@ def test_the_uncommitted_work_a_refusal_names_is_read_without_running_the_reposi
     # The attack is live: the repository's own `git status` runs the filter.
     subprocess.run([GIT, "status"], cwd=repo.path, env=GIT_ENV, capture_output=True, timeout=60)
     assert marker.exists()
+
+
+def test_an_index_that_is_a_fifo_is_never_waited_on_when_an_empty_change_is_refused(
+    repo: Repo,
+) -> None:
+    """The attack: the work tree's index is a FIFO nobody writes (reading it would wait for
+    ever). The refusal of the empty change reads it non-blocking, sees it is not a regular
+    file, and is refused at once without the list of uncommitted paths."""
+    git(repo.path, "checkout", "-q", "main")
+    (repo.path / ".git" / "index").unlink()
+    os.mkfifo(repo.path / ".git" / "index")
+    result: list[BaseException | bytes] = []
+    worker = threading.Thread(target=lambda: result.append(_attempt(repo, "HEAD")), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "bundle pack waits on the FIFO"
+    error = result[0]
+    assert isinstance(error, LedgerError) and error.code == "change-empty", result
+    assert "uncommitted" not in error.message
