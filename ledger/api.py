@@ -37,14 +37,14 @@ from ledger.audit.signatures import SignatureCheck
 from ledger.format.entries import Entry, EntrySigner
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
-from ledger.operations.burn import burn
+from ledger.operations.burn import BurnPlan, burn, plan_burn
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
 from ledger.state import CohortStatus, StateIndex, TaskStatus, ledger_status
-from ledger.store.base import Store
+from ledger.store.base import AccessRoles, Store
 from ledger.store.copy import CopyResult, copy_store
 from ledger.store.lookup import find_ref, verification_result
 from ledger.store.opening import create_store, open_store
@@ -82,6 +82,9 @@ EXPORT_HEADER_MISMATCH = "export-header-mismatch"
 class InitResult(msgspec.Struct, frozen=True):
     created: bool
     origin: str
+    # PostgreSQL: the ledger's writer and reader roles, which its logins are made members of
+    # (LEDGER.md section 2); None for a SQLite file.
+    roles: AccessRoles | None = None
 
 
 def default_origin() -> str:
@@ -145,7 +148,7 @@ def init_ledger(
         signer=_signer_of(settings, signer),
     )
     with ledger:
-        return InitResult(created=created, origin=ledger.origin())
+        return InitResult(created=created, origin=ledger.origin(), roles=ledger.access_roles)
 
 
 def open_ledger(
@@ -404,6 +407,7 @@ def when_export(
 
 __all__ = [
     "AttestationCheck",
+    "BurnPlan",
     "CohortStatus",
     "CopyResult",
     "InitResult",
@@ -439,6 +443,7 @@ __all__ = [
     "load_trusted_signers",
     "open_ledger",
     "parse_witness_option",
+    "plan_burn",
     "prove_consistency",
     "prove_inclusion",
     "read_log",

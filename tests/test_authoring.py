@@ -519,6 +519,64 @@ def test_repository_config_naming_programs_makes_bundle_pack_run_none(
     assert b"+x = safe_call()\n" in (root / "b" / "changes.patch").read_bytes()
 
 
+def test_bundle_pack_of_uncommitted_work_is_refused_and_says_what_to_commit(
+    root: Path, repo: tuple[Path, str]
+) -> None:
+    """The trap: an agent's change left in the work tree (edited, staged, a new file) with
+    HEAD still at the base. bundle pack wrote a bundle of nothing ("0 files changed", exit 0),
+    which verify then judged. Now it is refused, writing nothing, and says what to commit."""
+    app, base = repo
+    git(app, "checkout", "-q", "main")  # HEAD is the base
+    (app / "a.py").write_text("x = safe_call()\n")
+    (app / "b.py").write_text("y = 1\n")
+    (app / "c.py").write_text("z = 2\n")
+    git(app, "add", "c.py")
+    args = pack(root, base)
+    args[args.index("change")] = "HEAD"
+    out = refused(root, "change-empty", *args)
+    message = out.json()["error"]["message"]
+    assert "--head HEAD is the base commit" in message
+    assert "3 paths: a.py, b.py, c.py" in message, message
+    assert "commit your change (git -C app add -A && git -C app commit)" in message
+    assert not (root / "b").exists()
+    text = cli(root, *args)  # the same line a person reads
+    assert text.code == 2 and text.stderr.startswith("ledger: change-empty: ") and not text.stdout
+
+
+def test_bundle_pack_of_a_commit_that_changes_nothing_is_refused(
+    root: Path, repo: tuple[Path, str]
+) -> None:
+    """A commit on top of the base with the base's tree (``commit --allow-empty``, or a change
+    committed and reverted): the diff is empty, refused as the same trap; the work tree is
+    clean, so the fix named is a commit of the change."""
+    app, base = repo
+    git(app, "checkout", "-q", "-b", "nothing", base)
+    git(app, "commit", "-q", "--allow-empty", "-m", "nothing")
+    args = pack(root, base)
+    args[args.index("change")] = "nothing"
+    message = refused(root, "change-empty", *args).json()["error"]["message"]
+    assert "has the base's tree" in message and "uncommitted" not in message
+    assert "commit the change on top of the base and name that commit with --head" in message
+    assert not (root / "b").exists()
+
+
+def test_bundle_pack_allow_empty_packs_an_honest_no_op_that_verify_rejects(
+    root: Path, repo: tuple[Path, str]
+) -> None:
+    """An empty candidate on purpose (a no-op answer is a real thing in a benchmark) stays
+    possible, explicitly: --allow-empty writes it, and verify records a reject (empty-patch)."""
+    _, base = repo
+    args = pack(root, base)
+    args[args.index("change")] = base
+    packed = ok(root, *args, "--allow-empty", "--json").json()
+    assert packed["files_changed"] == 0 and (root / "b" / "changes.patch").read_bytes() == b""
+    ok(root, "freeze", "c")
+    judged = cli(root, "verify", "b", "--json")
+    assert judged.code == 1, judged.stdout + judged.stderr
+    findings = judged.json()["verification_result"]["findings"]
+    assert findings[0]["summary"].startswith("Candidate patch is empty"), findings
+
+
 # -- the reference's fixtures --------------------------------------------------------------------
 
 

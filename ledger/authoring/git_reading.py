@@ -24,6 +24,11 @@ without a hash:
 
 Every git call has a deadline for the whole call (it is killed then, whatever it is waiting
 for) and every output a bound. Nothing here runs anything but git.
+
+When the change is empty, ``uncommitted_paths`` says what the work tree holds that a commit
+would have carried: ``git status`` in the repository would run the clean filter its config and
+attributes name, so the work tree and a copy of its index are read through a private repository
+(its objects borrowed, HEAD the checked-out commit) with no config, filter or hook of theirs.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -41,7 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from ledger.errors import CommitError, UsageError
+from ledger.errors import CommitError, LedgerError, UsageError
+from verifiers.reading import read_at_most
 
 GIT_TIMEOUT_SECONDS: Final = 120.0
 # The whole environment git runs with: nothing of the caller's (GIT_CONFIG_COUNT/KEY/VALUE,
@@ -506,3 +513,84 @@ def _check_reproduces(git: str, check: Path, patch: bytes, old: Entries, new: En
             f"the diff applied to BASE does not give HEAD's tree (first difference at"
             f" {differ[0][0].decode('utf-8', 'replace')!r}); refused",
         )
+
+
+# ``uncommitted_paths``: the index copied at most this large (an index of some 500,000 paths),
+# and at most this much of what ``git status`` lists read.
+MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
+_MAX_STATUS_BYTES: Final = 1024 * 1024
+_STATUS_OPTIONS: Final = (
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=normal",
+    "--ignore-submodules=all",
+    "--no-renames",
+)
+
+
+def uncommitted_paths(git: str, repo: Path, head: str) -> list[str] | None:
+    """The paths ``git status`` lists for ``repo``'s work tree (changed, staged or untracked,
+    submodules left out) when its checked-out commit is ``head``; None when that cannot be told
+    (a bare repository, another commit checked out, an index git cannot read, a deadline).
+
+    Read as the rest of the repository is: ``git status`` there would run a clean filter its
+    config names for its attributes, so the work tree is compared with a copy of its index in
+    a private repository borrowing its objects, with no config, filter or hook of the
+    repository's and nothing of it written (``GIT_OPTIONAL_LOCKS=0``: no index refresh)."""
+    try:
+        if resolve(git, repo, "HEAD", what="the checked-out commit") != head:
+            return None
+        paths = ["--path-format=absolute", "--show-toplevel", "--git-path", "index"]
+        where = _checked(
+            run_git(git, ["-C", str(repo), "rev-parse", *paths], what="the work tree", limit=8192),
+            "the work tree",
+        )
+        lines = os.fsdecode(where).split("\n")
+        if len(lines) != 3 or lines[2] or not all(x.startswith("/") for x in lines[:2]):
+            return None
+        top, index = lines[0], lines[1]
+        objects = _objects_dir(git, repo)
+        with tempfile.TemporaryDirectory(prefix="ledger-status-") as tmp:
+            fmt = _ALGORITHMS[len(head)]
+            store = _private_repository(git, Path(tmp) / "status.git", fmt)
+            borrowed = store / "objects" / "info" / "alternates"
+            borrowed.parent.mkdir(parents=True, exist_ok=True)
+            borrowed.write_bytes(os.fsencode(objects) + b"\n")
+            (store / "HEAD").write_text(head + "\n", "ascii")  # detached at the checked-out commit
+            copy = Path(tmp) / "index"
+            if not _copy_index(index, copy):
+                return None
+            ran = run_git(
+                git,
+                ["--git-dir", str(store), "--work-tree", top, "status", *_STATUS_OPTIONS],
+                what="the work tree's status",
+                limit=_MAX_STATUS_BYTES,
+                env={"GIT_INDEX_FILE": str(copy)},
+            )
+    except (LedgerError, OSError):
+        return None  # only a hint: a refusal stands without it
+    if ran.code != 0:
+        return None
+    # ``XY path\0`` per path (``--no-renames``: never a second path), in path order.
+    return sorted(os.fsdecode(record[3:]) for record in ran.out.split(b"\0") if len(record) > 3)
+
+
+def _copy_index(index: str, copy: Path) -> bool:
+    """The repository's index copied to ``copy`` (False if it is not a regular file of at most
+    ``MAX_INDEX_BYTES``); a missing index (nothing added yet) is left missing. Opened
+    non-blocking, so a FIFO there is never waited on."""
+    try:
+        fd = os.open(index, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_INDEX_BYTES:
+            return False
+        data = read_at_most(fd, MAX_INDEX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_INDEX_BYTES:
+        return False
+    copy.write_bytes(data)
+    return True

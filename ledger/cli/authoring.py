@@ -456,6 +456,14 @@ def bundle_pack(
     worker_id: Annotated[str, typer.Option(help="The worker's id.")] = "local-worker",
     summary: Annotated[str, typer.Option(help="The worker's one-line summary.")] = "",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out.")] = False,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="Pack an empty change (HEAD is BASE or has its tree): a no-op candidate on"
+            " purpose. Without it an empty change is refused (change-empty).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Write a reference-shaped result bundle for the change BASE..HEAD of a git repository:
@@ -466,7 +474,8 @@ def bundle_pack(
     diff or textconv), never the candidate's code, and reads the repository as hostile: every
     object of the change is hashed and the diff is made from those alone, then checked to turn
     BASE into HEAD. --base must be the WorkUnit's source revision. Times come from LEDGER_TIME,
-    else the clock."""
+    else the clock. An empty change is refused, saying what to commit when the work tree
+    holds uncommitted changes (the change must be committed: HEAD names a commit)."""
     from ledger.authoring.bundle_pack import pack
     from ledger.authoring.files import write_new_folder
 
@@ -493,6 +502,7 @@ def bundle_pack(
         attempt=attempt,
         worker_id=worker_id,
         summary=summary,
+        allow_empty=allow_empty,
     )
     write_new_folder(out, packed.files, force=force, on_written=note_files(out))
     if as_json:

@@ -385,12 +385,33 @@ def init(
     _note_init(_db(), settings)
     result = init_ledger(_db(), origin=origin, settings=settings, signer=_signer(settings))
     name = _db_name()
+    roles = result.roles
     if as_json:
-        _emit_json({"db": name, "created": result.created, "origin": result.origin})
-    elif result.created:
+        _emit_json(
+            {
+                "db": name,
+                "created": result.created,
+                "origin": result.origin,
+                "roles": None
+                if roles is None
+                else {
+                    "writer": roles.writer,
+                    "reader": roles.reader,
+                    "logins_sql": roles.login_statements(),
+                },
+            }
+        )
+        return EXIT_OK
+    if result.created:
         _say(f"created ledger {name} (origin {result.origin})")
     else:
         _say(f"ledger {name} already exists (origin {result.origin}); nothing changed")
+    if roles is not None:
+        _say(f"writer role {roles.writer}: calibrate, freeze, verify, burn, checkpoint")
+        _say(f"reader role {roles.reader}: audit, when, export, status, log")
+        _say("a team's logins (run by whoever made these roles, or a superuser; names are yours):")
+        for line in roles.login_statements():
+            _say(f"  {line}")
     return EXIT_OK
 
 
@@ -1243,14 +1264,47 @@ def burn(
         list[str] | None,
         typer.Option("--observed-task", help="A task whose solution was seen (repeatable)."),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Show exactly what would be recorded; write nothing."),
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Burn without asking (what scripts and CI pass: without a terminal to ask at,"
+            " burn refuses unless given it).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Append a burn notice: the cohort accepts no more verification, its digest stays, and the
-    observed tasks' WorkUnits can never again be frozen as held_out."""
-    from ledger.operations.burn import burn as run_burn
+    observed tasks' WorkUnits can never again be frozen as held_out. It cannot be undone.
 
+    --dry-run shows what would be recorded (the cohort, its tasks, the observed tasks and the
+    WorkUnits they expose) and writes nothing. At a terminal burn shows the same and asks you to
+    type the cohort id; elsewhere (a script, CI) it refuses (burn-not-confirmed) unless --yes.
+    """
+    from ledger.operations.burn import burn as run_burn
+    from ledger.operations.burn import plan_burn
+
+    observed = observed_task or ()
+    if dry_run or not yes:
+        # The same checks as the burn (an unknown cohort or task, with near matches), first.
+        with _open_ledger(read_only=True) as ledger:
+            plan = plan_burn(ledger, cohort, reason=reason, observed_tasks=observed)
+        if dry_run:
+            if as_json:
+                _emit_json({"dry_run": True, **msgspec_builtins(plan)})
+            else:
+                for line in _burn_plan_lines(plan):
+                    _say(line)
+                _say("dry run: nothing was written (without --dry-run, burn records this)")
+            return EXIT_OK
+        _confirm_burn(plan)
     with _open_ledger(read_only=False) as ledger:
-        result = run_burn(ledger, cohort, reason=reason, observed_tasks=observed_task or ())
+        result = run_burn(ledger, cohort, reason=reason, observed_tasks=observed)
     if as_json:
         _emit_json(msgspec_builtins(result))
     else:
@@ -1258,6 +1312,55 @@ def burn(
         for task_id in result.observed_tasks:
             _say(f"  observed (exposed forever): {task_id}")
     return EXIT_OK
+
+
+def _burn_plan_lines(plan: Any) -> list[str]:
+    """What a burn would record, for a person (``--dry-run``, and before the confirmation)."""
+    lines = [
+        f"burn would append cohort.burned for cohort {plan.cohort} (frozen at seq"
+        f" {plan.frozen_entry}, definition {plan.definition_digest}): it then accepts no"
+        " verification, for ever",
+        f"  reason: {plan.reason}",
+        f"  {count(len(plan.tasks), 'task')}:",
+    ]
+    for t in plan.tasks:
+        if t.observed:
+            state = (
+                "observed: its WorkUnit becomes exposed (never again held_out)"
+                if t.exposed_at is None
+                else f"observed (its WorkUnit already exposed at seq {t.exposed_at})"
+            )
+        else:
+            state = "not observed"
+        lines.append(
+            f"    {t.task} ({t.split}): WorkUnit {t.work_unit_id} v{t.work_unit_version}"
+            f" {t.work_unit_digest}: {state}"
+        )
+    if not plan.observed_tasks:
+        lines.append("  no observed task (--observed-task ID): no WorkUnit becomes exposed")
+    lines.append(f"  burn notice {plan.payload['notice']['object']}")
+    return lines
+
+
+def _confirm_burn(plan: Any) -> None:
+    """A person at a terminal types the cohort id; anything else, or no terminal, refuses."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError(
+            "burn-not-confirmed",
+            f"burn cannot be undone and there is no terminal to confirm it at: pass --yes to"
+            f" burn {plan.cohort} from a script or CI (--dry-run shows what it records);"
+            " nothing was written",
+        )
+    for line in _burn_plan_lines(plan):
+        _note(line)
+    sys.stderr.write(_visible(f"Type the cohort id ({plan.cohort}) to burn it: "))
+    sys.stderr.flush()
+    typed = sys.stdin.readline(4096).strip()
+    if typed != plan.cohort:
+        raise UsageError(
+            "burn-not-confirmed",
+            f"you typed {typed!r}, not the cohort id {plan.cohort!r}: nothing was burned",
+        )
 
 
 @app.command()
