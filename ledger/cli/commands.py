@@ -655,7 +655,10 @@ def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
             for o in p["observations"]:
                 size = "-" if o.get("size") is None else f"{o['size']} bytes"
                 digest = o.get("sha256") or "-"
-                lines.append(f"  {o['role']:<8} {o['locator']}  {o['status']}  {size}  {digest}")
+                under = f"{o['candidate_root']}/" if o.get("candidate_root") else ""
+                lines.append(
+                    f"  {o['role']:<8} {under}{o['locator']}  {o['status']}  {size}  {digest}"
+                )
             return lines
         if entry.kind == "calibration.recorded":
             adapters = ", ".join(
