@@ -282,6 +282,56 @@ def test_lint_of_a_cohort_that_does_not_decode_lists_each_field(root: Path) -> N
     ]
 
 
+def _evidence_attempt(n: int) -> dict[str, Any]:
+    def ref(kind: str) -> dict[str, str]:
+        return {"path": f"evidence/{n}/{kind}.json", "digest": "sha256:" + str(n) * 64,
+                "id": f"attempt-{n}/{kind}"}  # fmt: skip
+
+    return {
+        "attempt_id": f"attempt-00{n}",
+        "structural_signature": "single-worker-baseline-v1",
+        "result_manifest": ref("result-manifest"),
+        "verification_result": ref("verification-result"),
+        "outcome": "reject",
+    }
+
+
+def test_lint_names_every_missing_evidence_file_of_a_task(root: Path) -> None:
+    """Two attempts and a verified negative case, their five files all absent: lint names each
+    at its own field (it named the first alone, so fixing one showed the next), and freeze
+    still stops at the first."""
+
+    def evidence(doc: dict[str, Any]) -> None:
+        task = doc["tasks"][0]
+        task["evidence"] = {"status": "verified", "attempts": [_evidence_attempt(1),
+                                                               _evidence_attempt(2)]}  # fmt: skip
+        task["negative_case"].update(
+            evidence_status="verified",
+            evidence_type="verification_result",
+            evidence_path="evidence/negative.json",
+            evidence_digest="sha256:" + "2" * 64,
+        )
+
+    edit(root / "c/cohort.json", evidence)
+    result = cli(root, "lint", "c", "--json")
+    assert result.code == 1, result.stdout
+    problems = result.json()["problems"]
+    at = "/tasks/0/evidence/attempts"
+    assert [(p["code"], p["file"], p["pointer"]) for p in problems] == [
+        ("evidence-missing", "c/cohort.json", f"{at}/0/result_manifest"),
+        ("evidence-missing", "c/cohort.json", f"{at}/0/verification_result"),
+        ("evidence-missing", "c/cohort.json", f"{at}/1/result_manifest"),
+        ("evidence-missing", "c/cohort.json", f"{at}/1/verification_result"),
+        ("evidence-missing", "c/cohort.json", "/tasks/0/negative_case"),
+    ]
+    named = ["evidence/1/result-manifest.json", "evidence/1/verification-result.json",
+             "evidence/2/result-manifest.json", "evidence/2/verification-result.json",
+             "evidence/negative.json"]  # fmt: skip
+    assert all(path in p["message"] for path, p in zip(named, problems, strict=True)), problems
+    first = refused(root, "evidence-missing", "freeze", "c")
+    assert "attempt attempt-001: ResultManifest" in first.json()["error"]["message"]
+
+
 FIRST_ERRORS: dict[str, Any] = {
     "work-unit-digest-mismatch": lambda r: edit(r / WU, lambda d: d.update(objective="Other.")),
     "plan-id-mismatch": lambda r: edit(
