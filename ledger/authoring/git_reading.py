@@ -224,6 +224,64 @@ def _is_hex(text: str) -> bool:
     return all(c in "0123456789abcdef" for c in text)
 
 
+# A tag name as ``git check-ref-format`` admits it, narrowed: no character that rev-parse reads
+# as syntax (``^ ~ : ? * [ \ @ {``), no space or control character, no leading ``-``.
+_TAG_NAME: Final = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_+./-]{0,254}")
+
+
+def _is_tag_name(name: str) -> bool:
+    if not _TAG_NAME.fullmatch(name) or name.endswith(("/", ".")) or ".." in name:
+        return False
+    return all(part and not part.startswith(".") and not part.endswith(".lock")
+               for part in name.split("/"))  # fmt: skip
+
+
+def resolve_source_revision(git: str, repo: Path, revision: str, *, what: str) -> str:
+    """The commit a WorkUnit's ``source_revision`` names in ``repo``: a full commit id (itself),
+    or a tag (``refs/tags/<revision>``, peeled to its commit). Nothing else: a branch, ``HEAD``
+    or an expression (``main~1``, ``v1@{1}``, ``:/text``) names another commit once the
+    repository moves, and the plan is bound to one."""
+    if len(revision) in _ALGORITHMS and _is_hex(revision):
+        commit = resolve(git, repo, revision, what=what)
+        if commit != revision:
+            raise UsageError(
+                "bad-revision", f"{what} {revision} is not a commit of {repo} (it is {commit})"
+            )
+        return commit
+    if not _is_tag_name(revision):
+        raise UsageError(
+            "bad-revision",
+            f"{what} {revision!r} is neither a full commit id nor a tag name; bind the WorkUnit"
+            " and its plan to a commit id or a tag",
+        )
+    found = _peeled(git, repo, f"refs/tags/{revision}", what)
+    if found is not None:
+        return found
+    branch = _peeled(git, repo, f"refs/heads/{revision}", what)
+    kind = "a branch, which moves," if branch is not None else "no tag"
+    raise UsageError(
+        "bad-revision",
+        f"{what} {revision!r} names {kind} in {repo}: tag the commit the plan is bound to"
+        f" (`git -C {repo} tag {revision} COMMIT`) and pack again",
+    )
+
+
+def _peeled(git: str, repo: Path, ref: str, what: str) -> str | None:
+    """The commit the full ref name ``ref`` peels to, or None when there is no such ref."""
+    ran = run_git(
+        git,
+        ["-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        what=what,
+        limit=4096,
+    )
+    if ran.code == 1:
+        return None
+    commit = _checked(ran, what).decode("ascii", "replace").strip()
+    if len(commit) not in _ALGORITHMS or not _is_hex(commit):
+        raise UsageError("bad-revision", f"{what} {ref!r} does not name a commit")
+    return commit
+
+
 def diff_commits(git: str, repo: Path, base: str, head: str, *, limit: int) -> bytes:
     """The patch BASE..HEAD of two resolved commit ids of ``repo``: made from hashed objects
     only, in a private repository, and checked to turn BASE's entries into HEAD's."""
