@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 from commit_helpers import cohort_doc, write_json
-from helpers import FIXED_TIME, CliResult, checkpointed_copy, run_cli
+from helpers import FIXED_TIME, CliResult, attacker, checkpointed_copy, file_state, run_cli
+from output_schemas import validate_output
 
 from ledger import api
 from ledger.settings import Settings
@@ -179,3 +180,242 @@ def test_a_symlinked_candidate_root_is_never_followed(db: Path, tmp_path: Path) 
     findings = done.json()["verification_result"]["findings"]
     assert ("policy", "candidate.json") in [(f["category"], f.get("path")) for f in findings]
     assert any("symlink" in f["summary"] for f in findings)
+
+
+# -- (d) checking a VerificationResult the reference produced ---------------------------------
+
+
+RESULT = REPLAY / "verification-result.json"
+BUNDLE = REPLAY / "candidate-bundle"
+
+
+def reference_result() -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(RESULT.read_bytes())
+    return value
+
+
+def check(db: Path, result: dict[str, Any] | bytes, **options: Any) -> api.ResultCheck:
+    data = result if isinstance(result, bytes) else json.dumps(result).encode()
+    with api.open_ledger(db, read_only=True) as opened:
+        return api.check_result(opened, data, BUNDLE, **options)
+
+
+def rows(checked: api.ResultCheck, verdict: str) -> dict[str, Any]:
+    return {f.field: f for f in checked.fields if f.verdict == verdict}
+
+
+def test_the_reference_result_of_its_published_replay_agrees_field_by_field(
+    built: Path,
+) -> None:
+    """The reference's own VerificationResult for its published bundle, checked by the plan the
+    ledger committed: it agrees; each field is listed, compared or not (with why), and nothing
+    is written, in or beside the ledger."""
+    before = file_state(built)
+    done = ledger(built, "check-result", str(RESULT), "--bundle", str(BUNDLE), "--json")
+    assert done.code == 0, done.stdout + done.stderr
+    out = done.json()
+    validate_output("check-result", out)
+    assert (out["agrees"], out["outcome"], out["reference_outcome"]) == (True, "support", "support")
+    assert out["task"] == REPLAY_TASK and out["counts"]["differs"] == 0
+    fields = {f["field"]: f for f in out["fields"]}
+    for name in ("status", "decision_support.recommendation", "provenance.result_manifest_digest",
+                 "provenance.verifier_config_digest", "provenance.work_unit_digest",
+                 "checks[independent-review].status", "evidence[candidate-patch-hash].digest",
+                 "findings", "metrics.candidate_bytes"):  # fmt: skip
+        assert fields[name]["verdict"] == "agrees", fields[name]
+    assert fields["provenance.verifier_config_digest"]["ledger"] == out["plan"]["digest"]
+    # Fields that legitimately differ are listed, with both values and the reason.
+    runner = fields["extensions.org.idkmesh.evaluator_plan.runner_version"]
+    assert (runner["verdict"], runner["ledger"], runner["reference"]) == (
+        "not-compared", "0.2", "0.3"
+    )  # fmt: skip
+    legitimate = (
+        "started_at",
+        "resources.wall_seconds",
+        "provenance.environment",
+        "decision_support.rationale",
+        "evidence[patch-semantic-observation].digest",
+    )
+    for name in legitimate:
+        assert fields[name]["verdict"] == "not-compared" and fields[name]["reason"], fields[name]
+    assert "reference" not in fields["attestation"] and "ledger" not in fields["attestation"]
+    # Every field of the reference's result is a row: none is dropped silently.
+    for key in reference_result():
+        assert any(name == key or name.startswith((f"{key}.", f"{key}[")) for name in fields), key
+    assert file_state(built) == before
+    text = ledger(built, "check-result", str(RESULT), "--bundle", str(BUNDLE))
+    assert text.code == 0 and text.stdout.startswith("AGREES: "), text.stdout
+    assert "not compared: started_at, finished_at: " in text.stdout
+
+
+def test_a_reference_result_with_a_flipped_recommendation_is_reported_as_disagreeing(
+    built: Path,
+) -> None:
+    """The same result saying reject_candidate: exit 1, and the one field that differs is named
+    with both values and the ledger's reason (every required check passed)."""
+    flipped = reference_result()
+    flipped["decision_support"]["recommendation"] = "reject_candidate"
+    path = built.parent / "flipped.json"
+    path.write_text(json.dumps(flipped))
+    done = ledger(built, "check-result", str(path), "--bundle", str(BUNDLE), "--json")
+    assert done.code == 1, done.stdout + done.stderr
+    out = done.json()
+    validate_output("check-result", out)
+    assert (out["agrees"], out["outcome"], out["reference_outcome"]) == (False, "support", "reject")
+    differing = [f for f in out["fields"] if f["verdict"] == "differs"]
+    assert [(f["field"], f["ledger"], f["reference"]) for f in differing] == [
+        ("decision_support.recommendation", "accept_candidate", "reject_candidate")
+    ]
+    assert "every check the plan requires passed" in differing[0]["reason"]
+    text = ledger(built, "check-result", str(path), "--bundle", str(BUNDLE))
+    assert text.code == 1 and text.stdout.startswith("DIFFERS: "), text.stdout
+    assert 'differs decision_support.recommendation: the ledger "accept_candidate", the' in (
+        text.stdout
+    )
+
+
+def _set(path: tuple[Any, ...], value: Any) -> Any:
+    def change(doc: dict[str, Any]) -> None:
+        target: Any = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+SCOPE_FINDING = {"severity": "high", "category": "scope", "summary": "x", "path": "README.md"}
+FORGED: dict[str, tuple[Any, str]] = {
+    "status": (_set(("status",), "failed"), "every check the plan requires passed"),
+    "checks[independent-review].status": (
+        _set(("checks", 1, "status"), "failed"),
+        "the ledger's check says: Independent",
+    ),
+    "provenance.verifier_config_digest": (
+        _set(("provenance", "verifier_config_digest"), "sha256:" + "0" * 64),
+        "another plan",
+    ),
+    "provenance.result_manifest_digest": (
+        _set(("provenance", "result_manifest_digest"), "sha256:" + "1" * 64),
+        "another ResultManifest",
+    ),
+    "evidence[candidate-patch-hash].digest": (
+        _set(("evidence", 1, "digest"), "sha256:" + "2" * 64),
+        "other bytes",
+    ),
+    "metrics.candidate_bytes": (_set(("metrics", "candidate_bytes"), 624), "not what"),
+    "metrics.log_count": (_set(("metrics", "log_count"), 2.0), "not what"),  # 2.0 is not 2
+    "findings": (
+        _set(("findings",), [SCOPE_FINDING]),
+        "only the reference finds high/scope at README.md",
+    ),
+    "checks": (
+        lambda d: d["checks"].pop(0),
+        "only the ledger's judgement has check result-manifest-schema",
+    ),
+    "extensions.org.idkmesh.evaluator_plan.digest": (
+        _set(("extensions", "org.idkmesh.evaluator_plan.digest"), "sha256:" + "3" * 64),
+        "another plan",
+    ),
+}
+
+
+@pytest.mark.parametrize("field", sorted(FORGED))
+def test_each_compared_field_a_reference_result_changes_is_named_with_why(
+    built: Path, field: str
+) -> None:
+    change, why = FORGED[field]
+    forged = reference_result()
+    change(forged)
+    checked = check(built, forged)
+    assert not checked.agrees and checked.exit_code == 1
+    differing = rows(checked, "differs")
+    assert list(differing) == [field], list(differing)
+    assert why in differing[field].reason, differing[field].reason
+
+
+def test_fields_that_legitimately_differ_leave_the_result_agreeing_and_are_listed(
+    built: Path,
+) -> None:
+    """Times, the reference's machine, its prose, its own observation records and its build
+    annotations may differ: still agrees, each listed as not compared with the other value."""
+    other = reference_result()
+    other["started_at"] = "2030-01-01T00:00:00Z"
+    other["finished_at"] = "2030-01-01T00:00:09Z"
+    other["resources"]["wall_seconds"] = 9.5
+    other["provenance"]["environment"] = {"platform": "elsewhere", "tool_versions": {"x": "9"}}
+    other["decision_support"]["rationale"] = "Other words."
+    other["checks"][1]["summary"] = "Other words."
+    other["checks"][1]["diagnostics"] = "{}"
+    other["evidence"][4]["digest"] = "sha256:" + "4" * 64  # the semantic observation record
+    other["extensions"]["org.idkmesh.evaluator_plan.runner_version"] = "9.9"
+    checked = check(built, other)
+    assert checked.agrees, rows(checked, "differs")
+    skipped = rows(checked, "not-compared")
+    for name, theirs in (
+        ("started_at", "2030-01-01T00:00:00Z"),
+        ("resources.wall_seconds", 9.5),
+        ("decision_support.rationale", "Other words."),
+        ("checks[independent-review].summary", "Other words."),
+        ("evidence[patch-semantic-observation].digest", "sha256:" + "4" * 64),
+        ("extensions.org.idkmesh.evaluator_plan.runner_version", "9.9"),
+    ):
+        assert skipped[name].reference == theirs and skipped[name].reason, name
+
+
+def test_a_burned_cohorts_committed_plan_still_judges_a_reference_result(db: Path) -> None:
+    """Nothing is recorded, so a burned cohort's plan may judge the reference's result of an
+    attempt made before the burn; the check says the cohort is burned."""
+    burned = ledger(db, "burn", COHORT, "--reason", "solutions observed", "--json")
+    assert burned.code == 0, burned.stdout + burned.stderr
+    checked = check(db, RESULT.read_bytes())
+    assert checked.agrees and checked.burned_entry == burned.json()["burned_entry"]
+    refused = ledger(db, "verify", str(BUNDLE), "--json")
+    assert refused.code == 2 and refused.error_code() == "cohort-burned"
+
+
+def test_check_result_reads_a_ledger_without_its_derived_state(db: Path) -> None:
+    """A ledger whose derived tables are absent (a file from before them): the task is chosen
+    from the fold of the entries, read-only, with the same answer."""
+    with attacker(db) as conn:
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'state_%'"
+        ).fetchall():
+            conn.execute(f'DROP TABLE "{name}"')
+    before = file_state(db)
+    checked = check(db, RESULT.read_bytes())
+    assert checked.agrees and checked.task == REPLAY_TASK
+    assert file_state(db) == before
+
+
+@pytest.mark.parametrize(
+    ("result", "code"),
+    [
+        (b"not json", "result-invalid"),
+        (json.dumps({"schema_version": "0.1"}).encode(), "result-invalid"),
+        (json.dumps({**reference_result(), "status": "great"}).encode(), "result-invalid"),
+    ],
+)
+def test_a_file_that_is_not_a_verification_result_is_refused(
+    built: Path, result: bytes, code: str
+) -> None:
+    path = built.parent / "not-a-result.json"
+    path.write_bytes(result)
+    done = ledger(built, "check-result", str(path), "--bundle", str(BUNDLE), "--json")
+    assert done.code == 2 and done.error_code() == code, done.stdout
+    assert str(path) in done.json()["error"]["message"]
+
+
+def test_check_result_refuses_a_bundle_verify_would_refuse(built: Path, tmp_path: Path) -> None:
+    """No manifest: not a bundle; a manifest of a WorkUnit no cohort commits: no plan to judge
+    by. Refused as verify refuses, exit 2 (the plan never comes from anywhere else)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = ledger(built, "check-result", str(RESULT), "--bundle", str(empty), "--json")
+    assert (done.code, done.error_code()) == (2, "bundle-manifest-missing")
+    other = copy_bundle(BUNDLE, tmp_path / "other")
+    manifest = json.loads((other / "result-manifest.json").read_bytes())
+    manifest["work_unit_id"] = "someone/else"
+    (other / "result-manifest.json").write_text(json.dumps(manifest))
+    done = ledger(built, "check-result", str(RESULT), "--bundle", str(other), "--json")
+    assert (done.code, done.error_code()) == (2, "no-committed-plan")
