@@ -9,8 +9,10 @@ built once for the module; a test that writes works on a copy.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from helpers import FIXED_TIME, CliResult, attacker, checkpointed_copy, file_sta
 from output_schemas import validate_output
 
 from ledger import api
+from ledger.operations.check_result import ABSENT, PLAN_EXTENSIONS
 from ledger.settings import Settings
 from verifiers.canonical import canonical_digest
 
@@ -135,6 +138,13 @@ def test_reference_exact_json_fixtures_get_the_outcomes_the_reference_expects(db
     assert "file     candidate-root/candidate.json  ok  67 bytes" in shown.stdout
     audited = ledger(db, "audit", "--json")
     assert audited.code == 0 and audited.json()["replayed"] == 2, audited.stdout
+    with api.open_ledger(db, read_only=True) as opened:
+        api.browse(opened, db.parent / "browse.db")
+    with contextlib.closing(sqlite3.connect(db.parent / "browse.db")) as conn:
+        (observed,) = conn.execute(
+            "SELECT observations FROM bundles WHERE seq = ?", (good.json()["bundle_entry"],)
+        ).fetchone()
+    assert json.loads(observed)[1]["candidate_root"] == "candidate-root"
 
 
 def test_a_candidate_missing_from_candidate_root_is_a_reject_that_names_the_folder(
@@ -313,6 +323,10 @@ FORGED: dict[str, tuple[Any, str]] = {
         lambda d: d["checks"].pop(0),
         "only the ledger's judgement has check result-manifest-schema",
     ),
+    "no extensions": (
+        lambda d: d.pop("extensions"),
+        "another plan",  # the result no longer says which plan judged it
+    ),
     "extensions.org.idkmesh.evaluator_plan.digest": (
         _set(("extensions", "org.idkmesh.evaluator_plan.digest"), "sha256:" + "3" * 64),
         "another plan",
@@ -330,7 +344,11 @@ def test_each_compared_field_a_reference_result_changes_is_named_with_why(
     checked = check(built, forged)
     assert not checked.agrees and checked.exit_code == 1
     differing = rows(checked, "differs")
-    assert list(differing) == [field], list(differing)
+    if field == "no extensions":
+        assert sorted(differing) == sorted(f"extensions.{key}" for key in PLAN_EXTENSIONS)
+        assert all(row.reference is ABSENT for row in differing.values())
+        field = f"extensions.{PLAN_EXTENSIONS[0]}"
+    assert list(differing) == [field] or field in differing, list(differing)
     assert why in differing[field].reason, differing[field].reason
 
 

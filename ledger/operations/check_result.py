@@ -44,6 +44,9 @@ class _Absent:
     def __repr__(self) -> str:
         return "absent"
 
+    def __bool__(self) -> bool:
+        return False  # ``_at(doc, "extensions") or {}``: an absent map has no keys
+
 
 ABSENT: Final = _Absent()
 
@@ -177,13 +180,13 @@ def check_result(
     judgement. A result that is not a VerificationResult 0.1 is ``result-invalid``; the bundle
     and the task are refused as ``verify`` refuses them, but a burned cohort still judges."""
     decoded = decode_verification_result(result)
-    if decoded.value is None or not isinstance(decoded.raw, dict):
+    if decoded.value is None:
         first = decoded.errors[0]
         raise UsageError(
             "result-invalid",
             f"{source} is not a VerificationResult 0.1: {first.path or '/'}: {first.message}",
         )
-    theirs: dict[str, Any] = decoded.raw
+    theirs: dict[str, Any] = decoded.raw  # an object: the contract decoded it
     probe = _read_manifest_only(bundle_dir)
     wu_id, wu_version = _manifest_claims(probe)
     with ledger.snapshot():
