@@ -585,7 +585,9 @@ def test_bundle_pack_refuses_a_work_unit_revision_that_moves_with_the_repository
     result = refused(root, "bad-revision", *pack_reference(base))
     message = result.json()["error"]["message"]
     assert "a branch, which moves" in message and f"tag {LABEL} COMMIT" in message
-    for moving in ("HEAD", "change~1", "main@{0}", ":/base", base[:12]):
+    git(repo, "tag", "-a", "-m", "fixture", "v1", base)
+    tag_object = git(repo, "rev-parse", "v1")  # a full id, but of the tag, not of a commit
+    for moving in ("HEAD", "change~1", "main@{0}", ":/base", base[:12], tag_object):
         edit(root / "reference.work-unit.json",
              lambda d, r=moving: d["provenance"].update(source_revision=r))  # fmt: skip
         refused(root, "bad-revision", *pack_reference(base))

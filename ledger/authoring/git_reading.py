@@ -205,6 +205,14 @@ def resolve(git: str, repo: Path, rev: str, *, what: str) -> str:
     """The full commit id ``rev`` names in ``repo`` (``rev`` is never taken as an option)."""
     if not rev or rev.startswith("-") or "\n" in rev:
         raise UsageError("bad-revision", f"{what} {rev!r} is not a revision")
+    commit = _commit_of(git, repo, rev, what)
+    if commit is None:
+        raise UsageError("bad-revision", f"{what} names no commit in {repo}")
+    return commit
+
+
+def _commit_of(git: str, repo: Path, rev: str, what: str) -> str | None:
+    """The full commit id ``rev`` peels to in ``repo``, or None when it names no commit."""
     ran = run_git(
         git,
         ["-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
@@ -213,7 +221,7 @@ def resolve(git: str, repo: Path, rev: str, *, what: str) -> str:
     )
     if ran.code == 1:
         # ``rev-parse --verify --quiet`` exits 1, silently, for a name that is no commit.
-        raise UsageError("bad-revision", f"{what} names no commit in {repo}")
+        return None
     commit = _checked(ran, what).decode("ascii", "replace").strip()
     if len(commit) not in _ALGORITHMS or not _is_hex(commit):
         raise UsageError("bad-revision", f"{what} {rev!r} does not name a commit")
@@ -254,32 +262,16 @@ def resolve_source_revision(git: str, repo: Path, revision: str, *, what: str) -
             f"{what} {revision!r} is neither a full commit id nor a tag name; bind the WorkUnit"
             " and its plan to a commit id or a tag",
         )
-    found = _peeled(git, repo, f"refs/tags/{revision}", what)
+    found = _commit_of(git, repo, f"refs/tags/{revision}", what)
     if found is not None:
         return found
-    branch = _peeled(git, repo, f"refs/heads/{revision}", what)
+    branch = _commit_of(git, repo, f"refs/heads/{revision}", what)
     kind = "a branch, which moves," if branch is not None else "no tag"
     raise UsageError(
         "bad-revision",
         f"{what} {revision!r} names {kind} in {repo}: tag the commit the plan is bound to"
         f" (`git -C {repo} tag {revision} COMMIT`) and pack again",
     )
-
-
-def _peeled(git: str, repo: Path, ref: str, what: str) -> str | None:
-    """The commit the full ref name ``ref`` peels to, or None when there is no such ref."""
-    ran = run_git(
-        git,
-        ["-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-        what=what,
-        limit=4096,
-    )
-    if ran.code == 1:
-        return None
-    commit = _checked(ran, what).decode("ascii", "replace").strip()
-    if len(commit) not in _ALGORITHMS or not _is_hex(commit):
-        raise UsageError("bad-revision", f"{what} {ref!r} does not name a commit")
-    return commit
 
 
 def diff_commits(git: str, repo: Path, base: str, head: str, *, limit: int) -> bytes:
