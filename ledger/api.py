@@ -39,6 +39,8 @@ from ledger.interop.attest import AttestationCheck, attestations, check_attestat
 from ledger.operations.batch import verify_many
 from ledger.operations.burn import BurnPlan, burn, plan_burn
 from ledger.operations.calibrate import calibrate
+from ledger.operations.check_result import ResultCheck
+from ledger.operations.check_result import check_result as _check_result
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.operator_files import read_operator_text
@@ -373,6 +375,26 @@ def check_proof(
     )
 
 
+def check_result(
+    ledger: Store,
+    result: bytes,
+    bundle: str | os.PathLike[str],
+    *,
+    cohort: str | None = None,
+    task: str | None = None,
+    source: str = "the result",
+) -> ResultCheck:
+    """What ``ledger check-result RESULT --bundle DIR`` runs (LEDGER.md section 12, "Checking a
+    result the reference produced"): judge the bundle by the plan ``ledger`` committed for it,
+    as ``verify`` would, recording nothing (``ledger`` may be opened read-only), and compare
+    ``result`` (the bytes of a VerificationResult the reference produced; ``source`` names it
+    in messages) field by field. ``ResultCheck.agrees`` (exit 0 or 1) is the verdict; each of
+    its ``fields`` agrees, differs or is not compared, with the reason. ``result-invalid`` when
+    ``result`` is not a VerificationResult 0.1; the bundle and task are refused as ``verify``
+    refuses them, except that a burned cohort's plan still judges."""
+    return _check_result(ledger, result, Path(bundle), cohort=cohort, task=task, source=source)
+
+
 def when(
     ledger: Store,
     task: str,
@@ -413,6 +435,7 @@ __all__ = [
     "InitResult",
     "Ledger",
     "ProofCheck",
+    "ResultCheck",
     "Settings",
     "Store",
     "TaskStatus",
@@ -430,6 +453,7 @@ __all__ = [
     "check_attestation",
     "check_proof",
     "check_recorded_timestamp",
+    "check_result",
     "checkpoint",
     "checkpoint_note",
     "copy_ledger",

@@ -678,6 +678,19 @@ class CommitmentLookups(Protocol):
     def calibration(self, version: str) -> tuple[bool, int] | None: ...
 
 
+class TaskLookups(Protocol):
+    """The lookups that choose the committed task of a bundle (``select_task`` of
+    ``ledger.operations.verify``), answered by ``StateIndex`` or ``FoldedLookups``."""
+
+    def cohort(self, cohort: str) -> CommittedCohort | None: ...
+
+    def burned_entry(self, cohort: str) -> int | None: ...
+
+    def tasks_named(self, task: str) -> list[CommittedTask]: ...
+
+    def tasks_for(self, work_unit_id: str, version: int) -> list[CommittedTask]: ...
+
+
 class FoldedLookups:
     """``LedgerState`` answering as ``StateIndex`` does: for a reader that cannot use the
     derived tables (absent or behind the head, and a read-only open builds nothing)."""
@@ -698,12 +711,32 @@ class FoldedLookups:
     def content(self, digest: str) -> str | None:
         return self._state.work_unit_contents.get(digest)
 
+    def burned_entry(self, cohort: str) -> int | None:
+        found = self._state.cohorts.get(cohort)
+        return None if found is None else found.burned_entry
+
+    def tasks_named(self, task: str) -> list[CommittedTask]:
+        """As ``StateIndex.tasks_named``: in cohort order."""
+        return [
+            c.tasks[task] for _, c in sorted(self._state.cohorts.items()) if task in c.tasks
+        ]
+
+    def tasks_for(self, work_unit_id: str, version: int) -> list[CommittedTask]:
+        """As ``StateIndex.tasks_for``: by cohort, then task."""
+        return [
+            t
+            for _, c in sorted(self._state.cohorts.items())
+            for _, t in sorted(c.tasks.items())
+            if (t.work_unit_id, t.work_unit_version) == (work_unit_id, version)
+        ]
+
     def calibration(self, version: str) -> tuple[bool, int] | None:
         return self._state.calibration.get(version)
 
 
-def lookups_for_reading(ledger: Ledger) -> CommitmentLookups:
-    """Inside ``ledger.snapshot()``: the derived state when it is current, else the fold."""
+def lookups_for_reading(ledger: Ledger) -> StateIndex | FoldedLookups:
+    """Inside ``ledger.snapshot()``: the derived state when it is current, else the fold
+    (either answers ``CommitmentLookups`` and ``TaskLookups``)."""
     index = StateIndex.current(ledger)
     return index if index is not None else FoldedLookups(read_state(ledger))
 

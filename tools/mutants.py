@@ -55,6 +55,7 @@ TARGETS = (
     "ledger/operations/freeze.py",
     "ledger/operations/burn.py",
     "ledger/operations/verify.py",
+    "ledger/operations/check_result.py",
     "ledger/state.py",
     "ledger/documents/cohort_folder.py",
     "ledger/transparency/check.py",

@@ -27,7 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ledger.authoring.git_reading import diff_commits, resolve, uncommitted_paths
+from ledger.authoring.git_reading import (
+    diff_commits,
+    resolve,
+    resolve_source_revision,
+    uncommitted_paths,
+)
 from ledger.authoring.skeleton import PATCH_CANDIDATE, pretty
 from ledger.errors import CommitError, UsageError
 from verifiers.canonical import canonical_digest, sha256_hex_digest
@@ -49,6 +54,7 @@ class Packed:
     manifest_digest: str
     patch_digest: str
     files_changed: int
+    source_revision: str | None = None  # the WorkUnit's, when it names one: BASE is its commit
 
 
 def _work_unit(data: bytes, what: str) -> dict[str, Any]:
@@ -123,8 +129,13 @@ def pack(
     head_commit = resolve(git, repo, head, what="--head")
     provenance = work_unit.get("provenance") or {}
     source_revision = str(provenance.get("source_revision") or base)
+    bound: str | None = None
     if provenance.get("source_revision"):
-        bound = resolve(git, repo, source_revision, what="the WorkUnit's source revision")
+        # The manifest keeps the name the plan is bound to (the verifier compares the two);
+        # the commit it names now is recorded beside it.
+        bound = resolve_source_revision(
+            git, repo, source_revision, what="the WorkUnit's source revision"
+        )
         if bound != base_commit:
             raise CommitError(
                 "base-revision-mismatch",
@@ -182,7 +193,9 @@ def pack(
         },
         # What was diffed, for the reader; the verifier re-derives everything from the bytes.
         "extensions": {
-            "org.evidence-ledger.bundle-pack": {"base": base_commit, "head": head_commit}
+            "org.evidence-ledger.bundle-pack": _what_was_diffed(
+                base_commit, head_commit, source_revision if bound is not None else None
+            )
         },
     }
     manifest_bytes = pretty(manifest)
@@ -201,4 +214,15 @@ def pack(
         manifest_digest=canonical_digest(manifest),
         patch_digest=sha256_hex_digest(patch),
         files_changed=files_changed,
+        source_revision=source_revision if bound is not None else None,
     )
+
+
+def _what_was_diffed(base: str, head: str, source_revision: str | None) -> dict[str, Any]:
+    """The manifest's note for a reader: the commits diffed and, when the WorkUnit is bound to
+    a source revision, its name with the commit it named (BASE: ``base-revision-mismatch``
+    otherwise)."""
+    note: dict[str, Any] = {"base": base, "head": head}
+    if source_revision is not None:
+        note["source_revision"] = {"name": source_revision, "commit": base}
+    return note

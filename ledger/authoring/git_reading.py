@@ -212,6 +212,14 @@ def resolve(git: str, repo: Path, rev: str, *, what: str) -> str:
     """The full commit id ``rev`` names in ``repo`` (``rev`` is never taken as an option)."""
     if not rev or rev.startswith("-") or "\n" in rev:
         raise UsageError("bad-revision", f"{what} {rev!r} is not a revision")
+    commit = _commit_of(git, repo, rev, what)
+    if commit is None:
+        raise UsageError("bad-revision", f"{what} names no commit in {repo}")
+    return commit
+
+
+def _commit_of(git: str, repo: Path, rev: str, what: str) -> str | None:
+    """The full commit id ``rev`` peels to in ``repo``, or None when it names no commit."""
     ran = run_git(
         git,
         ["-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
@@ -220,7 +228,7 @@ def resolve(git: str, repo: Path, rev: str, *, what: str) -> str:
     )
     if ran.code == 1:
         # ``rev-parse --verify --quiet`` exits 1, silently, for a name that is no commit.
-        raise UsageError("bad-revision", f"{what} names no commit in {repo}")
+        return None
     commit = _checked(ran, what).decode("ascii", "replace").strip()
     if len(commit) not in _ALGORITHMS or not _is_hex(commit):
         raise UsageError("bad-revision", f"{what} {rev!r} does not name a commit")
@@ -229,6 +237,48 @@ def resolve(git: str, repo: Path, rev: str, *, what: str) -> str:
 
 def _is_hex(text: str) -> bool:
     return all(c in "0123456789abcdef" for c in text)
+
+
+# A tag name as ``git check-ref-format`` admits it, narrowed: no character that rev-parse reads
+# as syntax (``^ ~ : ? * [ \ @ {``), no space or control character, no leading ``-``.
+_TAG_NAME: Final = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_+./-]{0,254}")
+
+
+def _is_tag_name(name: str) -> bool:
+    if not _TAG_NAME.fullmatch(name) or name.endswith(("/", ".")) or ".." in name:
+        return False
+    return all(part and not part.startswith(".") and not part.endswith(".lock")
+               for part in name.split("/"))  # fmt: skip
+
+
+def resolve_source_revision(git: str, repo: Path, revision: str, *, what: str) -> str:
+    """The commit a WorkUnit's ``source_revision`` names in ``repo``: a full commit id (itself),
+    or a tag (``refs/tags/<revision>``, peeled to its commit). Nothing else: a branch, ``HEAD``
+    or an expression (``main~1``, ``v1@{1}``, ``:/text``) names another commit once the
+    repository moves, and the plan is bound to one."""
+    if len(revision) in _ALGORITHMS and _is_hex(revision):
+        commit = resolve(git, repo, revision, what=what)
+        if commit != revision:
+            raise UsageError(
+                "bad-revision", f"{what} {revision} is not a commit of {repo} (it is {commit})"
+            )
+        return commit
+    if not _is_tag_name(revision):
+        raise UsageError(
+            "bad-revision",
+            f"{what} {revision!r} is neither a full commit id nor a tag name; bind the WorkUnit"
+            " and its plan to a commit id or a tag",
+        )
+    found = _commit_of(git, repo, f"refs/tags/{revision}", what)
+    if found is not None:
+        return found
+    branch = _commit_of(git, repo, f"refs/heads/{revision}", what)
+    kind = "a branch, which moves," if branch is not None else "no tag"
+    raise UsageError(
+        "bad-revision",
+        f"{what} {revision!r} names {kind} in {repo}: tag the commit the plan is bound to"
+        f" (`git -C {repo} tag {revision} COMMIT`) and pack again",
+    )
 
 
 def diff_commits(git: str, repo: Path, base: str, head: str, *, limit: int) -> bytes:

@@ -749,7 +749,10 @@ def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
             for o in p["observations"]:
                 size = "-" if o.get("size") is None else f"{o['size']} bytes"
                 digest = o.get("sha256") or "-"
-                lines.append(f"  {o['role']:<8} {o['locator']}  {o['status']}  {size}  {digest}")
+                under = f"{o['candidate_root']}/" if o.get("candidate_root") else ""
+                lines.append(
+                    f"  {o['role']:<8} {under}{o['locator']}  {o['status']}  {size}  {digest}"
+                )
             return lines
         if entry.kind == "calibration.recorded":
             adapters = ", ".join(
@@ -2046,6 +2049,107 @@ def check_attestation_command(
             f"included in the tree of size {c.tree_size}; checked against {' and '.join(against)}"
         )
     return EXIT_OK
+@app.command("check-result")
+def check_result_command(
+    result: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RESULT", help="A VerificationResult (JSON) the reference project produced."
+        ),
+    ],
+    bundle: Annotated[
+        Path, typer.Option("--bundle", help="The result bundle the VerificationResult judged.")
+    ],
+    cohort: Annotated[
+        str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
+            " manifest cannot name one."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Judge the bundle again by the plan the ledger committed for it and say, field by field,
+    whether the reference's VerificationResult agrees, and why not where it does not.
+
+    Records nothing (the ledger is opened read-only). Exit 0 when the result agrees, 1 when a
+    compared field differs, 2 when refused. Fields that legitimately differ (times, the
+    reference's machine, prose) are listed as not compared, each with its reason (LEDGER.md
+    section 12)."""
+    from ledger.api import check_result
+    from ledger.operator_files import read_operator_file
+    from verifiers.contracts import LIMITS
+
+    data = read_operator_file(
+        result, LIMITS["verification-result"].max_bytes, what="VerificationResult"
+    )
+    with _open_ledger(read_only=True) as ledger:
+        checked = check_result(
+            ledger, data, bundle, cohort=cohort, task=task, source=f"VerificationResult {result}"
+        )
+    if as_json:
+        _emit_json(checked.to_json())
+        return checked.exit_code
+    _say_result_check(checked, bundle)
+    return checked.exit_code
+
+
+_TEXT_VALUE_CHARS = 160
+
+
+def _text_value(value: Any) -> str:
+    """A field's value in one line: compact JSON, cut short (--json has it whole)."""
+    from ledger.operations.check_result import ABSENT
+
+    if value is ABSENT:
+        return "absent"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    if len(text) > _TEXT_VALUE_CHARS:
+        return f"{text[:_TEXT_VALUE_CHARS]}... ({len(text)} characters; --json shows it whole)"
+    return text
+
+
+def _say_result_check(checked: Any, bundle: Path) -> None:
+    """The verdict, each field that differs with both values and why, then the fields not
+    compared, grouped by their reason."""
+    head = "AGREES" if checked.agrees else "DIFFERS"
+    _say(
+        f"{head}: the reference's VerificationResult {'agrees' if checked.agrees else 'does not'}"
+        f" {'with' if checked.agrees else 'agree with'} the committed plan's judgement of {bundle}"
+    )
+    _say(
+        f"  {checked.cohort} / {checked.task}: plan {checked.plan_id} {checked.plan_digest}"
+        f" ({checked.adapter} {checked.adapter_version}); the ledger: {checked.outcome},"
+        f" the reference: {checked.reference_outcome}"
+    )
+    if checked.burned_entry is not None:
+        _say(
+            f"  cohort {checked.cohort} was burned at seq {checked.burned_entry}; its committed"
+            " plan judges all the same (nothing is recorded)"
+        )
+    agreeing = [f for f in checked.fields if f.verdict == "agrees"]
+    differing = [f for f in checked.fields if f.verdict == "differs"]
+    for f in differing:
+        _say(
+            f"  differs {f.field}: the ledger {_text_value(f.ledger)}, the reference"
+            f" {_text_value(f.reference)}: {f.reason}"
+        )
+    _say(
+        f"  {count(len(agreeing), 'field')} agree"
+        f"{'s' if len(agreeing) == 1 else ''}, {len(differing)} differ"
+        f"{'s' if len(differing) == 1 else ''}"
+    )
+    reasons: dict[str, list[str]] = {}
+    for f in checked.fields:
+        if f.verdict == "not-compared":
+            reasons.setdefault(f.reason, []).append(f.field)
+    for reason, names in reasons.items():
+        _say(f"  not compared: {', '.join(names)}: {reason}")
+
+
 @app.command("check-proof")
 def check_proof(
     proof: Annotated[

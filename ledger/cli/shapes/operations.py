@@ -214,6 +214,11 @@ class NewTaskOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sealed: Literal[True]
 
 
+class SourceRevision(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str  # the WorkUnit's provenance.source_revision: a full commit id or a tag
+    commit: str  # the commit it names (BASE)
+
+
 class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bundle: str
     base: str  # full commit ids
@@ -222,6 +227,7 @@ class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     patch_digest: str
     manifest_digest: str
     files: list[str]
+    source_revision: SourceRevision | None  # null when the WorkUnit names none
 
 
 class CopyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
