@@ -183,12 +183,23 @@ def _written(value: Any) -> Any:
     return value
 
 
+def branch_holds_the_change(walk: Walk) -> None:
+    """The README's note after `bundle pack`: BRANCH holds the change committed (the walk's
+    repository commits it; the note is what a user checks)."""
+    repo = walk.work / walk.values["REPO"]
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "rev-parse", walk.values["BRANCH"]) != walk.values["SHA"]
+
+
 # A hook runs before the step whose argv starts with its key; a note's hook matches its text.
 BEFORE: dict[tuple[str, ...], Callable[[Walk], None]] = {
     ("trust", "add", "witness"): start_witness,
     ("trust", "add", "tsa"): give_tsa_root,
 }
-NOTES: dict[str, Callable[[Walk], None]] = {"edit ": edit_cohort}
+NOTES: dict[str, Callable[[Walk], None]] = {
+    "edit ": edit_cohort,
+    "BRANCH must hold": branch_holds_the_change,
+}
 
 
 @pytest.fixture
