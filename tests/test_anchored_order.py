@@ -93,6 +93,11 @@ def test_verify_before_the_anchor_is_refused_writing_nothing_until_checkpoint_an
         assert (refused.code, refused.error_code()) == (2, "plan-not-anchored")
         assert "ledger checkpoint --anchor --sign KEY" in refused.json()["error"]["message"]
         assert world.size() == before  # nothing written: the bundle was not observed
+        # A refusal is its one line, even with a trust file in use (named once there is output).
+        assert refused.stderr == ""
+        text = world.cli("verify", str(BUNDLES[0]))
+        [line] = text.stderr.splitlines()
+        assert line.startswith("ledger: plan-not-anchored: cohort example/demo was frozen at seq")
         anchored = world.cli("checkpoint", "--anchor", "--sign", str(world.folder / "log.key"),
                              "--json")  # fmt: skip
         assert anchored.code == 0, anchored.stderr

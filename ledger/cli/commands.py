@@ -998,7 +998,6 @@ def freeze(
     policy = loaded.trust if loaded is not None and loaded.trust.anchor.required else None
     # Refused before anything is written: a freeze the policy cannot anchor is not begun.
     signer_key = _anchor_signer(sign, loaded) if policy is not None and not unanchored else None
-    trust.mention(loaded)
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
     try:
         with _open_ledger(read_only=False, settings=settings) as ledger:
@@ -1017,10 +1016,11 @@ def freeze(
             if bar is not None:
                 bar.close()
                 bar = None
-            anchored_by = _anchor_frozen(ledger, result, policy, signer_key)
+            anchored_by = _anchor_frozen(ledger, result, policy, signer_key, loaded)
     finally:
         if bar is not None:
             bar.close()
+    trust.mention(loaded)
     warning = None
     if anchored_by is None and result.burned_entry is None:
         warning = _freeze_warning(result, policy)
@@ -1052,7 +1052,9 @@ def _anchor_signer(sign: Path | None, loaded: Any) -> str:
     return anchor_signer(signer, loaded.trust, loaded.source.file)
 
 
-def _anchor_frozen(ledger: Any, result: Any, policy: Any, signer_key: str | None) -> int | None:
+def _anchor_frozen(
+    ledger: Any, result: Any, policy: Any, signer_key: str | None, loaded: Any
+) -> int | None:
     """The entry anchoring the freeze just made (or found): under a policy one meeting it,
     taken now when there is none (``anchoring-failed``, exit 1, when the witnesses and TSAs
     do not give it: the freeze stays); else any recorded one (``verify`` looks the same)."""
@@ -1063,7 +1065,11 @@ def _anchor_frozen(ledger: Any, result: Any, policy: Any, signer_key: str | None
         return recorded_anchor(ledger, result.frozen_entry)
     if result.burned_entry is not None:
         return None  # a burned cohort accepts no verification: nothing to order
-    entry, _ = anchor_freeze(ledger, result.frozen_entry, policy, signer_key, result.message)
+    try:
+        entry, _ = anchor_freeze(ledger, result.frozen_entry, policy, signer_key, result.message)
+    except LedgerError:
+        trust.mention(loaded)  # the freeze stands: say whose policy it was not anchored by
+        raise
     return entry
 
 
@@ -1159,13 +1165,13 @@ def verify(
     settings = _settings()
     loaded = trust.resolve(trust_file, writing=True, settings=settings)
     rule = anchor_rule(loaded.trust if loaded is not None else None, unanchored=unanchored)
-    trust.mention(loaded)
     if from_list is None and len(paths) == 1:
         from ledger.operations.verify import verify as run_verify
 
         with _open_ledger(read_only=False, settings=settings) as ledger:
             _check_trust_origin(loaded, ledger)
             result = run_verify(ledger, paths[0], cohort=cohort, task=task, anchors=rule)
+        trust.mention(loaded)
         if as_json:
             _emit_json({**_verification_json(result), "trust": trust.to_json(loaded)})
         else:
@@ -1266,6 +1272,7 @@ def _verify_batch(
         _check_trust_origin(anchors[1], ledger)
     except LedgerError as exc:
         _batch_fail(exc.code, exc.message, exc.exit_code, as_json)
+    trust.mention(anchors[1])
     warned: set[str] = set()  # each warning once (it names the cohort), not once a bundle
     total = len(paths)
     progress = progress_bar("verify", total)
@@ -1653,7 +1660,6 @@ def audit(
     trusted = (
         load_trusted_signers(signers) if signers is not None else _trusted_writers(loaded)
     )
-    trust.mention(loaded)
     bar = progress_bar("audit")  # at a terminal only, on stderr (ledger/cli/progress.py)
     progress = bar.update if bar is not None else None
 
@@ -1684,6 +1690,7 @@ def audit(
     finally:
         if bar is not None:
             bar.close()
+    trust.mention(loaded)
     if as_json:
         _emit_json({**_audit_json(report, replayed), "trust": trust.to_json(loaded)})
     else:
@@ -1998,7 +2005,6 @@ def _anchored_checkpoint(
             " or give --trust FILE",
         )
     signer = _anchor_signer(sign, loaded)
-    trust.mention(loaded)
     with _open_ledger(read_only=False, settings=settings) as ledger:
         check_trust_origin(loaded, ledger.origin())
         done = anchor_checkpoint(ledger, signer, loaded.trust)
@@ -2007,6 +2013,7 @@ def _anchored_checkpoint(
 
 def _say_witnessed(done: Any, out: Path | None, as_json: bool, *, force: bool, loaded: Any) -> int:
     """The cosigned note on stdout (and ``--out``), each witness's and TSA's answer."""
+    trust.mention(loaded)
     targets = done.replies
     cosigned = done.note + "".join(r.cosignature for r in done.replies if r.cosignature)
     if out is not None:  # checked before the witnesses were asked; whole or not at all
@@ -2269,13 +2276,18 @@ def check_attestation_command(
         else None
     )
     require_trust(keys, kept)  # before the file is read
-    trust.mention(loaded)
     from ledger.operator_files import read_operator_file
 
     docs = read_attestation_lines(
         read_operator_file(file, MAX_ATTESTATION_BYTES, refuse_larger=False), source=str(file)
     )
-    checks = [check_attestation(doc, keys, checkpoint_note=kept) for doc in docs]
+    try:
+        checks = [check_attestation(doc, keys, checkpoint_note=kept) for doc in docs]
+    except LedgerError as exc:
+        if exc.exit_code == EXIT_FAILED:  # a verdict (one does not hold): say what it rests on
+            trust.mention(loaded)
+        raise
+    trust.mention(loaded)
     if as_json:
         _emit_json(
             {
@@ -2457,7 +2469,6 @@ def check_proof(
     )
     body = _read_bounded(leaf, MAX_LEAF_BYTES, "leaf") if leaf is not None else None
     witness_keys = [_key_value(value, "witness") for value in witness_key or []]
-    trust.mention(loaded)
     result = run_check(
         _read_bounded(proof, MAX_PROOF_BYTES, "proof"),
         checkpoint=cp,
@@ -2465,6 +2476,7 @@ def check_proof(
         leaf=body,
         witness_keys=witness_keys,
     )
+    trust.mention(loaded)
     if as_json:
         _emit_json({**result.to_json(), "trust": trust.to_json(loaded)})
     elif result.valid:

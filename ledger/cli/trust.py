@@ -104,7 +104,8 @@ def resolve(
 
 
 def mention(loaded: "LoadedTrust | None") -> None:
-    """Say on stderr which trust file the command used (every output names it)."""
+    """Say on stderr which trust file the command used (every output names it). Called with
+    the output, not before the work: a refusal stays its one line."""
     if loaded is not None:
         source = loaded.source
         IO.note(f"trust: {source.file} ({_HOW[source.how]}, {source.sha256})")

@@ -91,7 +91,6 @@ def when(
     keys = [load_key(value, "witness") for value in witness_key or []]
     roots = [IO.read_bytes(path, MAX_CA_FILE, "TSA root") for path in tsa_ca or []]
     policy = None if loaded is None else loaded.trust
-    trust.mention(loaded)
     if from_export is not None:
         statement = when_export(
             from_export, task, witness_keys=keys, tsa_roots=roots, trust=policy
@@ -99,6 +98,7 @@ def when(
     else:
         with IO.open_read_only() as ledger:
             statement = when_ledger(ledger, task, witness_keys=keys, tsa_roots=roots, trust=policy)
+    trust.mention(loaded)  # once the statement is made: a refusal stays one line
     if as_json:
         IO.emit_json({**statement.to_json(), "trust": trust.to_json(loaded)})
     else:
