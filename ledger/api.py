@@ -545,12 +545,13 @@ def _reader_trust(
     )
 
 
-def _origin_of(statement: WhenStatement, trust_file: TrustFile | None) -> WhenStatement:
+def _check_origin(ledger: Store, trust_file: TrustFile | None) -> None:
+    """A trust file of another ledger is refused before anything is stated (a wrong file must
+    not read as an unknown task or an anchor that does not count)."""
     if trust_file is not None:
         from ledger.format.trust import check_origin
 
-        check_origin(trust_file, statement.origin, "given")
-    return statement
+        check_origin(trust_file, ledger.origin(), "given")
 
 
 def when(
@@ -570,7 +571,8 @@ def when(
     made (exit 2)."""
     reader = _reader_trust(witness_keys, tsa_roots, trust)
     with ledger.snapshot():  # one state: every entry and anchor of one tree
-        return _origin_of(_when(task, ledger.entries(), reader), trust)
+        _check_origin(ledger, trust)
+        return _when(task, ledger.entries(), reader)
 
 
 def when_export(
@@ -586,7 +588,8 @@ def when_export(
     all the statement reads."""
     reader = _reader_trust(witness_keys, tsa_roots, trust)
     with open_export(Path(path)) as exported:
-        return _origin_of(_when(task, exported.entries(), reader), trust)
+        _check_origin(exported, trust)
+        return _when(task, exported.entries(), reader)
 
 
 __all__ = [

@@ -322,6 +322,8 @@ def test_a_trust_file_of_another_ledger_is_refused(world: World) -> None:
     for args in (
         ["when", TASK],
         ["when", TASK, "--from-export", str(export)],
+        ["when", "nobody/none"],  # the wrong file is named, not read as an unknown task
+        ["when", "nobody/none", "--from-export", str(export)],
         ["audit", "--no-replay"],
         ["audit", "--no-replay", "--from-export", str(export)],
         ["verify", str(BUNDLES[1])],
