@@ -178,6 +178,18 @@ class NewTaskOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sealed: Literal[True]
 
 
+class KeptFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    file: str  # a ROOT-relative path, or "hidden plan ID"
+    reason: str
+
+
+class RemoveTaskOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    task: str
+    removed: list[str]  # ROOT-relative files deleted
+    kept: list[KeptFile]  # files the task named that were left, with why
+    definition_digest: str  # the cohort's, sealed without the task
+
+
 class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bundle: str
     base: str  # full commit ids
@@ -294,6 +306,13 @@ SHAPES: tuple[OutputShape, ...] = (
         NewTaskOutput,
         "ledger new task --json",
         "The task added, its files and that the cohort was sealed.",
+    ),
+    OutputShape(
+        "remove-task",
+        RemoveTaskOutput,
+        "ledger remove task --json",
+        "The task removed, the files deleted with it, the files it named that were kept (with "
+        "why) and the cohort's new definition digest.",
     ),
     OutputShape(
         "bundle-pack",
