@@ -732,6 +732,8 @@ def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
             lines = [
                 f"cohort {p['cohort']}",
                 f"definition digest {p['definition_digest']}",
+                # This entry is what freezes the cohort; the document's stage is a label.
+                f"document stage label {p['stage']} (cohort.json's; this entry froze it)",
                 f"tasks {len(p['tasks'])}:",
             ]
             for t in p["tasks"]:
