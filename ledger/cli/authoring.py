@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 
@@ -88,6 +88,7 @@ def register(
     app.add_typer(bundle_app, name="bundle")
     app.command()(seal)
     app.command()(lint)
+    app.command()(rehearse)
     app.command()(digest)
 
 
@@ -545,6 +546,118 @@ def lint(
     from ledger.authoring.lint import lint as run_lint
 
     return _show_report(run_lint(cohort_dir, root=root, hidden_plans=hidden_plans), as_json)
+
+
+REHEARSAL: Final = "rehearsal: not recorded"
+
+
+def result_detail_lines(doc: dict[str, Any]) -> list[str]:
+    """A VerificationResult's checks that did not pass and its findings, one line each (what
+    `verify` prints under its outcome, and `rehearse` under each bundle's)."""
+    lines = []
+    for check in doc.get("checks", []):
+        if check.get("status") != "passed":
+            summary = f": {check['summary']}" if check.get("summary") else ""
+            lines.append(f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}")
+    for item in doc.get("findings", []):
+        where = (
+            f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
+            if (item.get("path"))
+            else ""
+        )
+        lines.append(
+            f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
+            f" {item.get('summary') or '-'}{where}"
+        )
+    return lines
+
+
+def rehearse(
+    cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
+    bundles: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Sample result bundle folder(s) to judge.", metavar="BUNDLE...", show_default=False
+        ),
+    ],
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
+            " manifest cannot name one (as for verify)."
+        ),
+    ] = None,
+    root: RootOpt = Path("."),
+    hidden_plans: Annotated[
+        Path | None,
+        typer.Option(help="Folder of hidden EvaluatorPlans, matched to tasks by plan_digest."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Try a cohort's plans on sample bundles before freezing: judged, never recorded.
+
+    Each bundle is judged as `ledger verify` would judge it once the cohort is frozen (the same
+    task choice, bundle reader and verifiers), but by the plan the folder holds now. No ledger
+    is opened and nothing is written: every line says "rehearsal: not recorded", and no
+    rehearsal is a verdict (`verify` after `freeze` records one). Exit 0 when every bundle is
+    judged support, 1 when any is not, 2 when any is refused (like a batch verify)."""
+    from ledger.operations.rehearse import Refused
+    from ledger.operations.rehearse import rehearse as run_rehearse
+
+    done = run_rehearse(
+        cohort_dir, bundles, root=root, time=IO.now(), hidden_plans=hidden_plans, task=task
+    )
+    if as_json:
+        IO.emit_json(
+            {
+                "rehearsal": True,
+                "recorded": False,
+                "cohort": done.cohort,
+                "definition_digest": done.definition_digest,
+                "lint_problems": done.lint_problems,
+                "bundles": [_rehearsed_json(b) for b in done.bundles],
+            }
+        )
+        return done.exit_code
+    for b in done.bundles:
+        if isinstance(b, Refused):
+            IO.say(f"{REHEARSAL}: {b.bundle}: REFUSED {b.error.code}: {b.error.message}")
+            continue
+        IO.say(
+            f"{REHEARSAL}: {b.bundle}: {b.outcome.upper()}: {done.cohort} / {b.task}"
+            f" (plan {b.plan_id}, {b.adapter} {b.adapter_version})"
+        )
+        for line in result_detail_lines(b.verification_result):
+            IO.say(f"{REHEARSAL}: {line}")
+    ready = (
+        "lint finds no problem in it"
+        if not done.lint_problems
+        else f"the folder is not ready to freeze: {done.lint_problems} lint problem(s),"
+        " `ledger lint` lists them"
+    )
+    judged = f"{len(done.bundles)} bundle(s) judged by the plans of {cohort_dir}"
+    IO.say(f"{REHEARSAL}: {judged}; {ready}")
+    return done.exit_code
+
+
+def _rehearsed_json(b: Any) -> dict[str, Any]:
+    """One bundle of ``rehearse --json``: its outcome and result named as a rehearsal's, so
+    no reader of verify's ``outcome`` / ``verification_result`` takes it for a verdict."""
+    from ledger.operations.rehearse import Refused
+
+    if isinstance(b, Refused):
+        error = {"code": b.error.code, "message": b.error.message}
+        return {"status": "refused", "bundle": b.bundle, "error": error}
+    return {
+        "status": "rehearsed",
+        "bundle": b.bundle,
+        "task": b.task,
+        "plan": {"id": b.plan_id, "digest": b.plan_digest},
+        "adapter": b.adapter,
+        "adapter_version": b.adapter_version,
+        "rehearsal_outcome": b.outcome,
+        "rehearsal_result": b.verification_result,
+    }
 
 
 def freeze_dry_run(

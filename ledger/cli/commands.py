@@ -949,6 +949,9 @@ def freeze(
     burned is recorded frozen and then burned, with the reason from its extensions. A held-out
     task whose WorkUnit (its digest, id or content) was exposed is refused (workunit-exposed);
     --reuse-exposed records a deliberate reuse of an exposed task's content instead.
+
+    A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
+    COHORT_DIR BUNDLE...` (judged, never recorded).
     """
     from ledger.operations.freeze import freeze as run_freeze
 
@@ -1042,6 +1045,9 @@ def verify(
     Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written). Several
     bundles (or --from) are a batch: workers judge them, each pair is appended whole, in
     order; one line each (JSON Lines with --json), and the exit code is the worst outcome.
+
+    Before a freeze, `ledger rehearse COHORT_DIR BUNDLE...` judges sample bundles by the plans
+    of a cohort folder and records nothing.
     """
     paths = list(bundles or ())
     if from_list is None and len(paths) == 1:
@@ -1245,20 +1251,8 @@ def _say_verification(result: Any) -> None:
     earlier = _earlier_note(result)
     if earlier is not None:
         _say(earlier)
-    for check in doc.get("checks", []):
-        if check.get("status") != "passed":
-            summary = f": {check['summary']}" if check.get("summary") else ""
-            _say(f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}")
-    for item in doc.get("findings", []):
-        where = (
-            f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
-            if (item.get("path"))
-            else ""
-        )
-        _say(
-            f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
-            f" {item.get('summary') or '-'}{where}"
-        )
+    for line in authoring.result_detail_lines(doc):
+        _say(line)
 
 
 @app.command()
