@@ -290,3 +290,18 @@ def test_new_cohort_on_an_existing_folder_names_what_to_do_not_a_missing_force(
     )
     assert snapshot(root / "c") == before
     assert cli(root, *NEW, "--force").code == 2  # and there is no --force to pass
+
+
+def test_remove_task_never_deletes_through_a_dotted_path_nor_half_removes(root: Path) -> None:
+    """A path with ``..`` in it (freeze refuses one; an edited cohort.json may hold it) is kept
+    and listed, decided before anything is written: never a refusal after cohort.json was
+    already rewritten, never a file deleted by a path that is not plainly in the folder."""
+    ok(root, "new", "task", "c", "--id", "c/task-002")
+    path = task_of(root, "c/task-002")["work_unit"]["path"]
+    folder, name = path.rsplit("/", 1)
+    dotted = f"{folder}/../{folder.rsplit('/', 1)[1]}/{name}"
+    edit(root / COHORT, lambda d: d["tasks"][1]["work_unit"].update(path=dotted))
+    done = ok(root, "remove", "task", "c", "--id", "c/task-002", "--json").json()
+    assert {"file": dotted, "reason": "outside the cohort folder"} in done["kept"]
+    assert (root / path).exists()
+    assert [t["id"] for t in read(root / COHORT)["tasks"]] == ["c/task-001"]

@@ -10,7 +10,6 @@ Functions here are pure: they return folder-relative path -> bytes; the CLI writ
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -452,7 +451,7 @@ def remove_task(cohort: Mapping[str, Any], task_id: str, *, cohort_prefix: str) 
         for path in _task_paths(task):
             if path in still:
                 kept.append((path, "another task names it"))
-            elif not posixpath.normpath(path).startswith(cohort_prefix):
+            elif not _inside(path, cohort_prefix):
                 kept.append((path, "outside the cohort folder"))
             elif path not in removed:
                 removed.append(path)
@@ -460,6 +459,14 @@ def remove_task(cohort: Mapping[str, Any], task_id: str, *, cohort_prefix: str) 
         if isinstance(evaluator, dict) and evaluator.get("visibility") == "hidden":
             kept.append((f"hidden plan {evaluator.get('plan_id')}", "in your hidden-plans folder"))
     return Removal(after, tuple(removed), tuple(kept))
+
+
+def _inside(path: str, cohort_prefix: str) -> bool:
+    """``path`` is a plain ROOT-relative path inside the cohort folder: no ``..``, ``.`` or
+    empty component (decided here, before anything is written, never while deleting)."""
+    parts = path.split("/")
+    plain = not path.startswith("/") and all(part not in ("", ".", "..") for part in parts)
+    return plain and path.startswith(cohort_prefix)
 
 
 def _task_paths(task: Any) -> list[str]:
