@@ -178,8 +178,10 @@ def new_cohort(
     as_json: JsonOpt = False,
 ) -> int:
     """Write a cohort skeleton: cohort.json, one WorkUnit, one plan and a README explaining
-    each field. Every field is valid and every digest sealed: `ledger lint DIR` passes at once.
-    Values starting with REPLACE are yours to write; then `ledger seal DIR`.
+    each field. Every digest is sealed; each value only you can write is a placeholder holding
+    "REPLACE:" (with what to put there), which `ledger lint DIR` lists and `ledger freeze`
+    refuses (placeholder-left). Write them, then `ledger seal DIR`; try the plan on sample
+    bundles with `ledger rehearse DIR BUNDLE...` before you freeze.
 
     With --from-fixtures PLANS --work-units WUS: one cohort (one task) per reference plan in
     PLANS bound to a WorkUnit in WUS, under DIR/<plan name>/; the other plans are listed as
