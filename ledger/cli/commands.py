@@ -44,7 +44,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -761,9 +761,15 @@ def _verification_lines(p: Any, result: dict[str, Any] | None) -> list[str]:
     checks = [c for c in _dicts(result.get("checks")) if c.get("status") != "passed"]
     for check in checks:
         lines.append(f"check {check.get('id')}: {check.get('status')}: {check.get('summary')}")
-    findings = _dicts(result.get("findings"))
+    from ledger.store.lookup import finding_details
+
+    details = finding_details(result)
+    raw = result.get("findings")
+    findings = [
+        (i, f) for i, f in enumerate(raw if isinstance(raw, list) else []) if isinstance(f, dict)
+    ]
     lines.append(f"findings {len(findings)}" + (":" if findings else ""))
-    for item in findings:
+    for index, item in findings:
         where = ""
         if isinstance(item.get("path"), str):
             line = item.get("line")
@@ -771,6 +777,7 @@ def _verification_lines(p: Any, result: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"  {item.get('severity')}/{item.get('category')}: {item.get('summary')}{where}"
         )
+        lines += [f"    {detail}" for detail in details.get(index, ())]
     return lines
 
 
@@ -1009,24 +1016,37 @@ def verify(
             " manifest cannot name one."
         ),
     ] = None,
+    findings: Annotated[
+        str | None,
+        typer.Option(
+            "--findings",
+            help="Why, under each verdict: all (every failed check and finding; one bundle's"
+            " default), brief (a verdict that is not support: its most severe findings; a"
+            " batch's default) or none. --json always carries every finding.",
+            metavar="all|brief|none",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Judge a result bundle by the plan the ledger committed for it; record bundle and result.
 
     Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written). Several
     bundles (or --from) are a batch: workers judge them, each pair is appended whole, in
-    order; one line each (JSON Lines with --json), and the exit code is the worst outcome.
+    order; one line each, with the findings that decided it under it (JSON Lines with
+    --json), and the exit code is the worst outcome.
     """
     paths = list(bundles or ())
     if from_list is None and len(paths) == 1:
         from ledger.operations.verify import verify as run_verify
 
+        mode = _findings_mode(findings, "all")
         with _open_ledger(read_only=False) as ledger:
             result = run_verify(ledger, paths[0], cohort=cohort, task=task)
         if as_json:
             _emit_json(_verification_json(result))
             return result.exit_code
-        _say_verification(result)
+        _say_verification(result, mode)
         return result.exit_code
     if from_list is None and not paths:
         raise UsageError(
@@ -1034,7 +1054,15 @@ def verify(
             "Missing argument 'BUNDLES...': give a bundle folder, several, or --from FILE"
             " (see `ledger verify --help`)",
         )
-    return _verify_batch(paths, from_list, jobs=jobs, cohort=cohort, task=task, as_json=as_json)
+    return _verify_batch(
+        paths,
+        from_list,
+        jobs=jobs,
+        cohort=cohort,
+        task=task,
+        findings=_findings_mode(findings, "brief"),
+        as_json=as_json,
+    )
 
 
 def _verification_json(result: Any) -> dict[str, Any]:
@@ -1085,9 +1113,11 @@ def _verify_batch(
     jobs: int | None,
     cohort: str | None,
     task: str | None,
+    findings: str,
     as_json: bool,
 ) -> int:
-    """One line per bundle as it is recorded, then (text) a summary; the worst exit code.
+    """One line per bundle as it is recorded (text: the findings that decided it under it, as
+    ``findings`` says), then (text) a summary; the worst exit code.
 
     A refusal before the first bundle (a bad list, no ledger) is one error line like any
     command's, compact under --json so the output stays JSON Lines."""
@@ -1133,6 +1163,9 @@ def _verify_batch(
             _emit_json_line(line)
         else:
             _say(text)
+            if not isinstance(item, LedgerError):
+                for reason in _reason_lines(item.verification_result, findings, item.result_entry):
+                    _say(reason)
         sys.stdout.flush()
         if progress is not None:
             progress.update(len(seen))
@@ -1208,9 +1241,8 @@ def _batch_error(code: str, message: str, as_json: bool) -> None:
         sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
 
 
-def _say_verification(result: Any) -> None:
-    """The outcome line, then each check that did not pass and each finding."""
-    doc = result.verification_result
+def _say_verification(result: Any, findings: str = "all") -> None:
+    """The outcome line, then why (``_reason_lines``)."""
     _say(
         f"{result.outcome.upper()}: {result.cohort} / {result.task}"
         f" ({result.adapter} {result.adapter_version}; entries {result.bundle_entry},"
@@ -1219,20 +1251,81 @@ def _say_verification(result: Any) -> None:
     earlier = _earlier_note(result)
     if earlier is not None:
         _say(earlier)
-    for check in doc.get("checks", []):
-        if check.get("status") != "passed":
-            summary = f": {check['summary']}" if check.get("summary") else ""
-            _say(f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}")
-    for item in doc.get("findings", []):
-        where = (
-            f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
-            if (item.get("path"))
-            else ""
+    for line in _reason_lines(result.verification_result, findings, result.result_entry):
+        _say(line)
+
+
+BRIEF_FINDINGS: Final = 3  # findings under a batch line by default, the most severe first
+_SEVERITY_RANK: Final = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+FINDINGS_MODES: Final = ("all", "brief", "none")
+
+
+def _findings_mode(value: str | None, default: str) -> str:
+    if value is None:
+        return default
+    if value not in FINDINGS_MODES:
+        raise UsageError(
+            "usage-error", f"--findings takes {', '.join(FINDINGS_MODES)}, not {value!r}"
         )
-        _say(
-            f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
-            f" {item.get('summary') or '-'}{where}"
-        )
+    return value
+
+
+def _reason_lines(doc: dict[str, Any], mode: str, result_entry: int) -> list[str]:
+    """Why a verdict went its way, from its VerificationResult: each check that did not pass
+    and each finding (with the detail its check's diagnostics give: which log, which value).
+    ``brief``: for a verdict that is not support, its most severe findings (at most
+    ``BRIEF_FINDINGS``; the failed checks when it has none) and how to see the rest."""
+    from ledger.store.lookup import finding_details
+
+    if mode == "none":
+        return []
+    details = finding_details(doc)
+    checks = [c for c in _dicts(doc.get("checks")) if c.get("status") != "passed"]
+    raw = doc.get("findings")
+    found = [
+        (i, f) for i, f in enumerate(raw if isinstance(raw, list) else []) if isinstance(f, dict)
+    ]
+    lines: list[str] = []
+    if mode == "brief":
+        recommendation = doc.get("decision_support")
+        if isinstance(recommendation, dict) and (
+            recommendation.get("recommendation") == "accept_candidate"
+        ):
+            return []
+        ranked = sorted(found, key=lambda pair: _SEVERITY_RANK.get(str(pair[1].get("severity")), 5))
+        shown, left = ranked[:BRIEF_FINDINGS], len(ranked) - BRIEF_FINDINGS
+        if not shown:
+            lines += [_check_line(c) for c in checks[:BRIEF_FINDINGS]]
+            left = len(checks) - BRIEF_FINDINGS
+        for index, item in shown:
+            lines.append(_finding_line(item))
+            lines += [f"    {d}" for d in details.get(index, ())]
+        if left > 0:
+            what = count(left, "more finding" if shown else "more check")
+            lines.append(f"  ... {what}: `ledger show {result_entry}` (or --findings all)")
+        return lines
+    lines += [_check_line(c) for c in checks]
+    for index, item in found:
+        lines.append(_finding_line(item))
+        lines += [f"    {d}" for d in details.get(index, ())]
+    return lines
+
+
+def _check_line(check: dict[str, Any]) -> str:
+    summary = f": {check['summary']}" if check.get("summary") else ""
+    return f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}"
+
+
+def _finding_line(item: dict[str, Any]) -> str:
+    where = (
+        f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
+        if (item.get("path"))
+        else ""
+    )
+    return (
+        f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
+        f" {item.get('summary') or '-'}{where}"
+    )
 
 
 @app.command()

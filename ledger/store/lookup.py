@@ -8,6 +8,8 @@ Kept beside the store, not in ``ledger.api``, so ``show`` imports no more than i
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any, Final
 
 from ledger.errors import UsageError
 from ledger.format.entries import Entry
@@ -15,6 +17,7 @@ from ledger.store.base import Store as Ledger
 from ledger.store.base import StoredObject
 from verifiers.contracts import LIMITS
 from verifiers.jsonread import read_json
+from verifiers.patch import LOG_FINDING
 
 MIN_PREFIX_HEX = 8  # `ledger log` prints 16; fewer than 8 would name several entries too often
 _SEQ_REF = re.compile(r"[0-9]{1,64}")
@@ -85,3 +88,87 @@ def verification_result(ledger: Ledger, entry: Entry) -> dict[str, object] | Non
     limits = LIMITS["verification-result"]
     read = read_json(stored.body, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
     return read.value if read.ok and isinstance(read.value, dict) else None
+
+
+# -- what a recorded finding says in general, said precisely -------------------------------------
+#
+# The summaries a verifier records are part of its VerificationResult: replay compares them byte
+# for byte, and an adapter version never changes meaning (LEDGER.md sections 10 and 12), so their
+# words stay as recorded (the reference's results carry the same ones). What a reader needs
+# beyond them (which log failed and how, a missing value as text rather than a Python repr) is
+# in the same result, in the ``independent-review`` check's diagnostics: read from there, shown
+# beside the finding, never in its place.
+
+MAX_DIAGNOSTICS_CHARS: Final = 65_536  # what the patch verifier keeps inline (LEDGER.md section 10)
+
+
+def _review_diagnostics(result: Mapping[str, object]) -> dict[str, Any] | None:
+    checks = result.get("checks")
+    for check in checks if isinstance(checks, list) else []:
+        if not isinstance(check, dict) or check.get("id") != "independent-review":
+            continue
+        text = check.get("diagnostics")
+        if not isinstance(text, str) or len(text) > MAX_DIAGNOSTICS_CHARS:
+            return None  # absent, or replaced by {truncated, chars, digest}
+        data = text.encode("utf-8", "replace")
+        read = read_json(data, max_bytes=len(data), max_depth=16)
+        return read.value if read.ok and isinstance(read.value, dict) else None
+    return None
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _missing_values(semantic: object) -> tuple[list[str], list[str]]:
+    """(required added values missing, required removed values missing), as the plan writes
+    them, from the semantic observation of any patch adapter."""
+    if not isinstance(semantic, dict):
+        return [], []
+    if "missing_added_text" in semantic:  # adapter 0.1.1
+        return _strings(semantic.get("missing_added_text")), []
+    added, removed = semantic.get("added"), semantic.get("removed")
+    return (
+        _strings(added.get("missing_substrings")) if isinstance(added, dict) else [],
+        _strings(removed.get("missing_substrings")) if isinstance(removed, dict) else [],
+    )
+
+
+def finding_details(result: Mapping[str, object]) -> dict[int, list[str]]:
+    """Finding index -> the lines that make its recorded summary precise: for the log finding,
+    each declared log that failed (its position, locator, type and which problem) and each
+    coverage problem; for a missing semantic value, the value as the plan writes it. Empty
+    when the result carries no readable diagnostics (a plan 0.1 result, a truncated one)."""
+    diagnostics = _review_diagnostics(result)
+    findings = result.get("findings")
+    if diagnostics is None or not isinstance(findings, list):
+        return {}
+    logs = diagnostics.get("logs")
+    log_lines: list[str] = []
+    if isinstance(logs, dict):
+        listed = logs.get("logs")
+        for item in listed if isinstance(listed, list) else []:
+            if isinstance(item, dict) and isinstance(item.get("error"), str):
+                log_lines.append(
+                    f"log {item.get('index')} {item.get('locator')!s} ({item.get('type')!s}):"
+                    f" {item['error']}"
+                )
+        log_lines += _strings(logs.get("coverage_violations"))
+    added, removed = _missing_values(diagnostics.get("semantic"))
+    # The patch verifier writes one finding per missing value, ``... Missing: {value!r}.``:
+    # matched back to its value by that exact ending.
+    by_ending = {f" Missing: {v!r}.": f"required added text not found: {v}" for v in added}
+    by_ending |= {f" Missing: {v!r}.": f"required removed text not removed: {v}" for v in removed}
+    details: dict[int, list[str]] = {}
+    for index, item in enumerate(findings):
+        summary = item.get("summary") if isinstance(item, dict) else None
+        if not isinstance(summary, str):
+            continue
+        if summary == LOG_FINDING and log_lines:
+            details[index] = log_lines
+            continue
+        cut = summary.rfind(" Missing: ")
+        line = by_ending.get(summary[cut:]) if cut >= 0 else None
+        if line is not None:
+            details[index] = [line]
+    return details
