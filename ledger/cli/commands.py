@@ -2030,10 +2030,19 @@ def check_attestation_command(
         tied = "" if c.subject_tied else " (result withheld: subject not tied)"
         against = [f"signed by {', '.join(c.signed_by)}"] if c.signed_by else []
         against += ["the tree of your kept checkpoint"] if c.kept_checkpoint else []
+        unchecked = ""
+        if c.unchecked_signatures:
+            # Present and unchecked: neither "signed" nor "not signed" is said of them.
+            unchecked = (
+                f"; the envelope's {count(len(c.unchecked_signatures), 'signature')} by"
+                f" {', '.join(c.unchecked_signatures)} not checked (no --key names"
+                f" {'it' if len(c.unchecked_signatures) == 1 else 'them'})"
+            )
         _say(
             f"entry {c.entry}: {c.outcome} ({c.verification_result}) of "
             f"{c.subject['name']} sha256:{c.subject['digest']['sha256']}{tied}; "
             f"included in the tree of size {c.tree_size}; checked against {' and '.join(against)}"
+            f"{unchecked}"
         )
     return EXIT_OK
 @app.command("check-proof")

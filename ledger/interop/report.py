@@ -19,8 +19,11 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any, Final
 
+import msgspec
+
 from ledger.audit.report import AuditReport
 from ledger.errors import LedgerError, UsageError
+from ledger.format.payloads import CheckpointWitnessed, payload_struct
 from ledger.interop.browse import browse_in_memory
 from ledger.store.base import Store as Ledger
 from ledger.transparency.notes import Checkpoint, format_checkpoint
@@ -127,8 +130,9 @@ def render_report(
                 f"the audit read a tree of {audit.tree_size} entries, the view one of {size}",
             )
         note = format_checkpoint(Checkpoint(origin, size, base64.b64decode(root)))
+        recorded = _recorded_note(ledger)  # in the same snapshot (api.report_html holds it)
         return _render(conn, cp_note=note, audit=audit, public=public, cohort=cohort,
-                       origin=origin, size=size, root=root)  # fmt: skip
+                       origin=origin, size=size, root=root, recorded=recorded)  # fmt: skip
     finally:
         conn.close()
 
@@ -143,6 +147,7 @@ def _render(
     origin: str,
     size: int,
     root: str,
+    recorded: str,
 ) -> str:
     cohorts = _rows(conn, "SELECT * FROM cohorts ORDER BY entry")
     if cohort is not None:
@@ -173,12 +178,54 @@ def _render(
         f"{(' (' + _e(', '.join(codes)) + ')') if codes else ''}"
         f" — every hash, order rule and verification re-checked from stored bytes; this"
         f" page shows that tree and nothing else.</p>",
-        f'<h2>Checkpoint</h2><pre id="checkpoint">{_e(cp_note)}</pre>',
+        "<h2>Checkpoint</h2><p>The tree this page shows, as a checkpoint body (not signed:"
+        " the report signs nothing):</p>"
+        f'<pre id="checkpoint">{_e(cp_note)}</pre>',
+        recorded,
     ]
     for c in cohorts:
         out.append(_cohort_section(conn, c, public))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _recorded_note(ledger: Ledger) -> str:
+    """The latest signed checkpoint the ledger recorded (a ``checkpoint.witnessed`` entry): its
+    log-signed note with the witnesses' cosignature lines, as ``checkpoint --witness`` printed
+    it, and its timestamps; what it covers; that the audit checked it against the keys the entry
+    records, and that whose keys those are is the reader's to check."""
+    latest = list(ledger.select_entries(kinds=("checkpoint.witnessed",), tail=1))
+    if not latest:
+        return (
+            '<p id="recorded-note-none">No signed checkpoint is recorded in this ledger'
+            " (<code>ledger checkpoint --sign KEY --witness URL=VKEY</code> or"
+            " <code>--tsa URL</code> records one).</p>"
+        )
+    entry = latest[0]
+    try:
+        payload = payload_struct(entry.kind, entry.payload)
+    except (msgspec.ValidationError, KeyError):
+        payload = None
+    if not isinstance(payload, CheckpointWitnessed):
+        return (
+            f'<p id="recorded-note-none">Entry {entry.seq} records a signed checkpoint whose'
+            " payload does not decode: run <code>ledger audit</code>.</p>"
+        )
+    cosigned = payload.note + "".join(c.cosignature for c in payload.cosignatures)
+    names = [c.witness.split("+", 1)[0] for c in payload.cosignatures]
+    stamps = [f"{t.tsa} at {t.gen_time}" for t in payload.timestamps or ()]
+    said = [f"cosigned by {', '.join(names)}"] if names else []
+    said += [f"timestamped by {', '.join(stamps)}"] if stamps else []
+    return (
+        f'<h3>The latest signed checkpoint recorded</h3><p id="recorded-note-about"'
+        f' data-entry="{entry.seq}" data-tree-size="{payload.tree_size}">Entry {entry.seq}'
+        f" records the log-signed note of the first {payload.tree_size} entries,"
+        f" {_e('; '.join(said))}. The audit above checks that it is a note of this ledger's"
+        " tree and each cosignature against the witness key the entry records beside it;"
+        " whether the log's key and those witness keys are ones you trust is yours to check"
+        " (<code>ledger check-proof NOTE --key LOG.pub --witness-key VKEY</code>).</p>"
+        f'<pre id="recorded-note">{_e(cosigned)}</pre>'
+    )
 
 
 def _verdict(audit: AuditReport) -> str:
