@@ -499,9 +499,15 @@ def log(
         elif as_json:
             _stream_json_array("entries", (_entry_json(e) for e in entries))
         else:
+            from ledger.store.lookup import bundle_identity
+
             for e in entries:
+                summary = _summary(e)
+                if e.kind == "bundle.observed" and summary:
+                    # Whose it is: the folder label and what its manifest states.
+                    summary += f": {bundle_identity(ledger, e.payload).words()}"
                 _say(
-                    f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}"
+                    f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {summary}"
                     + _signed_by(e, trusted)
                 )
     return EXIT_OK
@@ -625,7 +631,8 @@ def _summary(entry: Any) -> str:
         if kind == "cohort.burned":
             return f"{p['cohort']}: {p['reason']}"
         if kind == "bundle.observed":
-            return f"{p['task']} ({count(len(p['observations']), 'file')} observed)"
+            files = sum(1 for o in p["observations"] if o["role"] == "file")
+            return f"{p['task']} (manifest and {count(files, 'file')} observed)"
         if kind == "verification.recorded":
             return f"{p['task']}: {p['outcome']} ({p['adapter_version']})"
         if kind == "checkpoint.witnessed":
@@ -667,6 +674,7 @@ def show(
         result = (
             verification_result(ledger, entry) if entry.kind == "verification.recorded" else None
         )
+        whose = _whose(ledger, entry)
         if as_json:
             doc: dict[str, Any] = {
                 "seq": entry.seq,
@@ -676,6 +684,9 @@ def show(
             }
             if entry.kind == "verification.recorded":
                 doc["result"] = result
+            if whose is not None:
+                doc["candidate"] = msgspec_builtins(whose[0])
+                doc["same_bytes_as"] = None if whose[1] is None else msgspec_builtins(whose[1])
             _emit_json(doc)
             return EXIT_OK
         _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
@@ -690,6 +701,18 @@ def show(
         elif trusted is not None:
             _say("signer none (unsigned)")
         lines = _entry_lines(entry, result)
+        if lines is not None and whose is not None:
+            identity, first = whose
+            # After the cohort and task lines: whose it is, and whether it is news.
+            said = [f"candidate {identity.words()}"]
+            if identity.manifest_id is not None:
+                said.append(f"manifest id {identity.manifest_id}")
+            if first is not None:
+                said.append(
+                    f"same bytes as entry {first.bundle_entry}, first judged at entry"
+                    f" {first.result_entry} ({first.cohort} / {first.task}: {first.outcome})"
+                )
+            lines[2:2] = said
         if lines is None:  # a kind without a readable form, or a payload not of its shape
             text = json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2)
             sys.stdout.write(_visible(text, lines=True) + "\n")
@@ -697,6 +720,26 @@ def show(
             for line in lines:
                 _say(line)
     return EXIT_OK
+
+
+def _whose(ledger: Any, entry: Any) -> tuple[Any, Any] | None:
+    """For a bundle.observed entry, or a verification.recorded entry's bundle: (its
+    ``CandidateIdentity``, the first verification of the same bytes when it is an earlier one);
+    None for another kind, or a verification whose bundle entry is not one."""
+    from ledger.state import SameBytes
+    from ledger.store.lookup import bundle_identity
+
+    bundle = entry
+    if entry.kind == "verification.recorded":
+        seq = entry.payload.get("bundle_entry")
+        bundle = ledger.entry(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+    if bundle is None or bundle.kind != "bundle.observed":
+        return None
+    observations = bundle.payload.get("observations")
+    first = (
+        SameBytes(ledger).of(bundle.seq, observations) if isinstance(observations, list) else None
+    )
+    return bundle_identity(ledger, bundle.payload), first
 
 
 def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
@@ -809,16 +852,24 @@ def status(
             if c.cohort.burned_entry is None
             else f"burned at seq {c.cohort.burned_entry} (frozen at seq {c.cohort.frozen_entry})"
         )
-        _say(
-            f"{c.cohort.cohort}: {since}; {_count(len(c.tasks), 'task')},"
-            f" {_count(c.verified, 'verification')}{_outcomes(c.outcomes)}"
-        )
+        _say(f"{c.cohort.cohort}: {since}; {_count(len(c.tasks), 'task')}, {_judged(c)}")
         for t in c.tasks:
-            _say(
-                f"  {t.task.task}  {t.task.split}: {_count(t.verified, 'verification')}"
-                f"{_outcomes(t.outcomes)}"
-            )
+            _say(f"  {t.task.task}  {t.task.split}: {_judged(t)}")
     return EXIT_OK
+
+
+def _judged(tally: Any) -> str:
+    """``N verifications (outcomes)``; when some judged bytes already judged for their task,
+    the distinct candidates first: ``K candidates (outcomes) in N verifications (M of the same
+    bytes again)``, so a bundle verified twice is not counted as two."""
+    verified = f"{_count(tally.verified, 'verification')}"
+    repeats = tally.verified - tally.candidates
+    if repeats == 0:
+        return verified + _outcomes(tally.outcomes)
+    return (
+        f"{_count(tally.candidates, 'candidate')}{_outcomes(tally.candidate_outcomes)} in"
+        f" {verified} ({repeats} of the same bytes again)"
+    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -839,6 +890,8 @@ def _cohort_status_json(c: Any) -> dict[str, Any]:
         "definition_digest": c.cohort.definition_digest,
         "verified": c.verified,
         "outcomes": c.outcomes,
+        "candidates": c.candidates,
+        "candidate_outcomes": c.candidate_outcomes,
         "tasks": [
             {
                 "task": t.task.task,
@@ -849,6 +902,8 @@ def _cohort_status_json(c: Any) -> dict[str, Any]:
                 "verified": t.verified,
                 "outcomes": t.outcomes,
                 "last_result_entry": t.last_result_entry,
+                "candidates": t.candidates,
+                "candidate_outcomes": t.candidate_outcomes,
             }
             for t in c.tasks
         ],

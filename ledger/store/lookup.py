@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+import msgspec
+
 from ledger.errors import UsageError
 from ledger.format.entries import Entry
 from ledger.store.base import Store as Ledger
@@ -172,3 +174,100 @@ def finding_details(result: Mapping[str, object]) -> dict[int, list[str]]:
         if line is not None:
             details[index] = [line]
     return details
+
+
+# -- whose a verdict is: the candidate's identity ------------------------------------------------
+
+PACK_EXTENSION: Final = "org.evidence-ledger.bundle-pack"  # bundle pack's base and head commits
+_TEXT_CUT: Final = 80  # characters of a stated value a text line shows
+
+
+class CandidateIdentity(msgspec.Struct, frozen=True, kw_only=True):
+    """Whose a bundle is, as far as the ledger can say: ``folder``, the bundle folder's name
+    the operator gave ``verify`` (recorded in ``bundle.observed``; a label); the rest as the
+    candidate's own ResultManifest states it (its ``id``, ``attempt``, ``worker``, the
+    ``source_revision`` it claims, and the ``head`` commit ``bundle pack`` wrote in its
+    extension), read from the stored manifest, never checked against anything: the verdict
+    says whether the manifest holds, this only says what it claims. None: not stated, or the
+    manifest was not read (absent, not JSON, not an object)."""
+
+    folder: str | None = None
+    manifest_id: str | None = None
+    attempt: int | None = None
+    worker: str | None = None
+    worker_type: str | None = None
+    model: str | None = None
+    source_revision: str | None = None
+    head: str | None = None
+
+    def words(self) -> str:
+        """One line: ``folder F, attempt N by W (TYPE, MODEL), head H`` (what is known)."""
+        parts = [f"folder {_cut(self.folder)}"] if self.folder is not None else []
+        if self.attempt is not None or self.worker is not None:
+            attempt = f"attempt {self.attempt}" if self.attempt is not None else "an attempt"
+            by = f" by {_cut(self.worker)}" if self.worker is not None else ""
+            kind = ", ".join(_cut(x) for x in (self.worker_type, self.model) if x is not None)
+            parts.append(attempt + by + (f" ({kind})" if kind else ""))
+        if self.head is not None:
+            parts.append(f"head {_cut(self.head)[:12]}")
+        return ", ".join(parts) if parts else "unnamed (no folder recorded, no manifest read)"
+
+
+def _cut(text: str | None) -> str:
+    value = str(text)
+    return value if len(value) <= _TEXT_CUT else value[: _TEXT_CUT - 3] + "..."
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _member(doc: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def candidate_identity(manifest: bytes | None, folder: str | None = None) -> CandidateIdentity:
+    """What a stored ResultManifest (untrusted bytes, read strictly within its contract's
+    bounds) says of whose it is; ``folder`` is the recorded folder label."""
+    doc: dict[str, Any] = {}
+    if manifest is not None:
+        limits = LIMITS["result-manifest"]
+        read = read_json(manifest, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+        if read.ok and isinstance(read.value, dict):
+            doc = read.value
+    worker = _member(doc, "worker")
+    model = _member(worker, "model")
+    provenance = _member(doc, "provenance")
+    pack = _member(_member(doc, "extensions"), PACK_EXTENSION)
+    attempt = doc.get("attempt")
+    return CandidateIdentity(
+        folder=folder,
+        manifest_id=_text(doc.get("id")),
+        attempt=attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None,
+        worker=_text(worker.get("id")),
+        worker_type=_text(worker.get("type")),
+        model=_text(model.get("name")),
+        source_revision=_text(provenance.get("source_revision")),
+        head=_text(pack.get("head")),
+    )
+
+
+def bundle_identity(ledger: Ledger, payload: Mapping[str, Any]) -> CandidateIdentity:
+    """The identity of the bundle a ``bundle.observed`` payload records: its folder label and
+    what its manifest (the first observation, when read) states, the manifest read through the
+    checked read against the sha256 the entry commits (``object-corrupt`` otherwise)."""
+    folder = payload.get("folder")
+    observations = payload.get("observations")
+    first = observations[0] if isinstance(observations, list) and observations else None
+    manifest: bytes | None = None
+    if (
+        isinstance(first, dict)
+        and first.get("role") == "manifest"
+        and first.get("status") == "ok"
+        and isinstance(first.get("object"), str)
+        and isinstance(first.get("sha256"), str)
+    ):
+        stored = ledger.get_object(first["object"], digest=first["sha256"])
+        manifest = stored.body if stored is not None else None
+    return candidate_identity(manifest, folder if isinstance(folder, str) else None)
