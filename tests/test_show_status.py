@@ -282,7 +282,7 @@ def test_status_counts_a_bundle_verified_again_as_one_candidate(
 
 def test_status_of_a_burned_cohort_says_burned(judged: tuple[Path, Path], db: Path) -> None:
     root = judged[0]
-    burned = cli(root, db, "burn", COHORT, "--reason", "solution leaked", "--json")
+    burned = cli(root, db, "burn", COHORT, "--yes", "--reason", "solution leaked", "--json")
     assert burned.code == 0, burned.stdout
     seq = burned.json()["burned_entry"]
     doc = cli(root, db, "status", COHORT, "--json").json()

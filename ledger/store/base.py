@@ -33,7 +33,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import msgspec
 
@@ -171,6 +171,23 @@ class ObjectCorruptError(StoreError):
     catches it to report instead."""
 
 
+class AccessRoles(NamedTuple):
+    """A PostgreSQL ledger's two group roles (LEDGER.md section 2, "Roles and privileges"): a
+    login that writes is made a member of ``writer``, one that audits of ``reader``."""
+
+    writer: str
+    reader: str
+
+    def login_statements(self, writer: str = "ci", reader: str = "auditor") -> list[str]:
+        """The SQL an administrator runs to give a team its logins (the names are theirs)."""
+        return [
+            f"CREATE ROLE {writer} LOGIN;",
+            f"GRANT {self.writer} TO {writer};",
+            f"CREATE ROLE {reader} LOGIN;",
+            f"GRANT {self.reader} TO {reader};",
+        ]
+
+
 class StoredObject:
     """An object row as the checked read returns it (``Store.get_object``): ``body`` hashes to
     ``digest`` (BLAKE3) and to ``sha256``, and ``size`` is its length."""
@@ -281,6 +298,9 @@ class Store:
     # -- what a backend implements -------------------------------------------------------------
 
     backend: str = ""  # "sqlite" or "postgresql"
+    # PostgreSQL: the roles its logins are made members of; a SQLite file has none (its
+    # permissions are the file's).
+    access_roles: AccessRoles | None = None
 
     def close(self) -> None:
         raise NotImplementedError
