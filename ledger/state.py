@@ -198,6 +198,9 @@ class LedgerState:
     observed: dict[str, int] = field(default_factory=dict)
     # adapter version -> (green, seq) of the latest calibration entry naming it.
     calibration: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    # (sha256, seq, address) of every object an entry names (``mentions``): what ``find`` and
+    # ``show`` look a sha256 digest up by.
+    mentions: set[tuple[str, int, str]] = field(default_factory=set)
 
     def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
         """The entry that exposed this WorkUnit: by its digest, else its id, else its task
@@ -235,6 +238,7 @@ class LedgerState:
         """Fold one entry in. Payloads are trusted here: the audit checks them separately (a
         payload that is not even its kind's shape raises msgspec.ValidationError or KeyError)."""
         payload = payload_struct(entry.kind, entry.payload)
+        self.mentions.update((d, entry.seq, o) for d, o in mentions(entry.payload))
         if isinstance(payload, CohortFrozen):
             tasks = frozen_tasks(entry.seq, payload)
             for item in payload.tasks:
@@ -275,6 +279,26 @@ class LedgerState:
         elif isinstance(payload, CalibrationRecorded):
             for version, green in payload.adapters.items():
                 self.calibration[version] = (green, entry.seq)
+
+
+def mentions(payload: object) -> list[tuple[str, str]]:
+    """(sha256, address) of every object a payload names: each member that is an object with
+    an ``object`` address and its ``digest`` or ``sha256`` (a reference, an observation read),
+    wherever it is in the payload (a mapping, or its kind's Struct as the audit reads it).
+    Linear in the payload, no recursion (its depth is the entry's, bounded when it was read)."""
+    found: list[tuple[str, str]] = []
+    stack: list[object] = [payload if isinstance(payload, dict) else msgspec.to_builtins(payload)]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            address = value.get("object")
+            digest = value.get("digest", value.get("sha256"))
+            if isinstance(address, str) and isinstance(digest, str):
+                found.append((digest, address))
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return found
 
 
 def frozen_tasks(seq: int, payload: CohortFrozen) -> dict[str, CommittedTask]:
@@ -467,6 +491,11 @@ class StateIndex:
     def _apply(self, entry: Entry) -> None:
         conn = self._conn
         payload = payload_struct(entry.kind, entry.payload)
+        for digest, address in mentions(entry.payload):
+            conn.execute(
+                "INSERT INTO state_mentions VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (digest, entry.seq, address),
+            )
         if isinstance(payload, CohortFrozen):
             conn.execute("DELETE FROM state_tasks WHERE cohort = ?", (payload.cohort,))
             conn.execute(
@@ -646,6 +675,23 @@ class StateIndex:
             if row is not None and row[0] < frozen_entry:
                 return digest, row[0]
         return None
+
+    def named_digests(self, prefix: str, limit: int) -> list[tuple[str, str]]:
+        """At most ``limit`` (sha256, address) of objects entries name whose sha256 starts
+        with ``prefix``, each once, in that order: a range on the table's key."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT sha256, object FROM state_mentions WHERE sha256 >= ? AND sha256 < ?"
+            " ORDER BY sha256, object LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        ).fetchall()
+        return [(str(d), str(o)) for d, o in rows]
+
+    def naming(self, digest: str) -> list[int]:
+        """The seq of every entry that names an object of this sha256, in seq order."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT seq FROM state_mentions WHERE sha256 = ? ORDER BY seq", (digest,)
+        ).fetchall()
+        return [int(row[0]) for row in rows]
 
     def first_observed(self, digest: str) -> int | None:
         """The seq of the first bundle.observed that read these bytes (status ok), if any."""
@@ -927,6 +973,37 @@ class SameBytes:
     def of(self, seq: int, observations: Sequence[Mapping[str, Any]]) -> EarlierVerification | None:
         """The first judgement of the bundle observed at ``seq``, when it is an earlier one."""
         return first_judgement(observations, self._first, self._entry, before=seq)
+
+
+# -- finding entries and objects by a sha256 digest (``show``, ``log --sha``) ---------------------
+
+
+class Mentions:
+    """For a reader, inside ``ledger.snapshot()``: the objects entries name, by sha256 digest
+    (``mentions``), from the derived state's ``state_mentions`` when it is current (a range on
+    its key per lookup), else from the fold of the entries (the same answer, one pass)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._index = StateIndex.current(ledger)
+        self._fold: list[tuple[str, int, str]] | None = None
+        if self._index is None:
+            self._fold = sorted(read_state(ledger).mentions)
+
+    def digests(self, prefix: str, limit: int) -> list[tuple[str, str]]:
+        """As ``StateIndex.named_digests``."""
+        if self._index is not None:
+            return self._index.named_digests(prefix, limit)
+        found: dict[tuple[str, str], None] = {}
+        for digest, _seq, address in self._fold or ():
+            if digest.startswith(prefix):
+                found[(digest, address)] = None
+        return sorted(found)[:limit]
+
+    def entries(self, digest: str) -> list[int]:
+        """As ``StateIndex.naming``."""
+        if self._index is not None:
+            return self._index.naming(digest)
+        return sorted({seq for d, seq, _ in self._fold or () if d == digest})
 
 
 # -- the status of each cohort (``ledger status``) ------------------------------------------------

@@ -494,22 +494,58 @@ def log(
     as_jsonl: Annotated[
         bool, typer.Option("--jsonl", help="Print JSON Lines: one entry object per line.")
     ] = False,
+    sha: Annotated[
+        str | None,
+        typer.Option(
+            "--sha",
+            help="Only the entries about this sha256 digest (sha256:HEX or bare hex, whole or"
+            " a unique prefix of 8 digits or more): each entry naming an object of it, and the"
+            " verification of each bundle that read it.",
+            metavar="DIGEST",
+        ),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="Only the entries about this task: its bundles and verifications, the freeze"
+            " that committed it and a burn that observed it.",
+            metavar="TASK",
+        ),
+    ] = None,
+    cohort: Annotated[
+        str | None,
+        typer.Option(
+            "--cohort",
+            help="Only the entries about this cohort: its freeze, burn, bundles and"
+            " verifications.",
+            metavar="COHORT",
+        ),
+    ] = None,
     signers: SignersOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """List the entries in seq order, streamed (constant memory, whatever the ledger's size).
 
-    --kind, --since, --tail and --limit select, in that order; an unknown kind is refused
-    (bad-kind). --json prints one document {"entries": [...]}, written as it is read.
+    --kind, --since, --sha, --task, --cohort, --tail and --limit select, in that order; an
+    unknown kind is refused (bad-kind); a --sha prefix of several digests is refused
+    (ref-ambiguous, naming them). --json prints one document {"entries": [...]}, written as it
+    is read.
     A signed entry names its writer's key as NAME+KEYID, marked unverified unless --signers
     lists the keys you trust (then: NOT TRUSTED unless listed and its signature verifies)."""
     if as_json and as_jsonl:
         raise UsageError("usage-error", "give --json or --jsonl, not both")
     trusted = _trusted_signers(signers, as_json or as_jsonl)
-    with _open_ledger(read_only=True) as ledger:
-        entries = ledger.select_entries(
-            kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
-        )
+    with _open_ledger(read_only=True) as ledger, contextlib.ExitStack() as stack:
+        if sha is None and task is None and cohort is None:
+            entries = ledger.select_entries(
+                kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
+            )
+        else:
+            stack.enter_context(ledger.snapshot())  # the lookup and the entries: one head
+            entries = _entries_about(
+                ledger, tuple(kind or ()), since, tail, limit, sha, task, cohort
+            )
         if as_jsonl:
             out = sys.stdout
             try:
@@ -532,6 +568,44 @@ def log(
                     + _signed_by(e, trusted)
                 )
     return EXIT_OK
+
+
+def _entries_about(
+    ledger: Any,
+    kinds: tuple[str, ...],
+    since: int,
+    tail: int | None,
+    limit: int | None,
+    sha: str | None,
+    task: str | None,
+    cohort: str | None,
+) -> Iterator[Any]:
+    """``log`` with --sha, --task or --cohort: the entries naming an object of the digest (found
+    by the derived state's key, ``Mentions``, never a scan) and the verification of each bundle
+    among them, or every entry of the kinds that name a task or cohort (by the kind index),
+    kept when they name ``task`` and ``cohort``; of those the last ``tail``, the first
+    ``limit``. Constant memory but for the --sha list and the --tail window."""
+    from collections import deque
+    from itertools import islice
+
+    from ledger.format.entries import check_kinds
+    from ledger.state import Mentions
+    from ledger.store.lookup import ABOUT_KINDS, is_about, one_sha256, with_verdicts
+
+    wanted = check_kinds(kinds)
+    source: Iterator[Any]
+    if sha is not None:
+        mentions = Mentions(ledger)
+        digest = one_sha256(sha, mentions.digests)
+        seqs = with_verdicts(ledger, mentions.entries(digest))
+        found = (ledger.entry(seq) for seq in seqs if seq >= since)
+        source = (e for e in found if e is not None and (not wanted or e.kind in wanted))
+    else:
+        source = ledger.entries(kinds=wanted or ABOUT_KINDS, start=since)
+    selected: Iterator[Any] = (e for e in source if is_about(e, task, cohort))
+    if tail is not None:
+        selected = iter(deque(selected, maxlen=tail))
+    return islice(selected, limit)
 
 
 def _entry_json(entry: Any) -> bytes:
@@ -673,7 +747,9 @@ def show(
         str,
         typer.Argument(
             help="A seq number, or an entry hash or object address, whole or a unique prefix"
-            " of at least 8 hex digits (blake3:1a2b3c4d, as `ledger log` prints it)."
+            " of at least 8 hex digits (blake3:1a2b3c4d, as `ledger log` prints it), or an"
+            " object's sha256 digest or prefix (sha256:1a2b3c4d), or bare hex digits (any of"
+            " these)."
         ),
     ],
     signers: SignersOpt = None,
@@ -683,12 +759,13 @@ def show(
     attempt, outcome and every finding; --json gives the entry (and a verification's decoded
     result) or the object. A signed entry's writer is NAME+KEYID, marked unverified unless
     --signers lists the keys you trust."""
+    from ledger.state import Mentions
     from ledger.store.lookup import find_ref, verification_result
     from ledger.store.sqlite import StoredObject
 
     trusted = _trusted_signers(signers, as_json)
     with _open_ledger(read_only=True) as ledger, ledger.snapshot():
-        found = find_ref(ledger, ref)
+        found = find_ref(ledger, ref, lambda prefix, n: Mentions(ledger).digests(prefix, n))
         if isinstance(found, StoredObject):
             return _show_object(found, as_json)
         entry = found

@@ -8,7 +8,7 @@ Kept beside the store, not in ``ledger.api``, so ``show`` imports no more than i
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -24,23 +24,43 @@ from verifiers.patch import LOG_FINDING
 MIN_PREFIX_HEX = 8  # `ledger log` prints 16; fewer than 8 would name several entries too often
 _SEQ_REF = re.compile(r"[0-9]{1,64}")
 _HASH_REF = re.compile(r"blake3:([0-9a-fA-F]{0,64})")
+_SHA256_REF = re.compile(r"sha256:([0-9a-fA-F]{0,64})")
+_BARE_REF = re.compile(r"[0-9a-fA-F]{1,64}")
+MAX_LISTED = 8  # candidates an ambiguous reference names
+
+# (sha256 prefix, limit) -> (sha256, address) of the objects entries name whose sha256 starts
+# with it, each once, in that order (``ledger.state.Mentions``: the derived state, or the fold).
+BySha256 = Callable[[str, int], list[tuple[str, str]]]
 
 
-def find_ref(ledger: Ledger, ref: str) -> Entry | StoredObject:
+def find_ref(
+    ledger: Ledger, ref: str, by_sha256: BySha256 | None = None
+) -> Entry | StoredObject:
     """What ``ledger show REF`` names: an entry by seq, an entry or object by its full blake3
     address, or by a unique prefix of one (``blake3:`` and at least 8 hex digits, as ``log``
-    prints it). Refusals: ``bad-ref`` (neither form), ``ref-too-short`` (fewer than 8 hex
-    digits), ``ref-ambiguous`` (the prefix starts several entries or objects), ``not-found``."""
+    prints it); with ``by_sha256``, an object by its sha256 digest, whole or a unique prefix
+    (``sha256:`` and at least 8 hex digits, as ``bundle pack``, attestations and plans show
+    it), and a bare hex prefix (as git takes one) by any of the three. Digits alone are a seq.
+    Refusals: ``bad-ref`` (no such form), ``ref-too-short`` (fewer than 8 hex digits),
+    ``ref-ambiguous`` (the prefix starts several entries or objects: each named), ``not-found``."""
     if _SEQ_REF.fullmatch(ref):
         found: Entry | StoredObject | None = ledger.entry(int(ref))
         if found is None:
             raise UsageError("not-found", f"no entry {ref} in this ledger")
         return found
+    if by_sha256 is not None:
+        sha = _SHA256_REF.fullmatch(ref)
+        if sha is not None:
+            return _by_digest(ledger, sha.group(1).lower(), by_sha256, sha)
+        if _BARE_REF.fullmatch(ref):
+            return _by_digest(ledger, ref.lower(), by_sha256, None)
     match = _HASH_REF.fullmatch(ref)
     if match is None:
+        forms = "a blake3:<hex> or sha256:<hex> hash, address or prefix, or bare hex digits"
         raise UsageError(
             "bad-ref",
-            f"{ref!r} is neither a seq number nor a blake3:<hex> hash, address or prefix",
+            f"{ref!r} is neither a seq number nor "
+            + (forms if by_sha256 is not None else "a blake3:<hex> hash, address or prefix"),
         )
     digits = match.group(1).lower()
     address = f"blake3:{digits}"
@@ -68,6 +88,52 @@ def find_ref(ledger: Ledger, ref: str) -> Entry | StoredObject:
     stored = ledger.get_object(objects[0]) if objects else None
     if stored is None:
         raise UsageError("not-found", f"no entry or object starts with {address} in this ledger")
+    return stored
+
+
+def _by_digest(
+    ledger: Ledger, digits: str, by_sha256: BySha256, sha: re.Match[str] | None
+) -> Entry | StoredObject:
+    """``sha256:DIGITS`` (the objects whose sha256 starts so), or bare DIGITS (those, and the
+    entries and objects whose blake3 hash starts so): the one it names. Each lookup a range
+    on an index: the entries' hash, the objects' address, the derived state's sha256 key."""
+    shown = f"sha256:{digits}" if sha is not None else digits
+    if len(digits) < MIN_PREFIX_HEX:
+        raise UsageError(
+            "ref-too-short",
+            f"{shown} has only {len(digits)} of the {MIN_PREFIX_HEX} hex digits a short hash"
+            " needs (`ledger log` prints 16)",
+        )
+    names: list[str] = []
+    found: list[Entry | str] = []  # entries, or object addresses
+    if sha is None:
+        entries = ledger.entries_by_hash_prefix(f"blake3:{digits}", MAX_LISTED)
+        objects = ledger.object_digests_by_prefix(f"blake3:{digits}", MAX_LISTED)
+        names += [f"entry {e.seq} ({e.entry_hash[:23]})" for e in entries]
+        names += [f"object {d}" for d in objects]
+        found += [*entries, *objects]
+    # The same object is named by many entries: one candidate per sha256 digest.
+    digests: dict[str, str] = {}
+    for digest, address in by_sha256(f"sha256:{digits}", MAX_LISTED + 1):
+        if digest not in digests and address not in found:
+            digests[digest] = address
+    names += [f"object {a} ({d})" for d, a in digests.items()]
+    found += list(digests.values())
+    if len(found) > 1:
+        raise UsageError(
+            "ref-ambiguous",
+            f"{shown} starts more than one hash ({', '.join(names[:MAX_LISTED])}"
+            + (", ..." if len(names) > MAX_LISTED else "")
+            + "); give more digits",
+        )
+    if not found:
+        raise UsageError("not-found", f"no entry or object starts with {shown} in this ledger")
+    item = found[0]
+    if isinstance(item, Entry):
+        return item
+    stored = ledger.get_object(item)
+    if stored is None:
+        raise UsageError("not-found", f"no stored object {item} in this ledger")
     return stored
 
 
@@ -271,3 +337,77 @@ def bundle_identity(ledger: Ledger, payload: Mapping[str, Any]) -> CandidateIden
         stored = ledger.get_object(first["object"], digest=first["sha256"])
         manifest = stored.body if stored is not None else None
     return candidate_identity(manifest, folder if isinstance(folder, str) else None)
+
+
+# -- the entries about a digest, a task or a cohort (``ledger log --sha/--task/--cohort``) -------
+
+# The kinds whose payload names a cohort (and a task): what --task and --cohort read.
+ABOUT_KINDS: Final = ("cohort.frozen", "cohort.burned", "bundle.observed", "verification.recorded")
+
+
+def one_sha256(text: str, digests: BySha256) -> str:
+    """The whole sha256 digest ``text`` names (``sha256:HEX`` or bare hex, whole or a unique
+    prefix of at least 8 digits) among the objects entries name. Refusals as ``find_ref``'s."""
+    match = _SHA256_REF.fullmatch(text) or _BARE_REF.fullmatch(text)
+    if match is None:
+        raise UsageError("bad-ref", f"{text[:80]!r} is not a sha256:<hex> digest or prefix")
+    digits = (match.group(1) if match.re is _SHA256_REF else match.group(0)).lower()
+    if len(digits) < MIN_PREFIX_HEX:
+        raise UsageError(
+            "ref-too-short",
+            f"sha256:{digits} has only {len(digits)} of the {MIN_PREFIX_HEX} hex digits a short"
+            " digest needs",
+        )
+    found = sorted({d for d, _ in digests(f"sha256:{digits}", MAX_LISTED + 1)})
+    if not found:
+        raise UsageError("not-found", f"no entry names an object of sha256:{digits}")
+    if len(found) > 1:
+        raise UsageError(
+            "ref-ambiguous",
+            f"sha256:{digits} starts more than one digest ({', '.join(found[:MAX_LISTED])}"
+            + (", ..." if len(found) > MAX_LISTED else "")
+            + "); give more digits",
+        )
+    return found[0]
+
+
+def with_verdicts(ledger: Ledger, seqs: list[int]) -> list[int]:
+    """``seqs`` and, for each ``bundle.observed`` among them, the verification that judged it
+    (the next entry, when it is the pair ``verify`` writes), in seq order."""
+    out = set(seqs)
+    for seq in seqs:
+        entry = ledger.entry(seq)
+        if entry is None or entry.kind != "bundle.observed":
+            continue
+        verdict = ledger.entry(seq + 1)
+        if (
+            verdict is not None
+            and verdict.kind == "verification.recorded"
+            and verdict.payload.get("bundle_entry") == seq
+        ):
+            out.add(seq + 1)
+    return sorted(out)
+
+
+def is_about(entry: Entry, task: str | None, cohort: str | None) -> bool:
+    """Whether an entry names ``task`` and ``cohort`` (None: any): a bundle or verification by
+    its cohort and task, a freeze by its cohort and the tasks it commits, a burn by its cohort
+    and the tasks it observed; no other kind names either."""
+    if task is None and cohort is None:
+        return True
+    if entry.kind not in ABOUT_KINDS:
+        return False
+    p = entry.payload
+    if cohort is not None and p.get("cohort") != cohort:
+        return False
+    if task is None:
+        return True
+    if entry.kind == "cohort.frozen":
+        tasks = p.get("tasks")
+        return isinstance(tasks, list) and any(
+            isinstance(t, dict) and t.get("task") == task for t in tasks
+        )
+    if entry.kind == "cohort.burned":
+        observed = p.get("observed_tasks")
+        return isinstance(observed, list) and task in observed
+    return bool(p.get("task") == task)
