@@ -452,7 +452,14 @@ def bundle_pack(
     status: Annotated[
         str, typer.Option(help="Worker status: succeeded, failed, error, timeout, cancelled.")
     ] = "succeeded",
-    attempt: Annotated[int, typer.Option(help="Attempt number (1, 2, ...).")] = 1,
+    attempt: Annotated[
+        int | None,
+        typer.Option(
+            help="Attempt number (1, 2, ...; default: one more than any bundle beside --out"
+            " states for the same WorkUnit, else 1).",
+            show_default=False,
+        ),
+    ] = None,
     worker_id: Annotated[str, typer.Option(help="The worker's id.")] = "local-worker",
     summary: Annotated[str, typer.Option(help="The worker's one-line summary.")] = "",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out.")] = False,
@@ -488,13 +495,19 @@ def bundle_pack(
         raise UsageError("folder-unusable", f"--repo {repo} is not a folder")
     if out.exists() and not force:
         raise UsageError("file-exists", f"{out} already exists (pass --force to replace it)")
+    work_unit_bytes = _read_file(work_unit, 4 * 1024 * 1024)
+    if attempt is None:
+        from ledger.authoring.bundle_pack import next_attempt
+
+        # A fresh number, so candidates of one task packed side by side read differently.
+        attempt = next_attempt(out, work_unit_bytes)
     now = IO.now()
     packed = pack(
         git=git,
         repo=repo,
         base=base,
         head=head,
-        work_unit_bytes=_read_file(work_unit, 4 * 1024 * 1024),
+        work_unit_bytes=work_unit_bytes,
         work_unit_name=str(work_unit),
         stdout=_read_file(stdout, MAX_LOG_BYTES) if stdout is not None else b"",
         stderr=_read_file(stderr, MAX_LOG_BYTES) if stderr is not None else b"",
@@ -516,6 +529,7 @@ def bundle_pack(
                 "files_changed": packed.files_changed,
                 "patch_digest": packed.patch_digest,
                 "manifest_digest": packed.manifest_digest,
+                "attempt": attempt,
                 "files": sorted(packed.files),
                 "source_revision": None
                 if packed.source_revision is None
@@ -524,8 +538,8 @@ def bundle_pack(
         )
     else:
         IO.say(
-            f"wrote bundle {out}: {count(packed.files_changed, 'file')} changed"
-            f" ({packed.base[:12]}..{packed.head[:12]})"
+            f"wrote bundle {out}: attempt {attempt}, {count(packed.files_changed, 'file')}"
+            f" changed ({packed.base[:12]}..{packed.head[:12]})"
         )
         if packed.source_revision not in (None, packed.base):
             IO.say(f"source revision {packed.source_revision} is commit {packed.base}")
