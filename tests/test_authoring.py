@@ -745,3 +745,44 @@ def test_reference_fixtures_become_cohorts_that_freeze(tmp_path: Path, calibrate
     cohort = json.loads((tmp_path / "cohorts/v0.1-json/cohort.json").read_text())
     assert cohort["tasks"][0]["evaluator"]["backend"] == "json_exact"
     assert snapshot(plans) | snapshot(wus) == before  # the fixtures are named, never changed
+
+
+def test_bundle_pack_gives_each_candidate_of_a_task_a_fresh_attempt_number(
+    root: Path, repo: tuple[Path, str]
+) -> None:
+    """Attack stopped: every bundle pack wrote attempt 1, so three candidates of one task read
+    the same. Without --attempt the number is one more than any bundle beside --out states for
+    the same WorkUnit; a sibling of another WorkUnit, a symlinked folder, a manifest that is
+    not JSON or a FIFO in its place state nothing and are never waited on."""
+    _, base = repo
+    (root / "bundles").mkdir()
+
+    def packed(name: str, *extra: str) -> dict[str, Any]:
+        args = pack(root, base, *extra)
+        args[args.index("b")] = f"bundles/{name}"
+        out = ok(root, *args, "--json").json()
+        manifest = json.loads((root / "bundles" / name / "result-manifest.json").read_bytes())
+        assert manifest["attempt"] == out["attempt"]
+        assert manifest["id"].endswith(f"/attempt-{out['attempt']}")
+        return out
+
+    assert packed("first")["attempt"] == 1
+    assert packed("second")["attempt"] == 2
+    other = json.loads((root / "bundles" / "first" / "result-manifest.json").read_bytes())
+    other["work_unit_id"], other["attempt"] = "another/work-unit", 40
+    (root / "bundles" / "other").mkdir()
+    (root / "bundles" / "other" / "result-manifest.json").write_text(json.dumps(other))
+    (root / "bundles" / "garbage").mkdir()
+    (root / "bundles" / "garbage" / "result-manifest.json").write_bytes(b"\xff{not json")
+    (root / "bundles" / "fifo").mkdir()
+    os.mkfifo(root / "bundles" / "fifo" / "result-manifest.json")
+    decoy = root / "elsewhere"
+    decoy.mkdir()
+    linked = {**other, "work_unit_id": json.loads((root / WU).read_text())["id"]}
+    (decoy / "result-manifest.json").write_text(json.dumps(linked))
+    (root / "bundles" / "linked").symlink_to(decoy)
+    assert packed("third")["attempt"] == 3  # the link's 40 is not read, nor the other WorkUnit's
+    assert packed("mine", "--attempt", "9")["attempt"] == 9
+    assert packed("next")["attempt"] == 10
+    text = ok(root, *[a if a != "b" else "bundles/last" for a in pack(root, base)])
+    assert text.stdout.startswith("wrote bundle bundles/last: attempt 11, 1 file changed")

@@ -52,6 +52,8 @@ class _Io:
     now: Callable[[], str] = staticmethod(_system_clock)
     # How long a read of --db waits for a writer (LEDGER_BUSY_TIMEOUT_MS): the app's settings.
     busy_timeout_ms: Callable[[], int] = staticmethod(_default_busy_timeout)
+    # Why a VerificationResult went its way, as `verify` prints it (the app's renderer).
+    reason_lines: Callable[[dict[str, Any]], list[str]] = staticmethod(lambda _doc: [])
 
 
 IO = _Io()
@@ -79,10 +81,11 @@ def register(
     db: Callable[[], str | Path],
     now: Callable[[], str],
     busy_timeout_ms: Callable[[], int],
+    reason_lines: Callable[[dict[str, Any]], list[str]],
 ) -> None:
     """Add the authoring commands to ``app``."""
     IO.say, IO.emit_json, IO.db, IO.now = say, emit_json, db, now
-    IO.busy_timeout_ms = busy_timeout_ms
+    IO.busy_timeout_ms, IO.reason_lines = busy_timeout_ms, reason_lines
     app.add_typer(new_app, name="new")
     app.add_typer(remove_app, name="remove")
     app.add_typer(bundle_app, name="bundle")
@@ -553,27 +556,6 @@ def lint(
 REHEARSAL: Final = "rehearsal: not recorded"
 
 
-def result_detail_lines(doc: dict[str, Any]) -> list[str]:
-    """A VerificationResult's checks that did not pass and its findings, one line each (what
-    `verify` prints under its outcome, and `rehearse` under each bundle's)."""
-    lines = []
-    for check in doc.get("checks", []):
-        if check.get("status") != "passed":
-            summary = f": {check['summary']}" if check.get("summary") else ""
-            lines.append(f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}")
-    for item in doc.get("findings", []):
-        where = (
-            f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
-            if (item.get("path"))
-            else ""
-        )
-        lines.append(
-            f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
-            f" {item.get('summary') or '-'}{where}"
-        )
-    return lines
-
-
 def rehearse(
     cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
     bundles: Annotated[
@@ -629,7 +611,7 @@ def rehearse(
             f"{REHEARSAL}: {b.bundle}: {b.outcome.upper()}: {done.cohort} / {b.task}"
             f" (plan {b.plan_id}, {b.adapter} {b.adapter_version})"
         )
-        for line in result_detail_lines(b.verification_result):
+        for line in IO.reason_lines(b.verification_result):  # as verify prints them
             IO.say(f"{REHEARSAL}: {line}")
     ready = (
         "lint finds no problem in it"
@@ -734,7 +716,14 @@ def bundle_pack(
     status: Annotated[
         str, typer.Option(help="Worker status: succeeded, failed, error, timeout, cancelled.")
     ] = "succeeded",
-    attempt: Annotated[int, typer.Option(help="Attempt number (1, 2, ...).")] = 1,
+    attempt: Annotated[
+        int | None,
+        typer.Option(
+            help="Attempt number (1, 2, ...; default: one more than any bundle beside --out"
+            " states for the same WorkUnit, else 1).",
+            show_default=False,
+        ),
+    ] = None,
     worker_id: Annotated[str, typer.Option(help="The worker's id.")] = "local-worker",
     summary: Annotated[str, typer.Option(help="The worker's one-line summary.")] = "",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out.")] = False,
@@ -770,13 +759,19 @@ def bundle_pack(
         raise UsageError("folder-unusable", f"--repo {repo} is not a folder")
     if out.exists() and not force:
         raise UsageError("file-exists", f"{out} already exists (pass --force to replace it)")
+    work_unit_bytes = _read_file(work_unit, 4 * 1024 * 1024)
+    if attempt is None:
+        from ledger.authoring.bundle_pack import next_attempt
+
+        # A fresh number, so candidates of one task packed side by side read differently.
+        attempt = next_attempt(out, work_unit_bytes)
     now = IO.now()
     packed = pack(
         git=git,
         repo=repo,
         base=base,
         head=head,
-        work_unit_bytes=_read_file(work_unit, 4 * 1024 * 1024),
+        work_unit_bytes=work_unit_bytes,
         work_unit_name=str(work_unit),
         stdout=_read_file(stdout, MAX_LOG_BYTES) if stdout is not None else b"",
         stderr=_read_file(stderr, MAX_LOG_BYTES) if stderr is not None else b"",
@@ -798,6 +793,7 @@ def bundle_pack(
                 "files_changed": packed.files_changed,
                 "patch_digest": packed.patch_digest,
                 "manifest_digest": packed.manifest_digest,
+                "attempt": attempt,
                 "files": sorted(packed.files),
                 "source_revision": None
                 if packed.source_revision is None
@@ -806,8 +802,8 @@ def bundle_pack(
         )
     else:
         IO.say(
-            f"wrote bundle {out}: {count(packed.files_changed, 'file')} changed"
-            f" ({packed.base[:12]}..{packed.head[:12]})"
+            f"wrote bundle {out}: attempt {attempt}, {count(packed.files_changed, 'file')}"
+            f" changed ({packed.base[:12]}..{packed.head[:12]})"
         )
         if packed.source_revision not in (None, packed.base):
             IO.say(f"source revision {packed.source_revision} is commit {packed.base}")

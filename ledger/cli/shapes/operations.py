@@ -276,6 +276,7 @@ class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     files_changed: int
     patch_digest: str
     manifest_digest: str
+    attempt: Annotated[int, Meta(ge=1)]  # the manifest's (--attempt, or the next unused beside it)
     files: list[str]
     source_revision: SourceRevision | None  # null when the WorkUnit names none
 
