@@ -852,6 +852,8 @@ def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
             lines = [
                 f"cohort {p['cohort']}",
                 f"definition digest {p['definition_digest']}",
+                # This entry is what freezes the cohort; the document's stage is a label.
+                f"document stage label {p['stage']} (cohort.json's; this entry froze it)",
                 f"tasks {len(p['tasks'])}:",
             ]
             for t in p["tasks"]:
@@ -1086,6 +1088,9 @@ def freeze(
     burned is recorded frozen and then burned, with the reason from its extensions. A held-out
     task whose WorkUnit (its digest, id or content) was exposed is refused (workunit-exposed);
     --reuse-exposed records a deliberate reuse of an exposed task's content instead.
+
+    A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
+    COHORT_DIR BUNDLE...` (judged, never recorded).
     """
     from ledger.operations.freeze import freeze as run_freeze
 
@@ -1191,6 +1196,9 @@ def verify(
     bundles (or --from) are a batch: workers judge them, each pair is appended whole, in
     order; one line each, with the findings that decided it under it (JSON Lines with
     --json), and the exit code is the worst outcome.
+
+    Before a freeze, `ledger rehearse COHORT_DIR BUNDLE...` judges sample bundles by the plans
+    of a cohort folder and records nothing.
     """
     paths = list(bundles or ())
     if from_list is None and len(paths) == 1:
@@ -2547,6 +2555,8 @@ authoring.register(
     db=_db,
     now=lambda: _settings().clock(),
     busy_timeout_ms=lambda: _settings().busy_timeout_ms,
+    # every check that did not pass and every finding (a rehearsal names no entry to show)
+    reason_lines=lambda doc: _reason_lines(doc, "all", 0),
 )
 browse.register(
     app, say=_say, emit_json=_emit_json, open_read_only=lambda: _open_ledger(read_only=True)

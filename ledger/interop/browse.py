@@ -355,7 +355,10 @@ class _Builder:
                 elif isinstance(payload, CohortBurned):
                     cohort = self.cohorts.get(payload.frozen_entry)
                     if cohort is not None:
-                        cohort.update(burned_entry=seq, burned_at=time, burn_reason=payload.reason)
+                        cohort.update(
+                            stage="burned", burned_entry=seq, burned_at=time,
+                            burn_reason=payload.reason,
+                        )  # fmt: skip
                 elif isinstance(payload, _BundleView):
                     self._bundle(ledger, seq, hash_, time, payload)
                 elif isinstance(payload, _VerificationView):
@@ -424,7 +427,10 @@ class _Builder:
             "entry": seq,
             "cohort": payload.cohort,
             "title": title if isinstance(title, str) else None,
-            "stage": payload.stage,
+            # What the ledger recorded decides the stage (this entry froze it; a cohort.burned
+            # entry burns it); the document's own stage is its author's label, shown as such.
+            "stage": "frozen",
+            "document_stage": payload.stage,
             "definition_digest": payload.definition_digest,
             "frozen_at": time,
             "task_count": len(payload.tasks),
@@ -631,6 +637,7 @@ def _create_tables(db: sqlite_utils.Database) -> None:
             "cohort": str,
             "title": str,
             "stage": str,
+            "document_stage": str,
             "definition_digest": str,
             "frozen_at": str,
             "task_count": int,
@@ -786,6 +793,8 @@ def _metadata(name: str, origin: str, tree_size: int, public: bool) -> dict[str,
                         "label_column": "cohort",
                         "columns": {
                             "entry": "seq of the cohort.frozen entry",
+                            "stage": "frozen or burned: what the ledger recorded",
+                            "document_stage": "the stage cohort.json states (its author's label)",
                             "document": "the BenchmarkCohort document (JSON)",
                         },
                     },

@@ -241,7 +241,9 @@ def _verdict(audit: AuditReport) -> str:
 
 def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -> str:
     entry = c["entry"]
-    stage = "burned" if c.get("burned_entry") is not None else (c.get("stage") or "frozen")
+    # The ledger's record decides the stage, never the document's label (LEDGER.md section 15).
+    stage = "burned" if c.get("burned_entry") is not None else "frozen"
+    label = c.get("document_stage")
     tasks = _rows(conn, "SELECT * FROM tasks WHERE cohort_entry = ? ORDER BY id", (entry,))
     verifications = _rows(
         conn,
@@ -275,6 +277,11 @@ def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -
         f"<p>Frozen at entry {entry} ({_e(c.get('frozen_at'))}), definition "
         f"<code>{_e(_short(c.get('definition_digest')))}</code>; {len(tasks)} tasks, "
         f"{len(candidates)} distinct candidates in {len(verifications)} verifications."
+        + (
+            f" Its cohort.json's stage label: {_e(label)} (the author's, not the ledger's)."
+            if label is not None and label != stage
+            else ""
+        )
         + (
             f" Burned at entry {_e(c['burned_entry'])}: {_e(c.get('burn_reason'))}."
             if c.get("burned_entry") is not None
