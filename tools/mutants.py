@@ -57,6 +57,7 @@ TARGETS = (
     "ledger/operations/burn.py",
     "ledger/operations/verify.py",
     "ledger/operations/check_result.py",
+    "ledger/operations/rehearse.py",
     "ledger/state.py",
     "ledger/documents/cohort_folder.py",
     "ledger/transparency/check.py",

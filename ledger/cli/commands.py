@@ -44,7 +44,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -512,22 +512,58 @@ def log(
     as_jsonl: Annotated[
         bool, typer.Option("--jsonl", help="Print JSON Lines: one entry object per line.")
     ] = False,
+    sha: Annotated[
+        str | None,
+        typer.Option(
+            "--sha",
+            help="Only the entries about this sha256 digest (sha256:HEX or bare hex, whole or"
+            " a unique prefix of 8 digits or more): each entry naming an object of it, and the"
+            " verification of each bundle that read it.",
+            metavar="DIGEST",
+        ),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="Only the entries about this task: its bundles and verifications, the freeze"
+            " that committed it and a burn that observed it.",
+            metavar="TASK",
+        ),
+    ] = None,
+    cohort: Annotated[
+        str | None,
+        typer.Option(
+            "--cohort",
+            help="Only the entries about this cohort: its freeze, burn, bundles and"
+            " verifications.",
+            metavar="COHORT",
+        ),
+    ] = None,
     signers: SignersOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """List the entries in seq order, streamed (constant memory, whatever the ledger's size).
 
-    --kind, --since, --tail and --limit select, in that order; an unknown kind is refused
-    (bad-kind). --json prints one document {"entries": [...]}, written as it is read.
+    --kind, --since, --sha, --task, --cohort, --tail and --limit select, in that order; an
+    unknown kind is refused (bad-kind); a --sha prefix of several digests is refused
+    (ref-ambiguous, naming them). --json prints one document {"entries": [...]}, written as it
+    is read.
     A signed entry names its writer's key as NAME+KEYID, marked unverified unless --signers
     lists the keys you trust (then: NOT TRUSTED unless listed and its signature verifies)."""
     if as_json and as_jsonl:
         raise UsageError("usage-error", "give --json or --jsonl, not both")
     trusted = _trusted_signers(signers, as_json or as_jsonl)
-    with _open_ledger(read_only=True) as ledger:
-        entries = ledger.select_entries(
-            kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
-        )
+    with _open_ledger(read_only=True) as ledger, contextlib.ExitStack() as stack:
+        if sha is None and task is None and cohort is None:
+            entries = ledger.select_entries(
+                kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
+            )
+        else:
+            stack.enter_context(ledger.snapshot())  # the lookup and the entries: one head
+            entries = _entries_about(
+                ledger, tuple(kind or ()), since, tail, limit, sha, task, cohort
+            )
         if as_jsonl:
             out = sys.stdout
             try:
@@ -538,12 +574,56 @@ def log(
         elif as_json:
             _stream_json_array("entries", (_entry_json(e) for e in entries))
         else:
+            from ledger.store.lookup import bundle_identity
+
             for e in entries:
+                summary = _summary(e)
+                if e.kind == "bundle.observed" and summary:
+                    # Whose it is: the folder label and what its manifest states.
+                    summary += f": {bundle_identity(ledger, e.payload).words()}"
                 _say(
-                    f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}"
+                    f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {summary}"
                     + _signed_by(e, trusted)
                 )
     return EXIT_OK
+
+
+def _entries_about(
+    ledger: Any,
+    kinds: tuple[str, ...],
+    since: int,
+    tail: int | None,
+    limit: int | None,
+    sha: str | None,
+    task: str | None,
+    cohort: str | None,
+) -> Iterator[Any]:
+    """``log`` with --sha, --task or --cohort: the entries naming an object of the digest (found
+    by the derived state's key, ``Mentions``, never a scan) and the verification of each bundle
+    among them, or every entry of the kinds that name a task or cohort (by the kind index),
+    kept when they name ``task`` and ``cohort``; of those the last ``tail``, the first
+    ``limit``. Constant memory but for the --sha list and the --tail window."""
+    from collections import deque
+    from itertools import islice
+
+    from ledger.format.entries import check_kinds
+    from ledger.state import Mentions
+    from ledger.store.lookup import ABOUT_KINDS, is_about, one_sha256, with_verdicts
+
+    wanted = check_kinds(kinds)
+    source: Iterator[Any]
+    if sha is not None:
+        mentions = Mentions(ledger)
+        digest = one_sha256(sha, mentions.digests)
+        seqs = with_verdicts(ledger, mentions.entries(digest))
+        found = (ledger.entry(seq) for seq in seqs if seq >= since)
+        source = (e for e in found if e is not None and (not wanted or e.kind in wanted))
+    else:
+        source = ledger.entries(kinds=wanted or ABOUT_KINDS, start=since)
+    selected: Iterator[Any] = (e for e in source if is_about(e, task, cohort))
+    if tail is not None:
+        selected = iter(deque(selected, maxlen=tail))
+    return islice(selected, limit)
 
 
 def _entry_json(entry: Any) -> bytes:
@@ -664,7 +744,8 @@ def _summary(entry: Any) -> str:
         if kind == "cohort.burned":
             return f"{p['cohort']}: {p['reason']}"
         if kind == "bundle.observed":
-            return f"{p['task']} ({count(len(p['observations']), 'file')} observed)"
+            files = sum(1 for o in p["observations"] if o["role"] == "file")
+            return f"{p['task']} (manifest and {count(files, 'file')} observed)"
         if kind == "verification.recorded":
             return f"{p['task']}: {p['outcome']} ({p['adapter_version']})"
         if kind == "checkpoint.witnessed":
@@ -684,7 +765,9 @@ def show(
         str,
         typer.Argument(
             help="A seq number, or an entry hash or object address, whole or a unique prefix"
-            " of at least 8 hex digits (blake3:1a2b3c4d, as `ledger log` prints it)."
+            " of at least 8 hex digits (blake3:1a2b3c4d, as `ledger log` prints it), or an"
+            " object's sha256 digest or prefix (sha256:1a2b3c4d), or bare hex digits (any of"
+            " these)."
         ),
     ],
     signers: SignersOpt = None,
@@ -694,18 +777,20 @@ def show(
     attempt, outcome and every finding; --json gives the entry (and a verification's decoded
     result) or the object. A signed entry's writer is NAME+KEYID, marked unverified unless
     --signers lists the keys you trust."""
+    from ledger.state import Mentions
     from ledger.store.lookup import find_ref, verification_result
     from ledger.store.sqlite import StoredObject
 
     trusted = _trusted_signers(signers, as_json)
     with _open_ledger(read_only=True) as ledger, ledger.snapshot():
-        found = find_ref(ledger, ref)
+        found = find_ref(ledger, ref, lambda prefix, n: Mentions(ledger).digests(prefix, n))
         if isinstance(found, StoredObject):
             return _show_object(found, as_json)
         entry = found
         result = (
             verification_result(ledger, entry) if entry.kind == "verification.recorded" else None
         )
+        whose = _whose(ledger, entry)
         if as_json:
             doc: dict[str, Any] = {
                 "seq": entry.seq,
@@ -715,6 +800,9 @@ def show(
             }
             if entry.kind == "verification.recorded":
                 doc["result"] = result
+            if whose is not None:
+                doc["candidate"] = msgspec_builtins(whose[0])
+                doc["same_bytes_as"] = None if whose[1] is None else msgspec_builtins(whose[1])
             _emit_json(doc)
             return EXIT_OK
         _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
@@ -729,6 +817,18 @@ def show(
         elif trusted is not None:
             _say("signer none (unsigned)")
         lines = _entry_lines(entry, result)
+        if lines is not None and whose is not None:
+            identity, first = whose
+            # After the cohort and task lines: whose it is, and whether it is news.
+            said = [f"candidate {identity.words()}"]
+            if identity.manifest_id is not None:
+                said.append(f"manifest id {identity.manifest_id}")
+            if first is not None:
+                said.append(
+                    f"same bytes as entry {first.bundle_entry}, first judged at entry"
+                    f" {first.result_entry} ({first.cohort} / {first.task}: {first.outcome})"
+                )
+            lines[2:2] = said
         if lines is None:  # a kind without a readable form, or a payload not of its shape
             text = json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2)
             sys.stdout.write(_visible(text, lines=True) + "\n")
@@ -736,6 +836,26 @@ def show(
             for line in lines:
                 _say(line)
     return EXIT_OK
+
+
+def _whose(ledger: Any, entry: Any) -> tuple[Any, Any] | None:
+    """For a bundle.observed entry, or a verification.recorded entry's bundle: (its
+    ``CandidateIdentity``, the first verification of the same bytes when it is an earlier one);
+    None for another kind, or a verification whose bundle entry is not one."""
+    from ledger.state import SameBytes
+    from ledger.store.lookup import bundle_identity
+
+    bundle = entry
+    if entry.kind == "verification.recorded":
+        seq = entry.payload.get("bundle_entry")
+        bundle = ledger.entry(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+    if bundle is None or bundle.kind != "bundle.observed":
+        return None
+    observations = bundle.payload.get("observations")
+    first = (
+        SameBytes(ledger).of(bundle.seq, observations) if isinstance(observations, list) else None
+    )
+    return bundle_identity(ledger, bundle.payload), first
 
 
 def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
@@ -750,6 +870,8 @@ def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
             lines = [
                 f"cohort {p['cohort']}",
                 f"definition digest {p['definition_digest']}",
+                # This entry is what freezes the cohort; the document's stage is a label.
+                f"document stage label {p['stage']} (cohort.json's; this entry froze it)",
                 f"tasks {len(p['tasks'])}:",
             ]
             for t in p["tasks"]:
@@ -803,9 +925,15 @@ def _verification_lines(p: Any, result: dict[str, Any] | None) -> list[str]:
     checks = [c for c in _dicts(result.get("checks")) if c.get("status") != "passed"]
     for check in checks:
         lines.append(f"check {check.get('id')}: {check.get('status')}: {check.get('summary')}")
-    findings = _dicts(result.get("findings"))
+    from ledger.store.lookup import finding_details
+
+    details = finding_details(result)
+    raw = result.get("findings")
+    findings = [
+        (i, f) for i, f in enumerate(raw if isinstance(raw, list) else []) if isinstance(f, dict)
+    ]
     lines.append(f"findings {len(findings)}" + (":" if findings else ""))
-    for item in findings:
+    for index, item in findings:
         where = ""
         if isinstance(item.get("path"), str):
             line = item.get("line")
@@ -813,6 +941,7 @@ def _verification_lines(p: Any, result: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"  {item.get('severity')}/{item.get('category')}: {item.get('summary')}{where}"
         )
+        lines += [f"    {detail}" for detail in details.get(index, ())]
     return lines
 
 
@@ -844,16 +973,24 @@ def status(
             if c.cohort.burned_entry is None
             else f"burned at seq {c.cohort.burned_entry} (frozen at seq {c.cohort.frozen_entry})"
         )
-        _say(
-            f"{c.cohort.cohort}: {since}; {_count(len(c.tasks), 'task')},"
-            f" {_count(c.verified, 'verification')}{_outcomes(c.outcomes)}"
-        )
+        _say(f"{c.cohort.cohort}: {since}; {_count(len(c.tasks), 'task')}, {_judged(c)}")
         for t in c.tasks:
-            _say(
-                f"  {t.task.task}  {t.task.split}: {_count(t.verified, 'verification')}"
-                f"{_outcomes(t.outcomes)}"
-            )
+            _say(f"  {t.task.task}  {t.task.split}: {_judged(t)}")
     return EXIT_OK
+
+
+def _judged(tally: Any) -> str:
+    """``N verifications (outcomes)``; when some judged bytes already judged for their task,
+    the distinct candidates first: ``K candidates (outcomes) in N verifications (M of the same
+    bytes again)``, so a bundle verified twice is not counted as two."""
+    verified = f"{_count(tally.verified, 'verification')}"
+    repeats = tally.verified - tally.candidates
+    if repeats == 0:
+        return verified + _outcomes(tally.outcomes)
+    return (
+        f"{_count(tally.candidates, 'candidate')}{_outcomes(tally.candidate_outcomes)} in"
+        f" {verified} ({repeats} of the same bytes again)"
+    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -874,6 +1011,8 @@ def _cohort_status_json(c: Any) -> dict[str, Any]:
         "definition_digest": c.cohort.definition_digest,
         "verified": c.verified,
         "outcomes": c.outcomes,
+        "candidates": c.candidates,
+        "candidate_outcomes": c.candidate_outcomes,
         "tasks": [
             {
                 "task": t.task.task,
@@ -884,6 +1023,8 @@ def _cohort_status_json(c: Any) -> dict[str, Any]:
                 "verified": t.verified,
                 "outcomes": t.outcomes,
                 "last_result_entry": t.last_result_entry,
+                "candidates": t.candidates,
+                "candidate_outcomes": t.candidate_outcomes,
             }
             for t in c.tasks
         ],
@@ -980,6 +1121,9 @@ def freeze(
     freeze then takes a checkpoint signed with --sign, asks the file's witnesses and TSAs, and
     records their answers, so the freeze is anchored before any verify; if they fail, the
     freeze stays recorded, nothing else is, and it exits 1 (anchoring-failed): run it again.
+
+    A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
+    COHORT_DIR BUNDLE...` (judged, never recorded).
     """
     from ledger.operations.freeze import freeze as run_freeze
 
@@ -1139,6 +1283,17 @@ def verify(
             " manifest cannot name one."
         ),
     ] = None,
+    findings: Annotated[
+        str | None,
+        typer.Option(
+            "--findings",
+            help="Why, under each verdict: all (every failed check and finding; one bundle's"
+            " default), brief (a verdict that is not support: its most severe findings; a"
+            " batch's default) or none. --json always carries every finding.",
+            metavar="all|brief|none",
+            show_default=False,
+        ),
+    ] = None,
     unanchored: Annotated[
         bool,
         typer.Option(
@@ -1154,10 +1309,14 @@ def verify(
 
     Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written). Several
     bundles (or --from) are a batch: workers judge them, each pair is appended whole, in
-    order; one line each (JSON Lines with --json), and the exit code is the worst outcome.
+    order; one line each, with the findings that decided it under it (JSON Lines with
+    --json), and the exit code is the worst outcome.
     Under the trust file's anchoring policy a bundle whose plan's freeze is not anchored yet is
     refused (plan-not-anchored); without a policy it is recorded with a warning that `ledger
     when` cannot hold for it.
+
+    Before a freeze, `ledger rehearse COHORT_DIR BUNDLE...` judges sample bundles by the plans
+    of a cohort folder and records nothing.
     """
     from ledger.api import anchor_rule
 
@@ -1168,6 +1327,7 @@ def verify(
     if from_list is None and len(paths) == 1:
         from ledger.operations.verify import verify as run_verify
 
+        mode = _findings_mode(findings, "all")
         with _open_ledger(read_only=False, settings=settings) as ledger:
             _check_trust_origin(loaded, ledger)
             result = run_verify(ledger, paths[0], cohort=cohort, task=task, anchors=rule)
@@ -1175,7 +1335,7 @@ def verify(
         if as_json:
             _emit_json({**_verification_json(result), "trust": trust.to_json(loaded)})
         else:
-            _say_verification(result)
+            _say_verification(result, mode)
         if result.warning is not None:
             _note(f"ledger: warning: {result.warning}")
         return result.exit_code
@@ -1191,6 +1351,7 @@ def verify(
         jobs=jobs,
         cohort=cohort,
         task=task,
+        findings=_findings_mode(findings, "brief"),
         as_json=as_json,
         anchors=(rule, loaded),
     )
@@ -1253,10 +1414,12 @@ def _verify_batch(
     jobs: int | None,
     cohort: str | None,
     task: str | None,
+    findings: str,
     as_json: bool,
     anchors: tuple[Any, Any],
 ) -> int:
-    """One line per bundle as it is recorded, then (text) a summary; the worst exit code.
+    """One line per bundle as it is recorded (text: the findings that decided it under it, as
+    ``findings`` says), then (text) a summary; the worst exit code.
 
     A refusal before the first bundle (a bad list, no ledger) is one error line like any
     command's, compact under --json so the output stays JSON Lines."""
@@ -1306,6 +1469,9 @@ def _verify_batch(
             _emit_json_line(line)
         else:
             _say(text)
+            if not isinstance(item, LedgerError):
+                for reason in _reason_lines(item.verification_result, findings, item.result_entry):
+                    _say(reason)
         warning = getattr(item, "warning", None)
         if warning is not None and warning not in warned:
             warned.add(warning)
@@ -1385,9 +1551,8 @@ def _batch_error(code: str, message: str, as_json: bool) -> None:
         sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
 
 
-def _say_verification(result: Any) -> None:
-    """The outcome line, then each check that did not pass and each finding."""
-    doc = result.verification_result
+def _say_verification(result: Any, findings: str = "all") -> None:
+    """The outcome line, then why (``_reason_lines``)."""
     _say(
         f"{result.outcome.upper()}: {result.cohort} / {result.task}"
         f" ({result.adapter} {result.adapter_version}; entries {result.bundle_entry},"
@@ -1396,20 +1561,81 @@ def _say_verification(result: Any) -> None:
     earlier = _earlier_note(result)
     if earlier is not None:
         _say(earlier)
-    for check in doc.get("checks", []):
-        if check.get("status") != "passed":
-            summary = f": {check['summary']}" if check.get("summary") else ""
-            _say(f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}")
-    for item in doc.get("findings", []):
-        where = (
-            f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
-            if (item.get("path"))
-            else ""
+    for line in _reason_lines(result.verification_result, findings, result.result_entry):
+        _say(line)
+
+
+BRIEF_FINDINGS: Final = 3  # findings under a batch line by default, the most severe first
+_SEVERITY_RANK: Final = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+FINDINGS_MODES: Final = ("all", "brief", "none")
+
+
+def _findings_mode(value: str | None, default: str) -> str:
+    if value is None:
+        return default
+    if value not in FINDINGS_MODES:
+        raise UsageError(
+            "usage-error", f"--findings takes {', '.join(FINDINGS_MODES)}, not {value!r}"
         )
-        _say(
-            f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
-            f" {item.get('summary') or '-'}{where}"
-        )
+    return value
+
+
+def _reason_lines(doc: dict[str, Any], mode: str, result_entry: int) -> list[str]:
+    """Why a verdict went its way, from its VerificationResult: each check that did not pass
+    and each finding (with the detail its check's diagnostics give: which log, which value).
+    ``brief``: for a verdict that is not support, its most severe findings (at most
+    ``BRIEF_FINDINGS``; the failed checks when it has none) and how to see the rest."""
+    from ledger.store.lookup import finding_details
+
+    if mode == "none":
+        return []
+    details = finding_details(doc)
+    checks = [c for c in _dicts(doc.get("checks")) if c.get("status") != "passed"]
+    raw = doc.get("findings")
+    found = [
+        (i, f) for i, f in enumerate(raw if isinstance(raw, list) else []) if isinstance(f, dict)
+    ]
+    lines: list[str] = []
+    if mode == "brief":
+        recommendation = doc.get("decision_support")
+        if isinstance(recommendation, dict) and (
+            recommendation.get("recommendation") == "accept_candidate"
+        ):
+            return []
+        ranked = sorted(found, key=lambda pair: _SEVERITY_RANK.get(str(pair[1].get("severity")), 5))
+        shown, left = ranked[:BRIEF_FINDINGS], len(ranked) - BRIEF_FINDINGS
+        if not shown:
+            lines += [_check_line(c) for c in checks[:BRIEF_FINDINGS]]
+            left = len(checks) - BRIEF_FINDINGS
+        for index, item in shown:
+            lines.append(_finding_line(item))
+            lines += [f"    {d}" for d in details.get(index, ())]
+        if left > 0:
+            what = count(left, "more finding" if shown else "more check")
+            lines.append(f"  ... {what}: `ledger show {result_entry}` (or --findings all)")
+        return lines
+    lines += [_check_line(c) for c in checks]
+    for index, item in found:
+        lines.append(_finding_line(item))
+        lines += [f"    {d}" for d in details.get(index, ())]
+    return lines
+
+
+def _check_line(check: dict[str, Any]) -> str:
+    summary = f": {check['summary']}" if check.get("summary") else ""
+    return f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}"
+
+
+def _finding_line(item: dict[str, Any]) -> str:
+    where = (
+        f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
+        if (item.get("path"))
+        else ""
+    )
+    return (
+        f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
+        f" {item.get('summary') or '-'}{where}"
+    )
 
 
 @app.command()
@@ -2301,10 +2527,19 @@ def check_attestation_command(
         tied = "" if c.subject_tied else " (result withheld: subject not tied)"
         against = [f"signed by {', '.join(c.signed_by)}"] if c.signed_by else []
         against += ["the tree of your kept checkpoint"] if c.kept_checkpoint else []
+        unchecked = ""
+        if c.unchecked_signatures:
+            # Present and unchecked: neither "signed" nor "not signed" is said of them.
+            unchecked = (
+                f"; the envelope's {count(len(c.unchecked_signatures), 'signature')} by"
+                f" {', '.join(c.unchecked_signatures)} not checked (no --key names"
+                f" {'it' if len(c.unchecked_signatures) == 1 else 'them'})"
+            )
         _say(
             f"entry {c.entry}: {c.outcome} ({c.verification_result}) of "
             f"{c.subject['name']} sha256:{c.subject['digest']['sha256']}{tied}; "
             f"included in the tree of size {c.tree_size}; checked against {' and '.join(against)}"
+            f"{unchecked}"
         )
     return EXIT_OK
 @app.command("check-result")
@@ -2582,6 +2817,8 @@ authoring.register(
     db=_db,
     now=lambda: _settings().clock(),
     busy_timeout_ms=lambda: _settings().busy_timeout_ms,
+    # every check that did not pass and every finding (a rehearsal names no entry to show)
+    reason_lines=lambda doc: _reason_lines(doc, "all", 0),
 )
 browse.register(
     app, say=_say, emit_json=_emit_json, open_read_only=lambda: _open_ledger(read_only=True)

@@ -147,7 +147,13 @@ def statement_lines(statement: "WhenStatement", trusted: str | None = None) -> l
         lines.append(f"verification {verdict.entry} ({verdict.outcome}): {after}; {held}")
     count = len(statement.verifications)
     noun = "verification" if count == 1 else "verifications"
-    if statement.holds:
+    if statement.holds and count == 0:
+        # "each of the 0 verifications" claims nothing and reads as if there were some.
+        lines.append(
+            "when: holds: the plan was in a tree a trusted party saw; no verification of the"
+            " task is recorded yet"
+        )
+    elif statement.holds:
         lines.append(
             f"when: holds: the plan was in a tree a trusted party saw, and each of the {count}"
             f" {noun} was appended after it"

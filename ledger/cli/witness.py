@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ledger.cli.wording import count
 from ledger.errors import EXIT_OK, UsageError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
@@ -242,6 +243,8 @@ def evidence(
         IO.emit_json({"evidence": rows})
     else:
         for row in rows:
-            IO.say(f"{row['code']} {row['origin']} received {row['received']}")
-        IO.say(f"{len(rows)} refused checkpoints kept as evidence")
+            # Stored as POSIX seconds (the JSON keeps them); a person reads the entry-time form.
+            received = datetime.fromtimestamp(row["received"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            IO.say(f"{row['code']} {row['origin']} received {received}")
+        IO.say(f"{count(len(rows), 'refused checkpoint')} kept as evidence")
     return EXIT_OK

@@ -2,6 +2,8 @@
 (rules 1, 2, 8 and 9 of ``ledger.operations``).
 """
 
+import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -18,7 +20,16 @@ from ledger.errors import (
     from_verifier,
 )
 from ledger.format.entries import Entry, later_time
-from ledger.state import CommittedTask, StateIndex, TaskLookups, committed_plan, outcome_digests
+from ledger.format.payloads import FOLDER_PATTERN
+from ledger.state import (
+    CommittedTask,
+    EarlierVerification,
+    StateIndex,
+    TaskLookups,
+    committed_plan,
+    first_judgement,
+    outcome_digests,
+)
 from ledger.store.base import Store as Ledger
 from ledger.store.base import Writer
 from verifiers.bundle import (
@@ -38,17 +49,6 @@ OCTETS: Final = "application/octet-stream"
 
 
 # -- verify -------------------------------------------------------------------------------------
-
-
-class EarlierVerification(msgspec.Struct, frozen=True):
-    """The verification this ledger already recorded for the same bundle (the same bytes
-    observed at every locator), for whichever task it was."""
-
-    bundle_entry: int
-    result_entry: int
-    cohort: str
-    task: str
-    outcome: str
 
 
 class VerifyResult(msgspec.Struct, frozen=True):
@@ -392,7 +392,9 @@ def record(
         state = StateIndex.for_writer(w)
         chosen, snapshot, outcome = _decide(ledger, w, state, bundle_dir, judged, cohort, task)
         anchored_by = rule.anchor(ledger, chosen)
-        return _recorded(w, state, chosen, snapshot, outcome, anchored_by)
+        return _recorded(
+            w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by
+        )
 
 
 def record_group(
@@ -423,7 +425,11 @@ def record_group(
             except LedgerError as exc:
                 results.append(exc)
                 continue
-            results.append(_recorded(w, state, chosen, snapshot, outcome, anchored_by))
+            results.append(
+                _recorded(
+                    w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by
+                )
+            )
     return results
 
 
@@ -465,10 +471,11 @@ def _recorded(
     chosen: CommittedTask,
     snapshot: BundleSnapshot,
     outcome: RunOutcome | Verdict,
+    folder: str | None,
     anchored_by: int | None,
 ) -> VerifyResult:
     earlier = earlier_verification(w.ledger, state, snapshot)
-    bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
+    bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome, folder)
     return VerifyResult(
         outcome=outcome.outcome,
         cohort=chosen.cohort,
@@ -489,46 +496,9 @@ def earlier_verification(
     ledger: Ledger, state: StateIndex, snapshot: BundleSnapshot
 ) -> EarlierVerification | None:
     """The first recorded verification of exactly this bundle (every observation the same:
-    locator, status, size, sha256), if this ledger has one.
-
-    Found without a scan: a bundle observed before was the first to observe at least one of
-    its byte strings, unless other bundles saw each of them first (then it is not found, and
-    nothing but this note depends on it). At most one lookup and two entry reads per
-    observation."""
-    described = snapshot_observations(snapshot)
-    firsts = set()
-    for item in described:
-        digest = item.get("sha256")
-        if item.get("status") == "ok" and isinstance(digest, str):
-            seq = state.first_observed(digest)
-            if seq is not None:
-                firsts.add(seq)
-    for seq in sorted(firsts):
-        bundle = ledger.entry(seq)
-        if bundle is None or bundle.kind != "bundle.observed":
-            continue
-        stored = bundle.payload.get("observations")
-        if not isinstance(stored, list) or len(stored) != len(described):
-            continue
-        same = all(
-            isinstance(old, dict) and {k: v for k, v in old.items() if k != "object"} == new
-            for old, new in zip(stored, described, strict=True)
-        )
-        result = ledger.entry(seq + 1)
-        if not same or result is None or result.kind != "verification.recorded":
-            continue
-        p = result.payload
-        fields = (p.get("cohort"), p.get("task"), p.get("outcome"))
-        if p.get("bundle_entry") != seq or not all(isinstance(f, str) for f in fields):
-            continue  # not the pair verify writes: the audit says what it is
-        return EarlierVerification(
-            bundle_entry=seq,
-            result_entry=result.seq,
-            cohort=str(fields[0]),
-            task=str(fields[1]),
-            outcome=str(fields[2]),
-        )
-    return None
+    locator, status, size, sha256), if this ledger has one (``ledger.state.first_judgement``,
+    what ``status``, ``browse`` and the report call the same bytes)."""
+    return first_judgement(snapshot_observations(snapshot), state.first_observed, ledger.entry)
 
 
 def _run(
@@ -604,10 +574,28 @@ def _read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -
     return snapshot
 
 
+def bundle_folder(bundle_dir: Path) -> str | None:
+    """The bundle folder's name as the operator gave it (``bundles/attempt-7/`` ->
+    ``attempt-7``; ``.`` -> the current folder's name), the label ``bundle.observed`` records
+    (LEDGER.md section 4), or None when it is not one (a control or bidi character, an
+    undecodable byte, over 255 characters: the manifest still names the candidate). Lexical:
+    no link is followed, nothing is read."""
+    name = os.path.basename(os.path.abspath(bundle_dir))
+    return name if _FOLDER.search(name) else None
+
+
+_FOLDER: Final = re.compile(FOLDER_PATTERN)
+
+
 def record_verification(
-    w: Writer, chosen: CommittedTask, snapshot: BundleSnapshot, outcome: RunOutcome | Verdict
+    w: Writer,
+    chosen: CommittedTask,
+    snapshot: BundleSnapshot,
+    outcome: RunOutcome | Verdict,
+    folder: str | None = None,
 ) -> tuple[Entry, Entry]:
-    """Store bundle and result; append ``bundle.observed`` then ``verification.recorded``."""
+    """Store bundle and result; append ``bundle.observed`` (naming ``folder``, when given)
+    then ``verification.recorded``."""
     observations = snapshot_observations(snapshot)
     refs: list[str] = []
     items = (snapshot.manifest_observation, *snapshot.files)
@@ -624,6 +612,8 @@ def record_verification(
         "task": chosen.task,
         "observations": observations,
     }
+    if folder is not None:
+        bundle_payload["folder"] = folder
     bundle_entry = w.append("bundle.observed", bundle_payload, refs)
     result_address = w.put_object(outcome.result_bytes, JSON)
     result_payload = {

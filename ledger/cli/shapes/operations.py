@@ -220,6 +220,56 @@ class NewTaskOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sealed: Literal[True]
 
 
+class KeptFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    file: str  # a ROOT-relative path, or "hidden plan ID"
+    reason: str
+
+
+class RemoveTaskOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    task: str
+    removed: list[str]  # ROOT-relative files deleted
+    kept: list[KeptFile]  # files the task named that were left, with why
+    definition_digest: str  # the cohort's, sealed without the task
+
+
+class RehearsedPlan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    id: str
+    digest: str  # of the plan as the cohort folder holds it now
+
+
+class RehearsedBundle(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="status", tag="rehearsed"
+):
+    """A bundle judged in rehearsal: its outcome and result named as a rehearsal's (never
+    verify's ``outcome`` / ``verification_result``, so no script takes it for a verdict)."""
+
+    bundle: str
+    task: str
+    plan: RehearsedPlan
+    adapter: str
+    adapter_version: str
+    rehearsal_outcome: Outcome
+    rehearsal_result: VerificationResult
+
+
+class RehearsalRefusal(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="status", tag="refused"
+):
+    """A bundle the rehearsal could not judge (the others go on)."""
+
+    bundle: str
+    error: ErrorDetail
+
+
+class RehearseOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    rehearsal: Literal[True]
+    recorded: Literal[False]  # nothing is, ever: no ledger is opened
+    cohort: str
+    definition_digest: str  # of the folder as it is now
+    lint_problems: int  # what `ledger lint` lists; freeze refuses while it is not 0
+    bundles: list[RehearsedBundle | RehearsalRefusal]
+
+
 class SourceRevision(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: str  # the WorkUnit's provenance.source_revision: a full commit id or a tag
     commit: str  # the commit it names (BASE)
@@ -232,6 +282,7 @@ class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     files_changed: int
     patch_digest: str
     manifest_digest: str
+    attempt: Annotated[int, Meta(ge=1)]  # the manifest's (--attempt, or the next unused beside it)
     files: list[str]
     source_revision: SourceRevision | None  # null when the WorkUnit names none
 
@@ -353,6 +404,20 @@ SHAPES: tuple[OutputShape, ...] = (
         NewTaskOutput,
         "ledger new task --json",
         "The task added, its files and that the cohort was sealed.",
+    ),
+    OutputShape(
+        "rehearse",
+        RehearseOutput,
+        "ledger rehearse --json",
+        "Sample bundles judged by an unfrozen cohort folder's plans, never recorded: per bundle "
+        "its task, plan, rehearsal outcome and result, or the refusal.",
+    ),
+    OutputShape(
+        "remove-task",
+        RemoveTaskOutput,
+        "ledger remove task --json",
+        "The task removed, the files deleted with it, the files it named that were kept (with "
+        "why) and the cohort's new definition digest.",
     ),
     OutputShape(
         "bundle-pack",

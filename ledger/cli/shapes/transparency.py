@@ -206,6 +206,8 @@ class AttestationCheckOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=
     subject_tied: bool  # false: the result was withheld (hidden task), the subject is unproven
     signed_by: list[str]  # the --key keys that signed the envelope and its checkpoint
     kept_checkpoint: bool  # its tree is the reader's --checkpoint
+    # The key IDs (as the envelope names them) of its signatures no --key checked.
+    unchecked_signatures: list[str]
 
 
 class CheckAttestationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
