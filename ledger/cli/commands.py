@@ -50,13 +50,14 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring, browse, copy, when, witness
+from ledger.cli import authoring, browse, copy, trust, when, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
+    from ledger.format.trust import KeyKind
     from ledger.settings import Settings
     from ledger.store.base import Store
 
@@ -213,6 +214,23 @@ SignersOpt = Annotated[
 ]
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Replace an existing --out file (default: refuse).")
+]
+SignOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="The log's signer key file (the .key of `ledger keygen`): sign the checkpoint that"
+        " anchors (needed under the trust file's anchoring policy).",
+        show_default=False,
+    ),
+]
+KeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--key",
+        metavar="KEY",
+        help="The log's verifier key (its .pub file, or the key string): every --checkpoint"
+        " must carry its valid signature (audit: default the trust file's log key).",
+    ),
 ]
 
 
@@ -1078,9 +1096,20 @@ def freeze(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Every error freeze would stop at; write nothing.")
     ] = False,
+    sign: SignOpt = None,
+    unanchored: Annotated[
+        bool,
+        typer.Option(
+            "--unanchored",
+            help="Do not anchor, whatever the trust file's policy (verify then refuses this"
+            " cohort's bundles until `ledger checkpoint --anchor` has anchored it).",
+        ),
+    ] = False,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
-    """Freeze a cohort (its tasks, WorkUnits and plans) before any outcome exists.
+    """Freeze a cohort (its tasks, WorkUnits and plans) before any outcome exists, then anchor
+    it as the trust file's policy asks.
 
     Everything is checked before anything is written; then one transaction stores every document
     and appends cohort.frozen. Re-freezing the identical cohort is a no-op; the same id with
@@ -1088,6 +1117,10 @@ def freeze(
     burned is recorded frozen and then burned, with the reason from its extensions. A held-out
     task whose WorkUnit (its digest, id or content) was exposed is refused (workunit-exposed);
     --reuse-exposed records a deliberate reuse of an exposed task's content instead.
+    With an anchoring policy in the trust file (beside the ledger, $LEDGER_TRUST or --trust),
+    freeze then takes a checkpoint signed with --sign, asks the file's witnesses and TSAs, and
+    records their answers, so the freeze is anchored before any verify; if they fail, the
+    freeze stays recorded, nothing else is, and it exits 1 (anchoring-failed): run it again.
 
     A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
     COHORT_DIR BUNDLE...` (judged, never recorded).
@@ -1104,9 +1137,18 @@ def freeze(
             reuse_exposed=reuse,
             as_json=as_json,
         )
+    settings = _settings()
+    loaded = trust.resolve(trust_file, writing=True, settings=settings)
+    policy = loaded.trust if loaded is not None and loaded.trust.anchor.required else None
+    # Refused before anything is written: a freeze the policy cannot anchor is not begun.
+    signer_key = _anchor_signer(sign, loaded) if policy is not None and not unanchored else None
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
     try:
-        with _open_ledger(read_only=False) as ledger:
+        with _open_ledger(read_only=False, settings=settings) as ledger:
+            if loaded is not None:
+                from ledger.api import check_trust_origin
+
+                check_trust_origin(loaded, ledger.origin())
             result = run_freeze(
                 ledger,
                 cohort_dir,
@@ -1115,15 +1157,79 @@ def freeze(
                 reuse_exposed=reuse,
                 progress=bar.update if bar is not None else None,
             )
+            if bar is not None:
+                bar.close()
+                bar = None
+            anchored_by = _anchor_frozen(ledger, result, policy, signer_key, loaded)
     finally:
         if bar is not None:
             bar.close()
+    trust.mention(loaded)
+    warning = None
+    if anchored_by is None and result.burned_entry is None:
+        warning = _freeze_warning(result, policy)
     if as_json:
-        _emit_json(msgspec_builtins(result))
+        _emit_json(
+            {
+                **msgspec_builtins(result),
+                "anchored_by": anchored_by,
+                "warning": warning,
+                "trust": trust.to_json(loaded),
+            }
+        )
     else:
         _say(result.message)
         _say(f"definition digest {result.definition_digest}")
+        if anchored_by is not None:
+            _say(f"anchored by entry {anchored_by} (a checkpoint holding the freeze)")
+    if warning is not None:
+        _note(f"ledger: warning: {warning}")
     return EXIT_OK
+
+
+def _anchor_signer(sign: Path | None, loaded: Any) -> str:
+    """The log's signer key an anchoring policy needs (``--sign``), checked before anything
+    is written (``ledger.transparency.anchoring.anchor_signer``)."""
+    from ledger.transparency.anchoring import anchor_signer
+
+    signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
+    return anchor_signer(signer, loaded.trust, loaded.source.file)
+
+
+def _anchor_frozen(
+    ledger: Any, result: Any, policy: Any, signer_key: str | None, loaded: Any
+) -> int | None:
+    """The entry anchoring the freeze just made (or found): under a policy one meeting it,
+    taken now when there is none (``anchoring-failed``, exit 1, when the witnesses and TSAs
+    do not give it: the freeze stays); else any recorded one (``verify`` looks the same)."""
+    from ledger.api import anchor_freeze
+    from ledger.operations.verify import recorded_anchor
+
+    if policy is None or signer_key is None:
+        return recorded_anchor(ledger, result.frozen_entry)
+    if result.burned_entry is not None:
+        return None  # a burned cohort accepts no verification: nothing to order
+    try:
+        entry, _ = anchor_freeze(ledger, result.frozen_entry, policy, signer_key, result.message)
+    except LedgerError:
+        trust.mention(loaded)  # the freeze stands: say whose policy it was not anchored by
+        raise
+    return entry
+
+
+def _freeze_warning(result: Any, policy: Any) -> str:
+    from ledger.operations.verify import ANCHOR_FIX
+
+    why = (
+        "--unanchored was given"
+        if policy is not None
+        else "there is no anchoring policy (no trust file, or one without `ledger trust anchor`)"
+    )
+    return (
+        f"cohort {result.cohort} is frozen at seq {result.frozen_entry} but not anchored:"
+        f" {why}. Take an anchored checkpoint before its first verify (`{ANCHOR_FIX}`), or"
+        " `ledger when` can never hold for its verdicts"
+    )
 
 
 def _reuse_exposed(values: list[str]) -> dict[str, str]:
@@ -1188,6 +1294,15 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    unanchored: Annotated[
+        bool,
+        typer.Option(
+            "--unanchored",
+            help="Record the verdict even when the trust file's anchoring policy finds no anchor"
+            " over its plan's freeze (`ledger when` can then never hold for it).",
+        ),
+    ] = False,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Judge a result bundle by the plan the ledger committed for it; record bundle and result.
@@ -1196,21 +1311,33 @@ def verify(
     bundles (or --from) are a batch: workers judge them, each pair is appended whole, in
     order; one line each, with the findings that decided it under it (JSON Lines with
     --json), and the exit code is the worst outcome.
+    Under the trust file's anchoring policy a bundle whose plan's freeze is not anchored yet is
+    refused (plan-not-anchored); without a policy it is recorded with a warning that `ledger
+    when` cannot hold for it.
 
     Before a freeze, `ledger rehearse COHORT_DIR BUNDLE...` judges sample bundles by the plans
     of a cohort folder and records nothing.
     """
+    from ledger.api import anchor_rule
+
     paths = list(bundles or ())
+    settings = _settings()
+    loaded = trust.resolve(trust_file, writing=True, settings=settings)
+    rule = anchor_rule(loaded.trust if loaded is not None else None, unanchored=unanchored)
     if from_list is None and len(paths) == 1:
         from ledger.operations.verify import verify as run_verify
 
         mode = _findings_mode(findings, "all")
-        with _open_ledger(read_only=False) as ledger:
-            result = run_verify(ledger, paths[0], cohort=cohort, task=task)
+        with _open_ledger(read_only=False, settings=settings) as ledger:
+            _check_trust_origin(loaded, ledger)
+            result = run_verify(ledger, paths[0], cohort=cohort, task=task, anchors=rule)
+        trust.mention(loaded)
         if as_json:
-            _emit_json(_verification_json(result))
-            return result.exit_code
-        _say_verification(result, mode)
+            _emit_json({**_verification_json(result), "trust": trust.to_json(loaded)})
+        else:
+            _say_verification(result, mode)
+        if result.warning is not None:
+            _note(f"ledger: warning: {result.warning}")
         return result.exit_code
     if from_list is None and not paths:
         raise UsageError(
@@ -1226,7 +1353,15 @@ def verify(
         task=task,
         findings=_findings_mode(findings, "brief"),
         as_json=as_json,
+        anchors=(rule, loaded),
     )
+
+
+def _check_trust_origin(loaded: Any, ledger: Any) -> None:
+    if loaded is not None:
+        from ledger.api import check_trust_origin
+
+        check_trust_origin(loaded, ledger.origin())
 
 
 def _verification_json(result: Any) -> dict[str, Any]:
@@ -1241,6 +1376,8 @@ def _verification_json(result: Any) -> dict[str, Any]:
         "runner_version": result.runner_version,
         "verification_result": result.verification_result,
         "earlier": None if result.earlier is None else msgspec_builtins(result.earlier),
+        "anchored_by": result.anchored_by,
+        "warning": result.warning,
     }
 
 
@@ -1279,6 +1416,7 @@ def _verify_batch(
     task: str | None,
     findings: str,
     as_json: bool,
+    anchors: tuple[Any, Any],
 ) -> int:
     """One line per bundle as it is recorded (text: the findings that decided it under it, as
     ``findings`` says), then (text) a summary; the worst exit code.
@@ -1294,8 +1432,11 @@ def _verify_batch(
             source = "stdin" if str(from_list) == "-" else str(from_list)
             paths += read_bundle_list(_read_bundle_list(from_list), source=source)
         ledger = _open_ledger(read_only=False)
+        _check_trust_origin(anchors[1], ledger)
     except LedgerError as exc:
         _batch_fail(exc.code, exc.message, exc.exit_code, as_json)
+    trust.mention(anchors[1])
+    warned: set[str] = set()  # each warning once (it names the cohort), not once a bundle
     total = len(paths)
     progress = progress_bar("verify", total)
     if progress is not None:
@@ -1320,6 +1461,7 @@ def _verify_batch(
             )
             if item.earlier is not None:
                 text += f" [already judged at entry {item.earlier.result_entry}]"
+            line["trust"] = trust.to_json(anchors[1])
         if progress is not None:
             progress.clear()
         if as_json:
@@ -1330,6 +1472,10 @@ def _verify_batch(
             if not isinstance(item, LedgerError):
                 for reason in _reason_lines(item.verification_result, findings, item.result_entry):
                     _say(reason)
+        warning = getattr(item, "warning", None)
+        if warning is not None and warning not in warned:
+            warned.add(warning)
+            _note(f"ledger: warning: {warning}")
         sys.stdout.flush()
         if progress is not None:
             progress.update(len(seen))
@@ -1338,7 +1484,7 @@ def _verify_batch(
     # handler only marks it (each step returns within one judgement's time).
     interrupted: list[int] = []
     previous = signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
-    results = verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task)
+    results = verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task, anchors=anchors[0])
     try:
         for item in results:
             render(item)
@@ -1695,10 +1841,7 @@ def audit(
             help="A checkpoint kept outside the ledger; the ledger must extend it (repeatable).",
         ),
     ] = None,
-    key: Annotated[
-        Path | None,
-        typer.Option(help="Verifier key file: every --checkpoint must carry its valid signature."),
-    ] = None,
+    key: KeyOpt = None,
     from_export: Annotated[
         Path | None,
         typer.Option("--from-export", help="Audit an export (JSON Lines) instead of --db."),
@@ -1709,9 +1852,10 @@ def audit(
             "--signers",
             help="Trusted writer keys, one verifier key a line, and optionally `require` or"
             " `require from SEQ`: report entries signed by other keys, and unsigned ones where"
-            " required.",
+            " required (default: the trust file's writers).",
         ),
     ] = None,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Re-check every hash, link, body, object, tree node, writer signature and commitment rule,
@@ -1721,10 +1865,12 @@ def audit(
     Exit 0 when there is no violation, 1 on any (each listed with seq, kind and code), 2 when
     refused. Only against a kept --checkpoint is the ledger called intact; without one it is
     consistent, not anchored: a full rewrite of the file cannot be detected, so keep one.
-    From 20,000 entries on two CPUs a second process checks the rows; LEDGER_AUDIT_PARALLEL=off
-    (or on) decides instead; the report is the same.
+    With a trust file (--trust, $LEDGER_TRUST), its writers stand for --signers and its log
+    key for --key (given, each flag replaces the file's). From 20,000 entries on two CPUs a
+    second process checks the rows; LEDGER_AUDIT_PARALLEL=off (or on) decides instead; the
+    report is the same.
     """
-    from ledger.api import audit_export, audit_ledger, load_trusted_signers
+    from ledger.api import audit_export, audit_ledger, check_trust_origin, load_trusted_signers
 
     if key is not None and not checkpoint:
         # --key checks the signatures of the given checkpoints; alone it would check nothing
@@ -1734,8 +1880,12 @@ def audit(
             "--key checks the signature of each --checkpoint FILE: give at least one",
         )
     settings = _settings()
-    checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
-    trusted = load_trusted_signers(signers) if signers is not None else None
+    loaded = trust.resolve(trust_file, writing=False, settings=settings)
+    log_key = _key_value(key, "log") if key is not None else _trusted_log_key(loaded)
+    checkpoints = [_load_checkpoint(path, log_key) for path in checkpoint or []]
+    trusted = (
+        load_trusted_signers(signers) if signers is not None else _trusted_writers(loaded)
+    )
     bar = progress_bar("audit")  # at a terminal only, on stderr (ledger/cli/progress.py)
     progress = bar.update if bar is not None else None
 
@@ -1749,9 +1899,12 @@ def audit(
                 progress=progress,
                 parallel=settings.parallel,
                 signers=trusted,
+                trust=None if loaded is None else loaded.trust,
             )
         else:
             with _open_ledger(read_only=True, settings=settings) as ledger:
+                if loaded is not None:
+                    check_trust_origin(loaded, ledger.origin())
                 report, replayed = audit_ledger(
                     ledger,
                     replay=not no_replay,
@@ -1763,11 +1916,33 @@ def audit(
     finally:
         if bar is not None:
             bar.close()
+    trust.mention(loaded)
     if as_json:
-        _emit_json(_audit_json(report, replayed))
+        _emit_json({**_audit_json(report, replayed), "trust": trust.to_json(loaded)})
     else:
         _say_audit(report, replayed)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _key_value(value: str, kind: "KeyKind") -> str:
+    """A key argument through the one key parser (``ledger.api.load_key``): the key string,
+    or the path of its ``.pub`` file."""
+    from ledger.api import load_key
+
+    return load_key(value, kind)
+
+
+def _trusted_log_key(loaded: Any) -> str | None:
+    return None if loaded is None else loaded.trust.log_key
+
+
+def _trusted_writers(loaded: Any) -> Any:
+    """The trust file's writers as ``--signers`` would give them (None: it lists none)."""
+    if loaded is None or not loaded.trust.writers:
+        return None
+    from ledger.format.signing import TrustedSigners
+
+    return TrustedSigners(frozenset(loaded.trust.writers), loaded.trust.require_signed_from)
 
 
 def _audit_json(report: Any, replayed: int) -> dict[str, Any]:
@@ -1852,14 +2027,14 @@ def _read_text_file(path: Path, limit: int, what: str) -> str:
     return read_operator_text(path, limit, what=what)
 
 
-def _load_checkpoint(path: Path, key: Path | None) -> Any:
+def _load_checkpoint(path: Path, key: str | None) -> Any:
+    """A kept checkpoint; with ``key`` (a verifier key string), it must carry its signature."""
     from ledger.transparency.notes import checkpoint_of_note, open_checkpoint
 
     note = _read_text_file(path, 256 * 1024, "checkpoint")
     if key is None:
         return checkpoint_of_note(note)
-    verifier = _read_text_file(key, 64 * 1024, "key").strip()
-    return open_checkpoint(note, [verifier])[0]
+    return open_checkpoint(note, [key])[0]
 
 
 # -- transparency: keys, checkpoints, proofs, export --------------------------------------------
@@ -1915,7 +2090,8 @@ def checkpoint(
         typer.Option(
             "--witness",
             help="URL=VKEY: ask this C2SP tlog-witness to cosign, and record the cosignatures in"
-            " a checkpoint.witnessed entry (repeatable; needs --sign).",
+            " a checkpoint.witnessed entry (repeatable; needs --sign; VKEY: the key string or"
+            " its .pub file).",
         ),
     ] = None,
     quorum: Annotated[
@@ -1937,18 +2113,37 @@ def checkpoint(
             " carries, which proves nothing about who the TSA is).",
         ),
     ] = None,
+    anchor: Annotated[
+        bool,
+        typer.Option(
+            "--anchor",
+            help="Anchor it as the trust file says: ask its witnesses and TSAs, under its"
+            " anchoring policy, and record their answers (needs --sign).",
+        ),
+    ] = False,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Print the current checkpoint (C2SP tlog-checkpoint note: origin, size, base64 root).
 
     Keep it somewhere the ledger's owner cannot rewrite; `ledger audit --checkpoint FILE` later
     proves the ledger only grew since. With --witness, witnesses cosign it, with --tsa, timestamp
-    authorities timestamp it, and the ledger records their answers in one entry.
+    authorities timestamp it, and the ledger records their answers in one entry; --anchor takes
+    the witnesses, TSAs and policy from the trust file (beside the ledger, $LEDGER_TRUST or
+    --trust) instead.
     """
     from ledger.transparency.proofs import checkpoint_note
 
     if out is not None:
         check_output(out, force=force)
+    if anchor:
+        if witness or tsa or quorum or tsa_ca is not None:
+            raise UsageError(
+                "usage-error",
+                "--anchor takes the witnesses, TSAs and quorum from the trust file: add them"
+                " there (`ledger trust add ...`), not with --witness, --tsa, --quorum, --tsa-ca",
+            )
+        return _anchored_checkpoint(sign, trust_file, out, as_json, force=force)
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
     if witness or tsa:
         return _witnessed_checkpoint(
@@ -1988,14 +2183,14 @@ def _witnessed_checkpoint(
     tsa_ca: Path | None,
 ) -> int:
     from ledger.transparency.timestamp import MAX_CA_BYTES, load_roots
-    from ledger.transparency.witnessing import parse_witness_option, witness_checkpoint
+    from ledger.transparency.witnessing import witness_checkpoint
 
     if signer is None:
         which = "--witness" if witness else "--tsa"
         raise UsageError(
             "usage-error", f"{which} needs --sign (witnesses and TSAs are sent the signed note)"
         )
-    targets = [parse_witness_option(value) for value in witness]
+    targets = [_witness_option(value) for value in witness]
     roots = None
     if tsa_ca is not None:
         if not tsas:
@@ -2007,6 +2202,45 @@ def _witnessed_checkpoint(
         done = witness_checkpoint(
             ledger, signer, targets, quorum=quorum, tsas=tsas, tsa_roots=roots
         )
+    return _say_witnessed(done, out, as_json, force=force, loaded=None)
+
+
+def _witness_option(value: str) -> Any:
+    """``--witness URL=VKEY``: VKEY through the one key parser (the key, or its .pub file)."""
+    from ledger.transparency.witnessing import witness_target
+
+    url, sep, vkey = value.partition("=")
+    if not sep:
+        raise UsageError("usage-error", f"--witness {value!r} is not URL=VKEY (http[s]://host...)")
+    return witness_target(url, _key_value(vkey, "witness"), shown=value)
+
+
+def _anchored_checkpoint(
+    sign: Path | None, trust_file: Path | None, out: Path | None, as_json: bool, *, force: bool
+) -> int:
+    """``checkpoint --anchor``: the trust file's witnesses, TSAs and policy."""
+    from ledger.api import check_trust_origin
+    from ledger.transparency.anchoring import anchor_checkpoint
+
+    settings = _settings()
+    loaded = trust.resolve(trust_file, writing=True, settings=settings)
+    if loaded is None:
+        raise UsageError(
+            "usage-error",
+            "--anchor needs a trust file: create one beside the ledger (`ledger trust init`),"
+            " or give --trust FILE",
+        )
+    signer = _anchor_signer(sign, loaded)
+    with _open_ledger(read_only=False, settings=settings) as ledger:
+        check_trust_origin(loaded, ledger.origin())
+        done = anchor_checkpoint(ledger, signer, loaded.trust)
+    return _say_witnessed(done, out, as_json, force=force, loaded=loaded)
+
+
+def _say_witnessed(done: Any, out: Path | None, as_json: bool, *, force: bool, loaded: Any) -> int:
+    """The cosigned note on stdout (and ``--out``), each witness's and TSA's answer."""
+    trust.mention(loaded)
+    targets = done.replies
     cosigned = done.note + "".join(r.cosignature for r in done.replies if r.cosignature)
     if out is not None:  # checked before the witnesses were asked; whole or not at all
         write_output(out, cosigned.encode("utf-8"), force=force)
@@ -2022,6 +2256,7 @@ def _witnessed_checkpoint(
                 "witnesses": [r.to_json() for r in done.replies],
                 "timestamped": done.timestamped,
                 "timestamps": [r.to_json() for r in done.stamps],
+                "trust": trust.to_json(loaded),
             }
         )
     else:
@@ -2175,10 +2410,7 @@ def report(
             " and only then says intact (repeatable).",
         ),
     ] = None,
-    key: Annotated[
-        Path | None,
-        typer.Option(help="Verifier key file: every --checkpoint must carry its valid signature."),
-    ] = None,
+    key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """One static, self-contained HTML page: the audit verdict, the checkpoint, per cohort the
@@ -2192,7 +2424,8 @@ def report(
             "--key checks the signature of each --checkpoint FILE: give at least one",
         )
     check_output(html, force=force)  # before the audit runs
-    checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
+    log_key = _key_value(key, "log") if key is not None else None
+    checkpoints = [_load_checkpoint(path, log_key) for path in checkpoint or []]
     settings = _settings()
     with _open_ledger(read_only=True, settings=settings) as ledger:
         page, audited = report_html(
@@ -2228,9 +2461,12 @@ def report(
 def check_attestation_command(
     file: Annotated[Path, typer.Argument(help="A file `ledger attest` wrote.")],
     key: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Option(
-            "--key", help="Verifier key file; repeatable: each attestation must be signed by one."
+            "--key",
+            metavar="KEY",
+            help="The log's verifier key (its .pub file, or the key string); repeatable: each"
+            " attestation must be signed by one (default: the trust file's log key).",
         ),
     ] = None,
     checkpoint: Annotated[
@@ -2241,13 +2477,15 @@ def check_attestation_command(
             " its entry in that tree.",
         ),
     ] = None,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
-    """Check attestations with no ledger file, against what you trust: the log's key (--key:
-    the envelope and the checkpoint are signed by it) or a checkpoint you kept (--checkpoint);
-    with neither, refused (an attestation's own checkpoint proves nothing). Then the inclusion
-    proof, the proven entry, its result and the statement derived again from them.
-    Exit 0 when every one holds, 1 at the first that does not, 2 when refused."""
+    """Check attestations with no ledger file, against what you trust: the log's key (--key,
+    or the trust file's: the envelope and the checkpoint are signed by it) or a checkpoint you
+    kept (--checkpoint); with neither, refused (an attestation's own checkpoint proves
+    nothing). Then the inclusion proof, the proven entry, its result and the statement derived
+    again from them. Exit 0 when every one holds, 1 at the first that does not, 2 when
+    refused."""
     from ledger.interop.attest import (
         MAX_ATTESTATION_BYTES,
         check_attestation,
@@ -2256,7 +2494,8 @@ def check_attestation_command(
     )
     from ledger.transparency.check import MAX_CHECKPOINT_FILE_BYTES
 
-    keys = [_read_text_file(k, 64 * 1024, "key").strip() for k in key or []]
+    loaded = trust.resolve(trust_file, writing=False)
+    keys = _log_keys(key, loaded)
     kept = (
         _read_text_file(checkpoint, MAX_CHECKPOINT_FILE_BYTES, "checkpoint")
         if checkpoint is not None
@@ -2268,9 +2507,21 @@ def check_attestation_command(
     docs = read_attestation_lines(
         read_operator_file(file, MAX_ATTESTATION_BYTES, refuse_larger=False), source=str(file)
     )
-    checks = [check_attestation(doc, keys, checkpoint_note=kept) for doc in docs]
+    try:
+        checks = [check_attestation(doc, keys, checkpoint_note=kept) for doc in docs]
+    except LedgerError as exc:
+        if exc.exit_code == EXIT_FAILED:  # a verdict (one does not hold): say what it rests on
+            trust.mention(loaded)
+        raise
+    trust.mention(loaded)
     if as_json:
-        _emit_json({"valid": True, "attestations": [c.to_json() for c in checks]})
+        _emit_json(
+            {
+                "valid": True,
+                "attestations": [c.to_json() for c in checks],
+                "trust": trust.to_json(loaded),
+            }
+        )
         return EXIT_OK
     for c in checks:
         tied = "" if c.subject_tied else " (result withheld: subject not tied)"
@@ -2405,8 +2656,13 @@ def check_proof(
         ),
     ] = None,
     key: Annotated[
-        list[Path] | None,
-        typer.Option("--key", help="Verifier key file: the checkpoint must be signed by it."),
+        list[str] | None,
+        typer.Option(
+            "--key",
+            metavar="KEY",
+            help="The log's verifier key (its .pub file, or the key string): the checkpoint must"
+            " be signed by it (repeatable; default: the trust file's log key).",
+        ),
     ] = None,
     leaf: Annotated[
         Path | None,
@@ -2421,6 +2677,7 @@ def check_proof(
             " carry its valid cosignature (repeatable).",
         ),
     ] = None,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Check a proof offline, with no ledger file (no --db): exit 0 valid, 1 invalid, 2 unusable.
@@ -2438,14 +2695,15 @@ def check_proof(
         MAX_PROOF_BYTES,
     )
 
-    keys = [_read_text_file(path, 64 * 1024, "key").strip() for path in key or []]
+    loaded = trust.resolve(trust_file, writing=False)
+    keys = _log_keys(key, loaded)
     cp = (
         _read_bounded(checkpoint, MAX_CHECKPOINT_FILE_BYTES, "checkpoint")
         if checkpoint is not None
         else None
     )
     body = _read_bounded(leaf, MAX_LEAF_BYTES, "leaf") if leaf is not None else None
-    witness_keys = [_witness_key_value(value) for value in witness_key or []]
+    witness_keys = [_key_value(value, "witness") for value in witness_key or []]
     result = run_check(
         _read_bounded(proof, MAX_PROOF_BYTES, "proof"),
         checkpoint=cp,
@@ -2453,8 +2711,9 @@ def check_proof(
         leaf=body,
         witness_keys=witness_keys,
     )
+    trust.mention(loaded)
     if as_json:
-        _emit_json(result.to_json())
+        _emit_json({**result.to_json(), "trust": trust.to_json(loaded)})
     elif result.valid:
         _say(f"valid: {result.reason}")
         signed = f", signed by {', '.join(result.signed_by)}" if result.signed_by else ""
@@ -2466,10 +2725,13 @@ def check_proof(
     return EXIT_OK if result.valid else EXIT_FAILED
 
 
-def _witness_key_value(value: str) -> str:
-    from ledger.cli.when import witness_key_value
-
-    return witness_key_value(value)
+def _log_keys(given: list[str] | None, loaded: Any) -> list[str]:
+    """The log keys a checkpoint must be signed with: those given (``--key``, each through the
+    one key parser), else the trust file's log key, else none."""
+    if given:
+        return [_key_value(value, "log") for value in given]
+    log_key = _trusted_log_key(loaded)
+    return [log_key] if log_key is not None else []
 
 
 def _read_bounded(path: Path, limit: int, what: str) -> bytes:
@@ -2573,6 +2835,20 @@ when.register(
     open_read_only=lambda: _open_ledger(read_only=True),
 )
 copy.register(app, say=_say, emit_json=_emit_json, settings=_settings)
+trust.register(
+    app,
+    say=_say,
+    note=_note,
+    emit_json=_emit_json,
+    db=_db,
+    settings=_settings,
+    origin=lambda: _ledger_origin(),
+)
+
+
+def _ledger_origin() -> str:
+    with _open_ledger(read_only=True) as ledger:
+        return ledger.origin()
 
 
 # -- entry point ---------------------------------------------------------------------------------

@@ -147,15 +147,16 @@ def init(
 
 
 def _parse_logs(values: list[str]) -> dict[str, list[str]]:
-    from ledger.transparency.notes import parse_verifier_key
+    from ledger.api import load_key
 
     logs: dict[str, list[str]] = {}
     for value in values:
         origin, sep, vkey = value.partition("=")
         if not sep or not origin or not vkey:
             raise UsageError("usage-error", f"--log {value!r} is not ORIGIN=VKEY")
-        parse_verifier_key(vkey)  # refused now, not at the first request
-        logs.setdefault(origin, []).append(vkey)
+        # The one key parser: the key string or the log's .pub file; refused now, not at the
+        # first request.
+        logs.setdefault(origin, []).append(load_key(vkey, "log"))
     return logs
 
 
@@ -174,7 +175,9 @@ def serve(
     log: Annotated[
         list[str],
         typer.Option(
-            "--log", help="ORIGIN=VKEY: a log to witness and its verifier key (repeatable)."
+            "--log",
+            help="ORIGIN=VKEY: a log to witness and its verifier key (the key string or its"
+            " .pub file; repeatable).",
         ),
     ],
     listen: Annotated[str, typer.Option(help="IPV4:PORT to listen on (port 0: any).")] = (

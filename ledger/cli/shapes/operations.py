@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from ledger.cli.shapes.common import ErrorDetail, OutputShape
+from ledger.cli.shapes.common import ErrorDetail, OutputShape, TrustUsed
 from ledger.documents.cohort import BurnNotice
 from ledger.format.payloads import CohortBurned
 from verifiers.contracts import VerificationResult
@@ -69,6 +69,9 @@ class FreezeOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     burned_entry: int | None  # set when cohort.json's stage was burned
     tasks: int
     message: str
+    anchored_by: int | None  # the checkpoint.witnessed entry anchoring the freeze; null: none
+    warning: str | None  # set when it is not anchored: `when` cannot hold until it is
+    trust: TrustUsed | None  # the trust file used (its anchoring policy), null: none
 
 
 class LintProblem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -147,6 +150,9 @@ class VerifyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     runner_version: str
     verification_result: VerificationResult
     earlier: EarlierVerification | None
+    anchored_by: int | None  # the entry anchoring the freeze of the plan that judged it
+    warning: str | None  # set when none does: `ledger when` can never hold for this verdict
+    trust: TrustUsed | None  # the trust file used (its anchoring policy), null: none
 
 
 class VerifyBatchLine(VerifyOutput, frozen=True, forbid_unknown_fields=True):
@@ -315,7 +321,8 @@ SHAPES: tuple[OutputShape, ...] = (
         "freeze",
         FreezeOutput,
         "ledger freeze --json",
-        "The frozen cohort, its definition digest, whether this run froze it, the entries.",
+        "The frozen cohort, its definition digest, whether this run froze it, the entries, the "
+        "entry anchoring the freeze (the trust file's policy) or a warning that none does.",
     ),
     OutputShape(
         "freeze-dry-run",
@@ -335,8 +342,9 @@ SHAPES: tuple[OutputShape, ...] = (
         "verify",
         VerifyOutput,
         "ledger verify BUNDLE --json",
-        "The outcome of judging one bundle, the two entries recorded and the "
-        "VerificationResult. Exit 0 for support, 1 otherwise.",
+        "The outcome of judging one bundle, the two entries recorded, the "
+        "VerificationResult, and the entry anchoring its plan's freeze (or a warning that "
+        "`when` cannot hold). Exit 0 for support, 1 otherwise.",
     ),
     OutputShape(
         "verify-batch-line",

@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from ledger.cli.shapes.common import ErrorDetail, OutputShape
+from ledger.cli.shapes.common import ErrorDetail, OutputShape, TrustUsed
 from ledger.cli.shapes.operations import EarlierVerification
 from ledger.format.entries import EntryBody
 from verifiers.contracts import VerificationResult
@@ -181,6 +181,7 @@ class AuditOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     violation_count: Count
     first_bad_seq: int | None
     violations: list[AuditViolation]
+    trust: TrustUsed | None  # the trust file used (writers, log key), null: none
 
 
 # -- check-patch ----------------------------------------------------------------------------------
