@@ -381,7 +381,7 @@ CASES: dict[str, tuple[bytes, str, str]] = {
     ),
     "lines-after-no-newline-marker": (
         section(body="@@ -1,2 +1,2 @@\n-y\n\\ No newline at end of file\n x\n+z\n").encode(),
-        "hunk-count-mismatch",
+        "misplaced-no-newline-marker",
         "correctness",
     ),
     "hunk-after-no-newline-marker": (
@@ -610,3 +610,47 @@ def test_short_lines_memory_is_bounded_per_line() -> None:
         tracemalloc.stop()
     assert parsed.valid and parsed.files[0].added_count == lines
     assert peak <= 8 * len(data) + 64 * (lines + 5) + 256 * KIB, peak
+
+
+def _fold_expansion(size: int) -> bytes:
+    # Issue 27 item 6: U+FDFA folds (NFKC) to 18 code points and U+10400 makes every string
+    # holding the name four bytes a code point, so folding the whole path took ~72 bytes per
+    # 3 patch bytes: 17.3x the patch. The trailing look-alike needs the whole path folded.
+    name = "\U00010400" + "\ufdfa" * (size // 6) + "/.g\u200cit"
+    return f"diff --git a/{name} b/{name}\nnew file mode 100644\n".encode()
+
+
+@pytest.mark.parametrize("size", [64 * KIB, 1024 * KIB], ids=["64k", "1m"])
+def test_path_fold_expansion_stays_within_the_memory_bound(size: int) -> None:
+    data = _fold_expansion(size)
+    tracemalloc.start()
+    try:
+        parsed = parse_diff(data, max_bytes=len(data))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(f.line, f.code) for f in parsed.findings] == [(1, "dotgit-path")]
+    # LEDGER.md section 9: 8 x the patch + 64 bytes a line + 256 KiB.
+    assert peak <= 8 * len(data) + 64 * 3 + 256 * KIB, (len(data), peak, peak / len(data))
+
+
+NO_NEWLINE = "\\ No newline at end of file"
+MARKER_INSIDE = {
+    # Issue 27 item 8: the line after the marker was blamed as a count mismatch.
+    "after-removed-line": f"@@ -1,3 +1,3 @@\n a\n-b\n{NO_NEWLINE}\n-c\n+x\n+y\n",
+    "after-context-line": f"@@ -1,2 +1,2 @@\n a\n{NO_NEWLINE}\n-b\n+c\n",
+    "after-added-line": f"@@ -1,2 +1,3 @@\n-a\n+b\n{NO_NEWLINE}\n+c\n x\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(MARKER_INSIDE))
+def test_no_newline_marker_inside_a_hunk_is_misplaced_not_a_count_mismatch(shape: str) -> None:
+    data = f"diff --git a/f b/f\n--- a/f\n+++ b/f\n{MARKER_INSIDE[shape]}".encode()
+    marker_line = data.decode().split("\n").index(NO_NEWLINE) + 1
+    parsed = parse_diff(data)
+    assert [(f.line, f.code) for f in parsed.findings] == [
+        (marker_line, "misplaced-no-newline-marker")
+    ]
+    # The marker where it belongs (each side's last line) is fine.
+    fixed = data.replace(f"{NO_NEWLINE}\n".encode(), b"") + f"{NO_NEWLINE}\n".encode()
+    assert parse_diff(fixed).valid, parse_diff(fixed).findings

@@ -234,8 +234,37 @@ def _looks_like_dotgit(path: str) -> bool:
     (fullwidth forms, dotless i, no-break and other spaces, any default-ignorable code point).
     Folding can only add '/' (U+2100 'a/c', U+FF0F), which adds components: stricter, never looser.
     """
-    folded = path.lower() if path.isascii() else path.translate(_FOLD)
-    return _DOTGIT_RE.search(folded) is not None
+    if path.isascii():
+        return _DOTGIT_RE.search(path.lower()) is not None
+    # Folded a slice at a time: a code point folds to up to 18 (U+FDFA), four bytes each once
+    # the path holds one beyond U+FFFF, so the whole folded path could be ~24x the patch bytes.
+    # What is carried from one slice to the next is the current component, cut down to what
+    # still decides it (at most "git~1").
+    carried = ""
+    for at in range(0, len(path), _FOLD_SLICE):
+        text = carried + path[at : at + _FOLD_SLICE].translate(_FOLD)
+        if _DOTGIT_DECIDED_RE.search(text) is not None:
+            return True
+        carried = _undecided(text[text.rfind("/") + 1 :])
+    return _DOTGIT_COMPONENT_RE.match(carried) is not None
+
+
+_FOLD_SLICE: Final = 512
+# A component that is .git (or git~1) with what may follow it, decided within the text: a '/'
+# or ':' after it is there. The last component of a slice may go on in the next one.
+_DOTGIT_DECIDED_RE: Final = re.compile(r"(?:\A|/)(?:\.git|git~1)[.\s]*+[/:]")
+_DOTGIT_COMPONENT_RE: Final = re.compile(r"(?:\.git|git~1)[.\s]*+(?::|\Z)")
+_DOTGIT_START_RE: Final = re.compile(r"(?:\.git|git~1)[.\s]*+")
+
+
+def _undecided(part: str) -> str:
+    """The start of a component, folded, cut down to what decides whether it is .git once the
+    rest of it is known: a prefix of ".git" or "git~1" as it is, one of them followed only by
+    dots and spaces as ".git", anything else (it can no longer be one) as "#"."""
+    m = _DOTGIT_START_RE.match(part)
+    if m is not None:
+        return ".git" if m.end() == len(part) else "#"
+    return part if ".git".startswith(part) or "git~1".startswith(part) else "#"
 
 
 _EXTENDED_HEADERS: Final = (
@@ -928,6 +957,7 @@ class _Parser:
         old_left, new_left = old_count, new_count
         old_end = new_end = eof = False
         prev = ""
+        marker_at = 0
         while old_left or new_left:
             if i >= n:
                 self.add(hl, "hunk-count-mismatch", "patch ends before the hunk's counts")
@@ -935,18 +965,21 @@ class _Parser:
             line = lines[i]
             c = line[:1]
             if c == " ":
-                if not old_left or not new_left or old_end or new_end:
+                if not old_left or not new_left:
                     break
+                ended = old_end or new_end
                 old_left -= 1
                 new_left -= 1
             elif c == "-":
-                if not old_left or old_end:
+                if not old_left:
                     break
+                ended = old_end
                 r += 1
                 old_left -= 1
             elif c == "+":
-                if not new_left or new_end:
+                if not new_left:
                     break
+                ended = new_end
                 a += 1
                 new_left -= 1
             elif c == "\\":
@@ -955,8 +988,19 @@ class _Parser:
                 old_end = old_end or prev in (" ", "-")
                 new_end = new_end or prev in (" ", "+")
                 eof = True
+                marker_at = i
+                ended = False
             else:
                 break
+            if ended:
+                # The hunk goes on after the end of that side's file: the marker is misplaced
+                # (not the count, which the line still fits).
+                self.add(
+                    marker_at + 1,
+                    "misplaced-no-newline-marker",
+                    f"end-of-file marker inside a hunk: line {i + 1} continues that side",
+                )
+                raise _Skip(i + 1)
             prev = c
             i += 1
         if old_left or new_left:
