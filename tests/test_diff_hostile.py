@@ -195,12 +195,12 @@ CASES: dict[str, tuple[bytes, str, str]] = {
         "correctness",
     ),
     "overlapping-hunks": (
-        section(body="@@ -1,2 +1,2 @@\n x\n-y\n+z\n@@ -2,1 +2,1 @@\n-y\n+q\n").encode(),
+        section(body="@@ -1,3 +1,3 @@\n x\n-y\n+z\n w\n@@ -2,1 +2,1 @@\n-y\n+q\n").encode(),
         "hunks-out-of-order",
         "correctness",
     ),
     "out-of-order-hunks": (
-        section(body="@@ -10 +10 @@\n-y\n+z\n@@ -2 +2 @@\n-y\n+q\n").encode(),
+        section(body="@@ -10,2 +10,2 @@\n-y\n+z\n x\n@@ -2,2 +2,2 @@\n-y\n+q\n x\n").encode(),
         "hunks-out-of-order",
         "correctness",
     ),

@@ -381,6 +381,94 @@ def _git_header(rest: str) -> _GitHeader | None:
     return _GitHeader((a[2:], b[2:]), "", 1)
 
 
+# C isspace(): what git skips between names and accepts after a name.
+_C_SPACE: Final = " \t\n\v\f\r"
+_SPLIT_RE: Final = re.compile(r"[ \t]")
+
+
+def _skip_tree_prefix(name: str) -> str | None:
+    """git's skip_tree_prefix with -p1: what follows the first '/' (None without one, or when
+    the name starts with it)."""
+    slash = name.find("/")
+    return None if slash <= 0 else name[slash + 1 :]
+
+
+def _unquote_at(text: str, pos: int) -> str | None:
+    """git's unquote_c_style on the name starting with '"' at ``pos``: the name up to the closing
+    quote (what follows is ignored, as there), None when git cannot unquote it."""
+    m = _QUOTED_RE.match(text, pos)
+    if m is None:
+        return None
+    try:
+        return _unquote(m.group(1))
+    except _NameError:
+        return None
+
+
+def _git_def_name(rest: str) -> str | None:
+    """The file name ``git apply`` reads from a ``diff --git`` line alone, or None where it reads
+    none ("git diff header lacks filename information"): apply.c ``git_header_name`` with -p1,
+    step for step, on the text after ``diff --git ``.
+
+    A section with neither ---/+++ nor rename/copy lines (a mode change, an empty file created or
+    deleted) is named by this alone. git's line keeps its newline (at ``end`` here) and compares
+    with it: so a quoted first name followed by an unquoted second one never names a file, nor
+    does an unquoted line with a '"' in its first name or a ' /' in it. Linear, and by position
+    (the names are not copied): the unquoted line is tried at each space in order, the next '/'
+    found once for all of them.
+    """
+    end = len(rest)
+    if rest.startswith('"'):
+        m = _QUOTED_RE.match(rest)
+        first = _unquote_at(rest, 0)
+        first = None if first is None else _skip_tree_prefix(first)
+        if m is None or first is None:
+            return None
+        j = m.end()
+        while j < end and rest[j] in _C_SPACE:
+            j += 1
+        if j >= end:
+            return None
+        if rest[j] == '"':
+            second = _unquote_at(rest, j)
+            second = None if second is None else _skip_tree_prefix(second)
+            return first if second == first else None
+        # An unquoted second name is compared with its newline: equal only to a first name
+        # ending in one.
+        slash = rest.find("/", j)
+        if slash <= j or not first.endswith("\n") or end - (slash + 1) != len(first) - 1:
+            return None
+        return first if rest.startswith(first[:-1], slash + 1) else None
+    start = rest.find("/") + 1  # skip_tree_prefix of the whole line
+    if start <= 1:
+        return None
+    quote = rest.find('"', start)
+    if quote != -1:
+        # "since the first name is unquoted, a dq if exists must be the beginning of the second"
+        second = _unquote_at(rest, quote)
+        second = None if second is None else _skip_tree_prefix(second)
+        if second is None:
+            return None
+        size = len(second)
+        ok = size < quote - start and rest.startswith(second, start)
+        return second if ok and rest[start + size] in _C_SPACE else None
+    if rest.find("\x00", start) != -1:
+        return None  # git's strchr(name, '\n') stops at a NUL: no name
+    slash = -1
+    for m in _SPLIT_RE.finditer(rest, start):
+        k = m.start() - start
+        if slash <= m.start():
+            slash = rest.find("/", m.start() + 1)
+        if slash == -1 or slash == m.start() + 1:
+            return None  # skip_tree_prefix fails on what follows this space: git gives up
+        size = end - (slash + 1)
+        if size < k:
+            return None  # every later split has a shorter second name still
+        if size == k and rest.startswith(rest[slash + 1 :], start):
+            return rest[start : start + k]
+    return None
+
+
 def _path_problems(path: str) -> list[tuple[str, str]]:
     """Scope findings (code, message) for one repository-relative path.
 
@@ -514,6 +602,8 @@ class _Parser:
         hunks: list[Hunk] = []
         i = self.hunks(i, modes.kind, hunks)
         self.check_section_body(hdr, modes, hunks, has_file_headers, hline, i)
+        if not has_file_headers and modes.kind not in ("renamed", "copied"):
+            self.check_git_reads_name(start, old_path if old_path is not None else new_path, i)
         self.check_section_end(i)
 
         self.record_paths(modes.kind, old_path, new_path, hline)
@@ -726,6 +816,18 @@ class _Parser:
             self.add(hline, "missing-hunks", "section has ---/+++ lines but no hunk")
             raise _Skip(i)
 
+    def check_git_reads_name(self, start: int, name: str | None, i: int) -> None:
+        """A section named by its ``diff --git`` line alone names what git reads from it."""
+        if _git_def_name(self.lines[start][len(_DIFF_GIT) :]) != name:
+            self.add(
+                start + 1,
+                "malformed-diff-git-header",
+                "git apply reads no file name from this diff --git line (\"lacks filename"
+                " information\"), and the section names its file nowhere else: quote both names"
+                " or neither, as git diff writes them",
+            )
+            raise _Skip(i)
+
     def check_section_end(self, i: int) -> None:
         """A section ends at the next diff --git line, a blank line or the end of the patch."""
         lines, n = self.lines, self.n
@@ -856,6 +958,17 @@ class _Parser:
         while i < n and lines[i].startswith("@@"):
             hl = i + 1
             old_start, old_count, new_start, new_count = self.hunk_header(i, eof_seen)
+            if out and self.ends_without_context(out[-1]):
+                # git apply (without --unidiff-zero) anchors a hunk without trailing context at
+                # the end of the file: with a hunk after it, it is refused or applied elsewhere.
+                self.add(
+                    out[-1].header_line,
+                    "hunk-without-context",
+                    "hunk has no trailing context but another hunk follows: git apply (without"
+                    " --unidiff-zero) anchors it at the end of the file, so it refuses the patch"
+                    " or applies it elsewhere; make the diff with context (git diff, not -U0)",
+                )
+                raise _Skip(i + 1)
             body = i + 1
             i, added, removed, marker = self.hunk_body(body, hl, old_count, new_count)
             eof_seen = eof_seen or marker
@@ -869,6 +982,19 @@ class _Parser:
             prev_old_begin, prev_old_end = old_begin, old_begin + old_count
             out.append(hunk)
         return i
+
+    def ends_without_context(self, hunk: Hunk) -> bool:
+        """No context line after the hunk's last changed line (markers aside)."""
+        body = hunk.header_line  # index of the first body line
+        end = body + len(hunk.body)
+        firsts = self.firsts
+        last_change = max(firsts.rfind("+", body, end), firsts.rfind("-", body, end))
+        return firsts.find(" ", last_change + 1, end) == -1
+
+    def starts_without_context(self, hunk: Hunk) -> bool:
+        """No context line before the hunk's first changed line."""
+        body = hunk.header_line
+        return self.firsts[body : body + 1] != " "
 
     def hunk_header(self, i: int, eof_seen: bool) -> tuple[int, int, int, int]:
         """The ``@@ -a,b +c,d @@`` line at ``i``: (old start, old count, new start, new count)."""
@@ -1059,6 +1185,24 @@ class _Parser:
                 hl,
                 "hunk-offset-mismatch",
                 "new start disagrees with old start plus the earlier hunks' line delta",
+            )
+            raise _Skip(i)
+        at_top = (old_start == 1 and old_count > 0) or (old_start == 0 and old_count == 0)
+        if (
+            not at_top
+            and self.starts_without_context(hunk)
+            and self.ends_without_context(hunk)
+        ):
+            # What `git diff -U0` writes. Without --unidiff-zero git apply anchors a hunk with
+            # no trailing context at the end of the file: it refuses it there, or (an
+            # insertion) adds the lines at the end instead of where the header says. At the top
+            # of a file, the same bytes are what `git diff` writes for a whole-file change.
+            self.add(
+                hl,
+                "hunk-without-context",
+                "hunk has no context lines: git apply (without --unidiff-zero) anchors it at"
+                " the end of the file, so it refuses the patch or applies it elsewhere; make the"
+                " diff with context (git diff, not -U0)",
             )
             raise _Skip(i)
         return old_begin
