@@ -600,6 +600,26 @@ def test_unified_zero_insertion_git_adds_at_the_end_is_refused(git: Git) -> None
     assert (git.repo / "f.txt").read_bytes().splitlines()[3] == b"INSERTED"
 
 
+@pytest.mark.parametrize(
+    "hunks",
+    [
+        # Leading context, none after, another hunk later: git wants "line 1, line 2" at the end.
+        "@@ -1,2 +1,2 @@\n line 1\n-line 2\n+two\n"
+        "@@ -7,3 +7,3 @@\n line 7\n-line 8\n+eight\n line 9\n",
+        # -U0 with a change at line 1: the first hunk may start the file, not end it.
+        "@@ -1 +1 @@\n-line 1\n+one\n@@ -6,2 +6,2 @@\n line 6\n-line 7\n+seven\n",
+    ],
+    ids=["leading-context-only", "top-of-file-then-more"],
+)
+def test_hunk_without_trailing_context_before_another_is_refused(git: Git, hunks: str) -> None:
+    base = _ten_lines(git)
+    patch = f"diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n{hunks}".encode()
+    out = git.apply(patch, "--check", where=git.repo)
+    assert out.returncode != 0 and b"patch does not apply" in out.stderr
+    git.checkout(base)
+    assert [(f.line, f.code) for f in parse_diff(patch).findings] == [(4, "hunk-without-context")]
+
+
 def test_whole_file_change_without_context_is_accepted_as_git_writes_it(git: Git) -> None:
     # A one-line file: `git diff` writes a hunk with no context at the top, as -U0 would for a
     # change at the top of a longer file (which git refuses there; LEDGER.md section 9).
