@@ -535,7 +535,7 @@ def test_names_git_reads_from_a_diff_git_line_alone_are_the_parsers(git: Git) ->
         if rng.random() < 0.5:
             rest = "".join(rng.choice(HEADER_PIECES) for _ in range(rng.randrange(1, 7)))
         else:
-            name = "".join(rng.choice(["x", " ", "z/", "\u00e9", '"']) for _ in range(4))
+            name = "".join(rng.choice(["x", " ", "z/", "/", "\u00e9", '"']) for _ in range(4))
             quoted_a = '"a/' + name.replace('"', '\\"') + '"'
             quoted_b = '"b/' + name.replace('"', '\\"') + '"'
             forms = [f"a/{name} b/{name}", f"{quoted_a} {quoted_b}", f"{quoted_a} b/{name}"]

@@ -384,6 +384,7 @@ def _git_header(rest: str) -> _GitHeader | None:
 # C isspace(): what git skips between names and accepts after a name.
 _C_SPACE: Final = " \t\n\v\f\r"
 _SPLIT_RE: Final = re.compile(r"[ \t]")
+_SPACE_SLASH_RE: Final = re.compile(r"[ \t]/")
 
 
 def _skip_tree_prefix(name: str) -> str | None:
@@ -397,8 +398,8 @@ def _unquote_at(text: str, pos: int) -> str | None:
     """git's unquote_c_style on the name starting with '"' at ``pos``: the name up to the closing
     quote (what follows is ignored, as there), None when git cannot unquote it."""
     m = _QUOTED_RE.match(text, pos)
-    if m is None:
-        return None
+    if m is None or "\x00" in m.group(1):
+        return None  # (git's C string ends at a NUL before the closing quote)
     try:
         return _unquote(m.group(1))
     except _NameError:
@@ -454,6 +455,18 @@ def _git_def_name(rest: str) -> str | None:
         return second if ok and rest[start + size] in _C_SPACE else None
     if rest.find("\x00", start) != -1:
         return None  # git's strchr(name, '\n') stops at a NUL: no name
+    half = (end - 5) // 2
+    if (
+        start == 2
+        and end == 2 * half + 5
+        and rest.startswith(" b/", 2 + half)
+        and rest.startswith(rest[2 + half + 3 :], 2)
+    ):
+        # "a/N b/N", the form the parser resolves (and git writes): the loop below would pass
+        # every space of N (the next '/' is never nearer than " b/", so the second name is
+        # longer than the first) and stop at " b/" with N, unless a space of N is followed by
+        # '/' (skip_tree_prefix fails there). Decided in one search instead of a step a space.
+        return None if _SPACE_SLASH_RE.search(rest, 2, 2 + half) else rest[2 : 2 + half]
     slash = -1
     for m in _SPLIT_RE.finditer(rest, start):
         k = m.start() - start
