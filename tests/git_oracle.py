@@ -229,6 +229,7 @@ def favourable_base(parsed: ParsedDiff) -> dict[str, tuple[bytes, str | None]] |
     hunk (without a newline when the patch says so). None when two sections disagree about a
     file."""
     files: dict[str, tuple[bytes, str | None]] = {}
+    described: set[str] = set()
     for f in parsed.files:
         if f.old_path is None:
             continue
@@ -251,11 +252,14 @@ def favourable_base(parsed: ParsedDiff) -> dict[str, tuple[bytes, str | None]] |
         content = "\n".join(lines).encode("utf-8")
         if lines and not no_newline:
             content += b"\n"
-        if f.old_path in files and files[f.old_path][0] != content:
-            if f.hunks and files[f.old_path][0] != b"filler\n":
-                return None
-            continue
-        files[f.old_path] = (content, f.old_mode)
+        # A copy source may also be renamed or modified: a section without hunks says nothing
+        # of the content, two with hunks must agree.
+        if f.old_path in described and f.hunks and files[f.old_path][0] != content:
+            return None
+        if f.old_path not in described:
+            files[f.old_path] = (content, f.old_mode)
+        if f.hunks:
+            described.add(f.old_path)
     return files
 
 
@@ -354,8 +358,9 @@ POOL = [
     "a b/ b/c.txt",
 ]
 
-# `git diff` flags a campaign draws from: default and short context, no context (-U0), renames
-# and copies, no prefix, binary patches, and a diff without rename detection.
+# `git diff` flags a campaign draws from: no context (-U0, first: every round has it), default
+# and short context, renames and copies, no prefix, binary patches, binary files as text, another
+# diff algorithm with whole functions as context, merged nearby hunks, no rename detection.
 FLAGS: tuple[tuple[str, ...], ...] = (
     ("-U0",),
     (),
@@ -363,6 +368,9 @@ FLAGS: tuple[tuple[str, ...], ...] = (
     ("-M", "-C", "--find-copies-harder"),
     ("--no-prefix",),
     ("--binary", "-M"),
+    ("--text",),
+    ("--histogram", "--function-context"),
+    ("--inter-hunk-context=3", "-U2"),
     ("--no-renames",),
     ("-U0", "-M", "-C"),
 )
