@@ -213,14 +213,18 @@ def _placement(parsed: ParsedDiff, root: Path, before: dict[str, list[bytes] | N
     return problems
 
 
-def context_free_at_top(parsed: ParsedDiff) -> bool:
-    """A hunk with no context line that starts the file: `git diff` writes it for a whole-file
-    change, `git diff -U0` for a change at the top of a longer file (the same bytes)."""
-    for f in parsed.files:
-        for h in f.hunks:
-            if not any(line[:1] == " " for line in h.body) and h.old_start <= 1:
-                return True
-    return False
+def context_free_at_top(parsed: ParsedDiff, git_error: str) -> bool:
+    """Every file git's error names starts with a hunk with no context line: `git diff` writes
+    that for a whole-file change, `git diff -U0` for a change at the top of a longer file (the
+    same bytes; git refuses the latter there)."""
+    failed = {line.rsplit(":", 1)[0] for line in re.findall(r"patch failed: (.*)", git_error)}
+    top = {
+        f.old_path
+        for f in parsed.files
+        for h in f.hunks[:1]
+        if h.old_start <= 1 and not any(line[:1] == " " for line in h.body)
+    }
+    return bool(failed) and failed <= top
 
 
 def favourable_base(parsed: ParsedDiff) -> dict[str, tuple[bytes, str | None]] | None:
@@ -322,7 +326,7 @@ def judge(git: Git, patch: bytes, base: str | None = None, *, keeps_base: bool =
     if not keeps_base or base is None:
         return judged
     if not judged.git_accepts:
-        if context_free_at_top(parsed):
+        if context_free_at_top(parsed, judged.git_error):
             judged.documented = True
         else:
             judged.problems.append(f"parser accepts what git refuses: {judged.git_error.strip()}")
