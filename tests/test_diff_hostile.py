@@ -654,3 +654,97 @@ def test_no_newline_marker_inside_a_hunk_is_misplaced_not_a_count_mismatch(shape
     # The marker where it belongs (each side's last line) is fine.
     fixed = data.replace(f"{NO_NEWLINE}\n".encode(), b"") + f"{NO_NEWLINE}\n".encode()
     assert parse_diff(fixed).valid, parse_diff(fixed).findings
+
+
+def _modified(headers: str = "", body: str = "@@ -1,2 +1,2 @@\n x\n-y\n+z\n") -> str:
+    return f"diff --git a/f b/f\n{headers}--- a/f\n+++ b/f\n{body}"
+
+
+_NEW = "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n"
+_DELETED = "diff --git a/d b/d\ndeleted file mode 100644\n--- a/d\n+++ /dev/null\n"
+_RENAME = "diff --git a/x b/y\nsimilarity index 90%\nrename from x\nrename to y\n"
+
+# One case per rule (and per clause of a rule with several), with the only finding it gives:
+# each check of section 9 switched off changes one of these (tools/mutants.py).
+EACH_RULE: dict[str, tuple[str, list[tuple[int, str]]]] = {
+    "index-mode-with-mode-change": (
+        _modified("old mode 100644\nnew mode 100755\nindex 1111111..2222222 100644\n"),
+        [(4, "inconsistent-headers")],
+    ),
+    "index-mode-with-deleted-file": (
+        "diff --git a/d b/d\ndeleted file mode 100644\nindex 1111111..0000000 100644\n"
+        "--- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
+        [(3, "inconsistent-headers")],
+    ),
+    "bad-escape-in-rename-from": (
+        _RENAME.replace("rename from x", 'rename from "x\\q"'),
+        [(1, "malformed-quoted-path")],
+    ),
+    "patch-ends-after-minus-line": (
+        "diff --git a/f b/f\n--- a/f\n",
+        [(2, "malformed-file-header")],
+    ),
+    "minus-line-not-followed-by-plus-line": (
+        _modified().replace("+++ b/f", "+++_b/f"),
+        [(3, "malformed-file-header")],
+    ),
+    "plus-dev-null-on-modified-file": (
+        _modified().replace("+++ b/f", "+++ /dev/null"),
+        [(2, "inconsistent-headers")],
+    ),
+    "plus-name-not-rename-to": (
+        _RENAME + "--- a/x\n+++ b/z\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n",
+        [(6, "path-mismatch")],
+    ),
+    "rename-onto-same-path": (
+        "diff --git a/x b/x\nsimilarity index 100%\nrename from x\nrename to x\n",
+        [(1, "inconsistent-headers")],
+    ),
+    "file-headers-without-hunks": (
+        "diff --git a/f b/f\n--- a/f\n+++ b/f\n",
+        [(1, "missing-hunks")],
+    ),
+    "similarity-not-a-number": (
+        _RENAME.replace("90%", "x%"),
+        [(2, "malformed-extended-header")],
+    ),
+    "similarity-over-100": (_RENAME.replace("90%", "101%"), [(2, "malformed-extended-header")]),
+    "dissimilarity-over-100": (
+        _modified("dissimilarity index 101%\nindex 1111111..2222222 100644\n"),
+        [(2, "malformed-extended-header")],
+    ),
+    "mode-not-digits": (
+        _modified("old mode 10064x\nnew mode 100755\n"),
+        [(2, "malformed-extended-header")],
+    ),
+    "text-glued-to-hunk-header": (
+        _modified(body="@@ -1,2 +1,2 @@x\n x\n-y\n+z\n"),
+        [(4, "malformed-hunk-header")],
+    ),
+    "old-range-from-zero": (
+        _modified(body="@@ -0,1 +1,1 @@\n-y\n+z\n"),
+        [(4, "invalid-hunk-range")],
+    ),
+    "new-range-from-zero": (
+        _modified(body="@@ -1,1 +0,1 @@\n-y\n+z\n"),
+        [(4, "invalid-hunk-range")],
+    ),
+    "new-file-second-hunk": (
+        _NEW + "@@ -0,0 +1 @@\n+a\n@@ -0,0 +1 @@\n+b\n",
+        [(7, "invalid-hunk-range")],
+    ),
+    "new-file-old-start": (_NEW + "@@ -1,0 +1 @@\n+a\n", [(5, "invalid-hunk-range")]),
+    "new-file-new-start": (_NEW + "@@ -0,0 +2 @@\n+a\n", [(5, "invalid-hunk-range")]),
+    "deleted-file-second-hunk": (
+        _DELETED + "@@ -1 +0,0 @@\n-a\n@@ -1 +0,0 @@\n-b\n",
+        [(7, "invalid-hunk-range")],
+    ),
+    "deleted-file-new-start": (_DELETED + "@@ -1 +1,0 @@\n-a\n", [(5, "invalid-hunk-range")]),
+    "deleted-file-old-start": (_DELETED + "@@ -2 +0,0 @@\n-a\n", [(5, "invalid-hunk-range")]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EACH_RULE))
+def test_each_rule_reports_its_own_code_at_its_line(case: str) -> None:
+    patch, expected = EACH_RULE[case]
+    assert [(f.line, f.code) for f in parse_diff(patch.encode()).findings] == expected

@@ -971,9 +971,10 @@ class _Parser:
         while i < n and lines[i].startswith("@@"):
             hl = i + 1
             old_start, old_count, new_start, new_count = self.hunk_header(i, eof_seen)
-            if out and self.ends_without_context(out[-1]):
+            if out and kind not in ("added", "deleted") and self.ends_without_context(out[-1]):
                 # git apply (without --unidiff-zero) anchors a hunk without trailing context at
                 # the end of the file: with a hunk after it, it is refused or applied elsewhere.
+                # (A new or deleted file is one hunk: check_hunk says so.)
                 self.add(
                     out[-1].header_line,
                     "hunk-without-context",
@@ -1180,14 +1181,15 @@ class _Parser:
             if r:
                 self.add(hl, "new-file-with-removed-lines", "a new file has removed lines")
                 raise _Skip(i)
-            if follows or old_start or old_count or new_start != 1:
+            # (A context line makes the old count non-zero, refused above with an old start 0.)
+            if follows or old_start or new_start != 1:
                 self.add(hl, "invalid-hunk-range", "a new file needs one hunk '-0,0 +1,N'")
                 raise _Skip(i)
         elif kind == "deleted":
             if a:
                 self.add(hl, "deleted-file-with-added-lines", "a deleted file has added lines")
                 raise _Skip(i)
-            if follows or new_start or new_count or old_start != 1:
+            if follows or new_start or old_start != 1:
                 self.add(hl, "invalid-hunk-range", "a deleted file needs one hunk '-1,N +0,0'")
                 raise _Skip(i)
         if follows and (old_begin < prev_old_end or old_begin <= prev_old_begin):
