@@ -15,8 +15,14 @@ bounded shows up as ``MemoryError`` / ``timeout`` in the table instead of taking
 Limits are read from the code (``verifiers.diff.DEFAULT_MAX_PATCH_BYTES``,
 ``verifiers.contracts.LIMITS``, ``ledger.transparency.notes.MAX_*``,
 ``ledger.transparency.export.MAX_EXPORT_LINE``, ...), so a run after a limit changes measures the
-new one. An export line is measured at ``min(limit, 64 MiB)`` (``--quick``: 8 MiB); the table
-says which size was used.
+new one. An export line is measured at its limit (``--quick``: 8 MiB); the table says which size
+was used.
+
+Besides each reader's reference shape, the JSON readers get the shapes that cost the most per
+input byte (issue 27): one refused scalar first or last in an otherwise valid document (the whole
+document then goes to the locating pass), a repeated key, and documents that are all structure
+(a wide array of ``0`` or of ``{}``, arrays nested to the contract's depth again and again, one
+key repeated, distinct short keys), each with ``NaN`` last and filling the limit.
 """
 
 from __future__ import annotations
@@ -192,9 +198,8 @@ def _cohort_limit() -> int:
     return int(LIMITS["benchmark-cohort"].max_bytes)
 
 
-def _cohort(_tmp: Path, quick: bool) -> tuple[bytes, str]:
-    limit = _cohort_limit()
-    target = limit if not quick else min(limit, 4 * MIB)
+def _cohort_bytes(target: int) -> tuple[bytes, int]:
+    """The reference cohort with as many tasks as fit in ``target`` bytes, and their number."""
     doc = json.loads((ROOT / "tests/data/contracts/benchmark-cohort-v0.1.json").read_bytes())
     template = doc["tasks"][0]
     frame = len(json.dumps(dict(doc, tasks=[]), separators=(",", ":")))
@@ -210,8 +215,81 @@ def _cohort(_tmp: Path, quick: bool) -> tuple[bytes, str]:
             break
         tasks.append(task)
         total += size
-    data = json.dumps(dict(doc, tasks=tasks), separators=(",", ":")).encode()
-    return data, f"{_fmt_size(limit)} limit: {len(tasks):,} tasks ({len(data):,} B)"
+    return json.dumps(dict(doc, tasks=tasks), separators=(",", ":")).encode(), len(tasks)
+
+
+def _cohort_target(quick: bool) -> int:
+    limit = _cohort_limit()
+    return limit if not quick else min(limit, 4 * MIB)
+
+
+def _cohort(_tmp: Path, quick: bool) -> tuple[bytes, str]:
+    data, tasks = _cohort_bytes(_cohort_target(quick))
+    return data, f"{_fmt_size(_cohort_limit())} limit: {tasks:,} tasks ({len(data):,} B)"
+
+
+def _cohort_with(
+    member: bytes, first: bool, name: str
+) -> Callable[[Path, bool], tuple[bytes, str]]:
+    """The reference cohort at the limit with one more member, first or last: a refused
+    scalar or a repeated key sends the whole document down the refusing path."""
+
+    def build(_tmp: Path, quick: bool) -> tuple[bytes, str]:
+        data, tasks = _cohort_bytes(_cohort_target(quick) - len(member) - 1)
+        data = b"{" + member + b"," + data[1:] if first else data[:-1] + b"," + member + b"}"
+        return (
+            data,
+            f"{_fmt_size(_cohort_limit())} limit: {tasks:,} tasks, {name} ({len(data):,} B)",
+        )
+
+    return build
+
+
+# Documents that are all structure, filling a limit: one refused scalar at the very end makes
+# the reader walk every element to locate it (before issue 27: a pointer string per element).
+SHAPES: dict[str, tuple[bytes, bytes, bytes]] = {
+    # name: (head, unit repeated, tail)
+    "wide array of 0": (b'{"tasks":[', b"0,", b"NaN]}"),
+    "wide array of {}": (b'{"tasks":[', b"{},", b"NaN]}"),
+    "depth-32 arrays, again and again": (
+        b'{"tasks":[',
+        b"[" * 30 + b"0" + b"]" * 30 + b",",
+        b"NaN]}",
+    ),
+    "one key repeated": (b"{", b'"k":0,', b'"k":NaN}'),
+}
+
+
+def _fill(limit: int, head: bytes, unit: bytes, tail: bytes) -> bytes:
+    return head + unit * ((limit - len(head) - len(tail)) // len(unit)) + tail
+
+
+def _distinct_keys(limit: int, tail: bytes) -> bytes:
+    """``{"0000000":0,"0000001":0,...`` + tail: an object of distinct short keys."""
+    head, parts, total = b"{", [], 1 + len(tail)
+    i = 0
+    while True:
+        part = b'"%07x":0,' % i
+        if total + len(part) > limit:
+            break
+        parts.append(part)
+        total += len(part)
+        i += 1
+    return head + b"".join(parts) + tail
+
+
+def _structure(
+    name: str, limit_of: Callable[[bool], int]
+) -> Callable[[Path, bool], tuple[bytes, str]]:
+    def build(_tmp: Path, quick: bool) -> tuple[bytes, str]:
+        limit = limit_of(quick)
+        if name == "distinct keys":
+            data = _distinct_keys(limit, b'"z":NaN}')
+        else:
+            data = _fill(limit, *SHAPES[name])
+        return data, f"{_fmt_size(limit)}: {name}, NaN last ({len(data):,} B)"
+
+    return build
 
 
 def _export_limit() -> int:
@@ -220,29 +298,73 @@ def _export_limit() -> int:
     return MAX_EXPORT_LINE
 
 
-def _export_line(_tmp: Path, quick: bool) -> tuple[bytes, str]:
+def _export_size(quick: bool) -> int:
+    return min(_export_limit(), 8 * MIB) if quick else _export_limit()
+
+
+def _export_head() -> bytes:
     import hashlib
 
-    from verifiers.canonical import blake3_address
-
-    limit = _export_limit()
-    size = min(limit, (8 if quick else 64) * MIB)
-    # One object line whose base64 body fills the line (base64 is 4/3 of the object's bytes).
     head = b'{"type":"header","format":"evidence-ledger-export/1","tree_size":0,"root_hash":"'
-    head += base64.b64encode(hashlib.sha256(b"").digest()) + b'"}\n'
-    body = b"\x00" * ((size - 400) * 3 // 4)
-    line = json.dumps(
-        {
-            "type": "object",
-            "digest": blake3_address(body),
-            "sha256": "sha256:" + hashlib.sha256(body).hexdigest(),
-            "media_type": "application/octet-stream",
-            "size": len(body),
-            "body": base64.b64encode(body).decode(),
-        }
-    ).encode()
-    data = head + line + b"\n"
-    return data, f"limit {_fmt_size(limit)}; measured: one object line of {_fmt_size(size)}"
+    return head + base64.b64encode(hashlib.sha256(b"").digest()) + b'"}\n'
+
+
+def _export_line_with(extra: bytes, name: str) -> Callable[[Path, bool], tuple[bytes, str]]:
+    """One object line whose base64 body fills the line (base64 is 4/3 of the object's bytes),
+    ``extra`` members appended to it (a refused scalar: the line is refused, and located)."""
+
+    def build(_tmp: Path, quick: bool) -> tuple[bytes, str]:
+        import hashlib
+
+        from ledger.store.sqlite import MAX_OBJECT_BYTES
+        from verifiers.canonical import blake3_address
+
+        size = _export_size(quick)
+        body = b"\x00" * min((size - 400 - len(extra)) * 3 // 4, MAX_OBJECT_BYTES)
+        line = json.dumps(
+            {
+                "type": "object",
+                "digest": blake3_address(body),
+                "sha256": "sha256:" + hashlib.sha256(body).hexdigest(),
+                "media_type": "application/octet-stream",
+                "size": len(body),
+                "body": base64.b64encode(body).decode(),
+            }
+        ).encode()
+        if extra:
+            line = line[:-1] + b"," + extra + b"}"
+        data = _export_head() + line + b"\n"
+        return data, (
+            f"limit {_fmt_size(_export_limit())}; measured: one object line of"
+            f" {_fmt_size(size)}{name}"
+        )
+
+    return build
+
+
+_export_line = _export_line_with(b"", "")
+
+
+def _export_structure(name: str) -> Callable[[Path, bool], tuple[bytes, str]]:
+    """An export whose second line is an object of depth 1 (all an export line may be) made of
+    small members, with a refused scalar last."""
+
+    def build(tmp: Path, quick: bool) -> tuple[bytes, str]:
+        size = _export_size(quick)
+        line, _ = _structure(name, lambda _quick: size - 1)(tmp, quick)
+        data = _export_head() + line + b"\n"
+        return data, (
+            f"limit {_fmt_size(_export_limit())}; measured: a line of {_fmt_size(size)}: {name},"
+            " NaN last"
+        )
+
+    return build
+
+
+def _proof_limit() -> int:
+    from ledger.transparency.check import MAX_PROOF_BYTES
+
+    return int(MAX_PROOF_BYTES)
 
 
 def _keys() -> tuple[str, str]:
@@ -339,6 +461,19 @@ def _entry_body(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
 
 
 CHECKPOINT_SETUP = "from ledger.transparency import notes as cp"
+PROOF_SETUP = (
+    "from ledger.errors import LedgerError\nfrom ledger.transparency.check import _parse_json"
+)
+PROOF_CALL = """
+try:
+    result = type(_parse_json(data)).__name__
+except LedgerError as exc:
+    result = f"{exc.code}: {exc.message}"
+"""
+COHORT_CALL = """
+d = decode_cohort(data)
+result = definition_digest(d.value)[:15] if d.value else [(e.path, e.message) for e in d.errors[:2]]
+"""
 ENTRY_CALL = """
 from ledger.audit.engine import _check_body
 from ledger.audit.report import _Collector
@@ -389,6 +524,14 @@ def cases(quick: bool) -> list[Case]:
             "d = decode_result_manifest(data); result = 'ok' if d.value else d.errors[:1]",
         ),
         Case(
+            "manifest",
+            "`decode_result_manifest`",
+            _structure("wide array of {}", lambda _quick: _manifest_limit()),
+            "from verifiers.contracts import decode_result_manifest",
+            "d = decode_result_manifest(data)\n"
+            "result = 'ok' if d.value else [(e.path, e.message) for e in d.errors[:1]]",
+        ),
+        Case(
             "manifest + bundle folder",
             "`read_bundle`",
             _bundle_dir,
@@ -396,23 +539,50 @@ def cases(quick: bool) -> list[Case]:
             "s = read_bundle(Path(path).parent / 'bundle', limit_for=lambda _l: 4096);"
             " result = type(s).__name__",
         ),
-        Case(
-            "cohort",
-            "`decode_cohort` + `definition_digest`",
-            _cohort,
-            "from ledger.documents.cohort import decode_cohort, definition_digest",
-            "d = decode_cohort(data)\n"
-            "result = definition_digest(d.value)[:15] if d.value else d.errors[:1]",
+        *(
+            Case(
+                "cohort",
+                "`decode_cohort` + `definition_digest`",
+                build,
+                "from ledger.documents.cohort import decode_cohort, definition_digest",
+                COHORT_CALL,
+            )
+            for build in (
+                _cohort,
+                _cohort_with(b'"a":NaN', True, "NaN first"),
+                _cohort_with(b'"a":NaN', False, "NaN last"),
+                _cohort_with(b'"id":"x"', False, "`id` repeated last"),
+                *(_structure(name, _cohort_target) for name in (*SHAPES, "distinct keys")),
+            )
         ),
-        Case(
-            "export line",
-            "`open_export`",
-            _export_line,
-            "from pathlib import Path\nfrom ledger.transparency import open_export",
-            "try:\n"
-            "    result = len(open_export(Path(path)).withheld)\n"
-            "except Exception as exc:\n"
-            "    result = f'{type(exc).__name__}: {exc}'[:80]",
+        *(
+            Case(
+                "export line",
+                "`open_export`",
+                build,
+                "from pathlib import Path\nfrom ledger.errors import LedgerError\n"
+                "from ledger.transparency.export import open_export",
+                "try:\n"
+                "    result = len(open_export(Path(path)).withheld)\n"
+                "except LedgerError as exc:\n"
+                "    result = f'{exc.code}: {exc.message.split(\": \", 1)[-1]}'",
+            )
+            for build in (
+                _export_line,
+                _export_line_with(b'"x":NaN', ", NaN last"),
+                _export_structure("distinct keys"),
+                _export_structure("one key repeated"),
+            )
+        ),
+        *(
+            Case(
+                "proof (JSON)",
+                "`check-proof` JSON reader",
+                _structure(name, lambda _quick: _proof_limit()),
+                PROOF_SETUP,
+                PROOF_CALL,
+            )
+            for name in ("wide array of 0", "wide array of {}", "distinct keys")
         ),
         Case(
             "signed note",

@@ -5,7 +5,9 @@
 seconds, with the ``ledger`` and ``verifiers`` packages instrumented for coverage. The targets
 are the ones the quick novelty-guided loop of ``make test`` runs (tests/campaigns/
 test_campaign_fuzz.py) plus those marked ``quick=False``; each asserts its function's contract:
-no exception except the documented refusal, and the same input gives the same answer twice.
+no exception except the documented refusal, and the same input gives the same answer twice,
+the allocator in two states in between (the determinism oracle: its free lists emptied for the
+first run, filled with freed objects for the second).
 
 Corpus: the seeds are ``tests/corpus/<corpus>/`` (read, never written); what libFuzzer finds goes
 to ``.fuzz/corpus/<target>/`` (ignored by git, kept between runs). ``FUZZ_MERGE=1`` afterwards
@@ -80,6 +82,9 @@ def _child(name: str, libfuzzer_args: list[str]) -> None:
     targets = _instrumented_targets()
     target = targets.TARGETS[name]  # type: ignore[attr-defined]
     canonical = targets.canonical_summary  # type: ignore[attr-defined]
+    # The determinism oracle: the allocator in two states, free lists empty then full
+    # (tests/campaigns/fuzz_targets.py, "the determinism oracle").
+    drained, churned = targets.run_drained, targets.run_churned  # type: ignore[attr-defined]
     seen: set[str] = set()
     failures = 0
     # libFuzzer ends the process with exit(), past Python's atexit: the count goes to a file.
@@ -112,8 +117,8 @@ def _child(name: str, libfuzzer_args: list[str]) -> None:
 
     def one_input(data: bytes) -> None:
         try:
-            first = target.run(data)
-            second = target.run(data)
+            first = drained(target, data)
+            second = churned(target, data)
         except Exception as exc:  # the failures fuzzing looks for
             record(data, type(exc).__name__, _where(exc), traceback.format_exc())
             return

@@ -5,11 +5,14 @@ The library never reads the environment: ``ledger.cli`` and ``ledger.api`` (its 
 its values in (``Ledger.open(path, clock=..., busy_timeout_ms=...)``, the audit's ``parallel=``).
 The variables and their grammar are LEDGER.md's (section 2, "Settings"); a malformed value is
 refused with the code of section 11 (``bad-time``, ``bad-busy-timeout``,
-``bad-audit-parallel``), never guessed at.
+``bad-audit-parallel``), never guessed at. Randomness is an input of the same kind: the one
+random value the library uses, a hidden plan's salt, is drawn here (``random_salt``) and passed
+in.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -20,6 +23,9 @@ from ledger.format.entries import Clock, system_clock, valid_time
 BUSY_TIMEOUT_MS: Final = 30_000
 """How long a writer (or a reader waiting out a checkpoint) waits for the lock by default."""
 MAX_BUSY_TIMEOUT_MS: Final = 600_000
+
+SALT_BYTES: Final = 32
+"""A hidden plan's salt: 256 bits (LEDGER.md section 8, "Hidden plans"; at least 128 needed)."""
 
 ParallelMode = Literal["auto", "on", "off"]
 PARALLEL_MODES: Final[tuple[ParallelMode, ...]] = ("auto", "on", "off")
@@ -83,6 +89,13 @@ class Settings:
     def parallel(self) -> bool | None:
         """The audit's ``parallel=`` argument: ``None`` lets it decide (``auto``)."""
         return {"on": True, "off": False}.get(self.audit_parallel)
+
+
+def random_salt() -> str:
+    """A new hidden plan salt: ``SALT_BYTES`` from the operating system's random source, as
+    lowercase hex. Randomness is read here, at the edge (the CLI, ``ledger.api``), and passed
+    to the library like the clock, never drawn inside it."""
+    return secrets.token_hex(SALT_BYTES)
 
 
 def check_time(value: str, name: str) -> None:

@@ -7,6 +7,7 @@ Shared knowledge, kept out of both sides so that neither imports the other (docs
 - ``StateIndex``: the same fold kept as derived tables in the ledger file, current through
   every append (``StateIndex.for_writer``), so a write looks its state up by key instead of
   folding the history; the audit checks it against ``LedgerState`` (``ledger.audit.state_index``);
+- ``task_content_key``: what makes two WorkUnits the same task (rule 5: exposure by content);
 - ``outcome_digests``: the digests rule 9 (outcome before plan) compares;
 - ``imported_burn``: what a cohort.json whose stage is burned imports as its burn;
 - ``calibration_report_bytes``: the built-in calibration matrix's canonical report;
@@ -19,9 +20,10 @@ The rules themselves are listed in ``ledger.operations`` and LEDGER.md section 5
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
@@ -35,9 +37,14 @@ from ledger.format.payloads import (
     VerificationRecorded,
     payload_struct,
 )
+from ledger.store.base import ObjectCorruptError, StoredObject, Writer
 from ledger.store.base import Store as Ledger
-from ledger.store.base import Writer
-from verifiers.canonical import canonical_bytes
+from verifiers.canonical import (
+    blake3_address,
+    canonical_bytes,
+    canonical_digest,
+    sha256_hex_digest,
+)
 from verifiers.contracts import (
     LIMITS,
     EvaluatorPlan,
@@ -82,33 +89,128 @@ class CommittedCohort:
     burned_entry: int | None = None
 
 
+# -- the content of a task (rule 5: exposure follows the task, not its id) ----------------------
+
+# White space inside an objective: every character Python 3.11's ``str.isspace`` calls space,
+# listed so that the key never depends on an interpreter's Unicode tables (LEDGER.md rule 5).
+_SPACE_RUN: Final = re.compile(
+    "[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
+)
+TASK_CONTENT_VERSION: Final = 1
+
+
+def task_content_key(work_unit: WorkUnit) -> str:
+    """The task content key of a WorkUnit (LEDGER.md section 5, rule 5): the reference digest of
+    what the task asks, of what and in which scope (its objective, white space runs made one
+    space; its inputs without their ids, and its source revision; its allowed and forbidden
+    paths, sorted), so a copy that differs only in id, version, provenance (authorship, source
+    label, parents) or administrative fields is the same task."""
+    revision = work_unit.provenance.source_revision
+    inputs = [
+        [item.type, item.locator, item.digest if isinstance(item.digest, str) else None]
+        for item in work_unit.inputs
+    ]
+    return canonical_digest(
+        {
+            "task_content": TASK_CONTENT_VERSION,
+            "objective": " ".join(part for part in _SPACE_RUN.split(work_unit.objective) if part),
+            "inputs": sorted(inputs, key=canonical_bytes),
+            "source_revision": revision if isinstance(revision, str) else None,
+            "allowed_paths": sorted(work_unit.constraints.allowed_paths),
+            "forbidden_paths": sorted(work_unit.constraints.forbidden_paths),
+        }
+    )
+
+
+def work_unit_content(body: bytes, address: str, digest: str) -> str | None:
+    """The task content key of stored WorkUnit bytes, or None when they are not the WorkUnit
+    an entry names (another address or digest: the audit reports that) or do not decode. Pure:
+    every fold of the history (the audit's, the write path's, a reader's) derives the same key
+    from the same bytes, for entries written before the key existed as for new ones."""
+    if blake3_address(body) != address or sha256_hex_digest(body) != digest:
+        return None
+    decoded = decode_work_unit(body)
+    return None if decoded.value is None else task_content_key(decoded.value)
+
+
+# (object address, reference digest) of a committed WorkUnit -> its task content key, or None.
+ContentOf = Callable[[str, str], str | None]
+
+
+def stored_contents(read: Callable[[str], StoredObject | None]) -> ContentOf:
+    """``ContentOf`` over a store's objects (``read`` is ``Store.get_object``)."""
+
+    def content_of(address: str, digest: str) -> str | None:
+        try:
+            obj = read(address)
+        except ObjectCorruptError:
+            return None  # not the WorkUnit the entry names: reported by the audit, refused by reads
+        return None if obj is None else work_unit_content(obj.body, address, digest)
+
+    return content_of
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """Why a WorkUnit is exposed (rule 5): the entry that exposed it, and by what it matched."""
+
+    seq: int
+    by: Literal["digest", "id", "content"]
+    # The exposed WorkUnit: its digest (by digest), else its id (by id; by content, the id of
+    # the WorkUnit whose exposure first showed this content).
+    work_unit: str
+
+    @property
+    def what(self) -> str:
+        if self.by == "digest":
+            return f"WorkUnit {self.work_unit}"
+        if self.by == "id":
+            return f"WorkUnit id {self.work_unit}"
+        return f"the task content (objective, inputs, revision, paths) of WorkUnit {self.work_unit}"
+
+
 @dataclass(slots=True)
 class LedgerState:
     """What the commitment rules need to know, folded from entries in seq order.
 
-    Every lookup a rule makes is one dict access, so the state can be kept incrementally."""
+    Every lookup a rule makes is one dict access, so the state can be kept incrementally.
+    ``content_of`` gives a committed WorkUnit's task content key from its stored bytes (the
+    one input that is not in the entries)."""
 
+    content_of: ContentOf
     cohorts: dict[str, CommittedCohort] = field(default_factory=dict)
     # WorkUnit digest -> seq of the entry that exposed it (an outcome or a burn notice).
     exposed: dict[str, int] = field(default_factory=dict)
     # WorkUnit id -> seq of the entry that exposed any WorkUnit with that id (rule 5: exposure
     # follows the task, so an edited byte or a new version of the same id stays exposed).
     exposed_ids: dict[str, int] = field(default_factory=dict)
+    # Task content key -> (seq, WorkUnit id) of the first exposure of a WorkUnit with that
+    # content (rule 5: a renamed copy of an exposed task stays exposed).
+    exposed_contents: dict[str, tuple[int, str]] = field(default_factory=dict)
     # WorkUnit digest -> id, for every WorkUnit a freeze committed.
     work_unit_ids: dict[str, str] = field(default_factory=dict)
+    # WorkUnit digest -> task content key, for every committed WorkUnit whose stored bytes give one.
+    work_unit_contents: dict[str, str] = field(default_factory=dict)
+    # Digests of committed WorkUnits whose stored bytes give no key (not the bytes the entry
+    # names, or not a WorkUnit): the content keys derived from them cannot be recomputed.
+    contents_unknown: set[str] = field(default_factory=set)
     # sha256 of every byte string a bundle.observed read (status ok) -> seq of the first one.
     observed: dict[str, int] = field(default_factory=dict)
     # adapter version -> (green, seq) of the latest calibration entry naming it.
     calibration: dict[str, tuple[bool, int]] = field(default_factory=dict)
 
-    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
-        """(seq, what) of the entry that exposed this WorkUnit, by digest or else by id."""
+    def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
+        """The entry that exposed this WorkUnit: by its digest, else its id, else its task
+        content key (``content``: None when unknown)."""
         seq = self.exposed.get(digest)
         if seq is not None:
-            return seq, f"WorkUnit {digest}"
+            return Exposure(seq, "digest", digest)
         seq = self.exposed_ids.get(work_unit_id)
         if seq is not None:
-            return seq, f"WorkUnit id {work_unit_id}"
+            return Exposure(seq, "id", work_unit_id)
+        first = self.exposed_contents.get(content) if content is not None else None
+        if first is not None:
+            return Exposure(first[0], "content", first[1])
         return None
 
     def observed_before(self, digests: Sequence[str], frozen_entry: int) -> tuple[str, int] | None:
@@ -125,32 +227,25 @@ class LedgerState:
         for wu_id in (work_unit_id, known):
             if wu_id is not None:
                 self.exposed_ids.setdefault(wu_id, seq)
+        content = self.work_unit_contents.get(digest)
+        if content is not None and known is not None:
+            self.exposed_contents.setdefault(content, (seq, known))
 
     def apply(self, entry: Entry) -> None:
         """Fold one entry in. Payloads are trusted here: the audit checks them separately (a
         payload that is not even its kind's shape raises msgspec.ValidationError or KeyError)."""
         payload = payload_struct(entry.kind, entry.payload)
         if isinstance(payload, CohortFrozen):
-            tasks = {}
+            tasks = frozen_tasks(entry.seq, payload)
             for item in payload.tasks:
-                wu, plan = item.work_unit, item.plan
+                wu = item.work_unit
                 self.work_unit_ids.setdefault(wu.digest, wu.id)
-                tasks[item.task] = CommittedTask(
-                    cohort=payload.cohort,
-                    cohort_entry=entry.seq,
-                    task=item.task,
-                    split=item.split,
-                    work_unit_id=wu.id,
-                    work_unit_version=wu.version,
-                    work_unit_digest=wu.digest,
-                    work_unit_object=wu.object,
-                    plan_id=plan.id,
-                    plan_digest=plan.digest,
-                    plan_object=plan.object,
-                    plan_version=plan.schema_version,
-                    adapter=item.adapter,
-                    adapter_version=item.adapter_version,
-                )
+                if wu.digest not in self.work_unit_contents:
+                    content = self.content_of(wu.object, wu.digest)
+                    if content is None:
+                        self.contents_unknown.add(wu.digest)
+                    else:
+                        self.work_unit_contents[wu.digest] = content
             self.cohorts[payload.cohort] = CommittedCohort(
                 cohort=payload.cohort,
                 frozen_entry=entry.seq,
@@ -180,6 +275,30 @@ class LedgerState:
         elif isinstance(payload, CalibrationRecorded):
             for version, green in payload.adapters.items():
                 self.calibration[version] = (green, entry.seq)
+
+
+def frozen_tasks(seq: int, payload: CohortFrozen) -> dict[str, CommittedTask]:
+    """The tasks the ``cohort.frozen`` entry ``seq`` commits, by task id."""
+    tasks = {}
+    for item in payload.tasks:
+        wu, plan = item.work_unit, item.plan
+        tasks[item.task] = CommittedTask(
+            cohort=payload.cohort,
+            cohort_entry=seq,
+            task=item.task,
+            split=item.split,
+            work_unit_id=wu.id,
+            work_unit_version=wu.version,
+            work_unit_digest=wu.digest,
+            work_unit_object=wu.object,
+            plan_id=plan.id,
+            plan_digest=plan.digest,
+            plan_object=plan.object,
+            plan_version=plan.schema_version,
+            adapter=item.adapter,
+            adapter_version=item.adapter_version,
+        )
+    return tasks
 
 
 def outcome_digests(
@@ -240,7 +359,7 @@ STATE_KINDS: Final = (
 
 
 def read_state(ledger: Ledger) -> LedgerState:
-    state = LedgerState()
+    state = LedgerState(stored_contents(ledger.get_object))
     for entry in ledger.entries(kinds=STATE_KINDS):
         _folding(state.apply, entry)
     return state
@@ -298,6 +417,7 @@ class StateIndex:
 
     def __init__(self, ledger: Ledger) -> None:
         self._conn = ledger.derived_db()
+        self._content_of = stored_contents(ledger.get_object)
 
     @classmethod
     def for_writer(cls, w: Writer) -> StateIndex:
@@ -361,6 +481,12 @@ class StateIndex:
                     "INSERT INTO state_work_units VALUES (?, ?) ON CONFLICT DO NOTHING",
                     (wu.digest, wu.id),
                 )
+                known = conn.execute(
+                    "SELECT 1 FROM state_contents WHERE digest = ?", (wu.digest,)
+                ).fetchone()
+                content = None if known is not None else self._content_of(wu.object, wu.digest)
+                if content is not None:
+                    conn.execute("INSERT INTO state_contents VALUES (?, ?)", (wu.digest, content))
                 conn.execute(
                     _TASK_INSERT,
                     (
@@ -423,12 +549,21 @@ class StateIndex:
             "INSERT INTO state_exposed VALUES (?, ?) ON CONFLICT DO NOTHING", (digest, seq)
         )
         row = conn.execute("SELECT id FROM state_work_units WHERE digest = ?", (digest,)).fetchone()
-        for wu_id in (work_unit_id, None if row is None else row[0]):
+        known = None if row is None else row[0]
+        for wu_id in (work_unit_id, known):
             if wu_id is not None:
                 conn.execute(
                     "INSERT INTO state_exposed_ids VALUES (?, ?) ON CONFLICT DO NOTHING",
                     (wu_id, seq),
                 )
+        content = conn.execute(
+            "SELECT content FROM state_contents WHERE digest = ?", (digest,)
+        ).fetchone()
+        if content is not None and known is not None:
+            conn.execute(
+                "INSERT INTO state_exposed_contents VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (content[0], seq, known),
+            )
 
     # -- lookups (the ones LedgerState answers from its dicts) --------------------------------
 
@@ -448,6 +583,13 @@ class StateIndex:
             tasks={t.task: t for t in map(_task, tasks)},
             burned_entry=row[2],
         )
+
+    def content(self, digest: str) -> str | None:
+        """The task content key of the committed WorkUnit ``digest`` (rule 5), if folded."""
+        row = self._conn.execute(
+            "SELECT content FROM state_contents WHERE digest = ?", (digest,)
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def cohort_ids(self) -> list[str]:
         """Every frozen cohort's id, in the order they were frozen."""
@@ -474,18 +616,25 @@ class StateIndex:
         )
         return [_task(row) for row in rows]
 
-    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
+    def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
         """As ``LedgerState.exposure``."""
         row = self._conn.execute(
             "SELECT seq FROM state_exposed WHERE digest = ?", (digest,)
         ).fetchone()
         if row is not None:
-            return row[0], f"WorkUnit {digest}"
+            return Exposure(row[0], "digest", digest)
         row = self._conn.execute(
             "SELECT seq FROM state_exposed_ids WHERE id = ?", (work_unit_id,)
         ).fetchone()
         if row is not None:
-            return row[0], f"WorkUnit id {work_unit_id}"
+            return Exposure(row[0], "id", work_unit_id)
+        if content is not None:
+            row = self._conn.execute(
+                "SELECT seq, work_unit_id FROM state_exposed_contents WHERE content = ?",
+                (content,),
+            ).fetchone()
+            if row is not None:
+                return Exposure(row[0], "content", row[1])
         return None
 
     def observed_before(self, digests: Sequence[str], frozen_entry: int) -> tuple[str, int] | None:
@@ -514,14 +663,32 @@ class StateIndex:
 
 
 class CommitmentLookups(Protocol):
-    """The lookups a freeze decides by, answered by ``StateIndex`` (the derived tables) or
-    ``FoldedLookups`` (the fold), so ``freeze --dry-run`` runs freeze's own checks."""
+    """The lookups a freeze (and a burn) decides by, answered by ``StateIndex`` (the derived
+    tables) or ``FoldedLookups`` (the fold), so ``freeze --dry-run`` and ``burn --dry-run`` run
+    the write's own checks."""
 
     def cohort(self, cohort: str) -> CommittedCohort | None: ...
 
-    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None: ...
+    def cohort_ids(self) -> list[str]: ...
+
+    def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None: ...
+
+    def content(self, digest: str) -> str | None: ...
 
     def calibration(self, version: str) -> tuple[bool, int] | None: ...
+
+
+class TaskLookups(Protocol):
+    """The lookups that choose the committed task of a bundle (``select_task`` of
+    ``ledger.operations.verify``), answered by ``StateIndex`` or ``FoldedLookups``."""
+
+    def cohort(self, cohort: str) -> CommittedCohort | None: ...
+
+    def burned_entry(self, cohort: str) -> int | None: ...
+
+    def tasks_named(self, task: str) -> list[CommittedTask]: ...
+
+    def tasks_for(self, work_unit_id: str, version: int) -> list[CommittedTask]: ...
 
 
 class FoldedLookups:
@@ -534,30 +701,89 @@ class FoldedLookups:
     def cohort(self, cohort: str) -> CommittedCohort | None:
         return self._state.cohorts.get(cohort)
 
-    def exposure(self, work_unit_id: str, digest: str) -> tuple[int, str] | None:
-        return self._state.exposure(work_unit_id, digest)
+    def cohort_ids(self) -> list[str]:
+        cohorts = self._state.cohorts.values()
+        return [c.cohort for c in sorted(cohorts, key=lambda c: (c.frozen_entry, c.cohort))]
+
+    def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
+        return self._state.exposure(work_unit_id, digest, content)
+
+    def content(self, digest: str) -> str | None:
+        return self._state.work_unit_contents.get(digest)
+
+    def burned_entry(self, cohort: str) -> int | None:
+        found = self._state.cohorts.get(cohort)
+        return None if found is None else found.burned_entry
+
+    def tasks_named(self, task: str) -> list[CommittedTask]:
+        """As ``StateIndex.tasks_named``: in cohort order."""
+        return [
+            c.tasks[task] for _, c in sorted(self._state.cohorts.items()) if task in c.tasks
+        ]
+
+    def tasks_for(self, work_unit_id: str, version: int) -> list[CommittedTask]:
+        """As ``StateIndex.tasks_for``: by cohort, then task."""
+        return [
+            t
+            for _, c in sorted(self._state.cohorts.items())
+            for _, t in sorted(c.tasks.items())
+            if (t.work_unit_id, t.work_unit_version) == (work_unit_id, version)
+        ]
 
     def calibration(self, version: str) -> tuple[bool, int] | None:
         return self._state.calibration.get(version)
 
 
-def lookups_for_reading(ledger: Ledger) -> CommitmentLookups:
-    """Inside ``ledger.snapshot()``: the derived state when it is current, else the fold."""
+def lookups_for_reading(ledger: Ledger) -> StateIndex | FoldedLookups:
+    """Inside ``ledger.snapshot()``: the derived state when it is current, else the fold
+    (either answers ``CommitmentLookups`` and ``TaskLookups``)."""
     index = StateIndex.current(ledger)
     return index if index is not None else FoldedLookups(read_state(ledger))
 
 
-def _load_document(ledger: Ledger, address: str, what: str) -> bytes:
-    obj = ledger.get_object(address)
+def _load_document(ledger: Ledger, address: str, digest: str, what: str) -> bytes:
+    # Checked in this read against the address and the digest the freeze committed: a body
+    # planted under the plan's address is refused (``object-corrupt``), never judged with.
+    obj = ledger.get_object(address, digest=digest)
     if obj is None:
         raise StoreError("object-missing", f"{what} {address} is not stored; run `ledger audit`")
     return obj.body
 
 
+def _check_committed(ledger: Ledger, task: CommittedTask) -> None:
+    """``task`` (a row of the derived state) is what its ``cohort.frozen`` entry commits.
+
+    The derived rows are a cache a writer may edit (on PostgreSQL the ``ledger_writer`` role
+    may UPDATE them): the addresses and digests the plan and WorkUnit are read and checked by
+    must be the entry's, or a task could be pointed at any well-formed object."""
+    entry = ledger.entry(task.cohort_entry)
+    committed = None
+    if entry is not None and entry.kind == "cohort.frozen":
+        try:
+            payload = payload_struct(entry.kind, entry.payload)
+        except (msgspec.ValidationError, KeyError):
+            payload = None
+        if isinstance(payload, CohortFrozen):
+            committed = frozen_tasks(entry.seq, payload).get(task.task)
+    if committed != task:
+        raise StoreError(
+            "state-index-damaged",
+            f"the derived state's task {task.cohort}/{task.task} is not what its cohort.frozen"
+            f" entry (seq {task.cohort_entry}) commits; run `ledger audit`",
+        )
+
+
 def committed_plan(ledger: Ledger, task: CommittedTask) -> tuple[EvaluatorPlan, WorkUnit]:
-    """The plan and WorkUnit exactly as the ledger stores them (never as a file now says)."""
-    plan = decode_evaluator_plan(_load_document(ledger, task.plan_object, "plan"))
-    work_unit = decode_work_unit(_load_document(ledger, task.work_unit_object, "WorkUnit"))
+    """The plan and WorkUnit exactly as the ledger committed them (never as a file now says):
+    the addresses and digests the task's ``cohort.frozen`` entry names, and the stored bytes at
+    those addresses, each checked against its address and committed digest."""
+    _check_committed(ledger, task)
+    plan = decode_evaluator_plan(
+        _load_document(ledger, task.plan_object, task.plan_digest, "plan")
+    )
+    work_unit = decode_work_unit(
+        _load_document(ledger, task.work_unit_object, task.work_unit_digest, "WorkUnit")
+    )
     if plan.value is None or work_unit.value is None:
         raise StoreError(
             "ledger-corrupt", f"stored plan or WorkUnit of task {task.task} no longer decodes"

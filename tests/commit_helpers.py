@@ -13,10 +13,21 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.documents.cohort import definition_digest
+from ledger.documents.cohort_folder import PLAN_SALT_EXTENSION
 from verifiers.calibration import BUNDLES, PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
 
 FAMILIES = ["bug_fix", "test_failure", "bounded_feature", "refactor", "documentation_contract"]
+# The salt of the tests' hidden plans (LEDGER.md section 8, "Hidden plans"): fixed, so their
+# ledgers are reproducible; a real one is drawn by ``ledger seal --hidden-plans``.
+TEST_PLAN_SALT: Final = "5a17" * 16
+
+
+def salted(plan: dict[str, Any], salt: str = TEST_PLAN_SALT) -> dict[str, Any]:
+    """``plan`` (a hidden plan) with its salt in its extensions, as freeze requires."""
+    extensions = plan.setdefault("extensions", {})
+    extensions[PLAN_SALT_EXTENSION] = salt
+    return plan
 
 
 def write_json(path: Path, value: Any) -> None:

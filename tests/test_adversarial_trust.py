@@ -334,7 +334,7 @@ def test_candidate_shipping_the_calibration_report_cannot_make_the_public_audit_
     report = _public_audit(tmp_path, db)
     addresses = {blake3_address(data) for data in documents.values()}
     assert not report["withheld_digests"] & addresses
-    assert report["exit"] == 0 and report["verdict"] == "intact-with-skips"
+    assert report["exit"] == 0 and report["verdict"] == "consistent-with-skips"
     assert {(s["check"], s["reason"]) for s in report["skipped"]} == {
         ("outcome-before-plan", SKIP_PLAN_WITHHELD),
         ("outcome-check", SKIP_RESULT_WITHHELD),
@@ -574,8 +574,12 @@ def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
         found = audit(ledger, observers=[checked, restore])
     assert db.read_bytes() == data  # the file is honest again
     assert not found.ok
-    # Reported where the rules first read the plan (the freeze's binding check), once.
-    assert [(v.seq, v.code) for v in found.violations] == [(2, "object-digest-mismatch")]
+    # Reported where the rules first read the plan (the freeze's binding check), once, and at
+    # the verification that rests on it (rule A: every verdict that used it is named).
+    assert [(v.seq, v.code) for v in found.violations] == [
+        (2, "object-digest-mismatch"),
+        (forged.seq, "verification-object-mismatch"),
+    ]
     assert checked.replayed == 0  # never on bytes that are not their address
 
 

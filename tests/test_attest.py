@@ -13,6 +13,7 @@ import copy
 import hashlib
 import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from google.protobuf import json_format
 from helpers import FIXED_TIME, LEDGER_SCRIPT, CliResult, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from in_toto_attestation.v1 import resource_descriptor_pb2, statement_pb2
 from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
+from json_mutations import mutated
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 from test_export import HIDDEN_TASK
@@ -75,6 +79,16 @@ Built = SignedVerdicts
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     return signed_verdict_ledger(tmp_path_factory.mktemp("attest"), ORIGIN)
+
+
+@pytest.fixture(scope="module")
+def kept(built: Built) -> Path:
+    """The reader's kept checkpoint of the honest ledger (`ledger checkpoint --out`), taken
+    when the attestations below are made: their tree."""
+    path = built.root / "kept.checkpoint"
+    made = cli("--db", str(built.db), "checkpoint", "--out", str(path))
+    assert made.code == 0, made.stderr
+    return path
 
 
 def attest(built: Built, *args: str) -> list[Doc]:
@@ -189,13 +203,13 @@ def test_check_passes_offline_after_the_ledger_file_is_gone(built: Built, tmp_pa
 # -- the attacks ---------------------------------------------------------------------------------
 
 
-def test_failed_verdict_flipped_to_passed_is_caught(built: Built) -> None:
+def test_failed_verdict_flipped_to_passed_is_caught(built: Built, kept: Path) -> None:
     (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-001"]))
     statement = statement_of(doc)
     statement["predicate"]["verificationResult"] = "PASSED"
     forged = copy.deepcopy(doc)
     forged["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
-    result = check(built, [forged])
+    result = check(built, [forged], "--checkpoint", str(kept))
     assert result.code == 1 and result.error_code() == "attestation-invalid"
     assert "not the one the proven entry implies" in result.stderr
 
@@ -217,34 +231,34 @@ def test_unsigned_attestation_checked_with_a_key_says_not_signed(built: Built) -
     assert result.code == 1 and "not signed by" in result.stderr
 
 
-def test_proof_of_another_entry_is_caught(built: Built) -> None:
+def test_proof_of_another_entry_is_caught(built: Built, kept: Path) -> None:
     (good,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]))
     (wrong,) = attest(built, str(built.verdicts["test/cohort-a/task-001"]))
     swapped = copy.deepcopy(wrong)
     swapped["verificationMaterial"] = good["verificationMaterial"]
-    result = check(built, [swapped])
+    result = check(built, [swapped], "--checkpoint", str(kept))
     assert result.code == 1 and result.error_code() == "attestation-invalid"
 
 
-def test_tampered_proof_hash_is_caught(built: Built) -> None:
+def test_tampered_proof_hash_is_caught(built: Built, kept: Path) -> None:
     (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]))
     forged = copy.deepcopy(doc)
     proof = forged["verificationMaterial"]["inclusionProof"]
     first = bytearray(base64.b64decode(proof["proof"][0]))
     first[0] ^= 1
     proof["proof"][0] = base64.b64encode(bytes(first)).decode()
-    result = check(built, [forged])
+    result = check(built, [forged], "--checkpoint", str(kept))
     assert result.code == 1 and "not included" in result.stderr
 
 
-def test_result_document_of_another_verdict_is_caught(built: Built) -> None:
+def test_result_document_of_another_verdict_is_caught(built: Built, kept: Path) -> None:
     (good,) = attest(built, str(built.verdicts["test/cohort-a/task-000"]))
     (wrong,) = attest(built, str(built.verdicts["test/cohort-a/task-001"]))
     forged = copy.deepcopy(wrong)
     forged["verificationMaterial"]["verificationResult"] = good["verificationMaterial"][
         "verificationResult"
     ]
-    result = check(built, [forged])
+    result = check(built, [forged], "--checkpoint", str(kept))
     assert result.code == 1 and "not the one the entry records" in result.stderr
 
 
@@ -257,10 +271,12 @@ def test_checkpoint_signed_by_another_key_is_refused(built: Built, tmp_path: Pat
     assert result.code == 1 and result.error_code() == "attestation-invalid"
 
 
-def test_hidden_tasks_result_is_withheld_and_its_subject_is_not_tied(built: Built) -> None:
+def test_hidden_tasks_result_is_withheld_and_its_subject_is_not_tied(
+    built: Built, kept: Path
+) -> None:
     (doc,) = attest(built, str(built.verdicts[HIDDEN_TASK]))
     assert "verificationResult" not in doc["verificationMaterial"]
-    checked = check(built, [doc], "--json")
+    checked = check(built, [doc], "--checkpoint", str(kept), "--json")
     assert checked.code == 0, checked.stderr
     (result,) = checked.json()["attestations"]
     assert result["subject_tied"] is False
@@ -268,7 +284,8 @@ def test_hidden_tasks_result_is_withheld_and_its_subject_is_not_tied(built: Buil
     statement["predicate"]["policy"]["digest"]["sha256"] = "0" * 64
     forged = copy.deepcopy(doc)
     forged["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
-    assert check(built, [forged]).code == 1  # what the entry holds is still checked
+    # What the entry holds is still checked.
+    assert check(built, [forged], "--checkpoint", str(kept)).code == 1
 
 
 # -- the operator's errors -------------------------------------------------------------------
@@ -284,15 +301,19 @@ def test_a_result_naming_no_candidate_digest_is_reported_as_a_corrupt_ledger(
     built: Built,
 ) -> None:
     """The verifiers always name the candidate's digest: a result without it was not theirs."""
+    import msgspec
+
     from ledger.errors import LedgerError
+    from ledger.format.payloads import VerificationRecorded
     from ledger.interop.attest import _statement
     from ledger.store.sqlite import Ledger
 
     with Ledger.open_read_only(built.db) as ledger:
         entry = ledger.entry(built.verdicts["test/cohort-a/task-000"])
     assert entry is not None
+    payload = msgspec.convert(entry.payload, VerificationRecorded)
     with pytest.raises(LedgerError) as refused:
-        _statement(ORIGIN, entry, {"evidence": [], "provenance": {}})
+        _statement(ORIGIN, entry.body.time, payload, {"evidence": [], "provenance": {}})
     assert refused.value.code == "ledger-corrupt"
 
 
@@ -328,7 +349,7 @@ def test_a_file_that_is_not_attestations_is_unusable_input(
 ) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_bytes(content)
-    result = cli("check-attestation", str(path))
+    result = cli("check-attestation", str(path), "--key", str(built.pub))
     assert result.code == 2 and result.error_code() == "attestation-unreadable"
 
 
@@ -340,7 +361,7 @@ def test_an_attestation_file_over_the_limit_is_refused_before_it_is_parsed(
     path = tmp_path / "huge.jsonl"
     with path.open("wb") as handle:
         handle.truncate(MAX_ATTESTATION_BYTES + 1)  # sparse: no disk, still read as bytes
-    result = cli("check-attestation", str(path))
+    result = cli("check-attestation", str(path), "--key", str(built.pub))
     assert result.code == 2 and result.error_code() == "attestation-unreadable"
     assert f"is over {MAX_ATTESTATION_BYTES} bytes" in result.stderr
 
@@ -388,3 +409,338 @@ def test_a_verdict_whose_result_was_deleted_is_reported_as_a_corrupt_ledger(
     result = cli("--db", str(db), "attest", str(seq))
     assert result.code == 2 and result.error_code() == "ledger-corrupt"
     assert "run `ledger audit`" in result.stderr
+
+
+# -- trust: what the reader brings (LEDGER.md section 7, "Attestations"; rule C) --------------
+
+
+def forge(
+    built: Built,
+    seq: int,
+    *,
+    entry: Any = None,
+    statement: Any = None,
+    result: bytes | None = None,
+    signer: str | None = None,
+) -> Doc:
+    """What a forger holding the file does to the attestation of entry ``seq``: see
+    ``reforge``."""
+    from ledger.store.sqlite import Ledger
+
+    (doc,) = attest(built, str(seq))
+    with Ledger.open_read_only(built.db) as ledger:
+        bodies = [e.body_bytes for e in ledger.entries()]
+    return reforge(
+        doc, bodies, entry=entry, statement=statement, result=result, signer=signer
+    )
+
+
+def reforge(
+    doc: Doc,
+    bodies: list[bytes],
+    *,
+    entry: Any = None,
+    statement: Any = None,
+    result: bytes | None = None,
+    signer: str | None = None,
+) -> Doc:
+    """``doc`` as a forger remakes it: the proven entry's body rewritten (``entry(body)``
+    edits the decoded body in place) and the statement (``statement(doc)``), the genuine result
+    kept (or ``result`` carried), the tree of the right size built around the changed leaf
+    with a checkpoint of its own, envelope and checkpoint signed with ``signer`` (a signer
+    key's text: the log's own key for an insider), else both unsigned."""
+    from ledger.transparency import merkle
+    from ledger.transparency.notes import (
+        Checkpoint,
+        format_checkpoint,
+        parse_signer_key,
+        sign_checkpoint,
+    )
+    seq = doc["verificationMaterial"]["inclusionProof"]["index"]
+    bodies = list(bodies)
+    if entry is not None:
+        body = json.loads(bodies[seq])
+        entry(body)
+        # Compact JSON, canonical or not: the forger's bytes, whatever the edit left.
+        bodies[seq] = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    nodes = merkle.MemoryNodes(bodies)
+    size = len(bodies)
+    cp = Checkpoint(ORIGIN, size, merkle.root(size, nodes))
+    stated = statement_of(doc)
+    if statement is not None:
+        statement(stated)
+    payload = json.dumps(stated).encode()
+    forged = copy.deepcopy(doc)
+    forged["dsseEnvelope"]["payload"] = base64.b64encode(payload).decode()
+    forged["dsseEnvelope"]["signatures"] = []
+    if signer is not None:
+        key = parse_signer_key(signer)
+        sig = Ed25519PrivateKey.from_private_bytes(key.seed).sign(
+            pae("application/vnd.in-toto+json", payload)
+        )
+        keyid = f"{key.name}+{key.key_id:08x}"
+        forged["dsseEnvelope"]["signatures"] = [
+            {"keyid": keyid, "sig": base64.b64encode(sig).decode()}
+        ]
+    material = forged["verificationMaterial"]
+    material["checkpoint"] = sign_checkpoint(cp, signer) if signer else format_checkpoint(cp)
+    material["inclusionProof"] = {
+        "index": seq,
+        "tree_size": size,
+        "root_hash": base64.b64encode(cp.root).decode(),
+        "leaf": base64.b64encode(bodies[seq]).decode(),
+        "leaf_hash": base64.b64encode(merkle.leaf_hash(bodies[seq])).decode(),
+        "proof": [base64.b64encode(h).decode() for h in merkle.inclusion_proof(seq, size, nodes)],
+    }
+    if result is not None:
+        material["verificationResult"] = base64.b64encode(result).decode()
+    return forged
+
+
+def _flip(body: Doc) -> None:
+    body["payload"]["outcome"] = "support"
+
+
+def _passed(statement: Doc) -> None:
+    statement["predicate"]["verificationResult"] = "PASSED"
+
+
+def test_self_anchored_forgery_of_a_flipped_verdict_is_refused_without_trust(
+    built: Built, kept: Path
+) -> None:
+    """Issue 26, item 3: the forger flips a proven reject to support, builds a tree of the
+    right size around it with its own checkpoint, and keeps the genuine result. Checked
+    against nothing the reader brought it used to be `valid: true`, PASSED."""
+    forged = forge(built, built.verdicts["test/cohort-a/task-001"], entry=_flip,
+                   statement=_passed)  # fmt: skip
+    alone = check(built, [forged], "--json")
+    assert alone.code == 2 and alone.error_code() == "attestation-anchor-missing"
+    assert "valid" not in alone.stdout.replace('"error"', "")
+    against_kept = check(built, [forged], "--checkpoint", str(kept))
+    assert against_kept.code == 1 and against_kept.error_code() == "attestation-invalid"
+    assert "not the kept one" in against_kept.stderr
+    against_key = check(built, [forged], "--key", str(built.pub))
+    assert against_key.code == 1 and against_key.error_code() == "attestation-invalid"
+
+
+def test_a_flipped_verdict_signed_by_the_log_itself_contradicts_its_result(built: Built) -> None:
+    """The log's own key signs the forged tree (an insider): the trust holds, but the carried
+    VerificationResult recommends reject while the entry says support."""
+    forged = forge(built, built.verdicts["test/cohort-a/task-001"], entry=_flip,
+                   statement=_passed, signer=built.key.read_text().strip())  # fmt: skip
+    result = check(built, [forged], "--key", str(built.pub))
+    assert result.code == 1 and result.error_code() == "attestation-invalid"
+    assert "the entry's outcome is 'support', its result's 'reject'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("adapter", "other-adapter", "adapter"),
+        ("time", "2030-01-01T00:00:00Z", "start time"),
+        ("work_unit", "sha256:" + "0" * 64, "WorkUnit digest"),
+    ],
+)
+def test_every_field_the_entry_and_its_result_both_state_must_agree(
+    built: Built, field: str, value: str, says: str
+) -> None:
+    def edit(body: Doc) -> None:
+        if field == "time":
+            body["time"] = value
+        elif field == "work_unit":
+            body["payload"]["work_unit"]["digest"] = value
+        else:
+            body["payload"][field] = value
+
+    def restate(statement: Doc) -> None:  # the statement the edited entry implies
+        predicate = statement["predicate"]
+        if field == "time":
+            predicate["timeVerified"] = value
+        elif field == "adapter":
+            version = predicate["verifier"]["version"]
+            old = next(k for k in version if k != "evidence-ledger-runner")
+            version[value] = version.pop(old)
+            predicate["verifier"]["id"] = f"urn:evidence-ledger:verifier:{value}"
+
+    forged = forge(built, built.verdicts["test/cohort-a/task-000"], entry=edit, statement=restate,
+                   signer=built.key.read_text().strip())  # fmt: skip
+    result = check(built, [forged], "--key", str(built.pub))
+    assert result.code == 1 and result.error_code() == "attestation-invalid"
+    assert f"the entry's {says} is" in result.stderr
+
+
+@pytest.mark.parametrize("result", [None, 5, "x", []], ids=["missing", "number", "text", "list"])
+def test_a_proven_entry_whose_result_is_not_an_object_is_invalid_not_a_crash(
+    built: Built, result: object
+) -> None:
+    """Issue 26, item 13: `body.payload["result"]["digest"]` on such an entry was an
+    internal-error."""
+
+    def edit(body: Doc) -> None:
+        if result is None:
+            del body["payload"]["result"]
+        else:
+            body["payload"]["result"] = result
+
+    forged = forge(built, built.verdicts["test/cohort-a/task-000"], entry=edit,
+                   signer=built.key.read_text().strip())  # fmt: skip
+    checked = check(built, [forged], "--key", str(built.pub))
+    assert checked.code == 1 and checked.error_code() == "attestation-invalid"
+    assert "the proven entry's payload is not a verification's" in checked.stderr
+
+
+def test_a_duplicated_key_in_the_payload_is_refused_not_settled_by_the_last(
+    built: Built, kept: Path
+) -> None:
+    """Issue 27, item 9: `json.loads` kept the last of two `verificationResult` keys (the
+    genuine FAILED), so the check said valid while a reader keeping the first sees PASSED."""
+    (doc,) = attest(built, str(built.verdicts["test/cohort-a/task-001"]))
+    payload = base64.b64decode(doc["dsseEnvelope"]["payload"])
+    assert payload.count(b'"verificationResult":"FAILED"') == 1
+    doubled = payload.replace(
+        b'"verificationResult":"FAILED"',
+        b'"verificationResult":"PASSED","verificationResult":"FAILED"',
+    )
+    forged = copy.deepcopy(doc)
+    forged["dsseEnvelope"]["payload"] = base64.b64encode(doubled).decode()
+    result = check(built, [forged], "--checkpoint", str(kept))
+    assert result.code == 1 and result.error_code() == "attestation-invalid"
+    assert "not strict JSON" in result.stderr and "duplicate" in result.stderr
+
+
+def test_a_kept_checkpoint_of_the_same_tree_is_enough_trust(built: Built, kept: Path) -> None:
+    docs = attest(built, "--cohort", "test/cohort-a")
+    checked = check(built, docs, "--checkpoint", str(kept), "--json")
+    assert checked.code == 0, checked.stderr
+    assert [c["kept_checkpoint"] for c in checked.json()["attestations"]] == [True, True]
+    text = check(built, docs, "--checkpoint", str(kept))
+    assert "checked against the tree of your kept checkpoint" in text.stdout
+
+
+# -- the checker never crashes (issue 26, item 13: fuzzed for siblings) -----------------------
+
+
+@dataclass(frozen=True)
+class FuzzBase:
+    docs: list[Doc]  # signed attestations: two public verdicts, one hidden
+    bodies: list[bytes]  # every entry body of the ledger, in seq order
+    signer: str  # the log's signer key text (the insider's, to reach the deep checks)
+    pub: str  # the log's verifier key
+
+
+@pytest.fixture(scope="module")
+def fuzz_base(built: Built) -> FuzzBase:
+    from ledger.store.sqlite import Ledger
+
+    docs = [
+        *attest(built, "--cohort", "test/cohort-a", "--sign", str(built.key)),
+        *attest(built, str(built.verdicts[HIDDEN_TASK]), "--sign", str(built.key)),
+    ]
+    with Ledger.open_read_only(built.db) as ledger:
+        bodies = [e.body_bytes for e in ledger.entries()]
+    return FuzzBase(
+        docs, bodies, built.key.read_text().strip(), built.pub.read_text().strip()
+    )
+
+
+@settings(max_examples=300)
+@given(data=st.data())
+def test_no_mutated_attestation_ends_in_anything_but_a_verdict_or_a_refusal(
+    fuzz_base: FuzzBase, data: st.DataObject
+) -> None:
+    """Any value anywhere in the attestation, its statement, its proven entry or its result
+    replaced or removed (statement, entry and result re-signed with the log's own key and
+    proven in a rebuilt tree, so the mutation reaches every check behind the signatures): the
+    check answers valid or a LedgerError with a code, never another exception."""
+    from ledger.errors import LedgerError
+    from ledger.interop.attest import check_attestation
+
+    doc = fuzz_base.docs[data.draw(st.integers(0, len(fuzz_base.docs) - 1), label="doc")]
+    where = data.draw(st.sampled_from(["document", "statement", "entry", "result"]))
+    signer = fuzz_base.signer
+    if where == "document":
+        forged = mutated(doc, data)
+    elif where == "statement":
+        changed = mutated(statement_of(doc), data)
+        forged = reforge(doc, fuzz_base.bodies, signer=signer)  # then any JSON as the payload
+        payload = json.dumps(changed).encode()
+        sig = Ed25519PrivateKey.from_private_bytes(
+            _seed(signer)
+        ).sign(pae("application/vnd.in-toto+json", payload))
+        forged["dsseEnvelope"]["payload"] = base64.b64encode(payload).decode()
+        forged["dsseEnvelope"]["signatures"][0]["sig"] = base64.b64encode(sig).decode()
+    elif where == "entry":
+        seq = doc["verificationMaterial"]["inclusionProof"]["index"]
+        changed_body = mutated(json.loads(fuzz_base.bodies[seq]), data)
+
+        def replace(body: Doc) -> None:
+            body.clear()
+            body.update(changed_body if isinstance(changed_body, dict) else {"x": changed_body})
+
+        forged = reforge(doc, fuzz_base.bodies, entry=replace, signer=signer)
+    else:
+        carried = doc["verificationMaterial"].get("verificationResult")
+        original = json.loads(base64.b64decode(carried)) if carried else {"schema_version": "0.1"}
+        result = json.dumps(mutated(original, data)).encode()
+        digest = "sha256:" + hashlib.sha256(result).hexdigest()
+
+        def point(body: Doc) -> None:  # the entry records the mutated result's digest
+            body["payload"]["result"]["digest"] = digest
+
+        forged = reforge(doc, fuzz_base.bodies, entry=point, result=result, signer=signer)
+    try:
+        checked = check_attestation(forged, [fuzz_base.pub])
+    except LedgerError as exc:
+        assert exc.code in ("attestation-invalid", "ledger-corrupt"), exc.code
+    else:
+        assert checked.to_json()["valid"] is True
+
+
+def _seed(signer: str) -> bytes:
+    from ledger.transparency.notes import parse_signer_key
+
+    return parse_signer_key(signer).seed
+
+
+def _tampered_copy(built: Built, tmp_path: Path, seq: int, edit: Any) -> Path:
+    """A copy of the ledger whose entry ``seq`` the owner rewrote (``edit(body)``), the
+    append-only trigger dropped first."""
+    import sqlite3
+
+    db = tmp_path / "tampered.db"
+    db.write_bytes(built.db.read_bytes())
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER entries_no_update")
+        (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
+        value = json.loads(body)
+        edit(value)
+        body = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (body, seq))
+    return db
+
+
+def test_attest_refuses_a_verdict_its_stored_result_contradicts(
+    built: Built, tmp_path: Path
+) -> None:
+    """The owner flips a reject to support in the entry: `attest` would sign a statement that
+    `check-attestation` refuses; it names the contradiction and the audit instead."""
+    seq = built.verdicts["test/cohort-a/task-001"]
+    db = _tampered_copy(built, tmp_path, seq, _flip)
+    result = cli("--db", str(db), "attest", str(seq))
+    assert result.code == 2 and result.error_code() == "ledger-corrupt"
+    assert "the entry's outcome is 'support', its result's 'reject'" in result.stderr
+    assert "run `ledger audit`" in result.stderr
+
+
+def test_attest_of_a_verdict_whose_payload_does_not_decode_is_a_corrupt_ledger(
+    built: Built, tmp_path: Path
+) -> None:
+    seq = built.verdicts["test/cohort-a/task-000"]
+
+    def drop_result(body: Doc) -> None:
+        del body["payload"]["result"]
+
+    db = _tampered_copy(built, tmp_path, seq, drop_result)
+    result = cli("--db", str(db), "attest", str(seq))
+    assert result.code == 2 and result.error_code() == "ledger-corrupt"
+    assert f"entry {seq}'s payload does not decode" in result.stderr

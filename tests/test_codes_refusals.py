@@ -18,7 +18,14 @@ from typing import Any
 
 import msgspec
 import pytest
-from commit_helpers import FAMILIES, cohort_doc, make_bundle, task_doc, write_json
+from commit_helpers import (
+    FAMILIES,
+    append_frozen_with,
+    cohort_doc,
+    make_bundle,
+    task_doc,
+    write_json,
+)
 from helpers import CliResult, attacker, checkpointed_copy, file_state, run_cli
 
 from ledger.documents import cohort_folder as cohorts
@@ -28,7 +35,7 @@ from ledger.operations import verify as verify_module
 from ledger.store import base as store  # where the Writer and its limit live
 from ledger.store.sqlite import Ledger
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
-from verifiers.canonical import canonical_digest
+from verifiers.canonical import blake3_address, canonical_digest, sha256_hex_digest
 from verifiers.diff import MAX_HUNKS, parse_diff
 from verifiers.runner import PlanBindingError, check_binding
 
@@ -355,14 +362,40 @@ def test_verify_with_a_stored_document_rewritten_in_place_is_refused(
     tmp_path: Path, frozen: Path, document: str
 ) -> None:
     """The file's owner replaced the committed plan's or WorkUnit's bytes (triggers dropped):
-    verify refuses to judge with them."""
+    verify refuses to judge with them, by the checked read (rule A), before decoding them."""
     with attacker(frozen) as conn:
         conn.execute(
             "UPDATE objects SET body = ? WHERE digest = ?", (b"{}", _committed(frozen, document))
         )
     bundle = make_bundle(tmp_path, "good")
     result = refused(
-        tmp_path, frozen, "ledger-corrupt", "verify", str(bundle), "--task", f"{COHORT}/task-000"
+        tmp_path, frozen, "object-corrupt", "verify", str(bundle), "--task", f"{COHORT}/task-000"
+    )
+    assert "do not hash to its address" in result.json()["error"]["message"]
+
+
+def test_verify_with_a_committed_document_that_no_longer_decodes_is_refused(
+    tmp_path: Path, db: Path
+) -> None:
+    """The owner appends a freeze (the library's own, its payload edited) whose task-000 plan is
+    a well-formed object that is no plan: its address and digest are its own, so the checked
+    read hands it out and the entry commits it; refused when decoded."""
+    data = b"{}"
+    with attacker(db, drop_triggers=False) as conn:
+        conn.execute(
+            "INSERT INTO objects VALUES (?, ?, 'application/json', ?, ?)",
+            (blake3_address(data), sha256_hex_digest(data), len(data), data),
+        )
+
+    def no_plan(payload: dict[str, Any]) -> None:
+        plan = payload["tasks"][0]["plan"]
+        plan["object"], plan["digest"] = blake3_address(data), sha256_hex_digest(data)
+
+    loaded = cohorts.load_cohort(write_cohort(tmp_path, tasks_for(tmp_path)), root=tmp_path)
+    append_frozen_with(db, loaded, no_plan)
+    bundle = make_bundle(tmp_path, "good")
+    result = refused(
+        tmp_path, db, "ledger-corrupt", "verify", str(bundle), "--task", f"{COHORT}/task-000"
     )
     assert "no longer decodes" in result.json()["error"]["message"]
 

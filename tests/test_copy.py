@@ -67,7 +67,7 @@ def test_a_sqlite_ledger_copied_to_postgresql_and_back_is_the_same_ledger(
     assert _checkpoint(pg_db) == _checkpoint(str(back)) == _checkpoint(str(src))
     for db in (pg_db, str(back)):
         report = _audit(db)
-        assert report["verdict"] == "intact" and report["violations"] == []
+        assert report["verdict"] == "consistent" and report["violations"] == []
     # Every row byte for byte, the derived state rebuilt and current (the audit compared it).
     with sqlite3.connect(src) as a, sqlite3.connect(back) as b:
         rows = "SELECT seq, prev_hash, entry_hash, kind, nodes, body FROM entries ORDER BY seq"

@@ -102,12 +102,14 @@ def test_demo_says_why_each_reject_happened_and_keeps_its_ledger(tmp_path: Path)
     with sqlite3.connect(f"file:{browse}?mode=ro", uri=True) as view:
         [(shown,)] = view.execute("SELECT count(*) FROM verifications").fetchall()
     assert shown == len(results)
-    checked = run_cli(["check-attestation", str(attestations), "--json"])
+    checked = run_cli(["check-attestation", str(attestations), "--key", str(out / "log.pub"),
+                       "--json"])  # fmt: skip
     assert checked.code == 0, checked
     demo_results = [e for e in results if e["body"]["payload"]["cohort"] == "example/demo"]
     assert len(checked.json()["attestations"]) == len(demo_results)
     page = (out / "report.html").read_text(encoding="utf-8")
     assert f"report, one static page for any browser: {out / 'report.html'}" in text
+    assert 'data-verdict="intact"' in page  # against the kept checkpoint
     assert page.count('<tr class="verification"') == len(results)
 
 

@@ -23,6 +23,7 @@ from commit_helpers import (
     five_tasks_first_hidden,
     make_bundle,
     make_cohort,
+    salted,
     write_json,
 )
 from helpers import FIXED_TIME, CliResult, run_cli
@@ -50,7 +51,7 @@ def hidden_plan() -> dict[str, Any]:
     plan["id"] = "test/hidden-plan-fragment"
     plan["visibility"] = "hidden"
     plan["extensions"] = {"private_note": SECRET}
-    return plan
+    return salted(plan)
 
 
 def make_hidden_cohort(root: Path, hidden_dir: Path) -> Path:
@@ -364,7 +365,7 @@ def test_public_export_audits_clean_skipping_only_hidden_replays(built: Built) -
     # their patch is the same bytes as the hidden task's (withheld, as a hidden-task reference
     # names it). Each skip is counted with its reason; the verdict says so.
     assert report["replayed"] == built.audit["replayed"] - 3
-    assert report["verdict"] == "intact-with-skips" and built.audit["verdict"] == "intact"
+    assert report["verdict"] == "consistent-with-skips" and built.audit["verdict"] == "consistent"
     # Rule 9 cannot find the hidden task's candidate without its plan (counted too).
     assert report["skipped"] == [
         {"check": "outcome-before-plan", "count": 1, "reason": SKIP_PLAN_WITHHELD},

@@ -12,11 +12,13 @@ import json
 import os
 import shutil
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
 from helpers import CliResult, make_ledger, run_cli, run_cli_subprocess
 
+from ledger.errors import UsageError
 from ledger.transparency import export as export_module
 from ledger.transparency.export import MAX_EXPORT_BYTES
 
@@ -215,6 +217,40 @@ def test_nan_in_a_line_is_refused(intact: tuple[Path, Path], tmp_path: Path) -> 
         audit(with_line(tmp_path, intact[1], number, line.encode() + b"\n")), "export-malformed"
     )
     assert f":{number}: NaN is not a JSON value" in message
+
+
+def test_a_line_of_many_members_is_refused_before_it_is_parsed(
+    intact: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # Issue 27: a line of small members cost about 20 bytes of memory per byte to parse (a
+    # 64 MiB line 1.3 GB; about 6 GiB at the line limit) before it was refused as not an entry.
+    # No line `export` writes has more than a few members: counted by its ':' bytes, unparsed.
+    line = b'{"type": "entry"' + b"".join(b',"%06x":0' % i for i in range(100_000)) + b"}\n"
+    path = with_line(tmp_path, intact[1], 2, line)
+    tracemalloc.start()
+    try:
+        with pytest.raises(UsageError) as refused_line:
+            export_module.open_export(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refused_line.value.code == "export-malformed"
+    assert refused_line.value.message.endswith(
+        ":2: more than 512 ':' in one line (an export line is one object of a few members)"
+    )
+    assert peak < 3 * len(line), peak  # the line read, and nothing parsed from it
+
+
+def test_an_origin_full_of_colons_still_loads(tmp_path: Path) -> None:
+    # The bound above leaves room for what export writes: a header whose origin (at most 255
+    # characters) is nearly all ':'.
+    db, out = tmp_path / "ledger.db", tmp_path / "export.jsonl"
+    origin = "a" + ":a" * 127
+    make_ledger(db, 2, origin=origin)
+    assert run_cli(["--db", str(db), "export", "--out", str(out)]).code == 0
+    assert out.read_bytes().splitlines()[0].count(b":") > 127
+    result = audit(out)
+    assert result.code == 0, result.stdout[-500:]
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000])

@@ -23,6 +23,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "format": ("ledger.format",),
     "documents": ("ledger.documents",),
     "primitives": (
+        "ledger.transparency.exchange",
         "ledger.transparency.merkle",
         "ledger.transparency.notes",
         "ledger.transparency.timestamp",

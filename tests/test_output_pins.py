@@ -25,9 +25,12 @@ ORIGIN = "pins.evidence-ledger.example/ledger"
 # sha256 of the calibration report `ledger calibrate` stores (canonical JSON: sorted keys,
 # no spaces; its values are ASCII, booleans and small integers, so json.dumps gives the bytes).
 CALIBRATION_REPORT_SHA256 = "e9968a4a0f8f7befcb5a0d8cd7e73e14feb16d988a60411fefcfb4c1cc7727c5"
-# (size, root hash) of the checkpoint after each example ledger is built.
+# (size, root hash) of the checkpoint after each example ledger is built. DEMO_ROOT was
+# re-pinned once for a change of the example documents, not of the format: the successor's
+# hidden plan carries a salt since issue 26 (item 10), so its bytes, digest and the cohort's
+# definition digest changed; the code of the commit before gave the old root on the old files.
 CALIBRATED_ROOT = (2, "mTCq2fU3WQKL+ygZ+KqlImKC9HH41Sb6vjGSxWbOLj4=")
-DEMO_ROOT = (32, "hwnA+XGQBN2v9lOB+Z0CVo9Igi2rZ7xTPgm3T63EBLo=")
+DEMO_ROOT = (32, "GhUSso3E29QlE/HoMuy6xH5vivPNEaJReQU88VDWsBQ=")
 
 
 def _ledger(db: Path, *args: str) -> dict[str, object]:

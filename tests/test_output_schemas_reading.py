@@ -54,7 +54,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         ],
     )
     assert found["good"][1] == "support" and found["wrong-marker"][1] == "reject"
-    burned = cli(db, "burn", HIDDEN_COHORT, "--reason", "solution leaked", "--json")
+    burned = cli(db, "burn", HIDDEN_COHORT, "--yes", "--reason", "solution leaked", "--json")
     assert burned.code == 0, burned.stdout
     damaged = checkpointed_copy(db, root / "damaged.db")
     result_object = entry_payload(db, found["good"][0])["result"]["object"]
@@ -254,7 +254,7 @@ def test_audit_json_of_an_intact_ledger(built: Built) -> None:
     result = cli(built.db, "audit", "--json")
     assert result.code == 0, result.stdout
     doc = result.json()
-    assert doc["verdict"] == "intact" and doc["replayed"] == 3
+    assert doc["verdict"] == "consistent" and doc["replayed"] == 3
     validate_output("audit", doc)
     assert_strict("audit", doc)
     # The root is standard base64 of 32 bytes, not hex; counts are never negative.
@@ -266,7 +266,7 @@ def test_audit_json_of_an_intact_ledger(built: Built) -> None:
 
 def test_audit_json_without_replay_is_intact_with_skips(built: Built) -> None:
     doc = cli(built.db, "audit", "--no-replay", "--json").json()
-    assert doc["verdict"] == "intact-with-skips" and doc["skipped"]
+    assert doc["verdict"] == "consistent-with-skips" and doc["skipped"]
     validate_output("audit", doc)
     assert_strict("audit", doc)
 
@@ -294,7 +294,7 @@ def test_audit_json_from_an_export(built: Built, public: bool, tmp_path: Path) -
     result = run_cli(["audit", "--from-export", str(out), "--json"], env=ENV)
     assert result.code == 0, result.stdout
     doc = result.json()
-    assert doc["verdict"] == ("intact-with-skips" if public else "intact")
+    assert doc["verdict"] == ("consistent-with-skips" if public else "consistent")
     assert (doc["withheld_objects"] > 0) is public
     validate_output("audit", doc)
     assert_strict("audit", doc)
@@ -362,6 +362,15 @@ def test_report_json(built: Built, public: bool, tmp_path: Path) -> None:
     result = cli(built.db, "report", "--html", str(html), *flags, "--json")
     assert result.code == 0, result.stderr
     doc = result.json()
-    assert doc == {"out": str(html), "audit_ok": True, "public": public}
+    audited = cli(built.db, "audit", "--json").json()
+    assert doc == {
+        "out": str(html),
+        "audit_ok": True,
+        "verdict": "consistent",  # no kept checkpoint: nothing anchors it
+        "anchored_size": 0,
+        "tree_size": audited["tree_size"],
+        "root_hash": audited["root_hash"],
+        "public": public,
+    }
     validate_output("report", doc)
     assert_strict("report", doc)

@@ -206,8 +206,11 @@ def test_attest_out_and_check_attestation_json_have_their_schemas(built: Built) 
     results = {a["verification_result"] for a in checked["attestations"]}
     assert results == {"PASSED", "FAILED"}
     assert all(a["subject_tied"] and a["signed_by"] for a in checked["attestations"])
-    withheld = json_of(cli("check-attestation", str(hidden), "--json"))
+    kept = built.root / "kept.checkpoint"
+    assert json_of(in_ledger(built, "checkpoint", "--out", str(kept), "--json"))
+    withheld = json_of(cli("check-attestation", str(hidden), "--checkpoint", str(kept), "--json"))
     assert [a["subject_tied"] for a in withheld["attestations"]] == [False]
+    assert [a["kept_checkpoint"] for a in withheld["attestations"]] == [True]
     for doc in (checked, withheld):
         assert_strict("check-attestation", doc)
     bad = copy.deepcopy(checked)

@@ -106,7 +106,7 @@ def test_audit_draws_a_bar_at_a_terminal_and_nothing_on_a_pipe(verified: Path) -
     entries, _ = size_and_objects(verified)
     args = ["--db", str(verified), "audit"]
     code, out, err = at_terminal(args)
-    assert code == 0 and out.startswith(b"intact"), (out, err)
+    assert code == 0 and out.startswith(b"consistent (not anchored)"), (out, err)
     assert_bar(err, "audit", entries)
     piped = at_terminal(args, terminal=False)
     assert piped == (0, out, b"")  # the same result, and stderr stays empty

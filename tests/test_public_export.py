@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commit_helpers import cohort_doc, five_tasks_first_hidden, write_json
+from commit_helpers import TEST_PLAN_SALT, cohort_doc, five_tasks_first_hidden, salted, write_json
 from helpers import FIXED_TIME, CliResult, run_cli
 
 from ledger import api
@@ -47,13 +47,13 @@ def hidden_plan() -> dict[str, Any]:
     plan["visibility"] = "hidden"
     plan["backend"]["required_added_substrings"] = [REQUIRED]
     plan["extensions"] = {"private_note": NOTE}
-    return plan
+    return salted(plan)
 
 
 def required_strings(plan: dict[str, Any]) -> list[str]:
     """Every string value under the plan's backend whose field says required/expected, and the
-    plan's private extension: what a public export must not reveal."""
-    found: list[str] = [NOTE]
+    plan's private extension and its salt: what a public export must not reveal."""
+    found: list[str] = [NOTE, TEST_PLAN_SALT]
     for name, value in plan["backend"].items():
         if ("required" in name or "expected" in name) and isinstance(value, list):
             found += [v for v in value if isinstance(v, str) and v not in ("stdout", "stderr")]
@@ -167,8 +167,8 @@ def test_public_export_withholds_exactly_what_hidden_task_references_name(built:
 def test_public_export_audit_reports_each_skip_and_a_distinct_verdict(built: Built) -> None:
     code, report = audit_export(built.public)
     assert code == 0, report["violations"]
-    assert report["ok"] is True and report["verdict"] == "intact-with-skips"
-    assert built.audit["verdict"] == "intact" and built.audit["skipped"] == []
+    assert report["ok"] is True and report["verdict"] == "consistent-with-skips"
+    assert built.audit["verdict"] == "consistent" and built.audit["skipped"] == []
     assert report["root_hash"] == built.audit["root_hash"]
     # Two verifications of the hidden task: neither replayed nor outcome-checked; the public one
     # is replayed (its bundle shares no withheld bytes).
@@ -182,20 +182,20 @@ def test_public_export_audit_reports_each_skip_and_a_distinct_verdict(built: Bui
     text = run_cli(["audit", "--from-export", str(built.public)], env=ENV)
     assert text.code == 0
     assert text.stdout.splitlines()[-1].startswith(
-        f"intact, outcome-before-plan skipped 2x ({SKIP_PLAN_WITHHELD}),"
+        f"consistent (not anchored), outcome-before-plan skipped 2x ({SKIP_PLAN_WITHHELD}),"
         f" outcome-check skipped 2x ({SKIP_RESULT_WITHHELD}),"
         f" plan-binding skipped 1x ({SKIP_PLAN_WITHHELD}),"
         f" replay skipped 2x ({SKIP_PLAN_WITHHELD}): "
     )
     full = run_cli(["audit", "--from-export", str(built.full)], env=ENV)
-    assert full.code == 0 and full.stdout.splitlines()[-1].startswith("intact: ")
+    assert full.code == 0 and full.stdout.splitlines()[-1].startswith("consistent (not anchored): ")
 
 
 def test_no_replay_counts_every_replay_as_skipped(built: Built) -> None:
     result = cli(built.db, "audit", "--no-replay", "--json")
     assert result.code == 0
     report = result.json()
-    assert report["verdict"] == "intact-with-skips" and report["replayed"] == 0
+    assert report["verdict"] == "consistent-with-skips" and report["replayed"] == 0
     assert report["skipped"] == [
         {"check": "calibration-replay", "count": 1, "reason": SKIP_NOT_REQUESTED},
         {"check": "replay", "count": 3, "reason": SKIP_NOT_REQUESTED},

@@ -318,7 +318,10 @@ def test_object_body_not_stored_as_a_blob_is_not_handed_out(ledger_path: Path) -
     conn.execute("UPDATE objects SET body = CAST(body AS TEXT)")
     conn.close()
     with Ledger.open(ledger_path) as ledger:
-        assert ledger.get_object(done.object_digest) is None
+        # Refused with its code, never taken for an absent object (rule A: verified reads).
+        with pytest.raises(StoreError) as info:
+            ledger.get_object(done.object_digest)
+        assert info.value.code == "object-corrupt"
 
 
 # -- store format 2: the Merkle nodes live in the entry rows ---------------------------------

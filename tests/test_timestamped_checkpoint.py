@@ -393,10 +393,11 @@ def test_an_entry_written_before_timestamps_reads_and_audits_intact(setup: Setup
     with Ledger.open_read_only(setup.db) as ledger:
         cp = checkpoint(ledger)
     signer = parse_cosigner_signer(witness.key.read_text("utf-8").strip())
-    line = cosign(format_checkpoint(cp), signer, 1234)
+    at = 1_769_860_860  # a minute after the entries' time (FIXED_TIME)
+    line = cosign(format_checkpoint(cp), signer, at)
     payload = {
         **_current(setup),
-        "cosignatures": [{"witness": witness.vkey, "cosignature": line, "timestamp": 1234}],
+        "cosignatures": [{"witness": witness.vkey, "cosignature": line, "timestamp": at}],
     }
     _append(setup, payload)
     with Ledger.open_read_only(setup.db) as ledger:
@@ -739,3 +740,27 @@ def test_a_serial_that_is_not_canonical_decimal_digits_is_malformed(
     out = run_cli(["--db", str(setup.db), *AUDIT])
     codes = {v["code"] for v in json.loads(out.stdout)["violations"]}
     assert out.code == 1 and "payload-invalid" in codes, out.stdout
+
+
+def test_a_timestamp_older_than_the_entries_it_covers_is_not_recorded_and_is_flagged(
+    setup: Setup, tsa: tuple[LocalTsa, str]
+) -> None:
+    """The attack: one write whose clock said 9999-12-31 pins every later entry to it, and a
+    TSA's timestamp made today over those entries contradicts them. `checkpoint --tsa` does
+    not record it (`entry-time-after-anchor`; with nothing else, `checkpoint-not-anchored`,
+    nothing written); recorded anyway by another writer, the audit reports it at the anchor."""
+    future = Ledger.open(setup.db, clock=lambda: "9999-12-31T23:59:59Z")
+    try:
+        with future.writer() as w:
+            append_one(w, "future", 0)
+    finally:
+        future.close()
+    size = setup.size()
+    code, parsed, _ = setup.checkpoint("--tsa", tsa[1])
+    assert (code, _error(parsed)) == (2, "checkpoint-not-anchored")
+    assert "entry-time-after-anchor" in str(parsed["error"]) and setup.size() == size
+    _append_stamped(setup, tsa[1])
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert (violation["code"], violation["seq"]) == ("entry-time-after-anchor", size)
+    assert "states 9999-12-31T23:59:59Z: later than the timestamp" in violation["message"]

@@ -601,3 +601,37 @@ def test_an_anchor_that_is_not_this_ledger_s_checkpoint_fails_the_statement(
     findings = [(f["code"], f["entry"]) for f in json.loads(out.stdout)["findings"]]
     assert ("freeze-not-anchored", frozen) in findings
     assert ("anchor-checkpoint-invalid", world.size() - 1) in findings
+
+
+@pytest.mark.parametrize("case", ["witness-clock-in-2001", "entry-written-at-9999"])
+def test_an_anchor_older_than_the_entries_it_covers_fixes_nothing(world: World, case: str) -> None:
+    """The attacks: a witness whose clock says 2001 cosigns the tree holding a plan frozen in
+    2026, and `when` stated the plan was fixed 25 years before its own freeze entry; or an
+    entry written with a clock at 9999-12-31, covered by a cosignature made today. `when`
+    does not state "fixed by" from an anchor older than an entry it covers: the anchor is not
+    used and the contradiction is a finding (the statement does not hold, exit 1)."""
+    from ledger.transparency.notes import format_checkpoint
+
+    world.freeze()
+    at = 978_307_200  # 2001-01-01T00:00:00Z
+    if case == "entry-written-at-9999":
+        with Ledger.open(world.db, clock=lambda: "9999-12-31T23:59:59Z") as ledger:
+            ledger.append("bundle.observed", {})
+        at = 1_769_860_860  # a minute after the freeze (FIXED_TIME)
+    with Ledger.open_read_only(world.db) as ledger:
+        cp = checkpoint(ledger)
+    note = sign_checkpoint(cp, world.log.skey)
+    signer = parse_cosigner_signer(world.w1.key.read_text("utf-8").strip())
+    _append_anchor(world.db, note, [(world.w1.vkey, cosign(format_checkpoint(cp), signer, at))])
+    out = world.when("--json")
+    assert out.code == 1, out.stdout
+    statement = json.loads(out.stdout)
+    assert statement["anchors"] == 0 and statement["freezes"][0]["anchor"] is None
+    codes = [f["code"] for f in statement["findings"]]
+    assert codes == ["freeze-not-anchored", "entry-time-after-anchor"]
+    said = statement["findings"][1]["message"]
+    newest = "9999-12-31T23:59:59Z" if case == "entry-written-at-9999" else FIXED_TIME
+    assert f"by {'2001-01-01T00:00:00Z' if at == 978_307_200 else '2026-01-31T12:01:00Z'}" in said
+    assert f"entry {cp.size - 1} states {newest}" in said
+    text = world.when().stdout
+    assert "first anchored by" not in text and "no trusted anchor holds it" in text

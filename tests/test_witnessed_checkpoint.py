@@ -201,9 +201,17 @@ def test_witness_needs_sign_and_quorum_needs_witness(setup: Setup) -> None:
 # -- the audit of checkpoint.witnessed entries written by another tool ---------------------------
 
 
-def _append_witnessed(setup: Setup, stated_timestamp: int = 1234, **change: object) -> None:
-    """Append a checkpoint.witnessed entry for the current tree, cosigned locally by w1's key,
-    with ``change`` applied to the payload (what a buggy or dishonest writer would record)."""
+# A cosignature's time a minute after the entries' (FIXED_TIME, 2026-01-31T12:00:00Z): an anchor
+# made before the entries it covers contradicts them (entry-time-after-anchor).
+COSIGNED_AT = 1_769_860_860
+
+
+def _append_witnessed(
+    setup: Setup, stated_timestamp: int | None = None, at: int = COSIGNED_AT, **change: object
+) -> None:
+    """Append a checkpoint.witnessed entry for the current tree, cosigned locally by w1's key at
+    ``at`` (stated as ``stated_timestamp``, default the same), with ``change`` applied to the
+    payload (what a buggy or dishonest writer would record)."""
     from ledger.transparency.notes import sign_checkpoint
     from ledger.transparency.proofs import checkpoint
 
@@ -212,13 +220,17 @@ def _append_witnessed(setup: Setup, stated_timestamp: int = 1234, **change: obje
         cp = checkpoint(ledger)
         note = sign_checkpoint(cp, setup.skey)
         signer = parse_cosigner_signer(setup.w1.key.read_text("utf-8").strip())
-        line = cosign(format_checkpoint(cp), signer, 1234)
+        line = cosign(format_checkpoint(cp), signer, at)
         payload: dict[str, object] = {
             "tree_size": cp.size,
             "root_hash": base64.b64encode(cp.root).decode("ascii"),
             "note": note,
             "cosignatures": [
-                {"witness": setup.w1.vkey, "cosignature": line, "timestamp": stated_timestamp}
+                {
+                    "witness": setup.w1.vkey,
+                    "cosignature": line,
+                    "timestamp": at if stated_timestamp is None else stated_timestamp,
+                }
             ],
         }
         payload.update(change)
@@ -257,7 +269,7 @@ def test_the_audit_flags_a_cosignature_that_does_not_verify(setup: Setup) -> Non
 
 
 def test_the_audit_flags_a_timestamp_other_than_the_cosignature_s(setup: Setup) -> None:
-    _append_witnessed(setup, stated_timestamp=999)  # the line itself says 1234
+    _append_witnessed(setup, stated_timestamp=999)  # the line itself says COSIGNED_AT
     assert _audit_codes(setup) == ["witness-cosignature-invalid"]
 
 
@@ -394,3 +406,75 @@ def test_asking_more_witnesses_than_the_limit_is_refused(tmp_path: Path) -> None
     with ledger, pytest.raises(UsageError) as refused:
         witness_checkpoint(ledger, signer, targets)  # refused before any witness is asked
     assert refused.value.code == "usage-error" and f"1..{MAX_WITNESSES}" in refused.value.message
+
+
+# -- times and anchors (LEDGER.md section 7, "Times and anchors") --------------------------------
+
+FUTURE = "9999-12-31T23:59:59Z"
+CLOCK_OF_2001 = "2001-01-01T00:00:00Z"
+
+
+def _write_in_the_future(setup: Setup) -> None:
+    """One write whose clock says 9999-12-31: it pins every later entry to that time (entry
+    times never go back), as the next write, with an honest clock, shows."""
+    future = Ledger.open(setup.db, clock=lambda: FUTURE)
+    try:
+        with future.writer() as w:
+            append_one(w, "future", 0)
+    finally:
+        future.close()
+    setup.grow(1, "after")
+
+
+@pytest.mark.parametrize("case", ["witness-clock-in-2001", "entry-written-at-9999"])
+def test_checkpoint_records_no_anchor_older_than_the_entries_it_covers(
+    setup: Setup, case: str
+) -> None:
+    """The attacks: a witness whose clock says 2001 cosigns entries written in 2026 (`when`
+    would say their plan was fixed 25 years before it was); a writer whose clock says 9999
+    pinned the ledger's time, and a witness cosigns today over it. Either cosignature says the
+    tree existed before its entries say they were written: not recorded
+    (`entry-time-after-anchor`), nothing written."""
+    clock = CLOCK_OF_2001 if case == "witness-clock-in-2001" else None
+    if case == "entry-written-at-9999":
+        _write_in_the_future(setup)
+    size = setup.size()
+    with setup.w1.serve(clock=clock) as s1:
+        code, out = setup.checkpoint(f"http://127.0.0.1:{s1.port}={setup.w1.vkey}")
+    assert code == 2 and out["error"]["code"] == "witness-quorum-not-met", out  # type: ignore[index]
+    message = str(out["error"]["message"])  # type: ignore[index]
+    assert "entry-time-after-anchor" in message, message
+    assert (FUTURE if clock is None else "2001-01-01T00:00:00Z") in message
+    assert setup.size() == size
+
+
+@pytest.mark.parametrize("case", ["witness-clock-in-2001", "entry-written-at-9999"])
+def test_an_anchor_older_than_an_entry_it_covers_is_reported_by_the_audit(
+    setup: Setup, case: str
+) -> None:
+    """The same anchors, recorded by a writer that does not check (an older version, another
+    tool): the audit reports the contradiction at the anchor, naming the entry and both times.
+    Before, the far-future time pinned every later entry and a cosignature made today over them
+    raised nothing."""
+    at = 978_307_200  # 2001-01-01T00:00:00Z
+    if case == "entry-written-at-9999":
+        _write_in_the_future(setup)
+        at = COSIGNED_AT
+    _append_witnessed(setup, at=at)
+    out = run_cli(["--db", str(setup.db), *AUDIT])
+    [violation] = json.loads(out.stdout)["violations"]
+    assert (out.code, violation["code"], violation["seq"]) == (
+        1, "entry-time-after-anchor", setup.size() - 1,
+    )  # fmt: skip
+    newest = FUTURE if case == "entry-written-at-9999" else "2026-01-31T12:00:00Z"
+    message = violation["message"]
+    assert f"entry {setup.size() - 2}, which this anchor covers, states {newest}" in message
+
+
+def test_an_anchor_within_the_tolerance_of_the_entries_is_no_contradiction(setup: Setup) -> None:
+    """Clocks differ: a cosignature up to 300 s before the newest entry it covers is recorded
+    and audits intact; one more second is the contradiction."""
+    _append_witnessed(setup, at=1_769_860_800 - 300)  # FIXED_TIME - 300 s
+    assert _audit_codes(setup) == []
+    _append_witnessed(setup, at=1_769_860_800 - 301)
+    assert _audit_codes(setup) == ["entry-time-after-anchor"]

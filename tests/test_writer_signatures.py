@@ -615,12 +615,19 @@ def test_a_malformed_trusted_signers_file_is_refused(
     assert (result.code, result.error_code()) == (2, "bad-signers"), result.stdout
 
 
+def _label(signer: str) -> str:
+    """``<name>+<key ID>`` of a signer key's verifier key, as `log` and `show` print it."""
+    return "+".join(verifier_key_for(signer).split("+")[:2])
+
+
 def test_log_and_show_name_the_signer(demo_signed: tuple[Db, dict[str, Path]]) -> None:
     db = demo_signed[0]
     log = cli(["--db", str(db), "log", "--tail", "1"])
-    assert log.code == 0 and log.stdout.rstrip().endswith("(signed by alice.example/writer)")
+    assert log.code == 0
+    assert log.stdout.rstrip().endswith(f"(signed by {_label(ALICE)}, unverified)")
     show = cli(["--db", str(db), "show", "0"])
-    assert f"signer {verifier_key_for(ALICE)}\n" in show.stdout
+    assert f"signer {_label(ALICE)} (unverified: --signers FILE checks it" in show.stdout
+    assert f"signer key {verifier_key_for(ALICE)}\n" in show.stdout
     shown = cli(["--db", str(db), "show", "0", "--json"]).json()
     assert shown["body"]["signature"]["key"] == verifier_key_for(ALICE)
 
@@ -755,6 +762,10 @@ SQLITE_ONLY = {
     "test_a_malformed_trusted_signers_file_is_refused": (
         "the trusted-signers file is refused before the ledger is read (`parse_trusted_signers`)"
     ),
+    "test_a_listed_signer_whose_signature_does_not_verify_is_not_trusted": (
+        "the body is rewritten with SQLite's own UPDATE; what `log` shows of a body it reads is"
+        " the same code on either store (`signer_problem`)"
+    ),
 }
 # The tests of the entry format and its parsers alone, which open no ledger.
 STORELESS = {
@@ -788,3 +799,58 @@ def test_every_test_runs_on_both_stores_but_the_listed_ones() -> None:
         if isinstance(c, ast.Constant) and c.value in SIGNATURE_CODES
     }
     assert asserted_on_both == SIGNATURE_CODES
+
+
+# A second key given the writer's name (issue 26, item 12): `log` printed the name only, so its
+# entries read exactly as the writer's.
+IMPOSTOR = signer_from_seed("alice.example/writer", bytes(range(64, 96)))
+
+
+def test_a_look_alike_signer_reads_differently_and_is_not_trusted(
+    signed: Db, tmp_path: Path
+) -> None:
+    with open_store(signed, clock=fixed_clock, signer=WriterKey(IMPOSTOR)) as ledger:
+        (forged,) = append_entries(ledger, 1, tag="impostor")
+    alice, impostor = _label(ALICE), _label(IMPOSTOR)
+    assert alice != impostor and alice.split("+")[0] == impostor.split("+")[0]
+    lines = cli(["--db", str(signed), "log"]).stdout.splitlines()
+    assert lines[0].endswith(f"(signed by {alice}, unverified)")
+    assert lines[-1].endswith(f"(signed by {impostor}, unverified)")
+    trusted = str(write_keys(tmp_path)["trusted"])  # alice's key only
+    checked = cli(["--db", str(signed), "log", "--signers", trusted]).stdout.splitlines()
+    assert checked[0].endswith(f"(signed by {alice})")
+    assert checked[-1].endswith(
+        f"(signed by {impostor}, NOT TRUSTED: not a key of the trusted signers)"
+    )
+    shown = cli(["--db", str(signed), "show", str(forged.seq), "--signers", trusted]).stdout
+    assert f"signer {impostor} (NOT TRUSTED: not a key of the trusted signers)" in shown
+    honest = cli(["--db", str(signed), "show", "0", "--signers", trusted]).stdout
+    assert f"signer {alice} (a trusted signer)" in honest
+    # The JSON forms carry the whole key and check nothing: --signers there would mislead.
+    for args in (["log", "--json"], ["log", "--jsonl"], ["show", "0", "--json"]):
+        refused = cli(["--db", str(signed), *args, "--signers", trusted])
+        assert (refused.code, refused.error_code()) == (2, "usage-error"), args
+
+
+def test_a_listed_signer_whose_signature_does_not_verify_is_not_trusted(
+    sqlite_signed: Db, tmp_path: Path
+) -> None:
+    """The writer's key named on a body whose signature is another's: the name and key ID read
+    as the trusted writer's, and `--signers` says the signature does not verify."""
+    import sqlite3
+
+    with sqlite3.connect(sqlite_signed) as conn:
+        conn.execute("DROP TRIGGER IF EXISTS entries_no_update")
+        (body,) = conn.execute("SELECT body FROM entries WHERE seq = 1").fetchone()
+        value = json.loads(body)
+        value["signature"]["key"] = verifier_key_for(ALICE)
+        value["time"] = "2026-02-01T00:00:00Z"  # a change the signature does not cover
+        conn.execute(
+            "UPDATE entries SET body = ? WHERE seq = 1", (canonical_bytes(value),)
+        )
+    trusted = str(write_keys(tmp_path)["trusted"])
+    line = cli(["--db", str(sqlite_signed), "log", "--signers", trusted]).stdout.splitlines()[1]
+    assert line.endswith(
+        f"(signed by {_label(ALICE)}, NOT TRUSTED: the signature does not verify with the key"
+        " it names (alice.example/writer))"
+    )

@@ -66,12 +66,13 @@ class Witness:
         ]  # fmt: skip
 
     @contextmanager
-    def serve(self) -> Iterator[Server]:
+    def serve(self, *, clock: str | None = None) -> Iterator[Server]:
+        """``clock``: the witness's time (``LEDGER_TIME``), else the wall clock."""
         proc = subprocess.Popen(
             [*ledger_command(), *self.args()],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=cli_env({"LEDGER_TIME": None}),
+            env=cli_env({"LEDGER_TIME": clock}),
             text=True,
         )
         try:

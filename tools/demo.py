@@ -174,10 +174,14 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     browse = folder / BROWSE_FILE
     attestations = folder / ATTESTATIONS_FILE
     run(db, "browse", "--out", str(browse))
-    run(db, "attest", "--cohort", "example/demo", "--out", str(attestations))
-    run(db, "check-attestation", str(attestations))
+    # Signed with the log's key, and checked with it: an attestation's own checkpoint proves
+    # nothing to a reader (check-attestation refuses without a key or a kept checkpoint).
+    log_key, log_pub = (folder / name for name in LOG_KEY_FILES)
+    run(db, "attest", "--cohort", "example/demo", "--sign", str(log_key), "--out",
+        str(attestations))  # fmt: skip
+    run(db, "check-attestation", str(attestations), "--key", str(log_pub))
     report = folder / REPORT_FILE
-    run(db, "report", "--html", str(report))
+    run(db, "report", "--html", str(report), "--checkpoint", str(checkpoint))
     print(
         "\nWhen was a plan fixed, as an outsider can check? The witness saw the tree holding the"
         " freeze; every verdict of the task was appended after that:"
@@ -210,7 +214,7 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     print(f"  .venv/bin/ledger --db {shown} audit --checkpoint {_shown(checkpoint)}")
     metadata = browse.with_name("browse.metadata.json")
     print(f"  .venv/bin/datasette -i {_shown(browse)} -m {_shown(metadata)}")
-    print(f"  .venv/bin/ledger check-attestation {_shown(attestations)}")
+    print(f"  .venv/bin/ledger check-attestation {_shown(attestations)} --key {_shown(log_pub)}")
     print(f"  the report, one static page for any browser: {_shown(report)}")
     print("The next `make demo` replaces them.")
     ok = witnessed and stated.returncode == 0

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.documents.cohort import definition_digest
+from ledger.documents.cohort_folder import PLAN_SALT_EXTENSION
 from verifiers.canonical import canonical_digest
 
 # --------------------------------------------------------------------------- constants
@@ -421,8 +422,17 @@ def work_unit_doc(spec: TaskSpec) -> dict[str, Any]:
     }
 
 
+def example_salt(spec: TaskSpec) -> str:
+    """A hidden example plan's salt (LEDGER.md section 8, "Hidden plans"). Derived from the plan
+    id so the examples stay byte for byte reproducible: an example's salt is as public as the
+    example itself, whose plan file is in the repository. A real hidden plan gets 256 random
+    bits from ``ledger seal --hidden-plans`` and keeps them as secret as the plan."""
+    return hashlib.sha256(f"example hidden plan salt: {spec.plan_id}".encode()).hexdigest()
+
+
 def plan_doc(spec: TaskSpec) -> dict[str, Any]:
-    """An EvaluatorPlan 0.2/0.3/0.4 bound to ``spec``'s WorkUnit (what ``check_binding`` wants)."""
+    """An EvaluatorPlan 0.2/0.3/0.4 bound to ``spec``'s WorkUnit (what ``check_binding`` wants);
+    a hidden one carries its salt."""
     backend: dict[str, Any] = {
         "type": "unified_diff",
         "max_candidate_bytes": 65536,
@@ -433,7 +443,7 @@ def plan_doc(spec: TaskSpec) -> dict[str, Any]:
     }
     for key, values in spec.semantic.items():
         backend[key] = list(values)
-    return {
+    doc: dict[str, Any] = {
         "schema_version": spec.plan_version,
         "id": spec.plan_id,
         "binding": {
@@ -459,6 +469,9 @@ def plan_doc(spec: TaskSpec) -> dict[str, Any]:
         },
         "backend": backend,
     }
+    if spec.visibility == "hidden":
+        doc["extensions"] = {PLAN_SALT_EXTENSION: example_salt(spec)}
+    return doc
 
 
 def cohort_task(spec: TaskSpec, *, work_unit_path: str, plan_path: str | None) -> dict[str, Any]:

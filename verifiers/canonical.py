@@ -27,7 +27,7 @@ import blake3
 import msgspec
 
 from verifiers.errors import VerifierError
-from verifiers.jsonread import nesting_depth
+from verifiers.jsonread import SORT_SAFE_KEYS, nesting_depth, sort_safe
 
 INT_MIN: Final = -(2**63)
 INT_MAX: Final = 2**63 - 1
@@ -98,8 +98,15 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _plain(value: object) -> bool:
-    """True when ``value`` is plain JSON data that ``_check`` accepts, lone surrogates aside.
+_NOT_PLAIN: Final = 0
+_PLAIN: Final = 1
+_PLAIN_LARGE: Final = 2  # plain, and an object in it holds more than SORT_SAFE_KEYS keys
+
+
+def _plain(value: object) -> int:
+    """``_PLAIN`` when ``value`` is plain JSON data that ``_check`` accepts, lone surrogates
+    aside (``_PLAIN_LARGE`` when an object in it must be sorted before msgspec sorts it:
+    ``verifiers.jsonread.sort_safe``), else ``_NOT_PLAIN``.
 
     The fast walk of ``canonical_bytes``: no JSON-pointer strings, exact-type dispatch. It accepts
     only what ``_check`` accepts (exact types; anything else returns False and the caller runs
@@ -108,6 +115,7 @@ def _plain(value: object) -> bool:
     """
     stack: list[tuple[object, int]] = [(value, 0)]
     pop, push = stack.pop, stack.append
+    plain = _PLAIN
     while stack:
         item, depth = pop()
         kind = type(item)
@@ -115,33 +123,35 @@ def _plain(value: object) -> bool:
             continue
         if kind is int:
             if not INT_MIN <= item <= INT_MAX:  # type: ignore[operator]
-                return False
+                return _NOT_PLAIN
         elif kind is dict:
             if depth >= MAX_DEPTH:
-                return False
+                return _NOT_PLAIN
+            if len(item) > SORT_SAFE_KEYS:  # type: ignore[arg-type]
+                plain = _PLAIN_LARGE
             for key, child in item.items():  # type: ignore[attr-defined]
                 if type(key) is not str:
-                    return False
+                    return _NOT_PLAIN
                 if type(child) in _SCALARS:
                     if type(child) is int and not INT_MIN <= child <= INT_MAX:
-                        return False
+                        return _NOT_PLAIN
                 else:
                     push((child, depth + 1))
         elif kind is list:
             if depth >= MAX_DEPTH:
-                return False
+                return _NOT_PLAIN
             for child in item:  # type: ignore[attr-defined]
                 if type(child) in _SCALARS:
                     if type(child) is int and not INT_MIN <= child <= INT_MAX:
-                        return False
+                        return _NOT_PLAIN
                 else:
                     push((child, depth + 1))
         elif kind is float:
             if not math.isfinite(item) or "e" in repr(item):  # type: ignore[arg-type]
-                return False
+                return _NOT_PLAIN
         else:
-            return False
-    return True
+            return _NOT_PLAIN
+    return plain
 
 
 _SCALARS: Final = frozenset({str, int, bool, type(None)})
@@ -149,8 +159,11 @@ _SCALARS: Final = frozenset({str, int, bool, type(None)})
 
 def canonical_bytes(value: object) -> bytes:
     """The canonical JSON bytes of ``value``; raises CanonicalFormError when it has none."""
-    if not _plain(value):
+    plain = _plain(value)
+    if plain == _NOT_PLAIN:
         _check(value, "", 0)
+    if plain != _PLAIN:  # a large object, or a value only _check accepts: sorted first
+        value = sort_safe(value)
     try:
         return _ENCODER.encode(value)
     except UnicodeEncodeError:
@@ -243,7 +256,11 @@ def is_canonical(data: bytes) -> bool:
 
 def _reencodes_canonically(value: Any, data: bytes) -> bool:
     """Whether ``value`` (decoded from ``data`` with the float hook) proves ``data`` canonical;
-    any doubt (see ``is_canonical``) takes the reference path."""
+    any doubt (see ``is_canonical``) takes the reference path. So does an object that may hold
+    more keys than msgspec sorts safely (``SORT_SAFE_KEYS``: ``value`` may be a typed Struct,
+    which ``sort_safe`` does not reach), where ``canonical_bytes`` sorts it first."""
+    if data.count(b":") > SORT_SAFE_KEYS:
+        return _is_canonical_reference(data)
     try:
         encoded = _ENCODER.encode(value)
     except (TypeError, ValueError, msgspec.EncodeError):

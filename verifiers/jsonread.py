@@ -1,6 +1,6 @@
 """Bounded, strict reading of untrusted JSON bytes into plain Python values.
 
-``read_json`` never raises. It refuses, in this order:
+``read_json`` never raises on any input (its own exhaustion aside, below). It refuses, in order:
 
 1. more than ``max_bytes`` bytes (checked before the bytes are looked at);
 2. a UTF-8 byte order mark;
@@ -11,7 +11,14 @@
    depth, the non-JSON literals ``NaN``/``Infinity``/``-Infinity``, numbers that overflow to an
    infinite float, integers outside the signed 64-bit range, and lone UTF-16 surrogate escapes.
 
-Errors are ``FieldError(path, message)`` where ``path`` is a JSON pointer ("" = the document).
+Errors are ``FieldError(path, message)`` where ``path`` is a JSON pointer ("" = the document):
+at most 20, the first in document order. The answer depends on the bytes alone (never on what
+the process allocated before: a repeated key is carried by its object, not by an ``id()``), and
+the pass that locates refusals builds a pointer only for what it reports (memory: the depth).
+"Never raises" has one exception: the reader's own exhaustion (``MemoryError``,
+``RecursionError``) propagates, so no answer is made of the machine's limits. An accepted
+value's objects of more than ``SORT_SAFE_KEYS`` members have their members in key order
+(``sort_safe``: msgspec's ordered encoders must never sort such an object themselves).
 
 Speed: step 5 first tries msgspec (C) and keeps its value only when that value is provably the
 one the reference parser (``json.loads`` with the checking hooks) returns without error: msgspec
@@ -25,6 +32,7 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any, Final
 
 import msgspec
@@ -52,6 +60,8 @@ _NINETEEN_DIGITS: Final = b"0" * 19
 # A byte that can follow an integer literal (a float continues with '.', 'e' or 'E' and is
 # checked by the float hook instead).
 _AFTER_INTEGER: Final = frozenset(b",]} \t\n\r")
+# A refused document reports at most this many reasons, the first in document order.
+_MAX_REPORTED: Final = 20
 
 
 class FieldError(msgspec.Struct, frozen=True):
@@ -73,59 +83,88 @@ class JsonRead(msgspec.Struct, frozen=True):
 
 
 class _Bad:
-    """Stands in for a refused scalar during parsing; located afterwards to name its path."""
+    """Stands in for a refused scalar during parsing; located afterwards to name its path. The
+    message is built only if it is reported: a document of a million refused numbers holds a
+    million short texts, not a million messages."""
 
-    __slots__ = ("message",)
+    __slots__ = ("form", "text")
 
-    def __init__(self, message: str) -> None:
-        self.message = message
+    def __init__(self, form: str, text: str = "") -> None:
+        self.form = form
+        self.text = text
+
+    @property
+    def message(self) -> str:
+        return self.form.format(self.text)
+
+
+_OVERFLOW: Final = "number {} overflows to an infinite float"
+# One shared stand-in per message that names no text of its own.
+_OUT_OF_RANGE: Final = _Bad("integer outside the signed 64-bit range")
+_CONSTANTS: Final = {
+    name: _Bad(f"{name} is not a JSON value") for name in ("NaN", "Infinity", "-Infinity")
+}
+
+
+class _Duplicated(dict[str, Any]):
+    """An object that repeats a key: the dict ``json.loads`` builds (first key order, last
+    value) carrying its repeated keys. The mark travels with the object itself, so what is
+    reported depends on the bytes alone: a registry keyed by ``id()`` once named, in a warm
+    process, members of a later dict that reused the address of a freed one (issue 27)."""
+
+    __slots__ = ("duplicates",)
+
+    def __init__(self, duplicates: list[str]) -> None:
+        super().__init__()
+        self.duplicates = duplicates
 
 
 class _Scan:
-    """Per-call parser state: whether any refused construct was seen (so the slow path-finding
-    walk only runs for documents that are already being refused)."""
+    """Per-call parser state: whether any refused construct was seen (so the locating walk
+    only runs for documents that are already being refused)."""
 
-    __slots__ = ("duplicates", "flagged")
+    __slots__ = ("flagged",)
 
     def __init__(self) -> None:
         self.flagged = False
-        self.duplicates: dict[int, list[str]] = {}
 
     def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(pairs)
-        if len(result) != len(pairs):
-            # A dict keeps first-seen order with O(1) membership: a list made an object of n
-            # duplicated keys quadratic (16,000 keys, 4 s; a 32 MiB cohort, hours).
-            seen: set[str] = set()
-            dups: dict[str, None] = {}
-            for key, _ in pairs:
-                if key in seen:
-                    dups[key] = None
-                seen.add(key)
-            self.duplicates[id(result)] = list(dups)
-            self.flagged = True
-        return result
+        if len(result) == len(pairs):
+            return result
+        del result  # built again below with its repeated keys: never two copies at once
+        self.flagged = True
+        # First-repeat order with O(1) membership (a list made an object of n repeated keys
+        # quadratic); only the first few can ever be reported.
+        repeated: dict[str, None] = {}
+        marked = _Duplicated([])
+        for key, value in pairs:
+            if key in marked and len(repeated) < _MAX_REPORTED:
+                repeated[key] = None
+            marked[key] = value
+        marked.duplicates.extend(repeated)
+        return marked
 
     def integer(self, text: str) -> int | _Bad:
         if len(text) > _MAX_INT_DIGITS:
             self.flagged = True
-            return _Bad("integer outside the signed 64-bit range")
+            return _OUT_OF_RANGE
         value = int(text)
         if not INT_MIN <= value <= INT_MAX:
             self.flagged = True
-            return _Bad("integer outside the signed 64-bit range")
+            return _OUT_OF_RANGE
         return value
 
     def number(self, text: str) -> float | _Bad:
         value = float(text)
         if not math.isfinite(value):
             self.flagged = True
-            return _Bad(f"number {text} overflows to an infinite float")
+            return _Bad(_OVERFLOW, text)
         return value
 
     def constant(self, text: str) -> _Bad:
         self.flagged = True
-        return _Bad(f"{text} is not a JSON value")
+        return _CONSTANTS[text]
 
 
 def _escape(key: str) -> str:
@@ -163,34 +202,69 @@ def nesting_depth(data: bytes, limit: int) -> int:
     return _max_depth(bytes(data), limit)
 
 
-def _locate(value: Any, scan: _Scan, path: str, out: list[FieldError], limit: int) -> None:
-    """Find every refused construct below ``value``; iterative so depth is not a concern."""
-    stack: list[tuple[Any, str]] = [(value, path)]
-    while stack and len(out) < limit:
-        item, where = stack.pop()
+def _pointer(keys: list[str | int], last: str | int | None = None) -> str:
+    tokens = keys if last is None else [*keys, last]
+    return "".join(f"/{_escape(t)}" if isinstance(t, str) else f"/{t}" for t in tokens)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _locate(value: Any, *, strings: bool) -> list[FieldError]:
+    """The first ``_MAX_REPORTED`` refused constructs of ``value`` in document order: at each
+    object its repeated keys, then its keys holding a lone surrogate (last first), then each
+    member in turn; at each array its items in turn.
+
+    Lazy and linear: one pass, one iterator per open container (memory is the depth, never the
+    size), a pointer built only for what is reported; it stops at the last one reported.
+    ``strings``: look for lone surrogates too (only a \\uD800-\\uDFFF escape can make one)."""
+    out: list[FieldError] = []
+    keys: list[str | int] = []  # the path from the document to ``item``
+    walking: list[Iterator[tuple[Any, Any]]] = []  # the open containers, outermost first
+    item = value
+    while True:
         if isinstance(item, _Bad):
-            out.append(FieldError(where, item.message))
+            out.append(FieldError(_pointer(keys), item.message))
         elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                out.append(FieldError(where, "string holds a lone UTF-16 surrogate escape"))
+            if strings and not _is_utf8(item):
+                out.append(
+                    FieldError(_pointer(keys), "string holds a lone UTF-16 surrogate escape")
+                )
         elif isinstance(item, dict):
-            for key in scan.duplicates.get(id(item), ()):
-                out.append(FieldError(f"{where}/{_escape(key)}", "duplicate object key"))
-            for key, child in reversed(item.items()):
-                child_path = f"{where}/{_escape(key)}"
-                try:
-                    key.encode("utf-8")
-                except UnicodeEncodeError:
-                    out.append(FieldError(child_path, "key holds a lone UTF-16 surrogate escape"))
-                stack.append((child, child_path))
+            if isinstance(item, _Duplicated):
+                out.extend(
+                    FieldError(_pointer(keys, k), "duplicate object key") for k in item.duplicates
+                )
+            if strings:
+                out.extend(
+                    FieldError(_pointer(keys, k), "key holds a lone UTF-16 surrogate escape")
+                    for k in reversed(item)
+                    if not _is_utf8(k)
+                )
+            walking.append(iter(item.items()))
         elif isinstance(item, list):
-            for index in range(len(item) - 1, -1, -1):
-                stack.append((item[index], f"{where}/{index}"))
-
-
-_MAX_REPORTED: Final = 20
+            walking.append(enumerate(item))
+        if len(out) >= _MAX_REPORTED:
+            return out[:_MAX_REPORTED]
+        if walking and not isinstance(item, dict | list):
+            keys.pop()  # a scalar member is done (a scalar document has no key)
+        # On to the next member in document order, closing every container that has none left.
+        while walking:
+            step = next(walking[-1], None)
+            if step is not None:
+                keys.append(step[0])
+                item = step[1]
+                break
+            walking.pop()
+            if walking:
+                keys.pop()  # the container just closed was a member of the one now innermost
+        else:
+            return out
 
 
 class _NotFast(ValueError):
@@ -208,6 +282,51 @@ def _fast_float(text: str) -> float:
 _FAST_DECODER: Final = msgspec.json.Decoder(float_hook=_fast_float)
 # Sorted, so the re-encoding the ':' count needs is also the canonical form (verifiers.canonical).
 _FAST_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+# msgspec's ordered encoders (order="sorted", the canonical form) sort an object's keys with a
+# quicksort that recurses into one part whatever its size: about 60,000 keys in an adversarial
+# order (the greatest first, the rest ascending) recurse once per key and overflow the C stack,
+# a segfault no ``except`` sees (msgspec 0.23; one JSON line of 1 MB did it). Given its keys in
+# order it recurses about log2(n) deep. So no object of more than ``SORT_SAFE_KEYS`` keys is
+# ever handed to one unsorted (``sort_safe``); below that the worst case is shallow.
+SORT_SAFE_KEYS: Final = 1024
+
+
+def sort_safe(value: Any) -> Any:
+    """``value``, or (when an object in it holds more than ``SORT_SAFE_KEYS`` keys) a copy in
+    which each such object has its keys in order, the containers above it copied and all else
+    shared: what an ordered msgspec encoder may be given. Python's own sort does the ordering
+    (iterative; UTF-8 byte order is code point order, msgspec's and ``sorted``'s alike). The
+    recursion is as deep as ``value``, which every caller has bounded."""
+    if isinstance(value, dict):
+        changed: dict[str, Any] | None = None
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                safe = sort_safe(item)
+                if safe is not item:
+                    changed = changed or {}
+                    changed[key] = safe
+        if changed is None and len(value) <= SORT_SAFE_KEYS:
+            return value
+        pairs = [(key, changed.get(key, item) if changed else item) for key, item in value.items()]
+        if len(pairs) > SORT_SAFE_KEYS:
+            pairs.sort(key=_first)
+        return dict(pairs)
+    if isinstance(value, list):
+        copied: list[Any] | None = None
+        for index, item in enumerate(value):
+            if isinstance(item, dict | list):
+                safe = sort_safe(item)
+                if safe is not item:
+                    copied = copied or list(value)
+                    copied[index] = safe
+        return value if copied is None else copied
+    return value
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
+
+
 # An escape that could decode to a lone surrogate or to ':'.
 _RISKY_ESCAPE_RE: Final = re.compile(rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|003[aA])")
 
@@ -247,8 +366,10 @@ def _fast(data: bytes) -> tuple[Any, bytes] | None:
         return None
     try:
         value = _FAST_DECODER.decode(data)
+        if data.count(b":") > SORT_SAFE_KEYS:  # else no object can hold that many keys
+            value = sort_safe(value)
         encoded = _FAST_ENCODER.encode(value)
-    except Exception:  # any doubt (syntax, hook, encoder): the reference parser decides
+    except msgspec.MsgspecError:  # any doubt (syntax, hook, encoder): the reference parser decides
         return None
     if encoded.count(b":") != data.count(b":"):
         return None
@@ -273,7 +394,12 @@ def read_json_checked(
     """
     try:
         return _read(data, max_bytes=max_bytes, max_depth=max_depth)
-    except Exception as exc:  # a reader of untrusted bytes must be total
+    except (MemoryError, RecursionError):
+        # The reader ran out, not the document: an answer made of it would depend on the
+        # machine (a reject here, a replay-mismatch elsewhere). The caller fails; nothing is
+        # recorded (LEDGER.md section 8, "Reading JSON").
+        raise
+    except Exception as exc:  # a bug in the reader: fail closed, the same on every machine
         return JsonRead(None, (FieldError("", f"unreadable JSON: {type(exc).__name__}"),)), None
 
 
@@ -290,10 +416,13 @@ def _read(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[JsonRead, byt
     data = bytes(data)
     if data.startswith(_BOM):
         return _refuse("document starts with a UTF-8 byte order mark")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return _refuse(f"invalid UTF-8 at byte {exc.start}")
+    # Checked here (ASCII, most documents, without a copy); decoded again only for the
+    # reference parser, so no text copy is held while msgspec builds the value.
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _refuse(f"invalid UTF-8 at byte {exc.start}")
     depth = _max_depth(data, max_depth)
     if depth > max_depth:
         return _refuse(f"nesting depth {depth} exceeds the limit of {max_depth}")
@@ -303,7 +432,7 @@ def _read(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[JsonRead, byt
     scan = _Scan()
     try:
         value = json.loads(
-            text,
+            data.decode("utf-8"),
             object_pairs_hook=scan.pairs,
             parse_int=scan.integer,
             parse_float=scan.number,
@@ -311,22 +440,26 @@ def _read(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[JsonRead, byt
         )
     except json.JSONDecodeError as exc:
         return _refuse(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
-    except RecursionError:
-        return _refuse("nesting too deep to parse")
-    if scan.flagged or _SURROGATE_ESCAPE_RE.search(data) is not None:
-        errors: list[FieldError] = []
-        _locate(value, scan, "", errors, _MAX_REPORTED)
+    # (A RecursionError cannot come from the bytes, whose depth was checked above: it is the
+    # caller's stack, and propagates.)
+    strings = _SURROGATE_ESCAPE_RE.search(data) is not None
+    if scan.flagged or strings:
+        errors = _locate(value, strings=strings)
         if errors:
             return JsonRead(None, tuple(errors)), None
+    if data.count(b":") > SORT_SAFE_KEYS:
+        value = sort_safe(value)  # as the fast path returns it
     return JsonRead(value, ()), None
 
 
 __all__ = [
     "INT_MAX",
     "INT_MIN",
+    "SORT_SAFE_KEYS",
     "FieldError",
     "JsonRead",
     "nesting_depth",
     "read_json",
     "read_json_checked",
+    "sort_safe",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 import msgspec
@@ -111,8 +112,18 @@ def audit(
             else None
         )
         try:
+            # The derived commitment state against the entries (WorkUnits read in this snapshot).
+            derived = StateIndexCheck(conn, ledger.get_object)
             return _audit_snapshot(
-                conn, worker, observers, progress, checkpoints, withheld, wanted_sizes, upto + 1
+                conn,
+                worker,
+                derived,
+                observers,
+                progress,
+                checkpoints,
+                withheld,
+                wanted_sizes,
+                upto + 1,
             )
         finally:
             if worker is not None:
@@ -130,9 +141,16 @@ _SCRATCH: Final = {
 _ADD_REF: Final = "INSERT INTO audit_refs VALUES (?, ?) ON CONFLICT DO NOTHING"
 
 
+def audit_snapshot(ledger: Ledger) -> AbstractContextManager[Db]:
+    """A snapshot an audit can run inside (its scratch tables made): what a command that audits
+    and then derives opens around both, so the verdict and what it shows read one state."""
+    return ledger.snapshot(scratch=_SCRATCH)
+
+
 def _audit_snapshot(
     conn: Db,
     worker: _RowWorker | None,
+    derived: StateIndexCheck,
     observers: list[EntryObserver],
     progress: Callable[[int, int], None] | None,
     checkpoints: Sequence[Checkpoint],
@@ -143,7 +161,6 @@ def _audit_snapshot(
     """One pass over the rows (bodies, rules; the row checks too unless a worker has them),
     the row checks' answer, then everything that needs the whole file, then the checkpoints."""
     report = _Collector()
-    derived = StateIndexCheck(conn)  # the derived commitment state against the entries
     inline = None if worker is not None else _RowChecks(report, wanted_sizes)
     # With a worker, what this process read, to prove the worker read the same (``RowDigest``).
     seen = RowDigest() if worker is not None else None

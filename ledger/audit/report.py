@@ -67,18 +67,28 @@ class AuditReport(msgspec.Struct):
     replayed: int = 0  # verifications replayed (set by ``ledger.api``)
     withheld: int = 0  # objects an export withholds that the audit accepted as withheld
     skipped: list[Skipped] = msgspec.field(default_factory=list)
+    # The largest outside checkpoint the ledger was found to extend (set by ``ledger.api``);
+    # 0: none was given, so nothing the reader brought anchors the verdict.
+    anchored_size: int = 0
 
     @property
     def ok(self) -> bool:
         return self.violation_count == 0
 
     @property
+    def anchored(self) -> bool:
+        return self.anchored_size > 0
+
+    @property
     def verdict(self) -> str:
-        """``violations``; ``intact-with-skips`` when intact but some check was not run (a
-        public export's withheld bytes, ``--no-replay``); else ``intact``."""
+        """``violations``; else ``intact`` against a kept checkpoint and ``consistent`` without
+        one (no claim beyond the reader's trust: a rewrite of the whole file is consistent too),
+        each ``-with-skips`` when some check was not run (a public export's withheld bytes,
+        ``--no-replay``)."""
         if not self.ok:
             return "violations"
-        return "intact-with-skips" if self.skipped else "intact"
+        word = "intact" if self.anchored else "consistent"
+        return f"{word}-with-skips" if self.skipped else word
 
     @property
     def first_bad_seq(self) -> int | None:
@@ -149,5 +159,3 @@ class _Collector:
     def at(self, row: int, phase: int) -> _Collector:
         self.row, self.phase = row, phase
         return self
-
-

@@ -28,13 +28,20 @@ from ledger.audit.replay import (
 from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Violation, _Collector
 from ledger.documents.cohort import decode_burn_notice, decode_cohort, definition_digest
 from ledger.errors import LedgerError
-from ledger.format.entries import Entry
+from ledger.format.entries import (
+    ANCHOR_TIME_TOLERANCE_S,
+    Entry,
+    after_anchor,
+    format_posix,
+    posix_seconds,
+)
 from ledger.format.payloads import (
     BundleObserved,
     CalibrationRecorded,
     CheckpointWitnessed,
     CohortBurned,
     CohortFrozen,
+    ExposureReuse,
     FrozenTask,
     LedgerCreated,
     Timestamped,
@@ -48,20 +55,21 @@ from ledger.state import (
     calibration_report_bytes,
     imported_burn,
     outcome_digests,
+    work_unit_content,
 )
+from ledger.store.base import ObjectCorruptError, StoredObject
 from ledger.store.base import Store as Ledger
-from ledger.store.base import StoredObject
 from ledger.transparency import merkle
 from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
 from ledger.transparency.witness import WitnessError, parse_cosigner_key, verify_cosignature
-from verifiers.canonical import MAX_DEPTH, blake3_address, canonical_bytes
+from verifiers.canonical import MAX_DEPTH, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
     EvaluatorPlan,
     decode_evaluator_plan,
     decode_work_unit,
 )
-from verifiers.jsonread import nesting_depth
+from verifiers.jsonread import nesting_depth, read_json
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
 
 PAYLOAD_INVALID: Final = "payload-invalid"
@@ -72,6 +80,7 @@ ADAPTER_PAIRING_INVALID: Final = "adapter-pairing-invalid"
 PLAN_BINDING_INVALID: Final = "plan-binding-invalid"
 CALIBRATION_MISSING: Final = "calibration-missing"
 WORKUNIT_EXPOSED: Final = "workunit-exposed"
+EXPOSURE_REUSE_INVALID: Final = "exposure-reuse-invalid"
 BURN_WITHOUT_FREEZE: Final = "burn-without-freeze"
 COHORT_REBURNED: Final = "cohort-reburned"
 BURN_MISMATCH: Final = "burn-mismatch"
@@ -86,6 +95,12 @@ CALIBRATION_REPLAY_MISMATCH: Final = "calibration-replay-mismatch"
 WITNESSED_CHECKPOINT_INVALID: Final = "witnessed-checkpoint-invalid"
 WITNESS_COSIGNATURE_INVALID: Final = "witness-cosignature-invalid"
 TIMESTAMP_INVALID: Final = "timestamp-invalid"
+ENTRY_TIME_AFTER_ANCHOR: Final = "entry-time-after-anchor"
+VERIFICATION_OBJECT_MISMATCH: Final = "verification-object-mismatch"
+
+# Committed plans and WorkUnits kept as read (and hashed) once for the verifications that use
+# them; past this many, dropped and read again when met (as ``replay.Decodings`` bounds its own).
+_MAX_KEPT: Final = 64
 
 Report = Callable[[Violation], None]
 
@@ -101,6 +116,14 @@ class _Recommendation(msgspec.Struct):
 
 
 _RECOMMENDATION: Final = msgspec.json.Decoder(_Recommendation)
+
+
+def _strict_json(data: bytes) -> Any:
+    """A stored document as the strict reader reads every JSON it interprets (``read_json``:
+    a repeated key, NaN or a lone surrogate refuses it rather than keeping one reading), or
+    None. Bounded as ``_check_depth`` bounds it; its size was bounded when it was stored."""
+    read = read_json(data, max_bytes=len(data), max_depth=MAX_DEPTH + 1)
+    return read.value if read.ok else None
 
 
 def _check_depth(data: bytes) -> None:
@@ -169,8 +192,14 @@ class CommitmentRules:
         self._withheld: Mapping[str, tuple[str, int]] = withheld or {}
         # (check, reason) -> how many times it was skipped.
         self.skipped: dict[tuple[str, str], int] = {}
-        self._state = LedgerState()
+        # WorkUnit digest -> task content key of the stored bytes the rules read (rule 5).
+        self._contents: dict[str, str] = {}
+        self._state = LedgerState(lambda _address, digest: self._contents.get(digest))
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
+        # The pending bundle's files as the rules read (and hashed) them, by address.
+        self._pending_files: dict[str, bytes] = {}
+        # plan and WorkUnit address -> the object as read and checked (``_MAX_KEPT`` at most).
+        self._kept: dict[str, StoredObject] = {}
         # cohort id -> (reason, observed tasks, notice references) its import must give (a
         # stored document whose stage is burned: freeze recorded its burn from it, rule 4).
         self._imported: dict[str, tuple[str, list[str], dict[str, Any]]] = {}
@@ -216,47 +245,69 @@ class CommitmentRules:
                 f" the entry commits {sha256} ({'any' if size is None else size} bytes)",
             )
 
-    def _read(self, entry: Entry, address: str, report: Report) -> StoredObject | None:
-        """The object at ``address``, if the bytes read now hash to it.
+    def _read(
+        self, entry: Entry, address: str, report: Report, *, keep: bool = False
+    ) -> StoredObject | None:
+        """The object at ``address``, if the bytes read now are what names it.
 
         The object pass runs after the rules, on bytes it reads again: its proof is about those
         bytes, not about these. An owner who rewrites the file in place can show the rules one
         body and the object pass another (the page cache does not hold a big ledger). So every
-        body a rule uses is hashed here, as read: a verdict covers exactly the bytes it used."""
-        obj = self._ledger.get_object(address)
-        if obj is None:
+        body a rule uses comes from the store's checked read (``Store.get_object``: the body
+        hashes to its address, its sha256 and size columns are its own), as read: a verdict
+        covers exactly the bytes it used. ``keep``: a plan or WorkUnit, kept as read for the
+        next rule that uses it (hashed once per audit, not once per verification)."""
+        kept = self._kept.get(address)
+        if kept is not None:
+            return kept
+        if address in self._unsound:
+            return None  # reported once, at the first entry that read it
+        try:
+            obj = self._ledger.get_object(address)
+        except ObjectCorruptError as exc:
+            self._unsound.add(address)
+            _flag(
+                report,
+                entry,
+                OBJECT_DIGEST_MISMATCH,
+                f"object {address}: the bytes the commitment rules read are not what its"
+                f" address names (changed in the file, or changed while it was audited):"
+                f" {exc.message}",
+            )
             return None
-        if blake3_address(obj.body) != address:
-            if address not in self._unsound:
-                self._unsound.add(address)
-                _flag(
-                    report,
-                    entry,
-                    OBJECT_DIGEST_MISMATCH,
-                    f"object {address}: the bytes the commitment rules read do not hash to"
-                    " its address (changed in the file, or changed while it was audited)",
-                )
-            return None
+        if obj is not None and keep:
+            if len(self._kept) >= _MAX_KEPT:
+                self._kept.clear()
+            self._kept[address] = obj
         return obj
 
-    def _object(self, entry: Entry, address: str, report: Report) -> bytes | None:
-        obj = self._read(entry, address, report)
+    def _object(
+        self, entry: Entry, address: str, report: Report, *, keep: bool = False
+    ) -> bytes | None:
+        obj = self._read(entry, address, report, keep=keep)
         return None if obj is None else obj.body
 
     def _document(
-        self, entry: Entry, address: str, digest: str, what: str, report: Report
+        self,
+        entry: Entry,
+        address: str,
+        digest: str,
+        what: str,
+        report: Report,
+        *,
+        keep: bool = False,
     ) -> bytes | None:
         """The stored bytes at ``address``, which must hash to the reference ``digest``.
 
-        Compared with the stored ``sha256`` column: ``_read`` proves these bytes are the ones at
-        ``address``, and the object pass proves the column is the sha256 of those bytes.
+        Compared with the stored ``sha256`` column, which ``_read`` proves is the sha256 of
+        these bytes (and these bytes the ones at ``address``).
         What the bytes are (a document of which kind) is said by this reference and decided by
         decoding them, never by the object's ``media_type``: that label is whatever the first
         writer of these bytes chose (a candidate may ship a future WorkUnit's exact bytes as a
         bundle file, stored first as ``application/octet-stream``), and objects are never
         rewritten (LEDGER.md section 2, "Fields no hash covers").
         """
-        obj = self._read(entry, address, report)
+        obj = self._read(entry, address, report, keep=keep)
         if obj is None:
             # Withheld: its listed sha256 must still be the committed one. Otherwise the chain
             # audit reports object-missing (or _read reported the bytes).
@@ -327,6 +378,7 @@ class CommitmentRules:
                 f"bundle.observed is followed by {entry.kind}, not its result",
             )
             self._pending_bundle = None
+            self._pending_files = {}
 
     # -- per kind -------------------------------------------------------------------------------
 
@@ -341,8 +393,10 @@ class CommitmentRules:
         except CheckpointError as exc:
             _flag(report, entry, WITNESSED_CHECKPOINT_INVALID, f"note: {exc.message}")
             return
-        if cp.origin != self._origin or cp.size != payload.tree_size or (
-            base64.b64encode(cp.root).decode("ascii") != payload.root_hash
+        if (
+            cp.origin != self._origin
+            or cp.size != payload.tree_size
+            or (base64.b64encode(cp.root).decode("ascii") != payload.root_hash)
         ):
             _flag(
                 report,
@@ -365,6 +419,7 @@ class CommitmentRules:
                 f"the witnessed root at size {cp.size} is not this ledger's: its first"
                 f" {cp.size} entries differ from what the witnesses saw",
             )
+        times: list[tuple[str, int]] = []  # each anchor that holds: who, and its time
         for item in payload.cosignatures:
             try:
                 stamp = verify_cosignature(text, item.cosignature, parse_cosigner_key(item.witness))
@@ -379,24 +434,60 @@ class CommitmentRules:
                     f"{item.witness}: the cosignature's time is {stamp}, the entry says"
                     f" {item.timestamp}",
                 )
+                continue
+            times.append((f"the cosignature of {item.witness.split('+', 1)[0]}", stamp))
         if isinstance(payload.timestamps, list):
-            self._timestamps(entry, payload.note, payload.timestamps, report)
+            times += self._timestamps(entry, payload.note, payload.timestamps, report)
+        if times and own == cp.root:
+            self._anchor_times(entry, cp.size, cp.root, times, report)
 
     def _timestamps(
         self, entry: Entry, note: str, stamps: list[Timestamped], report: Report
-    ) -> None:  # fmt: skip
+    ) -> list[tuple[str, int]]:  # fmt: skip
         # Imported here: rfc3161-client is loaded only by an audit that meets a timestamp.
         from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp
 
+        times: list[tuple[str, int]] = []
         for index, item in enumerate(stamps):
+            where = f"timestamps[{index}] ({item.tsa})"
             try:
                 # No roots: which TSA a reader trusts is the reader's choice (`when --tsa-ca`);
                 # the audit checks the token against itself and the note, as it checks each
                 # cosignature against the key the entry records.
-                check_recorded_timestamp(note, item, None)
+                checked = check_recorded_timestamp(note, item, None)
             except TimestampError as exc:
-                where = f"timestamps[{index}] ({item.tsa})"
                 _flag(report, entry, TIMESTAMP_INVALID, f"{where}: {exc.message}")
+                continue
+            seconds = posix_seconds(checked.gen_time)
+            if seconds is not None:
+                times.append((f"the timestamp {where}", seconds))
+        return times
+
+    def _anchor_times(
+        self, entry: Entry, size: int, root: bytes, times: list[tuple[str, int]], report: Report
+    ) -> None:
+        """Every entry an anchor covers was written by the anchor's time (within the tolerance):
+        the newest of them (times never go back; ``time-regressed`` otherwise) is read as the
+        tree the anchor signed holds it, so its time is the one that was witnessed."""
+        try:
+            newest = self._ledger.entry(size - 1)
+            proof = merkle.inclusion_proof(size - 1, size, _StoredNodes(self._ledger))
+        except LedgerError:
+            return  # the row and tree checks report what is missing or malformed
+        if newest is None or not merkle.verify_inclusion(
+            merkle.leaf_hash(newest.body_bytes), size - 1, size, proof, root
+        ):
+            return  # not the body the anchor covers: the tree check reports it
+        for who, seconds in times:
+            if after_anchor(newest.body.time, seconds):
+                _flag(
+                    report,
+                    entry,
+                    ENTRY_TIME_AFTER_ANCHOR,
+                    f"entry {size - 1}, which this anchor covers, states {newest.body.time}:"
+                    f" later than {who}, {format_posix(seconds)}, by more than"
+                    f" {ANCHOR_TIME_TOLERANCE_S} s (the writer's clock or the anchor's is wrong)",
+                )
 
     def _frozen(self, entry: Entry, payload: CohortFrozen, report: Report) -> None:
         state = self._state
@@ -428,26 +519,17 @@ class CommitmentRules:
             used_versions.add(task.adapter_version)
             self._check_plan_visibility(entry, task, report)
             wu_bytes = self._document(
-                entry, task.work_unit.object, task.work_unit.digest, "WorkUnit", report
+                entry, task.work_unit.object, task.work_unit.digest, "WorkUnit", report, keep=True
             )
-            plan_bytes = self._document(entry, task.plan.object, task.plan.digest, "plan", report)
+            plan_bytes = self._document(
+                entry, task.plan.object, task.plan.digest, "plan", report, keep=True
+            )
             if wu_bytes is not None and plan_bytes is not None:
                 self._check_binding(entry, task, wu_bytes, plan_bytes, report)
             elif task.plan.object in self._withheld:
                 self._skip("plan-binding", SKIP_PLAN_WITHHELD)
-            exposed = (
-                state.exposure(task.work_unit.id, task.work_unit.digest)
-                if task.split == "held_out"
-                else None
-            )
-            if exposed is not None:
-                _flag(
-                    report,
-                    entry,
-                    WORKUNIT_EXPOSED,
-                    f"task {task.task} is held_out but its {exposed[1]} was exposed at"
-                    f" seq {exposed[0]}",
-                )
+            content = self._content(task, wu_bytes)
+            self._check_exposure(entry, task, content, report)
         for version in sorted(used_versions):
             green = state.calibration.get(version)
             if green is None or not green[0]:
@@ -458,6 +540,64 @@ class CommitmentRules:
                     f"adapter {version} had no green calibration before this freeze",
                 )
         state.apply(entry)
+
+    def _content(self, task: FrozenTask, wu_bytes: bytes | None) -> str | None:
+        """The task content key of the WorkUnit bytes just read (hashed by ``_document``), kept
+        for the fold: the first bytes of a digest that give one."""
+        digest = task.work_unit.digest
+        if digest not in self._contents and wu_bytes is not None:
+            content = work_unit_content(wu_bytes, task.work_unit.object, digest)
+            if content is not None:
+                self._contents[digest] = content
+        return self._contents.get(digest)
+
+    def _check_exposure(
+        self, entry: Entry, task: FrozenTask, content: str | None, report: Report
+    ) -> None:
+        """Rule 5: a held-out task whose WorkUnit was exposed before this entry (by digest, id
+        or task content), unless the entry records the deliberate reuse of that content; and a
+        recorded reuse with no such exposure to cover (freeze refuses both)."""
+        reuse = task.reuses if isinstance(task.reuses, ExposureReuse) else None
+        if task.split != "held_out":
+            if reuse is not None:
+                _flag(
+                    report,
+                    entry,
+                    EXPOSURE_REUSE_INVALID,
+                    f"task {task.task} records a reuse of exposed content but is {task.split},"
+                    " not held_out",
+                )
+            return
+        exposed = self._state.exposure(task.work_unit.id, task.work_unit.digest, content)
+        if exposed is None:
+            if reuse is not None:
+                _flag(
+                    report,
+                    entry,
+                    EXPOSURE_REUSE_INVALID,
+                    f"task {task.task} records a reuse of WorkUnit {reuse.work_unit_id}'s content"
+                    f" exposed at seq {reuse.exposed_by}, but no exposed task had its content",
+                )
+            return
+        if (
+            exposed.by == "content"
+            and reuse is not None
+            and (reuse.work_unit_id, reuse.exposed_by) == (exposed.work_unit, exposed.seq)
+        ):
+            return  # the deliberate reuse, recorded where the rule would fire
+        recorded = (
+            f" (its recorded reuse names WorkUnit {reuse.work_unit_id} at seq"
+            f" {reuse.exposed_by}, which is not what exposed it)"
+            if reuse is not None
+            else ""
+        )
+        _flag(
+            report,
+            entry,
+            WORKUNIT_EXPOSED,
+            f"task {task.task} is held_out but {exposed.what} was exposed at seq"
+            f" {exposed.seq}{recorded}",
+        )
 
     @staticmethod
     def _differences(
@@ -713,7 +853,8 @@ class CommitmentRules:
 
     def _bundle(self, entry: Entry, payload: BundleObserved, report: Report) -> None:
         found = self._committed_task(payload.cohort, payload.task)
-        if found is None or found[0].frozen_entry != payload.cohort_entry:
+        committed = found is not None and found[0].frozen_entry == payload.cohort_entry
+        if found is None or not committed:
             _flag(
                 report,
                 entry,
@@ -721,32 +862,56 @@ class CommitmentRules:
                 f"no earlier cohort.frozen entry commits {payload.cohort}/"
                 f"{payload.task} at seq {payload.cohort_entry}",
             )
-        else:
-            if found[0].burned_entry is not None:
-                _flag(
-                    report,
-                    entry,
-                    VERIFICATION_AFTER_BURN,
-                    f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
-                )
-            self._check_outcome_before_plan(entry, payload, found[1], report)
+        elif found[0].burned_entry is not None:
+            _flag(
+                report,
+                entry,
+                VERIFICATION_AFTER_BURN,
+                f"cohort {payload.cohort} was burned at seq {found[0].burned_entry}",
+            )
+        files = self._read_files(entry, payload, report)
+        if found is not None and committed:
+            self._check_outcome_before_plan(entry, payload, found[1], files, report)
         for item in payload.observations:
             self._check_withheld(
                 entry, item.object, item.sha256, item.size, f"bundle {item.role}", report
             )
         self._pending_bundle = (entry, payload)
+        self._pending_files = files
         self._state.apply(entry)
+
+    def _read_files(
+        self, entry: Entry, payload: BundleObserved, report: Report
+    ) -> dict[str, bytes]:
+        """Every file the bundle stored, read and hashed once, here (``_read``), whether or
+        not it is replayed: an object that is not its address's bytes is reported at its first
+        reader and names the verification that follows. Kept by address for rule 9 (the
+        manifest) and the replay (every file; none without replay but the manifest)."""
+        files: dict[str, bytes] = {}
+        for index, item in enumerate(payload.observations):
+            if item.object is None or item.object in files:
+                continue
+            data = self._object(entry, item.object, report)
+            if data is not None and (self._replay or index == 0):
+                files[item.object] = data
+        return files
 
     def _plan(self, entry: Entry, address: str, report: Report) -> EvaluatorPlan | None:
         if address not in self._plans:
-            data = self._object(entry, address, report)
+            data = self._object(entry, address, report, keep=True)
             self._plans[address] = None if data is None else decode_evaluator_plan(data).value
         return self._plans[address]
 
     def _check_outcome_before_plan(
-        self, entry: Entry, payload: BundleObserved, task: CommittedTask, report: Report
+        self,
+        entry: Entry,
+        payload: BundleObserved,
+        task: CommittedTask,
+        files: Mapping[str, bytes],
+        report: Report,
     ) -> None:
-        """Rule 9, from the stored bytes: the same digests ``verify`` checks."""
+        """Rule 9, from the stored bytes (``files``: the bundle's, as read): the same digests
+        ``verify`` checks."""
         plan = self._plan(entry, task.plan_object, report)
         if plan is None:
             if task.plan_object in self._withheld:
@@ -758,7 +923,7 @@ class CommitmentRules:
         ]
         first = payload.observations[0] if payload.observations else None
         manifest = (
-            self._object(entry, first.object, report)
+            files.get(first.object)
             if first is not None and first.role == "manifest" and first.object is not None
             else None
         )
@@ -780,6 +945,7 @@ class CommitmentRules:
     def _result(self, entry: Entry, payload: VerificationRecorded, report: Report) -> None:
         pending = self._pending_bundle
         self._pending_bundle = None
+        files, self._pending_files = self._pending_files, {}
         if (
             pending is None
             or pending[0].seq != payload.bundle_entry
@@ -828,6 +994,10 @@ class CommitmentRules:
         result_bytes = self._document(
             entry, payload.result.object, payload.result.digest, "VerificationResult", report
         )
+        # Read (and hashed) whether or not they are replayed: kept since the freeze read them.
+        plan_bytes = self._object(entry, payload.plan.object, report, keep=True)
+        wu_bytes = self._object(entry, payload.work_unit.object, report, keep=True)
+        unsound = self._unsound_evidence(entry, payload, pending[1], report)
         withheld = self._withheld_reason(payload, pending[1])
         if result_bytes is not None:
             self._check_outcome(entry, payload, result_bytes, report)
@@ -837,9 +1007,37 @@ class CommitmentRules:
             self._skip("replay", SKIP_NOT_REQUESTED)
         elif withheld is not None:
             self._skip("replay", withheld)
-        elif result_bytes is not None:
-            self._replay_result(entry, payload, pending[1], result_bytes, report)
+        elif result_bytes is not None and plan_bytes is not None and wu_bytes is not None:
+            # (A plan or WorkUnit that is not read: object-missing, or named just above.)
+            if not unsound:
+                self._replay_result(
+                    entry, payload, pending[1], result_bytes, plan_bytes, wu_bytes, files, report
+                )
         self._state.apply(entry)
+
+    def _unsound_evidence(
+        self,
+        entry: Entry,
+        payload: VerificationRecorded,
+        bundle: BundleObserved,
+        report: Report,
+    ) -> bool:
+        """Name this verification when an object it rests on (its plan, WorkUnit, bundle files
+        or VerificationResult), as this audit read it, is not what its address names: the
+        verdict was judged from (or is) bytes nobody committed. Besides ``object-digest-
+        mismatch`` at the object's first reader, so every verdict that used it is named."""
+        used = {payload.plan.object, payload.work_unit.object, payload.result.object}
+        used.update(item.object for item in bundle.observations if item.object is not None)
+        bad = sorted(used & self._unsound)
+        if bad:
+            _flag(
+                report,
+                entry,
+                VERIFICATION_OBJECT_MISMATCH,
+                f"this verification rests on {len(bad)} object(s) whose stored bytes do not"
+                f" hash to their address: {', '.join(bad)}; its verdict is not evidence",
+            )
+        return bool(bad)
 
     def _withheld_reason(self, payload: VerificationRecorded, bundle: BundleObserved) -> str | None:
         """Why this verification cannot be replayed from a public export, if it cannot."""
@@ -877,28 +1075,30 @@ class CommitmentRules:
         payload: VerificationRecorded,
         bundle: BundleObserved,
         result_bytes: bytes,
+        plan_bytes: bytes,
+        wu_bytes: bytes,
+        files: Mapping[str, bytes],
         report: Report,
     ) -> None:
+        """Replay from the bytes read (and hashed) for this verification: ``files`` are its
+        bundle's, by address (``_read_files``)."""
         blobs: dict[str, bytes] = {}
         observations: list[dict[str, Any]] = []
         for item in bundle.observations:
-            observations.append(
-                {
-                    "role": item.role,
-                    "locator": item.locator,
-                    "status": item.status,
-                    "size": item.size,
-                    "sha256": item.sha256,
-                }
-            )
+            observed: dict[str, Any] = {
+                "role": item.role,
+                "locator": item.locator,
+                "status": item.status,
+                "size": item.size,
+                "sha256": item.sha256,
+            }
+            if isinstance(item.candidate_root, str):
+                observed["candidate_root"] = item.candidate_root  # where the verifier says it was
+            observations.append(observed)
             if item.object is not None and item.sha256 is not None:
-                data = self._object(entry, item.object, report)
+                data = files.get(item.object)
                 if data is not None:
                     blobs[item.sha256] = data
-        plan_bytes = self._object(entry, payload.plan.object, report)
-        wu_bytes = self._object(entry, payload.work_unit.object, report)
-        if plan_bytes is None or wu_bytes is None:
-            return  # reported as object-missing by the chain audit
         job = ReplayJob(
             plan=plan_bytes,
             work_unit=wu_bytes,
@@ -937,9 +1137,7 @@ class CommitmentRules:
         """The worker pool, started at the first replay when ``parallel`` asks for one."""
         if not self._pool_decided:
             self._pool_decided = True
-            if wants_pool(
-                self._parallel, lambda: self._ledger.count_kind("verification.recorded")
-            ):
+            if wants_pool(self._parallel, lambda: self._ledger.count_kind("verification.recorded")):
                 self._pool = ReplayPool()
         return self._pool
 
@@ -953,15 +1151,14 @@ class CommitmentRules:
             entry, payload.report.object, payload.report.digest, "calibration report", report
         )
         if data is not None:
+            stored = _strict_json(data)
             try:
-                _check_depth(data)
-                stored: Any = msgspec.json.decode(data)
                 consistent = (
                     stored["green"] == payload.green
                     and stored["green_by_adapter"] == payload.adapters
                     and len(stored["rows"]) == payload.rows
                 )
-            except (msgspec.DecodeError, KeyError, TypeError):
+            except (KeyError, TypeError):  # not an object of these members (None: not JSON)
                 consistent = False
             if not consistent:
                 _flag(
@@ -1002,8 +1199,8 @@ class CommitmentRules:
         violation. The report's green flags must follow from its own rows.
         """
         try:
-            stored = _CALIBRATION_REPORT.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            stored = msgspec.convert(_strict_json(data), _CalibrationReport)
+        except msgspec.ValidationError as exc:
             return [f"the stored calibration report is not a report of rows: {exc}"]
         problems: list[str] = []
         green_by: dict[str, bool] = {}
@@ -1062,6 +1259,3 @@ class _CalibrationReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     rows: list[_CalibrationRow]
     green_by_adapter: dict[str, bool]
     green: bool
-
-
-_CALIBRATION_REPORT: Final = msgspec.json.Decoder(_CalibrationReport)

@@ -17,23 +17,28 @@ import msgspec
 
 from ledger.audit.report import Violation
 from ledger.format.entries import Entry
-from ledger.state import STATE_KINDS, TASK_FIELDS, LedgerState
-from ledger.store.base import STATE_TABLES, Db
+from ledger.state import STATE_KINDS, TASK_FIELDS, LedgerState, stored_contents
+from ledger.store.base import STATE_TABLES, Db, StoredObject
 
 STATE_INDEX_MISMATCH: Final = "state-index-mismatch"
+
+
+_CONTENT_TABLES = frozenset({"state_contents", "state_exposed_contents"})
 
 
 class StateIndexCheck:
     """Fed each well-formed entry in seq order (``observe``); compares at the end (``finish``)."""
 
-    def __init__(self, conn: Db) -> None:
+    def __init__(self, conn: Db, read_object: Callable[[str], StoredObject | None]) -> None:
+        """``read_object``: the store's ``get_object`` in the same snapshot (the task content
+        keys of committed WorkUnits are folded from their stored bytes)."""
         self._conn = conn
         self._present = set(STATE_TABLES) <= conn.table_names()
         self._through: object = None
         if self._present:
             row = conn.execute("SELECT through FROM state_meta WHERE id = 0").fetchone()
             self._through = None if row is None else row[0]
-        self._state = LedgerState()
+        self._state = LedgerState(stored_contents(read_object))
 
     def observe(self, entry: Entry) -> None:
         through = self._through
@@ -60,6 +65,11 @@ class StateIndexCheck:
             )
             return
         for table, expected in self._expected():
+            if table in _CONTENT_TABLES and self._state.contents_unknown:
+                # A committed WorkUnit's stored bytes are not the ones its entry names (the
+                # rules report that object): the content keys derived from the honest bytes
+                # cannot be recomputed, so these two tables are not compared.
+                continue
             problem = self._compare(table, expected)
             if problem is not None:
                 report(Violation(None, None, STATE_INDEX_MISMATCH, problem))
@@ -85,6 +95,8 @@ class StateIndexCheck:
         yield "state_work_units", {(k,): (v,) for k, v in state.work_unit_ids.items()}
         yield "state_exposed", {(k,): (v,) for k, v in state.exposed.items()}
         yield "state_exposed_ids", {(k,): (v,) for k, v in state.exposed_ids.items()}
+        yield "state_contents", {(k,): (v,) for k, v in state.work_unit_contents.items()}
+        yield "state_exposed_contents", {(k,): v for k, v in state.exposed_contents.items()}
         yield "state_observed", {(k,): (v,) for k, v in state.observed.items()}
         yield (
             "state_calibration",
@@ -99,6 +111,8 @@ class StateIndexCheck:
             "state_work_units": "SELECT digest, id",
             "state_exposed": "SELECT digest, seq",
             "state_exposed_ids": "SELECT id, seq",
+            "state_contents": "SELECT digest, content",
+            "state_exposed_contents": "SELECT content, seq, work_unit_id",
             "state_observed": "SELECT sha256, seq",
             "state_calibration": "SELECT adapter_version, green, seq",
         }[table]

@@ -11,7 +11,7 @@ import functools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from ledger.errors import UsageError
@@ -79,13 +79,18 @@ def write_new_folder(
 
 
 def write_files(
-    writes: Mapping[Path, bytes], *, on_written: Callable[[Path], None] | None = None
+    writes: Mapping[Path, bytes],
+    *,
+    on_written: Callable[[Path], None] | None = None,
+    private: Collection[Path] = (),
 ) -> None:
     """Replace each existing file by its new bytes (a temporary sibling, fsync'd, renamed);
-    ``on_written(path)`` after each (the CLI's note for an interrupt)."""
+    ``on_written(path)`` after each (the CLI's note for an interrupt). The ``private`` ones
+    (hidden plans) are written readable by their owner only, whatever the umask."""
     for path, data in sorted(writes.items()):
         if path.is_symlink():
             raise UsageError("file-unwritable", f"{path} is a symlink; refusing to write it")
         # Whole or not at all, through an exclusive temporary file (ledger.store.files).
         done = None if on_written is None else functools.partial(on_written, path)
-        write_atomic(path, data, replace=True, on_written=done)
+        mode = 0o600 if path in private else 0o666
+        write_atomic(path, data, replace=True, mode=mode, on_written=done)

@@ -3,27 +3,37 @@
 The chain is WorkUnit digest -> plan ``binding.work_unit_digest`` -> plan digest -> the task's
 ``work_unit.digest`` and ``evaluator.plan_digest`` -> the cohort's ``definition_digest``. Seal
 writes only these digest fields, never a value that changes what a document means; a file whose
-digests are already right is left byte for byte as it is. A hidden plan is not in the folder, so
-its task's ``plan_digest`` is left as written. Seal refuses (``cohort-already-frozen``) to give a
-cohort id the ledger already froze another definition, and (``document-invalid``, with freeze's
-message) a cohort that, sealed, still breaks its contract, writing nothing: an id that is
-missing, empty or not a string has no definition digest, and exit 0 would call it sealed. Pure:
-``seal`` returns the new bytes and the list of changes; the CLI writes (or, with ``--check``,
-only reports).
+digests are already right is left byte for byte as it is. A hidden plan is not in the folder: its
+task's ``plan_digest`` is left as written unless ``hidden_plans`` names the folder holding it
+(matched by plan id), which is sealed the same way and, when it has no salt, given one (the
+only value seal adds that is not a digest: ``salts`` draws it, and no output shows it). Seal
+refuses (``cohort-already-frozen``) to give a cohort id the ledger already froze another
+definition, and (``document-invalid``, with freeze's message) a cohort that, sealed, still
+breaks its contract, writing nothing: an id that is missing, empty or not a string has no
+definition digest, and exit 0 would call it sealed. Pure: ``seal`` returns the new bytes and the
+list of changes; the CLI writes (or, with ``--check``, only reports).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from ledger.authoring.skeleton import pretty
 from ledger.documents.cohort import decode_cohort, definition_digest
-from ledger.documents.cohort_folder import COHORT_FILE, read_relative, refuse_decode
-from ledger.errors import CommitError
+from ledger.documents.cohort_folder import (
+    COHORT_FILE,
+    MAX_HIDDEN_PLAN_FILES,
+    PLAN_SALT_EXTENSION,
+    PLAN_SALT_POINTER,
+    plan_salt,
+    read_relative,
+    refuse_decode,
+)
+from ledger.errors import CommitError, UsageError
 from ledger.settings import BUSY_TIMEOUT_MS
 from ledger.state import read_state
 from ledger.store.opening import open_store, postgres_url
@@ -32,6 +42,8 @@ from verifiers.contracts import LIMITS
 from verifiers.jsonread import read_json
 
 _KIND_OF: Final = {"cohort": "benchmark-cohort", "work-unit": "work-unit", "plan": "evaluator-plan"}
+# What a change report says in place of a salt: the salt is as secret as the plan.
+NEW_SALT: Final = "(a new secret salt, not shown)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +60,8 @@ class Sealed:
     definition_digest: str
     changes: tuple[Change, ...]
     writes: Mapping[Path, bytes]  # absolute-ish path (root / relpath or cohort file) -> bytes
+    # The hidden plans among ``writes``: as secret as before, so written owner-only (0600).
+    private: frozenset[Path] = frozenset()
 
     @property
     def stale(self) -> bool:
@@ -93,9 +107,18 @@ def _task_name(task: dict[str, Any], index: int) -> str:
     return f"task {task_id}" if isinstance(task_id, str) else f"the task at /tasks/{index}"
 
 
-def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = None) -> Sealed:
+def seal(
+    cohort_dir: Path,
+    *,
+    root: Path,
+    frozen: Mapping[str, str] | None = None,
+    hidden_plans: Path | None = None,
+    salts: Callable[[], str] | None = None,
+) -> Sealed:
     """What sealing ``cohort_dir`` would change; ``frozen`` maps a frozen cohort id to its
-    definition digest (from the ledger, when there is one)."""
+    definition digest (from the ledger, when there is one). ``hidden_plans``: the folder of the
+    hidden plans its hidden tasks name, sealed too; ``salts`` gives each unsalted one its salt
+    (the caller's random source: ``ledger.settings.random_salt``)."""
     cohort_file = f"{cohort_dir}/{COHORT_FILE}"
     cohort_bytes = read_relative(
         cohort_dir, COHORT_FILE, LIMITS["benchmark-cohort"].max_bytes, what="cohort file"
@@ -106,6 +129,7 @@ def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = Non
     wu_digests: dict[str, str] = {}
     plan_digests: dict[str, str] = {}
     tasks = cohort.get("tasks")
+    hidden = _HiddenPlans(hidden_plans, _hidden_plan_ids(tasks))
     for index, task in enumerate(tasks if isinstance(tasks, list) else []):
         if not isinstance(task, dict):
             continue
@@ -127,7 +151,22 @@ def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = Non
         if changed:
             changes.append(Change(cohort_file, f"{here}/work_unit/digest", old, wu_digest))
         evaluator = task.get("evaluator")
-        if not isinstance(evaluator, dict) or evaluator.get("visibility") == "hidden":
+        if isinstance(evaluator, dict) and evaluator.get("visibility") == "hidden":
+            found = hidden.of(evaluator)
+            if found is not None:
+                name, plan = found
+                key = f"hidden:{name}"
+                plan_digest = plan_digests.get(key)
+                if plan_digest is None:
+                    plan_digest = plan_digests[key] = _seal_hidden_plan(
+                        hidden.folder, name, plan, wu_digest, salts, changes, writes
+                    )
+                changed, old = _set(task, ("evaluator", "plan_digest"), plan_digest)
+                if changed:
+                    pointer = f"{here}/evaluator/plan_digest"
+                    changes.append(Change(cohort_file, pointer, old, plan_digest))
+            continue
+        if not isinstance(evaluator, dict):
             continue
         plan_path = evaluator.get("plan_path")
         if not isinstance(plan_path, str):
@@ -170,12 +209,97 @@ def seal(cohort_dir: Path, *, root: Path, frozen: Mapping[str, str] | None = Non
         definition_digest=sealed_digest,
         changes=tuple(changes),
         writes=writes,
+        private=frozenset(path for path in writes if path.parent == hidden.folder)
+        if hidden_plans is not None
+        else frozenset(),
     )
 
 
-def frozen_definitions(
-    db: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
-) -> dict[str, str]:
+def _hidden_plan_ids(tasks: object) -> set[str]:
+    return {
+        task["evaluator"]["plan_id"]
+        for task in (tasks if isinstance(tasks, list) else [])
+        if isinstance(task, dict)
+        and isinstance(task.get("evaluator"), dict)
+        and task["evaluator"].get("visibility") == "hidden"
+        and isinstance(task["evaluator"].get("plan_id"), str)
+    }
+
+
+class _HiddenPlans:
+    """The plans in ``folder`` (None: not given) whose id a hidden task names, by id, read as
+    ``freeze --hidden-plans`` reads the folder (no symlink, each file bounded)."""
+
+    def __init__(self, folder: Path | None, wanted: set[str]) -> None:
+        self.folder = folder if folder is not None else Path()
+        self._by_id: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        if folder is None:
+            return
+        try:
+            names = sorted(name for name in os.listdir(folder) if name.endswith(".json"))
+        except OSError as exc:
+            raise UsageError(
+                "folder-unusable", f"hidden plans folder {folder} cannot be read: {exc.strerror}"
+            ) from None
+        if len(names) > MAX_HIDDEN_PLAN_FILES:
+            raise CommitError(
+                "too-many-files", f"{folder} holds more than {MAX_HIDDEN_PLAN_FILES} plan files"
+            )
+        limit = LIMITS["evaluator-plan"].max_bytes
+        for name in names:
+            what = f"hidden plan {folder}/{name}"
+            data = read_relative(folder, name, limit, what="hidden plan")
+            plan = _read_object(data, "plan", what)
+            plan_id = plan.get("id")
+            if isinstance(plan_id, str) and plan_id in wanted:
+                self._by_id.setdefault(plan_id, []).append((name, plan))
+
+    def of(self, evaluator: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """(file name, plan) of the hidden plan a task names: the one file with its plan id,
+        or, of several, the one whose digest is the task's ``plan_digest`` (else None: left
+        as written; lint says why)."""
+        plan_id = evaluator.get("plan_id")
+        candidates = self._by_id.get(plan_id, []) if isinstance(plan_id, str) else []
+        if len(candidates) == 1:
+            return candidates[0]
+        digest = evaluator.get("plan_digest")
+        matching = [c for c in candidates if _digest(c[1], c[0]) == digest]
+        return matching[0] if len(matching) == 1 else None
+
+
+def _seal_hidden_plan(
+    folder: Path,
+    name: str,
+    plan: dict[str, Any],
+    wu_digest: str,
+    salts: Callable[[], str] | None,
+    changes: list[Change],
+    writes: dict[Path, bytes],
+) -> str:
+    """Bind a hidden plan to its WorkUnit's digest and salt it when it has no salt; its digest."""
+    plan_file = f"{folder}/{name}"
+    changed, old = _set(plan, ("binding", "work_unit_digest"), wu_digest)
+    if changed:
+        changes.append(Change(plan_file, "/binding/work_unit_digest", old, wu_digest))
+    extensions = plan.get("extensions", {})
+    salted = plan_salt(extensions) is not None
+    # A plan that is not hidden, or whose extensions are no object (lint names both), is
+    # only digested.
+    if plan.get("visibility") == "hidden" and isinstance(extensions, dict) and not salted:
+        if salts is None:
+            raise UsageError("usage-error", f"{plan_file} needs a salt and none was given")
+        old = extensions.get(PLAN_SALT_EXTENSION)
+        extensions[PLAN_SALT_EXTENSION] = salts()
+        plan["extensions"] = extensions
+        shown = None if old is None else "(not a salt of 128 bits or more)"
+        changes.append(Change(plan_file, PLAN_SALT_POINTER, shown, NEW_SALT))
+        changed = True
+    if changed:
+        writes[folder / name] = pretty(plan)
+    return _digest(plan, plan_file)
+
+
+def frozen_definitions(db: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> dict[str, str]:
     """Frozen cohort id -> definition digest in the ledger ``db`` names (none when there is no
     file). Opened read-only: nothing is written, no lock taken."""
     if postgres_url(db) is None and not os.path.exists(db):

@@ -388,4 +388,9 @@ that start with `REPLACE` are yours to write. {root_note}
 
 Never edit a digest by hand: `ledger seal` writes them, `ledger digest FILE` shows one.
 Once frozen, a cohort's definition is fixed: a changed definition needs a new cohort id.
+
+A hidden plan (one candidates must not see): keep it outside this folder, set the plan's and
+the task's `visibility` to `hidden` and drop the task's `plan_path`; `ledger seal DIR
+--hidden-plans FOLDER` then binds it, gives it its secret salt and seals its digest; pass the
+same `--hidden-plans FOLDER` to `ledger lint` and `ledger freeze`. Keep that folder private.
 """

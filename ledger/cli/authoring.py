@@ -307,6 +307,13 @@ def new_task(
 def seal(
     cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
     root: RootOpt = Path("."),
+    hidden_plans: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder of the hidden plans the cohort's hidden tasks name (by plan id): sealed"
+            " too, and each unsalted one given a secret salt."
+        ),
+    ] = None,
     check: Annotated[
         bool, typer.Option("--check", help="Change nothing; exit 1 when anything is stale.")
     ] = False,
@@ -315,17 +322,22 @@ def seal(
     """Recompute and write every digest and binding of a cohort folder, in dependency order:
     WorkUnit digests, plan bindings and digests, task entries, the definition digest.
 
-    Shows what changed. Writes digests only, never a value that changes meaning. Refuses
-    (cohort-already-frozen) when the ledger (--db, if it exists) froze this cohort id with
-    another definition. Exit 0 when sealed, 1 with --check when anything is stale."""
+    Shows what changed. Writes digests only, never a value that changes meaning; with
+    --hidden-plans, also a 256-bit random salt into each hidden plan that has none (never
+    shown; the plan is written readable by its owner only). Refuses (cohort-already-frozen)
+    when the ledger (--db, if it exists) froze this cohort id with another definition. Exit 0
+    when sealed, 1 with --check when anything is stale."""
     from ledger.authoring.files import write_files
     from ledger.authoring.seal import frozen_definitions
     from ledger.authoring.seal import seal as run_seal
+    from ledger.settings import random_salt
 
     frozen = frozen_definitions(IO.db(), busy_timeout_ms=IO.busy_timeout_ms())
-    sealed = run_seal(cohort_dir, root=root, frozen=frozen)
+    sealed = run_seal(
+        cohort_dir, root=root, frozen=frozen, hidden_plans=hidden_plans, salts=random_salt
+    )
     if not check:
-        write_files(sealed.writes, on_written=note_files(cohort_dir))
+        write_files(sealed.writes, on_written=note_files(cohort_dir), private=sealed.private)
     # "written" is what happened: nothing is, with --check or when nothing was stale.
     _show_seal(sealed, as_json, written=not check and bool(sealed.writes))
     return EXIT_FAILED if check and sealed.stale else EXIT_OK
@@ -369,18 +381,24 @@ def lint(
 
 
 def freeze_dry_run(
-    db: str | Path, cohort_dir: Path, *, root: Path, hidden_plans: Path | None, as_json: bool
+    db: str | Path,
+    cohort_dir: Path,
+    *,
+    root: Path,
+    hidden_plans: Path | None,
+    reuse_exposed: dict[str, str],
+    as_json: bool,
 ) -> int:
     """``ledger freeze --dry-run``: lint plus the ledger-state checks; writes nothing."""
     from ledger.authoring.lint import dry_run
-    from ledger.operations.freeze import STATE_CHECKS
+    from ledger.operations.freeze import check_reuse_reasons, state_checks
 
     report = dry_run(
         db,
         cohort_dir,
         root=root,
         hidden_plans=hidden_plans,
-        state_checks=STATE_CHECKS,
+        state_checks=state_checks(check_reuse_reasons(reuse_exposed)),
         busy_timeout_ms=IO.busy_timeout_ms(),
     )
     return _show_report(report, as_json)
@@ -438,6 +456,14 @@ def bundle_pack(
     worker_id: Annotated[str, typer.Option(help="The worker's id.")] = "local-worker",
     summary: Annotated[str, typer.Option(help="The worker's one-line summary.")] = "",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out.")] = False,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="Pack an empty change (HEAD is BASE or has its tree): a no-op candidate on"
+            " purpose. Without it an empty change is refused (change-empty).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Write a reference-shaped result bundle for the change BASE..HEAD of a git repository:
@@ -445,8 +471,13 @@ def bundle_pack(
     digest and the WorkUnit binding. `ledger verify OUT` then judges it.
 
     Runs git only (fixed argv, no shell, no hooks, no system or global config, no external
-    diff or textconv), never the candidate's code. --base must be the WorkUnit's source
-    revision. Times come from LEDGER_TIME, else the clock."""
+    diff or textconv), never the candidate's code, and reads the repository as hostile: every
+    object of the change is hashed and the diff is made from those alone, then checked to turn
+    BASE into HEAD. --base must be the WorkUnit's source revision, which must be a full commit
+    id or a tag of the repository (never a branch: it moves); the commit it names is recorded.
+    Times come from LEDGER_TIME, else the clock. An empty change is refused, saying what to
+    commit when the work tree holds uncommitted changes (the change must be committed: HEAD
+    names a commit)."""
     from ledger.authoring.bundle_pack import pack
     from ledger.authoring.files import write_new_folder
 
@@ -473,6 +504,7 @@ def bundle_pack(
         attempt=attempt,
         worker_id=worker_id,
         summary=summary,
+        allow_empty=allow_empty,
     )
     write_new_folder(out, packed.files, force=force, on_written=note_files(out))
     if as_json:
@@ -485,6 +517,9 @@ def bundle_pack(
                 "patch_digest": packed.patch_digest,
                 "manifest_digest": packed.manifest_digest,
                 "files": sorted(packed.files),
+                "source_revision": None
+                if packed.source_revision is None
+                else {"name": packed.source_revision, "commit": packed.base},
             }
         )
     else:
@@ -492,6 +527,8 @@ def bundle_pack(
             f"wrote bundle {out}: {count(packed.files_changed, 'file')} changed"
             f" ({packed.base[:12]}..{packed.head[:12]})"
         )
+        if packed.source_revision not in (None, packed.base):
+            IO.say(f"source revision {packed.source_revision} is commit {packed.base}")
         IO.say(f"patch raw {packed.patch_digest}")
         IO.say(f"result-manifest.json canonical {packed.manifest_digest}")
     return EXIT_OK

@@ -74,6 +74,7 @@ def browse(
                 "metadata": result.metadata,
                 "public": result.public,
                 "tree_size": result.tree_size,
+                "root_hash": result.root_hash,
                 "rows": {
                     "cohorts": result.cohorts,
                     "tasks": result.tasks,
@@ -88,7 +89,8 @@ def browse(
         return EXIT_OK
     IO.say(
         f"wrote {result.out}: {result.verifications} verifications, {result.findings} findings,"
-        f" {result.tasks} tasks of {result.cohorts} cohorts (tree size {result.tree_size})"
+        f" {result.tasks} tasks of {result.cohorts} cohorts (tree size {result.tree_size},"
+        f" root {result.root_hash})"
         + (f"; {result.withheld} hidden plans and results withheld" if result.withheld else "")
     )
     IO.say(f"open it with: datasette -i {result.out} -m {result.metadata}")

@@ -4,7 +4,10 @@ Every command is a thin wrapper over a public function of the ``ledger`` package
 arguments, calls the library, and renders the result as text or (``--json``) one JSON document on
 stdout. Errors are rendered once, in ``_LedgerGroup``: one line ``ledger: <code>: <message>`` on
 stderr (or ``{"error": {"code", "message"}}`` on stdout with ``--json``) and the error's exit code.
-Exit codes: 0 ok / support / intact; 1 reject / violations found; 2 refused, nothing written.
+Exit codes: 0 ok / support / no violation; 1 reject / violations found; 2 refused, nothing
+written. No output says valid, holds, intact or PASSED beyond the trust the reader brought (a
+key, a kept checkpoint, a witness key, a TSA root): LEDGER.md section 6, "What the verdict
+claims".
 
 Human text is terminal-safe: every line goes through ``_visible``, so bytes a candidate or a
 stored document chose (a path with ``ESC [32m``, a bidi override) are shown as escapes and cannot
@@ -115,6 +118,17 @@ class _LedgerGroup(TyperGroup):
             except (OSError, ValueError):
                 pass  # stdout is not a file (in-process use): nothing is flushed to a pipe
             raise typer.Exit(EXIT_OK) from None
+        except (MemoryError, RecursionError) as exc:
+            # The machine ran out, not the input: no verdict may be made of that (a reject here
+            # would be a replay-mismatch on a bigger machine), so the readers and judges let it
+            # through and the command fails. Every write is one transaction: none was made.
+            _fail(
+                "resources-exhausted",
+                f"{type(exc).__name__}: the command ran out of memory or stack and stopped;"
+                " what it was writing was not written (run it again with more memory)",
+                EXIT_REFUSED,
+                as_json,
+            )
         except Exception as exc:
             # A bug, not a refusal: every write is one transaction, so nothing was written.
             if os.environ.get("LEDGER_DEBUG"):
@@ -188,6 +202,15 @@ app = typer.Typer(
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+SignersOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--signers",
+        help="Trusted writer keys (as `audit --signers` reads them): a signer not listed, or"
+        " whose signature does not verify, is shown NOT TRUSTED; without it every signer is"
+        " unverified.",
+    ),
+]
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Replace an existing --out file (default: refuse).")
 ]
@@ -362,12 +385,33 @@ def init(
     _note_init(_db(), settings)
     result = init_ledger(_db(), origin=origin, settings=settings, signer=_signer(settings))
     name = _db_name()
+    roles = result.roles
     if as_json:
-        _emit_json({"db": name, "created": result.created, "origin": result.origin})
-    elif result.created:
+        _emit_json(
+            {
+                "db": name,
+                "created": result.created,
+                "origin": result.origin,
+                "roles": None
+                if roles is None
+                else {
+                    "writer": roles.writer,
+                    "reader": roles.reader,
+                    "logins_sql": roles.login_statements(),
+                },
+            }
+        )
+        return EXIT_OK
+    if result.created:
         _say(f"created ledger {name} (origin {result.origin})")
     else:
         _say(f"ledger {name} already exists (origin {result.origin}); nothing changed")
+    if roles is not None:
+        _say(f"writer role {roles.writer}: calibrate, freeze, verify, burn, checkpoint")
+        _say(f"reader role {roles.reader}: audit, when, export, status, log")
+        _say("a team's logins (run by whoever made these roles, or a superuser; names are yours):")
+        for line in roles.login_statements():
+            _say(f"  {line}")
     return EXIT_OK
 
 
@@ -450,14 +494,18 @@ def log(
     as_jsonl: Annotated[
         bool, typer.Option("--jsonl", help="Print JSON Lines: one entry object per line.")
     ] = False,
+    signers: SignersOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """List the entries in seq order, streamed (constant memory, whatever the ledger's size).
 
     --kind, --since, --tail and --limit select, in that order; an unknown kind is refused
-    (bad-kind). --json prints one document {"entries": [...]}, written as it is read."""
+    (bad-kind). --json prints one document {"entries": [...]}, written as it is read.
+    A signed entry names its writer's key as NAME+KEYID, marked unverified unless --signers
+    lists the keys you trust (then: NOT TRUSTED unless listed and its signature verifies)."""
     if as_json and as_jsonl:
         raise UsageError("usage-error", "give --json or --jsonl, not both")
+    trusted = _trusted_signers(signers, as_json or as_jsonl)
     with _open_ledger(read_only=True) as ledger:
         entries = ledger.select_entries(
             kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
@@ -475,7 +523,7 @@ def log(
             for e in entries:
                 _say(
                     f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}"
-                    + _signed_by(e)
+                    + _signed_by(e, trusted)
                 )
     return EXIT_OK
 
@@ -484,14 +532,14 @@ def _entry_json(entry: Any) -> bytes:
     """One entry as ``log`` prints it: compact JSON, keys sorted, non-ASCII kept (the bytes of
     ``json.dumps(..., ensure_ascii=False, sort_keys=True, separators=(",", ":"))``, made by
     msgspec at about five times the speed; the body was decoded once already, as the Entry)."""
+    from verifiers.jsonread import SORT_SAFE_KEYS, sort_safe
+
     decoder, encoder = _log_codec()
+    body = decoder.decode(entry.body_bytes)
+    if entry.body_bytes.count(b":") > SORT_SAFE_KEYS:  # a large body (or a tampered one)
+        body = sort_safe(body)  # msgspec's sort must not see a large object unsorted
     line: bytes = encoder.encode(
-        {
-            "seq": entry.seq,
-            "kind": entry.kind,
-            "entry_hash": entry.entry_hash,
-            "body": decoder.decode(entry.body_bytes),
-        }
+        {"seq": entry.seq, "kind": entry.kind, "entry_hash": entry.entry_hash, "body": body}
     )
     return line
 
@@ -535,12 +583,49 @@ def _body(entry: Any) -> Any:
     return json.loads(entry.body_bytes)
 
 
-def _signed_by(entry: Any) -> str:
-    """`` (signed by NAME)`` for a format-2 entry (the key name its signature names; whether
-    the signature verifies is the audit's to say), else nothing: unsigned lines are unchanged."""
-    signature = getattr(entry.body, "signature", None)
+def _signed_by(entry: Any, trusted: Any) -> str:
+    """`` (signed by NAME+KEYID, ...)`` for a format-2 entry, else nothing (with ``--signers``:
+    `` (unsigned)``). A name alone reads the same for any key that takes it: the key ID is
+    shown, and the signer is marked unverified unless the reader's trusted list is given."""
+    mark = _signer_mark(entry, trusted)
+    if mark is None:
+        return "  (unsigned)" if trusted is not None else ""
+    label, problem = mark
+    return f"  (signed by {label}{', ' + problem if problem else ''})"
+
+
+def _signer_mark(entry: Any, trusted: Any) -> tuple[str, str | None] | None:
+    """(``NAME+KEYID``, what the reader must be told about it or None) of a signed entry;
+    None for an unsigned one. Without ``trusted``: ``unverified``; with it, None when the key
+    is listed and the signature verifies, else ``NOT TRUSTED: why``."""
+    from ledger.format.entries import signer_label
+
+    signature: Any = getattr(entry.body, "signature", None)
     key = getattr(signature, "key", None)
-    return f"  (signed by {key.split('+', 1)[0]})" if isinstance(key, str) else ""
+    if not isinstance(key, str):
+        return None
+    if trusted is None:
+        return signer_label(key), "unverified"
+    from ledger.format.signing import signer_problem
+
+    problem = signer_problem(entry.body_bytes, signature, trusted)
+    return signer_label(key), None if problem is None else f"NOT TRUSTED: {problem}"
+
+
+def _trusted_signers(path: Path | None, as_json: bool) -> Any:
+    """The reader's trusted-signers file (``--signers``), or None. Refused with ``--json``:
+    the JSON forms carry each whole key and claim nothing, so nothing would be checked."""
+    if path is None:
+        return None
+    if as_json:
+        raise UsageError(
+            "usage-error",
+            "--signers marks the signers of the text output; the JSON forms print each whole"
+            " key (check them with `ledger audit --signers FILE`)",
+        )
+    from ledger.api import load_trusted_signers
+
+    return load_trusted_signers(path)
 
 
 def _summary(entry: Any) -> str:
@@ -584,15 +669,18 @@ def show(
             " of at least 8 hex digits (blake3:1a2b3c4d, as `ledger log` prints it)."
         ),
     ],
+    signers: SignersOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Show one entry or one stored object, readably: a verification with its cohort, task,
     attempt, outcome and every finding; --json gives the entry (and a verification's decoded
-    result) or the object."""
+    result) or the object. A signed entry's writer is NAME+KEYID, marked unverified unless
+    --signers lists the keys you trust."""
     from ledger.store.lookup import find_ref, verification_result
     from ledger.store.sqlite import StoredObject
 
-    with _open_ledger(read_only=True) as ledger:
+    trusted = _trusted_signers(signers, as_json)
+    with _open_ledger(read_only=True) as ledger, ledger.snapshot():
         found = find_ref(ledger, ref)
         if isinstance(found, StoredObject):
             return _show_object(found, as_json)
@@ -613,9 +701,15 @@ def show(
             return EXIT_OK
         _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
         _say(f"time {entry.body.time}")
-        key = getattr(getattr(entry.body, "signature", None), "key", None)
-        if isinstance(key, str):  # format 2; `ledger audit` checks that the signature verifies
-            _say(f"signer {key}")
+        mark = _signer_mark(entry, trusted)
+        if mark is not None:  # format 2
+            label, problem = mark
+            if problem == "unverified":
+                problem = "unverified: --signers FILE checks it against the keys you trust"
+            _say(f"signer {label}" + (f" ({problem})" if problem else " (a trusted signer)"))
+            _say(f"signer key {getattr(entry.body.signature, 'key', '')}")
+        elif trusted is not None:
+            _say("signer none (unsigned)")
         lines = _entry_lines(entry, result)
         if lines is None:  # a kind without a readable form, or a payload not of its shape
             text = json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2)
@@ -655,7 +749,10 @@ def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
             for o in p["observations"]:
                 size = "-" if o.get("size") is None else f"{o['size']} bytes"
                 digest = o.get("sha256") or "-"
-                lines.append(f"  {o['role']:<8} {o['locator']}  {o['status']}  {size}  {digest}")
+                under = f"{o['candidate_root']}/" if o.get("candidate_root") else ""
+                lines.append(
+                    f"  {o['role']:<8} {under}{o['locator']}  {o['status']}  {size}  {digest}"
+                )
             return lines
         if entry.kind == "calibration.recorded":
             adapters = ", ".join(
@@ -828,6 +925,15 @@ def freeze(
         Path | None,
         typer.Option(help="Folder of hidden EvaluatorPlans, matched to tasks by plan_digest."),
     ] = None,
+    reuse_exposed: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--reuse-exposed",
+            help="TASK=REASON: the held-out TASK deliberately reuses the content of an exposed"
+            " task, for REASON (recorded in the entry; repeatable).",
+            metavar="TASK=REASON",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Every error freeze would stop at; write nothing.")
     ] = False,
@@ -838,13 +944,21 @@ def freeze(
     Everything is checked before anything is written; then one transaction stores every document
     and appends cohort.frozen. Re-freezing the identical cohort is a no-op; the same id with
     another definition is refused (cohort-already-frozen). A cohort.json whose stage is already
-    burned is recorded frozen and then burned, with the reason from its extensions.
+    burned is recorded frozen and then burned, with the reason from its extensions. A held-out
+    task whose WorkUnit (its digest, id or content) was exposed is refused (workunit-exposed);
+    --reuse-exposed records a deliberate reuse of an exposed task's content instead.
     """
     from ledger.operations.freeze import freeze as run_freeze
 
+    reuse = _reuse_exposed(reuse_exposed or [])
     if dry_run:  # lint + the ledger-state checks, read-only (ledger/cli/authoring.py)
         return authoring.freeze_dry_run(
-            _db(), cohort_dir, root=root, hidden_plans=hidden_plans, as_json=as_json
+            _db(),
+            cohort_dir,
+            root=root,
+            hidden_plans=hidden_plans,
+            reuse_exposed=reuse,
+            as_json=as_json,
         )
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
     try:
@@ -854,6 +968,7 @@ def freeze(
                 cohort_dir,
                 root=root,
                 hidden_plans=hidden_plans,
+                reuse_exposed=reuse,
                 progress=bar.update if bar is not None else None,
             )
     finally:
@@ -865,6 +980,19 @@ def freeze(
         _say(result.message)
         _say(f"definition digest {result.definition_digest}")
     return EXIT_OK
+
+
+def _reuse_exposed(values: list[str]) -> dict[str, str]:
+    """``--reuse-exposed TASK=REASON`` values: task id -> reason (a task named once)."""
+    reuse: dict[str, str] = {}
+    for value in values:
+        task_id, sep, reason = value.partition("=")
+        if not sep or not task_id:
+            raise UsageError("usage-error", f"--reuse-exposed {value!r}: give TASK=REASON")
+        if task_id in reuse:
+            raise UsageError("usage-error", f"--reuse-exposed names task {task_id} twice")
+        reuse[task_id] = reason
+    return reuse
 
 
 def msgspec_builtins(value: Any) -> Any:
@@ -1139,14 +1267,47 @@ def burn(
         list[str] | None,
         typer.Option("--observed-task", help="A task whose solution was seen (repeatable)."),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Show exactly what would be recorded; write nothing."),
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Burn without asking (what scripts and CI pass: without a terminal to ask at,"
+            " burn refuses unless given it).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Append a burn notice: the cohort accepts no more verification, its digest stays, and the
-    observed tasks' WorkUnits can never again be frozen as held_out."""
-    from ledger.operations.burn import burn as run_burn
+    observed tasks' WorkUnits can never again be frozen as held_out. It cannot be undone.
 
+    --dry-run shows what would be recorded (the cohort, its tasks, the observed tasks and the
+    WorkUnits they expose) and writes nothing. At a terminal burn shows the same and asks you to
+    type the cohort id; elsewhere (a script, CI) it refuses (burn-not-confirmed) unless --yes.
+    """
+    from ledger.operations.burn import burn as run_burn
+    from ledger.operations.burn import plan_burn
+
+    observed = observed_task or ()
+    if dry_run or not yes:
+        # The same checks as the burn (an unknown cohort or task, with near matches), first.
+        with _open_ledger(read_only=True) as ledger:
+            plan = plan_burn(ledger, cohort, reason=reason, observed_tasks=observed)
+        if dry_run:
+            if as_json:
+                _emit_json({"dry_run": True, **msgspec_builtins(plan)})
+            else:
+                for line in _burn_plan_lines(plan):
+                    _say(line)
+                _say("dry run: nothing was written (without --dry-run, burn records this)")
+            return EXIT_OK
+        _confirm_burn(plan)
     with _open_ledger(read_only=False) as ledger:
-        result = run_burn(ledger, cohort, reason=reason, observed_tasks=observed_task or ())
+        result = run_burn(ledger, cohort, reason=reason, observed_tasks=observed)
     if as_json:
         _emit_json(msgspec_builtins(result))
     else:
@@ -1154,6 +1315,55 @@ def burn(
         for task_id in result.observed_tasks:
             _say(f"  observed (exposed forever): {task_id}")
     return EXIT_OK
+
+
+def _burn_plan_lines(plan: Any) -> list[str]:
+    """What a burn would record, for a person (``--dry-run``, and before the confirmation)."""
+    lines = [
+        f"burn would append cohort.burned for cohort {plan.cohort} (frozen at seq"
+        f" {plan.frozen_entry}, definition {plan.definition_digest}): it then accepts no"
+        " verification, for ever",
+        f"  reason: {plan.reason}",
+        f"  {count(len(plan.tasks), 'task')}:",
+    ]
+    for t in plan.tasks:
+        if t.observed:
+            state = (
+                "observed: its WorkUnit becomes exposed (never again held_out)"
+                if t.exposed_at is None
+                else f"observed (its WorkUnit already exposed at seq {t.exposed_at})"
+            )
+        else:
+            state = "not observed"
+        lines.append(
+            f"    {t.task} ({t.split}): WorkUnit {t.work_unit_id} v{t.work_unit_version}"
+            f" {t.work_unit_digest}: {state}"
+        )
+    if not plan.observed_tasks:
+        lines.append("  no observed task (--observed-task ID): no WorkUnit becomes exposed")
+    lines.append(f"  burn notice {plan.payload['notice']['object']}")
+    return lines
+
+
+def _confirm_burn(plan: Any) -> None:
+    """A person at a terminal types the cohort id; anything else, or no terminal, refuses."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError(
+            "burn-not-confirmed",
+            f"burn cannot be undone and there is no terminal to confirm it at: pass --yes to"
+            f" burn {plan.cohort} from a script or CI (--dry-run shows what it records);"
+            " nothing was written",
+        )
+    for line in _burn_plan_lines(plan):
+        _note(line)
+    sys.stderr.write(_visible(f"Type the cohort id ({plan.cohort}) to burn it: "))
+    sys.stderr.flush()
+    typed = sys.stdin.readline(4096).strip()
+    if typed != plan.cohort:
+        raise UsageError(
+            "burn-not-confirmed",
+            f"you typed {typed!r}, not the cohort id {plan.cohort!r}: nothing was burned",
+        )
 
 
 @app.command()
@@ -1275,8 +1485,9 @@ def audit(
     replay every verification from the stored bytes, and check the ledger extends each given
     checkpoint.
 
-    Exit 0 when intact, 1 on any violation (each listed with seq, kind and code), 2 when refused.
-    Without an outside checkpoint a full rewrite of the file cannot be detected: keep one.
+    Exit 0 when there is no violation, 1 on any (each listed with seq, kind and code), 2 when
+    refused. Only against a kept --checkpoint is the ledger called intact; without one it is
+    consistent, not anchored: a full rewrite of the file cannot be detected, so keep one.
     From 20,000 entries on two CPUs a second process checks the rows; LEDGER_AUDIT_PARALLEL=off
     (or on) decides instead; the report is the same.
     """
@@ -1340,6 +1551,7 @@ def _audit_json(report: Any, replayed: int) -> dict[str, Any]:
         ],
         "tree_size": report.tree_size,
         "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
+        "anchored_size": report.anchored_size,
         "checks": report.checks,
         "violation_count": report.violation_count,
         "first_bad_seq": report.first_bad_seq,
@@ -1358,10 +1570,11 @@ def _say_audit(report: Any, replayed: int) -> None:
     if report.ok:
         extra = f", replayed {count(replayed, 'verification')}" if replayed else ""
         skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
+        head = "intact" if report.anchored else "consistent (not anchored)"
         _say(
-            f"intact{skips}: {count(report.entries, 'entry', 'entries')},"
+            f"{head}{skips}: {count(report.entries, 'entry', 'entries')},"
             f" {count(report.objects, 'object')}{extra};"
-            f" checked {', '.join(report.checks)}"
+            f" checked {', '.join(report.checks)}; {_anchoring(report)}"
         )
     else:
         # A violation of the file as a whole (a checkpoint, the tree) has no seq: none is named.
@@ -1370,6 +1583,34 @@ def _say_audit(report: Any, replayed: int) -> None:
             f"VIOLATIONS: {report.violation_count}{first}"
             f" in {count(report.entries, 'entry', 'entries')}"
         )
+
+
+def _anchoring(report: Any) -> str:
+    """What the verdict rests on (LEDGER.md section 6, "What the verdict claims"): a kept
+    checkpoint, or nothing the reader brought."""
+    if not report.anchored:
+        return (
+            "no --checkpoint was given, so a rewrite of the whole file would read the same"
+            " (keep one: `ledger checkpoint --out FILE`)"
+        )
+    after = report.entries - report.anchored_size
+    return (
+        f"anchored by the kept checkpoint of {count(report.anchored_size, 'entry', 'entries')}"
+        + (
+            f" ({count(after, 'entry', 'entries')} after it: consistent, not anchored)"
+            if after
+            else ""
+        )
+    )
+
+
+def _verdict_words(report: Any) -> str:
+    """An audit's verdict in a few words, no claim beyond the reader's trust."""
+    if not report.ok:
+        return f"{count(report.violation_count, 'violation')} found"
+    if report.anchored:
+        return f"intact, {_anchoring(report)}"
+    return "consistent, not anchored (no --checkpoint)"
 
 
 def _read_text_file(path: Path, limit: int, what: str) -> str:
@@ -1412,7 +1653,7 @@ def keygen(
     for target in (secret_path, public_path):
         check_output(target, force=force)
     signer, verifier = generate_key(name)
-    write_output(secret_path, (signer + "\n").encode("utf-8"), force=force, mode=0o600)
+    write_output(secret_path, (signer + "\n").encode("utf-8"), force=force, private=True)
     write_output(public_path, (verifier + "\n").encode("utf-8"), force=force)
     if as_json:
         _emit_json(
@@ -1594,12 +1835,13 @@ def prove(
     as_json: JsonOpt = False,
 ) -> int:
     """Inclusion proof of one entry, or consistency proof from an old checkpoint (RFC 9162)."""
-    from ledger.transparency.notes import format_checkpoint, format_tlog_proof
+    from ledger.transparency.notes import checkpoint_of_note, format_checkpoint, format_tlog_proof
     from ledger.transparency.proofs import check_origin, prove_consistency, prove_inclusion
 
     if (seq is None) == (consistency is None):
         raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
-    with _open_ledger(read_only=True) as ledger:
+    # One snapshot: the proof, its leaf and the checkpoint it names are of one tree.
+    with _open_ledger(read_only=True) as ledger, ledger.snapshot():
         if consistency is not None:
             _say_consistency(
                 prove_consistency(ledger, _load_checkpoint(consistency, None)), as_json
@@ -1608,13 +1850,14 @@ def prove(
         size = None
         kept_note: str | None = None
         if checkpoint is not None:
-            old = _load_checkpoint(checkpoint, None)
+            # Read once: the note carried is the note checked (the file may change meanwhile).
+            kept_note = _read_text_file(checkpoint, 256 * 1024, "checkpoint")
+            old = checkpoint_of_note(kept_note)
             check_origin(ledger, old)
             prove_consistency(ledger, old)  # refuses a checkpoint this ledger does not extend
             size = old.size
             # The tree at old.size has exactly that root: carry the note verbatim, so its
             # signatures travel with the proof (a tlog-proof is checked against a key).
-            kept_note = _read_text_file(checkpoint, 256 * 1024, "checkpoint")
         inclusion = prove_inclusion(ledger, seq if seq is not None else 0, size=size)
         note = kept_note or format_checkpoint(_checkpoint_of(ledger, inclusion.tree_size))
     if tlog and as_json:
@@ -1691,23 +1934,60 @@ def report(
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing --html file.")
     ] = False,
+    checkpoint: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--checkpoint",
+            help="A checkpoint kept outside the ledger: the audit checks the ledger extends it,"
+            " and only then says intact (repeatable).",
+        ),
+    ] = None,
+    key: Annotated[
+        Path | None,
+        typer.Option(help="Verifier key file: every --checkpoint must carry its valid signature."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
     """One static, self-contained HTML page: the audit verdict, the checkpoint, per cohort the
-    tasks, outcomes (charts), every verdict's plan, bundle and entry, and why each reject."""
+    tasks, outcomes (charts), every verdict's plan, bundle and entry, and why each reject.
+    The audit and the page read one snapshot; the page names the tree's size and root."""
     from ledger.api import report_html
 
+    if key is not None and not checkpoint:
+        raise UsageError(
+            "key-without-checkpoint",
+            "--key checks the signature of each --checkpoint FILE: give at least one",
+        )
     check_output(html, force=force)  # before the audit runs
+    checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
     settings = _settings()
     with _open_ledger(read_only=True, settings=settings) as ledger:
         page, audited = report_html(
-            ledger, public=public, cohort=cohort, parallel=settings.parallel
+            ledger,
+            public=public,
+            cohort=cohort,
+            parallel=settings.parallel,
+            checkpoints=checkpoints,
         )
-    write_output(html, page.encode("utf-8"), force=force)
+    write_output(html, page.encode("utf-8"), force=force, private=not public)
+    root = base64.b64encode(audited.root_hash).decode("ascii")
     if as_json:
-        _emit_json({"out": str(html), "audit_ok": audited.ok, "public": public})
+        _emit_json(
+            {
+                "out": str(html),
+                "audit_ok": audited.ok,
+                "verdict": audited.verdict,
+                "anchored_size": audited.anchored_size,
+                "tree_size": audited.tree_size,
+                "root_hash": root,
+                "public": public,
+            }
+        )
     else:
-        _say(f"wrote {html} (audit: {'intact' if audited.ok else 'violations found'})")
+        _say(
+            f"wrote {html} (audit of the tree of {audited.tree_size} entries, root {root}:"
+            f" {_verdict_words(audited)})"
+        )
     return EXIT_OK
 
 
@@ -1720,36 +2000,156 @@ def check_attestation_command(
             "--key", help="Verifier key file; repeatable: each attestation must be signed by one."
         ),
     ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="A checkpoint you kept (`ledger checkpoint --out`): each attestation must prove"
+            " its entry in that tree.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> int:
-    """Check attestations with no ledger file: the inclusion proof and checkpoint, the
-    statement derived again from the proven entry, and (with --key) the signatures.
-    Exit 0 when every one holds, 1 at the first that does not."""
+    """Check attestations with no ledger file, against what you trust: the log's key (--key:
+    the envelope and the checkpoint are signed by it) or a checkpoint you kept (--checkpoint);
+    with neither, refused (an attestation's own checkpoint proves nothing). Then the inclusion
+    proof, the proven entry, its result and the statement derived again from them.
+    Exit 0 when every one holds, 1 at the first that does not, 2 when refused."""
     from ledger.interop.attest import (
         MAX_ATTESTATION_BYTES,
         check_attestation,
         read_attestation_lines,
+        require_trust,
     )
+    from ledger.transparency.check import MAX_CHECKPOINT_FILE_BYTES
 
     keys = [_read_text_file(k, 64 * 1024, "key").strip() for k in key or []]
+    kept = (
+        _read_text_file(checkpoint, MAX_CHECKPOINT_FILE_BYTES, "checkpoint")
+        if checkpoint is not None
+        else None
+    )
+    require_trust(keys, kept)  # before the file is read
     from ledger.operator_files import read_operator_file
 
     docs = read_attestation_lines(
         read_operator_file(file, MAX_ATTESTATION_BYTES, refuse_larger=False), source=str(file)
     )
-    checks = [check_attestation(doc, keys) for doc in docs]
+    checks = [check_attestation(doc, keys, checkpoint_note=kept) for doc in docs]
     if as_json:
         _emit_json({"valid": True, "attestations": [c.to_json() for c in checks]})
         return EXIT_OK
     for c in checks:
         tied = "" if c.subject_tied else " (result withheld: subject not tied)"
-        signed = f", signed by {', '.join(c.signed_by)}" if c.signed_by else ", not signed"
+        against = [f"signed by {', '.join(c.signed_by)}"] if c.signed_by else []
+        against += ["the tree of your kept checkpoint"] if c.kept_checkpoint else []
         _say(
             f"entry {c.entry}: {c.outcome} ({c.verification_result}) of "
             f"{c.subject['name']} sha256:{c.subject['digest']['sha256']}{tied}; "
-            f"included in the tree of size {c.tree_size}{signed}"
+            f"included in the tree of size {c.tree_size}; checked against {' and '.join(against)}"
         )
     return EXIT_OK
+@app.command("check-result")
+def check_result_command(
+    result: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RESULT", help="A VerificationResult (JSON) the reference project produced."
+        ),
+    ],
+    bundle: Annotated[
+        Path, typer.Option("--bundle", help="The result bundle the VerificationResult judged.")
+    ],
+    cohort: Annotated[
+        str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
+            " manifest cannot name one."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Judge the bundle again by the plan the ledger committed for it and say, field by field,
+    whether the reference's VerificationResult agrees, and why not where it does not.
+
+    Records nothing (the ledger is opened read-only). Exit 0 when the result agrees, 1 when a
+    compared field differs, 2 when refused. Fields that legitimately differ (times, the
+    reference's machine, prose) are listed as not compared, each with its reason (LEDGER.md
+    section 12)."""
+    from ledger.api import check_result
+    from ledger.operator_files import read_operator_file
+    from verifiers.contracts import LIMITS
+
+    data = read_operator_file(
+        result, LIMITS["verification-result"].max_bytes, what="VerificationResult"
+    )
+    with _open_ledger(read_only=True) as ledger:
+        checked = check_result(
+            ledger, data, bundle, cohort=cohort, task=task, source=f"VerificationResult {result}"
+        )
+    if as_json:
+        _emit_json(checked.to_json())
+        return checked.exit_code
+    _say_result_check(checked, bundle)
+    return checked.exit_code
+
+
+_TEXT_VALUE_CHARS = 160
+
+
+def _text_value(value: Any) -> str:
+    """A field's value in one line: compact JSON, cut short (--json has it whole)."""
+    from ledger.operations.check_result import ABSENT
+
+    if value is ABSENT:
+        return "absent"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    if len(text) > _TEXT_VALUE_CHARS:
+        return f"{text[:_TEXT_VALUE_CHARS]}... ({len(text)} characters; --json shows it whole)"
+    return text
+
+
+def _say_result_check(checked: Any, bundle: Path) -> None:
+    """The verdict, each field that differs with both values and why, then the fields not
+    compared, grouped by their reason."""
+    head = "AGREES" if checked.agrees else "DIFFERS"
+    _say(
+        f"{head}: the reference's VerificationResult {'agrees' if checked.agrees else 'does not'}"
+        f" {'with' if checked.agrees else 'agree with'} the committed plan's judgement of {bundle}"
+    )
+    _say(
+        f"  {checked.cohort} / {checked.task}: plan {checked.plan_id} {checked.plan_digest}"
+        f" ({checked.adapter} {checked.adapter_version}); the ledger: {checked.outcome},"
+        f" the reference: {checked.reference_outcome}"
+    )
+    if checked.burned_entry is not None:
+        _say(
+            f"  cohort {checked.cohort} was burned at seq {checked.burned_entry}; its committed"
+            " plan judges all the same (nothing is recorded)"
+        )
+    agreeing = [f for f in checked.fields if f.verdict == "agrees"]
+    differing = [f for f in checked.fields if f.verdict == "differs"]
+    for f in differing:
+        _say(
+            f"  differs {f.field}: the ledger {_text_value(f.ledger)}, the reference"
+            f" {_text_value(f.reference)}: {f.reason}"
+        )
+    _say(
+        f"  {count(len(agreeing), 'field')} agree"
+        f"{'s' if len(agreeing) == 1 else ''}, {len(differing)} differ"
+        f"{'s' if len(differing) == 1 else ''}"
+    )
+    reasons: dict[str, list[str]] = {}
+    for f in checked.fields:
+        if f.verdict == "not-compared":
+            reasons.setdefault(f.reason, []).append(f.field)
+    for reason, names in reasons.items():
+        _say(f"  not compared: {', '.join(names)}: {reason}")
+
+
 @app.command("check-proof")
 def check_proof(
     proof: Annotated[
@@ -1888,7 +2288,8 @@ def export(
             return EXIT_OK
         # Written whole or not at all: a refused or interrupted export leaves no partial file
         # that could pass for the whole ledger, and no temporary file.
-        with output_file(out, force=force) as handle:
+        # A full export holds hidden plans and results: private (a public one is not).
+        with output_file(out, force=force, private=not public) as handle:
             counts = run_export(ledger, handle, public=public, progress=progress)
     if as_json:
         _emit_json({"out": str(out), "public": public, **counts})

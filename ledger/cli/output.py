@@ -89,13 +89,15 @@ def _noted(path: Path) -> Callable[[], None]:
 
 
 @contextmanager
-def output_file(path: Path, *, force: bool) -> Iterator[TextIO]:
-    """A UTF-8 text handle whose bytes become ``path`` on a clean exit (never a partial file)."""
+def output_file(path: Path, *, force: bool, private: bool = False) -> Iterator[TextIO]:
+    """A UTF-8 text handle whose bytes become ``path`` on a clean exit (never a partial file);
+    ``private``: mode 0600, for content that may not be public (LEDGER.md section 11)."""
     import io
 
-    from ledger.store.files import atomic_output
+    from ledger.store.files import PRIVATE_MODE, atomic_output
 
-    with atomic_output(path, replace=force, on_written=_noted(path)) as raw:
+    mode = PRIVATE_MODE if private else 0o666
+    with atomic_output(path, replace=force, mode=mode, on_written=_noted(path)) as raw:
         text = io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=False)
         try:
             yield text
@@ -107,8 +109,10 @@ def output_file(path: Path, *, force: bool) -> Iterator[TextIO]:
                 pass  # the write failed already; atomic_output removes the temporary file
 
 
-def write_output(path: Path, data: bytes, *, force: bool, mode: int = 0o666) -> None:
-    """``data`` as ``path``, whole or not at all; ``mode`` 0o600 for a secret."""
-    from ledger.store.files import write_atomic
+def write_output(path: Path, data: bytes, *, force: bool, private: bool = False) -> None:
+    """``data`` as ``path``, whole or not at all; ``private``: mode 0600, for a secret or
+    content that may not be public (LEDGER.md section 11, "Output files")."""
+    from ledger.store.files import PRIVATE_MODE, write_atomic
 
+    mode = PRIVATE_MODE if private else 0o666
     write_atomic(path, data, replace=force, mode=mode, on_written=_noted(path))

@@ -123,7 +123,10 @@ def _times(anchor: "Anchor") -> str:
 
 def statement_lines(statement: "WhenStatement") -> list[str]:
     """The text a reader can quote: the freeze, its anchor, each verification, the verdict."""
-    lines: list[str] = []
+    lines: list[str] = [
+        f"ledger {statement.origin}: tree of {statement.tree_size} entries, root"
+        f" {statement.root_hash}"
+    ]
     for freeze in statement.freezes:
         lines.append(
             f"task {statement.task}: plan fixed by entry {freeze.entry} (cohort {freeze.cohort})"

@@ -19,8 +19,10 @@ Rules (LEDGER.md "Freezing a cohort"):
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -49,6 +51,21 @@ from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
 
 COHORT_FILE: Final = "cohort.json"
 MAX_HIDDEN_PLAN_FILES: Final = 10_000
+
+# A hidden plan's secret salt (LEDGER.md section 8, "Hidden plans"): 128 to 512 bits as lowercase
+# hex, in an extension the verifiers never read, so plans 0.1-0.4 keep their meaning and the
+# reference's own plans still decode. With it, the plan's digest (public) hides the plan's
+# short required strings: without it they were recovered from the digest by trying them.
+PLAN_SALT_EXTENSION: Final = "org.evidence-ledger.plan-salt"
+PLAN_SALT_POINTER: Final = f"/extensions/{PLAN_SALT_EXTENSION}"
+_PLAN_SALT: Final = re.compile(r"[0-9a-f]{32,128}")
+
+
+def plan_salt(extensions: object) -> str | None:
+    """The salt a plan's ``extensions`` carry, when it is one (else None)."""
+    salt = extensions.get(PLAN_SALT_EXTENSION) if isinstance(extensions, dict) else None
+    return salt if isinstance(salt, str) and _PLAN_SALT.fullmatch(salt) else None
+
 
 # The backend word a cohort task states for each plan version. Plan 0.1 is the reference's
 # ``json_exact`` (LEDGER.md section 10, ``verifiers.runner``); ``exact_json``, the word this code
@@ -425,6 +442,7 @@ def _load_task(
         return None
     plan, plan_raw, plan_doc, plan_file = found
     _check_plan_matches_task(task, plan, plan_doc, checks, at)
+    _check_hidden_plan_salt(task, plan, plan_file, checks)
     version = _check_plan_backend(task, plan, plan_file, checks, at)
     if version is None:
         return None
@@ -588,6 +606,26 @@ def _check_plan_matches_task(
         )
 
 
+def _check_hidden_plan_salt(
+    task: CohortTask, plan: EvaluatorPlan, plan_file: str, checks: _Checks
+) -> None:
+    """A hidden plan carries its secret salt: its digest is public (in the cohort and every
+    entry), so without one the plan's required strings can be tried against it."""
+    if plan.visibility == "hidden" and plan_salt(plan.extensions) is None:
+        checks.fail(
+            CommitError(
+                "hidden-plan-unsalted",
+                f"task {task.id}: hidden plan {plan.id} has no salt: its public digest would"
+                " give its required strings away to whoever tries them",
+            ),
+            file=plan_file,
+            pointer=PLAN_SALT_POINTER,
+            expected="32 to 128 lowercase hex digits from a random source, kept secret",
+            fix="run `ledger seal DIR --hidden-plans FOLDER`: it adds a 256-bit salt and"
+            " reseals the plan's digest",
+        )
+
+
 def _check_plan_backend(
     task: CohortTask, plan: EvaluatorPlan, plan_file: str, checks: _Checks, at: _Where
 ) -> str | None:
@@ -625,16 +663,19 @@ def _check_plan_backend(
 def _check_evidence_collecting(
     task: CohortTask, root: Path, evidence: _EvidenceSeen, checks: _Checks, at: _Where
 ) -> None:
-    try:
-        _check_evidence(task, root, evidence)
-    except CommitError as exc:
-        checks.fail(
-            exc,
-            file=at.file,
-            pointer=f"{at.task}/evidence",
-            expected="every evidence file present, with the digest and id the cohort states",
-            fix="correct the evidence entry, or set it back to pending with no attempts",
-        )
+    """Each evidence file in turn: ``freeze`` stops at the first that fails, ``lint`` names
+    every one (an attempt's two files and the negative case's are separate fields)."""
+    for pointer, check in _evidence_checks(task, root, evidence, at.task):
+        try:
+            check()
+        except CommitError as exc:
+            checks.fail(
+                exc,
+                file=at.file,
+                pointer=pointer,
+                expected="an evidence file present, with the digest and id the cohort states",
+                fix="correct the evidence entry, or set it back to pending with no attempts",
+            )
 
 
 # Evidence a verified negative case names may be a VerificationResult or another JSON document.
@@ -657,18 +698,36 @@ class _DocumentsSeen:
 _EvidenceSeen = dict[tuple[str, int, int], tuple[str, object]]
 
 
-def _check_evidence(task: CohortTask, root: Path, seen: _EvidenceSeen) -> None:
-    """Every evidence file the task names exists and is what the cohort says (reference:
-    ``tools/benchmark_cohort.py`` refuses a cohort whose evidence files are absent or drifted)."""
+def _evidence_checks(
+    task: CohortTask, root: Path, seen: _EvidenceSeen, here: str
+) -> Iterator[tuple[str, Callable[[], None]]]:
+    """(JSON pointer of the field, its check) for every evidence file the task names: each must
+    exist and be what the cohort says (reference: ``tools/benchmark_cohort.py`` refuses a cohort
+    whose evidence files are absent or drifted)."""
     where = f"task {task.id}"
-    for attempt in task.evidence.attempts:
+    for index, attempt in enumerate(task.evidence.attempts):
         label = f"{where}: attempt {attempt.attempt_id}"
-        for ref, what, kind in (
-            (attempt.result_manifest, "ResultManifest", "result-manifest"),
-            (attempt.verification_result, "VerificationResult", "verification-result"),
+        for ref, what, kind, field_name in (
+            (attempt.result_manifest, "ResultManifest", "result-manifest", "result_manifest"),
+            (
+                attempt.verification_result,
+                "VerificationResult",
+                "verification-result",
+                "verification_result",
+            ),
         ):
-            _check_evidence_file(
-                root, ref.path, ref.digest, ref.id, LIMITS[kind], seen, what=f"{label}: {what}"
+            yield (
+                f"{here}/evidence/attempts/{index}/{field_name}",
+                functools.partial(
+                    _check_evidence_file,
+                    root,
+                    ref.path,
+                    ref.digest,
+                    ref.id,
+                    LIMITS[kind],
+                    seen,
+                    what=f"{label}: {what}",
+                ),
             )
     negative = task.negative_case
     if (
@@ -676,14 +735,18 @@ def _check_evidence(task: CohortTask, root: Path, seen: _EvidenceSeen) -> None:
         and isinstance(negative.evidence_path, str)
         and isinstance(negative.evidence_digest, str)
     ):
-        _check_evidence_file(
-            root,
-            negative.evidence_path,
-            negative.evidence_digest,
-            None,
-            _NEGATIVE_EVIDENCE_LIMIT,
-            seen,
-            what=f"{where}: negative-case evidence",
+        yield (
+            f"{here}/negative_case",
+            functools.partial(
+                _check_evidence_file,
+                root,
+                negative.evidence_path,
+                negative.evidence_digest,
+                None,
+                _NEGATIVE_EVIDENCE_LIMIT,
+                seen,
+                what=f"{where}: negative-case evidence",
+            ),
         )
 
 

@@ -21,7 +21,7 @@ import base64
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -142,6 +142,16 @@ def signed_message(key: str, unsigned_body: bytes) -> bytes:
     newline (so the signature also binds the key it names), then the canonical JSON of the body
     without its ``signature`` field (``format`` 2 inside it)."""
     return SIGNATURE_DOMAIN + key.encode("utf-8") + b"\n" + unsigned_body
+
+
+def signer_label(key: str) -> str:
+    """How a reader is shown the writer key a format-2 body names: ``<name>+<key ID>`` as the
+    key string writes them (nothing verified here). The name alone is the same for any key
+    given that name; the key ID (32 bits of the key's hash) tells two such keys apart, and only
+    a trusted-signers list (``ledger.format.signing.signer_problem``) says whose key it is."""
+    name, _, rest = key.partition("+")
+    key_id = rest.partition("+")[0]
+    return f"{name}+{key_id}" if key_id else name
 
 
 def _canonical(body: Mapping[str, Any]) -> bytes:
@@ -280,6 +290,39 @@ def format_time(moment: datetime) -> str:
 def system_clock() -> str:
     """The wall clock. A fixed time (``LEDGER_TIME``) is a setting: ``ledger.settings``."""
     return format_time(datetime.now(UTC))
+
+
+# How far an entry's time may be past the time of an anchor that covers it (a witness's
+# cosignature, a timestamp's genTime) before the two contradict each other: clocks differ.
+ANCHOR_TIME_TOLERANCE_S: Final = 300
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def posix_seconds(text: str) -> int | None:
+    """The POSIX seconds of a time of the grammar (``valid_time``); None for any other text."""
+    if not valid_time(text):
+        return None
+    moment = datetime(
+        int(text[0:4]), int(text[5:7]), int(text[8:10]),
+        int(text[11:13]), int(text[14:16]), int(text[17:19]), tzinfo=UTC,
+    )  # fmt: skip
+    return (moment - _EPOCH) // timedelta(seconds=1)
+
+
+def format_posix(seconds: int) -> str:
+    """POSIX seconds as a time of the grammar, or ``@seconds`` beyond what a date can say."""
+    try:
+        return format_time(_EPOCH + timedelta(seconds=seconds))
+    except (OverflowError, ValueError):
+        return f"@{seconds}"
+
+
+def after_anchor(entry_time: str, anchor_seconds: int) -> bool:
+    """The entry says it was written later than an anchor that covers it says the entry
+    existed, by more than ``ANCHOR_TIME_TOLERANCE_S``: one of the two clocks is wrong (LEDGER.md
+    section 7, "Times and anchors"). A time outside the grammar is the audit's ``time-invalid``."""
+    seconds = posix_seconds(entry_time)
+    return seconds is not None and seconds > anchor_seconds + ANCHOR_TIME_TOLERANCE_S
 
 
 def later_time(clock_time: str, head_time: str | None) -> str:

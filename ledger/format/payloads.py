@@ -45,6 +45,18 @@ class FrozenPlan(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True
     object: Address
 
 
+MAX_REUSE_REASON: Final = 4096
+
+
+class ExposureReuse(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A held-out task that deliberately reuses an exposed task's content (LEDGER.md section 5,
+    rule 5): the WorkUnit whose exposure first showed that content, that entry, and why."""
+
+    work_unit_id: str
+    exposed_by: Seq
+    reason: Annotated[str, Meta(min_length=1, max_length=MAX_REUSE_REASON)]
+
+
 class FrozenTask(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
     task: str
     split: Literal["pilot", "train", "development", "held_out"]
@@ -52,6 +64,9 @@ class FrozenTask(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True
     plan: FrozenPlan
     adapter: str
     adapter_version: str
+    # Only on a task frozen with ``freeze --reuse-exposed`` (omitted otherwise, so every entry
+    # written before reads byte for byte as it was).
+    reuses: ExposureReuse | msgspec.UnsetType = msgspec.UNSET
 
 
 class CohortFrozen(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -79,6 +94,9 @@ class Observation(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     size: int | None
     sha256: Digest | None
     object: Address | None
+    # Present only for a file whose locator was walked below the bundle's candidate-root/ (the
+    # reference's exact-JSON layout); absent, the locator is of the bundle folder itself.
+    candidate_root: Literal["candidate-root"] | msgspec.UnsetType = msgspec.UNSET
 
 
 class BundleObserved(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):

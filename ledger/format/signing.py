@@ -119,6 +119,17 @@ def signature_problem(body: bytes, signature: EntrySignature) -> str | None:
     return None
 
 
+def signer_problem(
+    body: bytes, signature: EntrySignature, trusted: "TrustedSigners"
+) -> str | None:
+    """Why the signer of a format-2 body is not one the reader trusts (``log`` and ``show``
+    with ``--signers``): its key is not in ``trusted``, or its signature does not verify;
+    ``None`` when it is listed and verifies."""
+    if signature.key not in trusted.keys:
+        return "not a key of the trusted signers"
+    return signature_problem(body, signature)
+
+
 @dataclass(frozen=True, slots=True)
 class TrustedSigners:
     """A trusted-signers file: the writer keys a reader trusts, and from which seq on every

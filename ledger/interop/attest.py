@@ -36,11 +36,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ledger.errors import LedgerError, UsageError
-from ledger.format.entries import Entry, decode_body
+from ledger.format.entries import decode_body
+from ledger.format.payloads import VerificationRecorded
 from ledger.store.base import Store as Ledger
 from ledger.transparency import merkle
 from ledger.transparency.export import hidden_task_objects
 from ledger.transparency.notes import (
+    Checkpoint,
     CheckpointError,
     checkpoint_of_note,
     format_checkpoint,
@@ -50,6 +52,11 @@ from ledger.transparency.notes import (
     sign_checkpoint,
 )
 from ledger.transparency.proofs import b64, checkpoint, prove_inclusion
+from verifiers.contracts.verification_result import (
+    RECOMMENDATION_OUTCOMES,
+    VerificationResult,
+    decode_verification_result,
+)
 from verifiers.jsonread import read_json
 
 MEDIA_TYPE: Final = "application/vnd.evidence-ledger.attestation.v1+json"
@@ -118,19 +125,18 @@ def _hex(digest: str) -> str:
     return digest.split(":", 1)[1]
 
 
-def _statement(origin: str, entry: Entry, result: dict[str, Any]) -> dict[str, Any]:
-    """The Statement for a verification entry and its VerificationResult: every field derived
-    from the two, so the checker can derive it again."""
-    payload = entry.body.payload
-    patch = next(
-        (e for e in result.get("evidence", []) if e.get("id") in SUBJECT_EVIDENCE),
-        None,
-    )
+def _statement(
+    origin: str, time: str, payload: VerificationRecorded, result: dict[str, Any]
+) -> dict[str, Any]:
+    """The Statement for a verification entry (its time and payload) and its
+    VerificationResult (decoded by its contract, or the stand-in of a withheld one): every
+    field derived from the two, so the checker can derive it again."""
+    patch = next((e for e in result["evidence"] if e["id"] in SUBJECT_EVIDENCE), None)
     if patch is None:
         # Every result the verifiers write names it: one without it was not written by them.
         raise LedgerError(
             "ledger-corrupt",
-            f"the result of entry {entry.seq} names no candidate digest; run `ledger audit`",
+            "the verification's result names no candidate digest; run `ledger audit`",
         )
     manifest_digest = result["provenance"]["result_manifest_digest"]
     return {
@@ -139,28 +145,55 @@ def _statement(origin: str, entry: Entry, result: dict[str, Any]) -> dict[str, A
         "predicateType": VSA_TYPE,
         "predicate": {
             "verifier": {
-                "id": f"{URN}verifier:{payload['adapter']}",
+                "id": f"{URN}verifier:{payload.adapter}",
                 "version": {
-                    payload["adapter"]: payload["adapter_version"],
-                    "evidence-ledger-runner": payload["runner_version"],
+                    payload.adapter: payload.adapter_version,
+                    "evidence-ledger-runner": payload.runner_version,
                 },
             },
-            "timeVerified": entry.body.time,
-            "resourceUri": f"{URN}{origin}:cohort:{payload['cohort']}:task:{payload['task']}",
+            "timeVerified": time,
+            "resourceUri": f"{URN}{origin}:cohort:{payload.cohort}:task:{payload.task}",
             "policy": {
-                "uri": f"{URN}plan:{payload['plan']['id']}",
-                "digest": {"sha256": _hex(payload["plan"]["digest"])},
+                "uri": f"{URN}plan:{payload.plan.id}",
+                "digest": {"sha256": _hex(payload.plan.digest)},
             },
             "inputAttestations": [
                 {
-                    "uri": f"{URN}{origin}:entry:{payload['bundle_entry']}:result-manifest",
+                    "uri": f"{URN}{origin}:entry:{payload.bundle_entry}:result-manifest",
                     "digest": {"sha256": _hex(manifest_digest)},
                 }
             ],
-            "verificationResult": "PASSED" if payload["outcome"] == "support" else "FAILED",
+            "verificationResult": "PASSED" if payload.outcome == "support" else "FAILED",
             "verifiedLevels": [],
         },
     }
+
+
+def _disagreement(
+    time: str, payload: VerificationRecorded, result: VerificationResult
+) -> str | None:
+    """What the entry and its result state differently (each is stated by both): the outcome
+    and the recommendation, the WorkUnit, the plan, the adapter, the times. None: they agree."""
+    provenance, verifier = result.provenance, result.verifier
+    pairs: list[tuple[str, object, object]] = [
+        (
+            "outcome",
+            payload.outcome,
+            RECOMMENDATION_OUTCOMES.get(result.decision_support.recommendation),
+        ),
+        ("WorkUnit digest", payload.work_unit.digest, provenance.work_unit_digest),
+        ("adapter", payload.adapter, verifier.adapter),
+        ("start time", time, result.started_at),
+        ("finish time", time, result.finished_at),
+    ]
+    if isinstance(provenance.verifier_config_digest, str):
+        pairs.append(("plan digest", payload.plan.digest, provenance.verifier_config_digest))
+    if isinstance(verifier.adapter_version, str):
+        pairs.append(("adapter version", payload.adapter_version, verifier.adapter_version))
+    for what, stated, carried in pairs:
+        if stated != carried:
+            return f"the entry's {what} is {stated!r}, its result's {carried!r}"
+    return None
 
 
 def _canonical_json(value: object) -> bytes:
@@ -174,7 +207,15 @@ def attestation(
     signer_key: str | None = None,
     withheld: set[str] | None = None,
 ) -> dict[str, Any]:
-    """The attestation of verification entry ``seq`` against the ledger's current tree."""
+    """The attestation of verification entry ``seq`` against the ledger's current tree (read
+    in one snapshot: the entry, its result, the proof and the checkpoint are of one state)."""
+    with ledger.snapshot():
+        return _attestation(ledger, seq, signer_key=signer_key, withheld=withheld)
+
+
+def _attestation(
+    ledger: Ledger, seq: int, *, signer_key: str | None, withheld: set[str] | None
+) -> dict[str, Any]:
     entry = ledger.entry(seq)
     if entry is None or entry.body.kind != "verification.recorded":
         raise UsageError(
@@ -182,12 +223,25 @@ def attestation(
             f"entry {seq} is not a verification.recorded entry; `ledger log --kind "
             "verification.recorded` lists them",
         )
-    payload = entry.body.payload
-    stored = ledger.get_object(payload["result"]["object"])
+    try:
+        payload = msgspec.convert(entry.payload, VerificationRecorded)
+    except msgspec.ValidationError:
+        raise LedgerError(
+            "ledger-corrupt", f"entry {seq}'s payload does not decode; run `ledger audit`"
+        ) from None
+    # Checked against the address and the entry's committed digest (object-corrupt else).
+    stored = ledger.get_object(payload.result.object, digest=payload.result.digest)
     if stored is None:
         raise LedgerError("ledger-corrupt", f"entry {seq}'s result is missing; run `ledger audit`")
-    result = json.loads(stored.body)
-    statement = _canonical_json(_statement(ledger.origin(), entry, result))
+    decoded = decode_verification_result(stored.body)
+    result = decoded.value
+    problem = (
+        "it does not decode" if result is None else _disagreement(entry.body.time, payload, result)
+    )
+    if problem is not None:
+        # What `check-attestation` would refuse is never attested (the audit names it too).
+        raise LedgerError("ledger-corrupt", f"entry {seq}'s result: {problem}; run `ledger audit`")
+    statement = _canonical_json(_statement(ledger.origin(), entry.body.time, payload, decoded.raw))
     signatures = []
     if signer_key is not None:
         signer = parse_signer_key(signer_key)
@@ -197,7 +251,7 @@ def attestation(
     cp = checkpoint(ledger, inclusion.tree_size)
     note = sign_checkpoint(cp, signer_key) if signer_key else format_checkpoint(cp)
     hidden = hidden_task_objects(ledger) if withheld is None else withheld
-    result_withheld = payload["result"]["object"] in hidden
+    result_withheld = payload.result.object in hidden
     bundle = AttestationBundle(
         mediaType=MEDIA_TYPE,
         dsseEnvelope=DsseEnvelope(
@@ -227,17 +281,19 @@ def attestations(
         raise UsageError("usage-error", "give either SEQ or --cohort ID (not both)")
     if signer_key is not None:
         parse_signer_key(signer_key)  # a bad key is refused before anything is written
-    withheld = hidden_task_objects(ledger)
-    if seq is not None:
-        yield attestation(ledger, seq, signer_key=signer_key, withheld=withheld)
-        return
-    found = False
-    for entry in ledger.entries(kinds=["verification.recorded"]):
-        if entry.body.payload.get("cohort") == cohort:
-            found = True
-            yield attestation(ledger, entry.seq, signer_key=signer_key, withheld=withheld)
-    if not found:
-        raise UsageError("attest-nothing", f"cohort {cohort!r} has no recorded verification")
+    # One snapshot (LEDGER.md section 2): every attestation proves against the same tree.
+    with ledger.snapshot():
+        withheld = hidden_task_objects(ledger)
+        if seq is not None:
+            yield attestation(ledger, seq, signer_key=signer_key, withheld=withheld)
+            return
+        found = False
+        for entry in ledger.entries(kinds=["verification.recorded"]):
+            if entry.body.payload.get("cohort") == cohort:
+                found = True
+                yield attestation(ledger, entry.seq, signer_key=signer_key, withheld=withheld)
+        if not found:
+            raise UsageError("attest-nothing", f"cohort {cohort!r} has no recorded verification")
 
 
 # -- checking, with no ledger file ---------------------------------------------------------
@@ -245,7 +301,9 @@ def attestations(
 
 @dataclass(frozen=True, slots=True)
 class AttestationCheck:
-    """One attestation that holds: what it states, and what was checked."""
+    """One attestation that holds against the reader's trust: what it states, and what it was
+    checked against (``signed_by``: the keys that signed it; ``kept_checkpoint``: its tree is
+    the reader's kept checkpoint)."""
 
     entry: int
     tree_size: int
@@ -254,6 +312,7 @@ class AttestationCheck:
     subject: dict[str, Any]
     subject_tied: bool  # False: the result was withheld (hidden task), the subject is unproven
     signed_by: list[str] = field(default_factory=list)
+    kept_checkpoint: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -265,6 +324,7 @@ class AttestationCheck:
             "subject": self.subject,
             "subject_tied": self.subject_tied,
             "signed_by": self.signed_by,
+            "kept_checkpoint": self.kept_checkpoint,
         }
 
 
@@ -272,9 +332,7 @@ def _bad(message: str) -> AttestationError:
     return AttestationError("attestation-invalid", message)
 
 
-def _b64(value: object, what: str) -> bytes:
-    if not isinstance(value, str):
-        raise _bad(f"{what} is not a base64 string")
+def _b64(value: str, what: str) -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except ValueError:
@@ -292,8 +350,8 @@ def read_attestation_lines(data: bytes, *, source: str) -> list[dict[str, Any]]:
         raise UsageError("attestation-unreadable", f"{source} holds no attestation")
     found: list[dict[str, Any]] = []
     for number, line in enumerate(lines, 1):
-        # A refused read has no value (None): the dict check refuses it too.
-        value = read_json(line, max_bytes=MAX_ATTESTATION_BYTES, max_depth=32).value
+        read = read_json(line, max_bytes=MAX_ATTESTATION_BYTES, max_depth=32)
+        value = read.value if read.ok else None
         if not isinstance(value, dict) or value.get("mediaType") != MEDIA_TYPE:
             raise UsageError(
                 "attestation-unreadable",
@@ -303,115 +361,162 @@ def read_attestation_lines(data: bytes, *, source: str) -> list[dict[str, Any]]:
     return found
 
 
-def check_attestation(doc: dict[str, Any], keys: Sequence[str] = ()) -> AttestationCheck:
-    """Check one attestation with no ledger: the proof, the checkpoint, the statement derived
-    again from the proven entry, and, given ``keys``, the DSSE and checkpoint signatures by one
-    of them. Raises ``AttestationError`` (exit 1) with the first reason it does not hold."""
+def require_trust(keys: Sequence[str], checkpoint_note: str | None) -> None:
+    """Refuse a check with nothing the reader trusts (``attestation-anchor-missing``, exit 2):
+    an attestation carries its own checkpoint, and a forger builds a tree of the right size
+    around a flipped entry with a checkpoint of their own (LEDGER.md section 7)."""
+    if not keys and checkpoint_note is None:
+        raise UsageError(
+            "attestation-anchor-missing",
+            "give the log's verifier key (--key PUB) or a checkpoint you kept (--checkpoint"
+            " FILE): an attestation's own checkpoint proves nothing to you",
+        )
+
+
+def check_attestation(
+    doc: dict[str, Any], keys: Sequence[str] = (), *, checkpoint_note: str | None = None
+) -> AttestationCheck:
+    """Check one attestation with no ledger, against the reader's trust: ``keys`` (the envelope
+    and its checkpoint must be signed by one of them) or ``checkpoint_note`` (a kept checkpoint:
+    the attestation's tree must be that one). Then the proof, the proven entry, the result it
+    records (every field both state must agree), and the statement derived again from them.
+    Raises ``attestation-anchor-missing`` (exit 2) without trust, ``AttestationError`` (exit 1)
+    with the first reason it does not hold."""
+    require_trust(keys, checkpoint_note)
     verifiers = [parse_verifier_key(k) for k in keys]  # a malformed key: exit 2 (its own code)
-    envelope = doc.get("dsseEnvelope")
-    material = doc.get("verificationMaterial")
-    if not isinstance(envelope, dict) or not isinstance(material, dict):
-        raise _bad("no dsseEnvelope or verificationMaterial")
-    if envelope.get("payloadType") != PAYLOAD_TYPE:
-        raise _bad(f"payloadType is not {PAYLOAD_TYPE}")
-    statement_bytes = _b64(envelope.get("payload"), "the envelope's payload")
-    signatures = envelope.get("signatures")
-    if not isinstance(signatures, list):
-        raise _bad("the envelope's signatures are not a list")
-    signed_by: list[str] = []
-    if verifiers:
-        message = pae(PAYLOAD_TYPE, statement_bytes)
-        for key in verifiers:
-            keyid = f"{key.name}+{key.key_id:08x}"
-            for sig in signatures:
-                if not isinstance(sig, dict) or sig.get("keyid") != keyid:
-                    continue
-                try:
-                    Ed25519PublicKey.from_public_bytes(key.public_key).verify(
-                        _b64(sig.get("sig"), "a signature"), message
-                    )
-                except InvalidSignature:
-                    raise _bad(f"the envelope's signature by {keyid} does not verify") from None
-                signed_by.append(keyid)
-        if not signed_by:
-            raise _bad("the envelope is not signed by " + " or ".join(keys))
-    proof = material.get("inclusionProof")
-    note = material.get("checkpoint")
-    if not isinstance(proof, dict) or not isinstance(note, str):
-        raise _bad("verificationMaterial has no inclusionProof or checkpoint")
+    kept = _kept(checkpoint_note, keys) if checkpoint_note is not None else None
     try:
-        cp = open_checkpoint(note, list(keys))[0] if keys else checkpoint_of_note(note)
+        bundle = msgspec.convert(doc, AttestationBundle, strict=True)
+    except msgspec.ValidationError as exc:
+        raise _bad(f"not an attestation `attest` writes: {exc}") from None
+    envelope, material = bundle.dsseEnvelope, bundle.verificationMaterial
+    if envelope.payloadType != PAYLOAD_TYPE:
+        raise _bad(f"payloadType is not {PAYLOAD_TYPE}")
+    statement_bytes = _b64(envelope.payload, "the envelope's payload")
+    signed_by = _signers(verifiers, envelope, statement_bytes)
+    try:
+        cp = (
+            open_checkpoint(material.checkpoint, list(keys))[0]
+            if keys
+            else checkpoint_of_note(material.checkpoint)
+        )
     except CheckpointError as exc:
         raise _bad(f"the checkpoint does not hold: {exc.message}") from None
-    leaf = _b64(proof.get("leaf"), "the proof's leaf")
-    path = proof.get("proof")
-    index, size = proof.get("index"), proof.get("tree_size")
-    if not isinstance(path, list) or not isinstance(index, int) or not isinstance(size, int):
-        raise _bad("the inclusion proof is malformed")
-    hashes = [_b64(h, "a proof hash") for h in path]
+    if kept is not None and (kept.origin, kept.size, kept.root) != (cp.origin, cp.size, cp.root):
+        raise _bad(
+            f"the attestation's checkpoint ({cp.origin}, {cp.size} entries) is not the kept"
+            f" one ({kept.origin}, {kept.size} entries)"
+            + (", another tree of the same size" if kept.size == cp.size else "")
+        )
+    proof = material.inclusionProof
+    leaf = _b64(proof.leaf, "the proof's leaf")
+    hashes = [_b64(h, "a proof hash") for h in proof.proof]
+    index, size = proof.index, proof.tree_size
     if size != cp.size:
         raise _bad(f"the proof is for a tree of size {size}, the checkpoint's has {cp.size}")
     if not merkle.verify_inclusion(merkle.leaf_hash(leaf), index, size, hashes, cp.root):
         raise _bad(f"entry {index} is not included in the checkpoint's tree")
     try:
         body = decode_body(leaf)
-    except Exception:  # a leaf that is not an entry body, whatever the decoder says
+    except (msgspec.DecodeError, msgspec.ValidationError, LedgerError):
         raise _bad("the proven leaf is not an entry body") from None
     if body.kind != "verification.recorded" or body.seq != index:
         raise _bad(f"the proven entry {index} is not a verification.recorded entry")
-    entry = Entry(seq=body.seq, entry_hash="", body_bytes=leaf, body=body)
     try:
-        statement = json.loads(statement_bytes)
-    except ValueError:
-        raise _bad("the envelope's payload is not JSON") from None
-    result_b64 = material.get("verificationResult")
-    tied = result_b64 is not None
-    if tied:
-        result_bytes = _b64(result_b64, "the verification result")
+        payload = msgspec.convert(body.payload, VerificationRecorded)
+    except msgspec.ValidationError as exc:
+        raise _bad(f"the proven entry's payload is not a verification's: {exc}") from None
+    # The strict reader: a duplicated key (which json.loads would settle by the last) refuses.
+    read = read_json(statement_bytes, max_bytes=MAX_ATTESTATION_BYTES, max_depth=32)
+    if not read.ok:
+        first = read.errors[0]
+        raise _bad(
+            f"the envelope's payload is not strict JSON: {first.path or '/'}: {first.message}"
+        )
+    statement = read.value
+    tied = material.verificationResult is not None
+    if material.verificationResult is not None:
+        result_bytes = _b64(material.verificationResult, "the verification result")
         digest = "sha256:" + hashlib.sha256(result_bytes).hexdigest()
-        if digest != body.payload["result"]["digest"]:
+        if digest != payload.result.digest:
             raise _bad("the verification result is not the one the entry records")
-        try:
-            result = json.loads(result_bytes)
-            expected = _statement(cp.origin, entry, result)
-        except (ValueError, KeyError, TypeError, LedgerError):
-            raise _bad("the verification result is malformed") from None
+        decoded = decode_verification_result(result_bytes)
+        if decoded.value is None:
+            raise _bad("the verification result is malformed")
+        problem = _disagreement(body.time, payload, decoded.value)
+        if problem is not None:
+            raise _bad(f"the entry and its result disagree: {problem}")
+        result: dict[str, Any] = decoded.raw
     else:
         # Withheld result: everything but the subject is derived from the entry alone.
-        subject = statement.get("subject") if isinstance(statement, dict) else None
-        expected = _statement(
-            cp.origin,
-            entry,
-            _stand_in_result(subject, statement),
-        )
+        result = _stand_in_result(statement)
+    try:
+        expected = _statement(cp.origin, body.time, payload, result)
+    except LedgerError:
+        raise _bad("the verification result names no candidate digest") from None
     if statement != expected:
         raise _bad("the statement is not the one the proven entry implies (edited?)")
     return AttestationCheck(
         entry=index,
         tree_size=size,
-        outcome=body.payload["outcome"],
+        outcome=payload.outcome,
         verification_result=expected["predicate"]["verificationResult"],
         subject=expected["subject"][0],
         subject_tied=tied,
         signed_by=signed_by,
+        kept_checkpoint=kept is not None,
     )
 
 
-def _stand_in_result(subject: object, statement: object) -> dict[str, Any]:
+def _kept(note: str, keys: Sequence[str]) -> Checkpoint:
+    """The reader's kept checkpoint (signed by one of ``keys`` when keys are given)."""
+    try:
+        return open_checkpoint(note, list(keys))[0] if keys else checkpoint_of_note(note)
+    except CheckpointError as exc:
+        raise UsageError(exc.code, f"the kept checkpoint: {exc.message}") from None
+
+
+def _signers(verifiers: Sequence[Any], envelope: DsseEnvelope, statement: bytes) -> list[str]:
+    """The keys among ``verifiers`` that signed the envelope; refused when there are keys and
+    none signed, or when a signature under a key's id does not verify."""
+    if not verifiers:
+        return []
+    message = pae(PAYLOAD_TYPE, statement)
+    signed_by: list[str] = []
+    for key in verifiers:
+        keyid = f"{key.name}+{key.key_id:08x}"
+        for sig in envelope.signatures:
+            if sig.keyid != keyid:
+                continue
+            try:
+                Ed25519PublicKey.from_public_bytes(key.public_key).verify(
+                    _b64(sig.sig, "a signature"), message
+                )
+            except InvalidSignature:
+                raise _bad(f"the envelope's signature by {keyid} does not verify") from None
+            signed_by.append(keyid)
+    if not signed_by:
+        names = " or ".join(f"{k.name}+{k.key_id:08x}" for k in verifiers)
+        raise _bad(f"the envelope is not signed by {names}")
+    return signed_by
+
+
+def _stand_in_result(statement: object) -> dict[str, Any]:
     """For a withheld result: the two values the statement takes from it, read back from the
     statement itself (so they are unproven, and the check says ``subject_tied: false``)."""
     try:
-        first = subject[0]  # type: ignore[index]
+        first = statement["subject"][0]  # type: ignore[index]
         inputs = statement["predicate"]["inputAttestations"][0]  # type: ignore[index]
-        return {
-            "evidence": [
-                {
-                    "id": PATCH_EVIDENCE,
-                    "locator": first["name"],
-                    "digest": "sha256:" + first["digest"]["sha256"],
-                }
-            ],
-            "provenance": {"result_manifest_digest": "sha256:" + inputs["digest"]["sha256"]},
-        }
+        name, patch, manifest = (
+            first["name"],
+            first["digest"]["sha256"],
+            inputs["digest"]["sha256"],
+        )
     except (TypeError, KeyError, IndexError):
         raise _bad("the statement has no subject or input attestation") from None
+    if not all(isinstance(v, str) for v in (name, patch, manifest)):
+        raise _bad("the statement's subject or input attestation is not text")
+    return {
+        "evidence": [{"id": PATCH_EVIDENCE, "locator": name, "digest": "sha256:" + patch}],
+        "provenance": {"result_manifest_digest": "sha256:" + manifest},
+    }

@@ -15,8 +15,8 @@ the entries' own payloads are public in an export too, and stay.
 
 The database is rebuilt whole from the ledger each time (fast: see benchmarks/run.py
 ``--only browse``): written into a temporary file in the same folder, made read-only (the
-ledger's read bits) and renamed over ``out``; an existing ``out`` or metadata file is refused
-(``file-exists``) unless ``force``. The same ledger gives the same bytes.
+owner's alone unless ``public``) and renamed over ``out``; an existing ``out`` or metadata
+file is refused (``file-exists``) unless ``force``. The same ledger gives the same bytes.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,10 +39,13 @@ from ledger.format.payloads import (
     CohortFrozen,
     TypedBody,
 )
+from ledger.store.base import ObjectCorruptError, StoredObject
 from ledger.store.base import Store as Ledger
+from ledger.store.files import PRIVATE_MODE
 from ledger.transparency.export import hidden_task_objects
 from ledger.transparency.proofs import b64, checkpoint
 from verifiers.contracts.common import LIMITS
+from verifiers.jsonread import read_json
 
 _OUTCOMES: Final = ("support", "reject", "escalate", "insufficient_evidence")
 _BATCH: Final = 10_000  # rows buffered per table before a bulk insert
@@ -56,7 +58,8 @@ class BrowseResult(msgspec.Struct, frozen=True, kw_only=True):
     out: str
     metadata: str
     public: bool
-    tree_size: int
+    tree_size: int  # the tree the view was built from (one snapshot), and its root
+    root_hash: str
     cohorts: int
     tasks: int
     plans: int
@@ -112,6 +115,8 @@ class _ObservationView(msgspec.Struct, frozen=True):
     status: str
     size: int | None
     sha256: str | None
+    # Shown only where the entry has it (a file read below the bundle's candidate-root/).
+    candidate_root: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class _BundleView(msgspec.Struct, frozen=True):
@@ -184,27 +189,21 @@ def _check_target(path: Path, force: bool) -> None:
 
 
 @contextmanager
-def _temporary_sibling(path: Path) -> Iterator[Path]:
-    """A new empty file in ``path``'s folder, removed unless the caller renamed it away."""
+def _temporary_sibling(path: Path, mode: int) -> Iterator[Path]:
+    """A new empty file in ``path``'s folder, created with ``mode`` (the umask applies),
+    removed unless the caller renamed it away."""
+    temp = path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(os.open(temp, flags, mode))
     except OSError as exc:
         raise UsageError(
             "file-unwritable", f"cannot write in {path.parent}: {exc.strerror}"
         ) from None
-    os.close(fd)
-    temp = Path(name)
     try:
         yield temp
     finally:
         temp.unlink(missing_ok=True)
-
-
-def _read_bits(path: Path) -> int:
-    try:
-        return (os.stat(path).st_mode & 0o444) or 0o400
-    except OSError:
-        return 0o400
 
 
 def _fsync(path: Path) -> None:
@@ -224,7 +223,13 @@ def build_browse(
         _check_target(target, force)
     if not out.parent.is_dir():
         raise UsageError("file-unwritable", f"cannot write {out}: {out.parent} is not a folder")
-    with _temporary_sibling(out) as temp_db, _temporary_sibling(meta) as temp_meta:
+    # A full view holds hidden plans and results: the owner's alone (LEDGER.md section 11,
+    # "Output files"); a public one is as readable as the umask lets a new file be.
+    created = PRIVATE_MODE if not public else 0o666
+    with (
+        _temporary_sibling(out, created) as temp_db,
+        _temporary_sibling(meta, created) as temp_meta,
+    ):
         conn = sqlite3.connect(temp_db)
         try:
             # A scratch file until it is renamed: no journal, no syncs while it is written (one
@@ -245,18 +250,21 @@ def build_browse(
         )
         try:
             temp_meta.write_text(text + "\n", encoding="utf-8")
-            # A derived view is never edited in place: read-only, and readable by whoever may
-            # read the ledger (mkstemp made it private).
-            mode = _read_bits(ledger.path) if isinstance(ledger.path, Path) else 0o444
+            # A derived view is never edited in place: read-only, its read bits as created.
             for temp in (temp_db, temp_meta):
                 _fsync(temp)
-                os.chmod(temp, mode)
+                os.chmod(temp, os.stat(temp).st_mode & 0o444)
             os.replace(temp_meta, meta)
             os.replace(temp_db, out)
         except OSError as exc:
             raise UsageError("file-unwritable", f"cannot write {out}: {exc.strerror}") from None
     return BrowseResult(
-        out=str(out), metadata=str(meta), public=public, tree_size=builder.tree_size, **counts
+        out=str(out),
+        metadata=str(meta),
+        public=public,
+        tree_size=builder.tree_size,
+        root_hash=builder.root_hash,
+        **counts,
     )
 
 
@@ -276,8 +284,16 @@ def _malformed(seq: int, what: str) -> StoreError:
     return StoreError("entry-malformed", f"entry {seq}: {what}; run `ledger audit`")
 
 
-def _document_text(ledger: Ledger, address: str, seq: int, what: str) -> str:
-    stored = ledger.get_object(address)
+def _checked(ledger: Ledger, address: str, digest: str, seq: int) -> StoredObject | None:
+    """The object through the store's checked read, a refusal naming the entry that uses it."""
+    try:
+        return ledger.get_object(address, digest=digest)
+    except ObjectCorruptError as exc:
+        raise ObjectCorruptError("object-corrupt", f"entry {seq}: {exc.message}") from None
+
+
+def _document_text(ledger: Ledger, address: str, digest: str, seq: int, what: str) -> str:
+    stored = _checked(ledger, address, digest, seq)
     if stored is None:
         raise _malformed(seq, f"its {what} {address} is not stored")
     try:
@@ -295,6 +311,7 @@ class _Builder:
         self.withheld: set[str] = set()
         self.origin = ""
         self.tree_size = 0
+        self.root_hash = ""
         self.cohorts: dict[int, dict[str, Any]] = {}
         self.tasks: dict[tuple[int, str], dict[str, Any]] = {}
         self.plans: dict[str, dict[str, Any]] = {}
@@ -311,7 +328,7 @@ class _Builder:
         with ledger.snapshot():
             self.withheld = hidden_task_objects(ledger) if self.public else set()
             cp = checkpoint(ledger)
-            self.origin, self.tree_size = cp.origin, cp.size
+            self.origin, self.tree_size, self.root_hash = cp.origin, cp.size, b64(cp.root)
             for seq, _prev, hash_, kind, body in ledger.raw_entries():
                 decoder = _BODY_DECODERS.get(kind)
                 if decoder is None:
@@ -346,7 +363,7 @@ class _Builder:
                 {
                     "origin": cp.origin,
                     "tree_size": cp.size,
-                    "root_hash": b64(cp.root),
+                    "root_hash": self.root_hash,
                     "public": self.public,
                     "withheld": self.withheld_rows,
                 }
@@ -384,11 +401,19 @@ class _Builder:
             rows.clear()
 
     def _cohort(self, ledger: Ledger, seq: int, time: str, payload: CohortFrozen) -> None:
-        document = _document_text(ledger, payload.document.object, seq, "cohort document")
-        try:
-            title = json.loads(document).get("title")
-        except (ValueError, AttributeError):
-            raise _malformed(seq, "its cohort document is not a JSON object") from None
+        document = _document_text(
+            ledger, payload.document.object, payload.document.digest, seq, "cohort document"
+        )
+        # Read as every document is read (a repeated title is refused, never one of two shown).
+        limits = LIMITS["benchmark-cohort"]
+        read = read_json(
+            document.encode("utf-8"), max_bytes=limits.max_bytes, max_depth=limits.max_depth
+        )
+        if not read.ok:
+            raise _malformed(seq, "its cohort document is not strict JSON")
+        if not isinstance(read.value, dict):
+            raise _malformed(seq, "its cohort document is not a JSON object")
+        title = read.value.get("title")
         self.cohorts[seq] = {
             "entry": seq,
             "cohort": payload.cohort,
@@ -416,7 +441,7 @@ class _Builder:
                     "withheld": withheld,
                     "document": None
                     if withheld
-                    else _document_text(ledger, plan.object, seq, "plan"),
+                    else _document_text(ledger, plan.object, plan.digest, seq, "plan"),
                 }
             key = (seq, task.task)
             self.tasks[key] = {
@@ -502,7 +527,7 @@ class _Builder:
             self.withheld_rows += 1
             self._add("verifications", row)
             return
-        result = self._result(ledger, seq, payload.result.object)
+        result = self._result(ledger, seq, payload.result.object, payload.result.digest)
         decision = result.decision_support
         row.update(
             attempt=result.attempt,
@@ -534,8 +559,8 @@ class _Builder:
                 },
             )
 
-    def _result(self, ledger: Ledger, seq: int, address: str) -> _ResultView:
-        stored = ledger.get_object(address)
+    def _result(self, ledger: Ledger, seq: int, address: str, digest: str) -> _ResultView:
+        stored = _checked(ledger, address, digest, seq)
         if stored is None:
             raise _malformed(seq, f"its VerificationResult {address} is not stored")
         body = stored.body

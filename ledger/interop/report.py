@@ -20,7 +20,7 @@ from html import escape
 from typing import Any, Final
 
 from ledger.audit.report import AuditReport
-from ledger.errors import UsageError
+from ledger.errors import LedgerError, UsageError
 from ledger.interop.browse import browse_in_memory
 from ledger.store.base import Store as Ledger
 from ledger.transparency.notes import Checkpoint, format_checkpoint
@@ -115,13 +115,20 @@ def render_report(
     public: bool = False,
     cohort: str | None = None,
 ) -> str:
-    """The page, as text. ``audit`` is the report of ``audit_ledger`` on the same ledger."""
+    """The page, as text. ``audit`` is the report of ``audit_ledger`` on the same ledger, run
+    in the snapshot this reads in (``ledger.api.report_html``): the page shows that tree."""
     conn = browse_in_memory(ledger, public=public)  # one read snapshot, its checkpoint included
     try:
         [(origin, size, root)] = conn.execute("SELECT origin, tree_size, root_hash FROM ledger")
+        if (size, base64.b64decode(root)) != (audit.tree_size, audit.root_hash):
+            # Never shown: a verdict beside content read from another tree (one snapshot).
+            raise LedgerError(
+                "internal-error",
+                f"the audit read a tree of {audit.tree_size} entries, the view one of {size}",
+            )
         note = format_checkpoint(Checkpoint(origin, size, base64.b64decode(root)))
         return _render(conn, cp_note=note, audit=audit, public=public, cohort=cohort,
-                       origin=origin, size=size)  # fmt: skip
+                       origin=origin, size=size, root=root)  # fmt: skip
     finally:
         conn.close()
 
@@ -135,13 +142,14 @@ def _render(
     cohort: str | None,
     origin: str,
     size: int,
+    root: str,
 ) -> str:
     cohorts = _rows(conn, "SELECT * FROM cohorts ORDER BY entry")
     if cohort is not None:
         cohorts = [c for c in cohorts if c["cohort"] == cohort]
         if not cohorts:
             raise UsageError("cohort-not-frozen", f"cohort {cohort!r} is not frozen in this ledger")
-    verdict = "intact" if audit.ok else f"{len(audit.violations)} violation(s)"
+    verdict = _verdict(audit)
     codes = sorted({v.code for v in audit.violations})
     verdict_class = "verdict-ok" if audit.ok else "verdict-bad"
     view = (
@@ -158,16 +166,29 @@ def _render(
         f"<title>Evidence ledger {_e(origin)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>Evidence ledger <code>{_e(origin)}</code></h1>",
         f"<p>{view} {size} entries.</p>",
-        f'<p id="audit" data-ok="{str(audit.ok).lower()}" class="{verdict_class}">'
-        f"Audit: <strong>{_e(verdict)}</strong>"
+        f'<p id="audit" data-ok="{str(audit.ok).lower()}" data-verdict="{_e(audit.verdict)}"'
+        f' data-tree-size="{size}" data-root="{_e(root)}" class="{verdict_class}">'
+        f"Audit of the tree of {size} entries, root <code>{_e(root)}</code>: "
+        f"<strong>{_e(verdict)}</strong>"
         f"{(' (' + _e(', '.join(codes)) + ')') if codes else ''}"
-        f" — every hash, order rule and verification re-checked from stored bytes.</p>",
+        f" — every hash, order rule and verification re-checked from stored bytes; this"
+        f" page shows that tree and nothing else.</p>",
         f'<h2>Checkpoint</h2><pre id="checkpoint">{_e(cp_note)}</pre>',
     ]
     for c in cohorts:
         out.append(_cohort_section(conn, c, public))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _verdict(audit: AuditReport) -> str:
+    """The verdict in words, claiming no more than the reader's trust (LEDGER.md section 6):
+    ``intact`` only against a kept checkpoint."""
+    if not audit.ok:
+        return f"{audit.violation_count} violation(s)"
+    if audit.anchored:
+        return f"intact (the ledger extends the kept checkpoint of {audit.anchored_size} entries)"
+    return "consistent, not anchored (no kept checkpoint: a rewritten ledger reads the same)"
 
 
 def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -> str:

@@ -397,7 +397,11 @@ def _worker_main(pipe: Connection, ledger_path: str) -> None:
                 return  # the parent closed its end: the batch is over
             try:
                 answer = _worker_judge(ledger, *request)
-            except Exception:  # a bug here must not lose the bundle: the parent judges it
+            except Exception:
+                # A bug here must not lose the bundle, and running out of memory or stack here
+                # (MemoryError, RecursionError) must not become its verdict: either way this
+                # is no answer, and the parent judges the bundle itself (where exhaustion
+                # propagates: the command fails, nothing is recorded for it).
                 answer = NO_ANSWER
             try:
                 pipe.send(answer)

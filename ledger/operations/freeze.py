@@ -4,17 +4,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
 from ledger.documents.cohort_folder import LoadedCohort, load_cohort
-from ledger.errors import CommitError
+from ledger.errors import CommitError, UsageError
 from ledger.format.entries import Entry
+from ledger.format.payloads import MAX_REUSE_REASON
 from ledger.operations.burn import append_burn
-from ledger.state import CommitmentLookups, CommittedCohort, StateIndex, imported_burn
+from ledger.state import (
+    CommitmentLookups,
+    CommittedCohort,
+    StateIndex,
+    imported_burn,
+    task_content_key,
+)
 from ledger.store.base import Store as Ledger
 from ledger.store.base import Writer
 
@@ -41,12 +48,16 @@ def freeze(
     *,
     root: Path,
     hidden_plans: Path | None = None,
+    reuse_exposed: Mapping[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> FreezeResult:
     """Freeze ``cohort_dir/cohort.json`` and what it names; see the module rules.
 
-    ``progress(done, total)``, when given, counts two steps per task: read and checked, then
-    stored (``total`` is twice the tasks)."""
+    ``reuse_exposed`` maps a held-out task id to why it deliberately reuses the content of an
+    exposed task (rule 5); each is recorded in the entry. ``progress(done, total)``, when
+    given, counts two steps per task: read and checked, then stored (``total`` is twice the
+    tasks)."""
+    reuse = check_reuse_reasons(reuse_exposed)
 
     def loading(done: int, tasks: int) -> None:
         if progress is not None:
@@ -85,9 +96,9 @@ def freeze(
                 tasks=len(loaded.tasks),
                 message=message,
             )
-        for check in STATE_CHECKS:
+        for check in state_checks(reuse):
             check(loaded, state)
-        frozen = _append_frozen(w, loaded, progress)
+        frozen = _append_frozen(w, loaded, progress, reuses=exposure_reuses(loaded, state, reuse))
         burned_seq = None
         if cohort.stage == "burned":
             committed = CommittedCohort(
@@ -109,18 +120,85 @@ def freeze(
     )
 
 
-def _check_exposure(loaded: LoadedCohort, state: CommitmentLookups) -> None:
+def check_reuse_reasons(reuse_exposed: Mapping[str, str] | None) -> dict[str, str]:
+    """``--reuse-exposed`` as given: every reason non-empty and bounded (nothing written)."""
+    reuse = dict(reuse_exposed or {})
+    for task_id, reason in reuse.items():
+        if not reason.strip():
+            raise UsageError(
+                "reason-required",
+                f"--reuse-exposed {task_id}=REASON: say why the task reuses exposed content",
+            )
+        if len(reason) > MAX_REUSE_REASON:
+            raise UsageError(
+                "usage-error",
+                f"--reuse-exposed {task_id}: the reason is over {MAX_REUSE_REASON} characters",
+            )
+    return reuse
+
+
+def exposure_reuses(
+    loaded: LoadedCohort, state: CommitmentLookups, reuse: Mapping[str, str]
+) -> dict[str, dict[str, Any]]:
+    """Rule 5 for each held-out task: refused when its WorkUnit was exposed (by its digest, its
+    id, or its content: the task content key); a content match named in ``reuse`` is allowed,
+    and its record (the ``reuses`` field of the task in the entry) is returned by task id.
+    A ``reuse`` naming a task that has no content exposure to record is refused."""
+    splits = {item.task.id: item.task.split for item in loaded.tasks}
+    for task_id in reuse:
+        if task_id not in splits:
+            raise CommitError(
+                "exposure-reuse-invalid",
+                f"--reuse-exposed names task {task_id}, which cohort {loaded.cohort.id} does not"
+                " have",
+            )
+        if splits[task_id] != "held_out":
+            raise CommitError(
+                "exposure-reuse-invalid",
+                f"--reuse-exposed {task_id}: the task is {splits[task_id]}, not held_out; only"
+                " a held-out task is refused for exposure, so there is nothing to record",
+            )
+    records: dict[str, dict[str, Any]] = {}
+    # One key per WorkUnit, not per task: a cohort may name one WorkUnit in every task.
+    contents: dict[str, str] = {}
     for item in loaded.tasks:
+        task_id = item.task.id
         if item.task.split != "held_out":
             continue
-        exposed = state.exposure(item.work_unit.id, item.work_unit_doc.digest)
-        if exposed is not None:
-            seq, what = exposed
-            raise CommitError(
-                "workunit-exposed",
-                f"task {item.task.id}: {what} was exposed by entry {seq} and can never again be"
-                " held_out; use another split or a WorkUnit with a new id",
-            )
+        digest = item.work_unit_doc.digest
+        content = contents.get(digest)
+        if content is None:
+            content = contents[digest] = task_content_key(item.work_unit)
+        exposed = state.exposure(item.work_unit.id, digest, content)
+        if exposed is None:
+            if task_id in reuse:
+                raise CommitError(
+                    "exposure-reuse-invalid",
+                    f"--reuse-exposed {task_id}: no exposed task has this task's content, so"
+                    " there is no reuse to record",
+                )
+            continue
+        if exposed.by == "content" and task_id in reuse:
+            records[task_id] = {
+                "work_unit_id": exposed.work_unit,
+                "exposed_by": exposed.seq,
+                "reason": reuse[task_id],
+            }
+            continue
+        # Only a content match may be a deliberate reuse; the message says how to record one.
+        reuse_hint = (
+            f"; if WorkUnit {item.work_unit.id} reuses that text on purpose, record why with"
+            f" --reuse-exposed {task_id}=REASON"
+            if exposed.by == "content"
+            else ""
+        )
+        raise CommitError(
+            "workunit-exposed",
+            f"task {task_id}: {exposed.what} was exposed by entry {exposed.seq}, and an exposed"
+            " task can never again be held_out, under any id or version; freeze it in another"
+            f" split{reuse_hint}",
+        )
+    return records
 
 
 def _check_calibration(loaded: LoadedCohort, state: CommitmentLookups) -> None:
@@ -135,12 +213,25 @@ def _check_calibration(loaded: LoadedCohort, state: CommitmentLookups) -> None:
             )
 
 
-# The ledger-state checks of a first freeze, in order; ``freeze --dry-run`` runs the same ones.
-STATE_CHECKS: Final = (_check_exposure, _check_calibration)
+def state_checks(
+    reuse_exposed: Mapping[str, str] | None = None,
+) -> tuple[Callable[[LoadedCohort, CommitmentLookups], None], ...]:
+    """The ledger-state checks of a first freeze, in order (``freeze --dry-run`` runs the same
+    ones): exposure (with the reuses the operator names), then calibration."""
+    reuse = dict(reuse_exposed or {})
+
+    def exposure(loaded: LoadedCohort, state: CommitmentLookups) -> None:
+        exposure_reuses(loaded, state, reuse)
+
+    return (exposure, _check_calibration)
 
 
 def _append_frozen(
-    w: Writer, loaded: LoadedCohort, progress: Callable[[int, int], None] | None = None
+    w: Writer,
+    loaded: LoadedCohort,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    reuses: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Entry:
     refs = [w.put_object(loaded.document.canonical, JSON)]
     tasks = []
@@ -149,27 +240,29 @@ def _append_frozen(
         wu_object = w.put_object(item.work_unit_doc.canonical, JSON)
         plan_object = w.put_object(item.plan_doc.canonical, JSON)
         refs += [wu_object, plan_object]
-        tasks.append(
-            {
-                "task": item.task.id,
-                "split": item.task.split,
-                "work_unit": {
-                    "id": item.work_unit.id,
-                    "version": item.work_unit.version,
-                    "digest": item.work_unit_doc.digest,
-                    "object": wu_object,
-                },
-                "plan": {
-                    "id": item.plan.id,
-                    "schema_version": item.plan.schema_version,
-                    "visibility": item.plan.visibility,
-                    "digest": item.plan_doc.digest,
-                    "object": plan_object,
-                },
-                "adapter": item.adapter,
-                "adapter_version": item.adapter_version,
-            }
-        )
+        task: dict[str, Any] = {
+            "task": item.task.id,
+            "split": item.task.split,
+            "work_unit": {
+                "id": item.work_unit.id,
+                "version": item.work_unit.version,
+                "digest": item.work_unit_doc.digest,
+                "object": wu_object,
+            },
+            "plan": {
+                "id": item.plan.id,
+                "schema_version": item.plan.schema_version,
+                "visibility": item.plan.visibility,
+                "digest": item.plan_doc.digest,
+                "object": plan_object,
+            },
+            "adapter": item.adapter,
+            "adapter_version": item.adapter_version,
+        }
+        reused = (reuses or {}).get(item.task.id)
+        if reused is not None:
+            task["reuses"] = dict(reused)
+        tasks.append(task)
         if progress is not None:
             progress(count + index, 2 * count)
     payload = {

@@ -9,6 +9,13 @@ nodes. A backend (``ledger.store.sqlite``, ``ledger.store.postgres``) supplies t
 (a ``Db``), opening and creating, the write lock, the snapshot, and the mapping of its errors to
 stable refusal codes.
 
+Object bytes are read through one checked path (``Store.get_object``, ``Store.objects``): a body
+is returned only if it hashes to the address that names it, its ``sha256``/``size`` columns are
+its own and, when the caller gives it, it hashes to the digest an entry commits; else
+``object-corrupt``. ``Writer.put_object`` compares an address that is already stored
+(``object-conflict``). The one unchecked accessor, ``unchecked_object_rows``, serves ``ledger
+copy``'s row check; ``tests/test_verified_reads.py`` finds every other read of the table.
+
 Code outside the store that runs SQL itself (the derived state, the audit, the export) runs it
 on the ``Db`` a store hands out (``snapshot()``, ``derived_db()``): one DB-API shape, one
 placeholder style, SQL both engines accept (``INSERT ... ON CONFLICT``, no ``PRAGMA``), and the
@@ -26,7 +33,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import msgspec
 
@@ -62,6 +69,8 @@ STATE_TABLES: Final = (
     "state_work_units",
     "state_exposed",
     "state_exposed_ids",
+    "state_contents",
+    "state_exposed_contents",
     "state_observed",
     "state_calibration",
 )
@@ -156,8 +165,32 @@ class Db(Protocol):
         ...
 
 
+class ObjectCorruptError(StoreError):
+    """``object-corrupt``: a stored object is not the bytes its address and committed digest
+    name. Raised by the one checked read (``Store.get_object``, ``Store.objects``); the audit
+    catches it to report instead."""
+
+
+class AccessRoles(NamedTuple):
+    """A PostgreSQL ledger's two group roles (LEDGER.md section 2, "Roles and privileges"): a
+    login that writes is made a member of ``writer``, one that audits of ``reader``."""
+
+    writer: str
+    reader: str
+
+    def login_statements(self, writer: str = "ci", reader: str = "auditor") -> list[str]:
+        """The SQL an administrator runs to give a team its logins (the names are theirs)."""
+        return [
+            f"CREATE ROLE {writer} LOGIN;",
+            f"GRANT {self.writer} TO {writer};",
+            f"CREATE ROLE {reader} LOGIN;",
+            f"GRANT {self.reader} TO {reader};",
+        ]
+
+
 class StoredObject:
-    """An object row. ``body`` is the exact stored bytes."""
+    """An object row as the checked read returns it (``Store.get_object``): ``body`` hashes to
+    ``digest`` (BLAKE3) and to ``sha256``, and ``size`` is its length."""
 
     __slots__ = ("body", "digest", "media_type", "sha256", "size")
 
@@ -167,6 +200,33 @@ class StoredObject:
         self.media_type = media_type
         self.size = size
         self.body = body
+
+
+def _checked_object(address: str, row: Sequence[Any], digest: str | None) -> StoredObject:
+    """The object row ``row`` read at ``address``, if it is what names it (``get_object``)."""
+    _, sha256, media_type, size, body = row
+    # Each check costs one hash of the body (about 3.7 GB/s BLAKE3, 1.5 GB/s SHA-256 here);
+    # a reader that uses one object many times keeps what it read (verify's plan cache).
+    if not isinstance(body, bytes) or blake3_address(body) != address:
+        raise ObjectCorruptError(
+            "object-corrupt",
+            f"object {address}: the stored bytes do not hash to its address (planted or"
+            " changed); they are not used: run `ledger audit`",
+        )
+    actual = sha256_hex_digest(body)
+    if sha256 != actual or not (isinstance(size, int) and size == len(body)):
+        raise ObjectCorruptError(
+            "object-corrupt",
+            f"object {address}: its stored sha256 or size is not its bytes' ({actual},"
+            f" {len(body)} bytes); it is not used: run `ledger audit`",
+        )
+    if digest is not None and digest != actual:
+        raise ObjectCorruptError(
+            "object-corrupt",
+            f"object {address} is {actual}, not the {digest} the entry naming it commits;"
+            " it is not used: run `ledger audit`",
+        )
+    return StoredObject(address, sha256, media_type, size, body)
 
 
 def _seq_of(row: tuple[int, str, bytes]) -> int:
@@ -232,17 +292,49 @@ class Store:
         # only a successful commit puts it back: a rollback or an error leaves None (re-read).
         self._tip: _Tip | None = None
         self._cursor: Executes = conn  # the write path's statements
+        # The scratch tables of the snapshot open on this store, None outside one.
+        self._snapshot_scratch: frozenset[str] | None = None
 
     # -- what a backend implements -------------------------------------------------------------
 
     backend: str = ""  # "sqlite" or "postgresql"
+    # PostgreSQL: the roles its logins are made members of; a SQLite file has none (its
+    # permissions are the file's).
+    access_roles: AccessRoles | None = None
 
     def close(self) -> None:
         raise NotImplementedError
 
-    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> AbstractContextManager[Db]:
+    @contextmanager
+    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[Db]:
         """One consistent read transaction; ``scratch`` names temporary tables (name -> column
-        definitions) the reader fills and queries in it, created empty and dropped after."""
+        definitions) the reader fills and queries in it, created empty and dropped after.
+
+        Re-entrant: a snapshot taken inside another on the same store is that same transaction
+        (LEDGER.md section 2, "One snapshot per output"), so a command that audits and then
+        derives reads one state however its parts read. A nested reader's scratch tables must
+        be among the outer one's (PostgreSQL creates none inside a read-only transaction); they
+        are emptied for it."""
+        outer = self._snapshot_scratch
+        if outer is not None:
+            missing = sorted(set(scratch) - outer)
+            if missing:  # a bug: the outer snapshot must be opened with every scratch table
+                raise LedgerError(
+                    "internal-error", f"a nested snapshot needs scratch tables {missing}"
+                )
+            for name in scratch:
+                self._conn.execute(f"DELETE FROM {name}")
+            yield self._conn
+            return
+        with self._snapshot(scratch=scratch) as conn:
+            self._snapshot_scratch = frozenset(scratch)
+            try:
+                yield conn
+            finally:
+                self._snapshot_scratch = None
+
+    def _snapshot(self, *, scratch: Mapping[str, str]) -> AbstractContextManager[Db]:
+        """The backend's read transaction (``snapshot`` without the nesting)."""
         raise NotImplementedError
 
     def _start_write(self, tip: _Tip | None) -> None:
@@ -280,7 +372,8 @@ class Store:
 
     def create_state_tables(self) -> None:
         """Create the derived state's tables (``STATE_TABLES``), empty, in the backend's DDL
-        (inside the caller's write transaction)."""
+        (inside the caller's write transaction); a derived table already there (from a version
+        that kept fewer) is dropped first, so every one is refolded from the entries."""
         raise NotImplementedError
 
     def state_tables_present(self) -> bool:
@@ -459,8 +552,10 @@ class Store:
             (start,),
         )
 
-    def stored_objects(self) -> Iterator[tuple[Any, ...]]:
-        """Object rows as stored (digest, sha256, media_type, size, body), by digest."""
+    def unchecked_object_rows(self) -> Iterator[tuple[Any, ...]]:
+        """Object rows as stored (digest, sha256, media_type, size, body), by digest, NOT
+        checked: only for ``ledger copy``'s own row check, which checks and refuses each
+        (every other reader uses ``get_object`` or ``objects``; rule A, LEDGER.md section 2)."""
         yield from self._conn.scan(
             "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest"
         )
@@ -473,19 +568,32 @@ class Store:
             (start,),
         )
 
-    def get_object(self, digest: str) -> StoredObject | None:
-        """The object at ``digest``; None when absent or its body is not stored as bytes.
+    def get_object(self, address: str, *, digest: str | None = None) -> StoredObject | None:
+        """The object at ``address``, checked in this read (LEDGER.md section 2, "Verified
+        reads"); None when no row has that address.
 
-        The ledger only writes BLOBs; another storage class means the file was edited, which
-        the audit reports (object-digest-mismatch). Readers must not guess at the bytes.
+        Its body must hash to ``address`` (BLAKE3), its ``sha256`` and ``size`` columns must be
+        its body's, and, given ``digest`` (the ``sha256:`` an entry commits for it), its body
+        must hash to that too: else ``object-corrupt`` and nothing of it is returned. The one
+        read of object bytes: a body planted under another's address (a ``ledger_writer``
+        login, the file's owner) is never decoded, judged, shown or exported.
         """
         row = self._conn.execute(
             "SELECT digest, sha256, media_type, size, body FROM objects WHERE digest = ?",
-            (digest,),
+            (address,),
         ).fetchone()
-        if row is None or not isinstance(row[4], bytes):
-            return None
-        return StoredObject(row[0], row[1], row[2], row[3], row[4])
+        return None if row is None else _checked_object(address, row, digest)
+
+    def objects(self) -> Iterator[StoredObject]:
+        """Every object, by address, each checked as ``get_object`` checks it (``export``):
+        ``object-corrupt`` at the first that is not its address's bytes."""
+        rows = _rows(
+            self._conn,
+            "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest",
+            (),
+        )
+        for row in rows:
+            yield _checked_object(row[0], row, None)
 
     def has_object(self, digest: str) -> bool:
         row = self._conn.execute("SELECT 1 FROM objects WHERE digest = ?", (digest,)).fetchone()
@@ -656,18 +764,37 @@ class Writer:
         return self._ledger
 
     def put_object(self, data: bytes, media_type: str) -> str:
-        """Store bytes once; return their address. The address is computed here."""
+        """Store bytes once; return their address. The address is computed here.
+
+        An address already stored is compared, never skipped: the row must hold exactly these
+        bytes with their sha256 and size (its media type is whichever write stored them first),
+        else ``object-conflict`` and the transaction writes nothing. A row planted under the
+        address of bytes known before they are written (a public plan, a calibration report)
+        is refused here, not taken for them."""
         if len(data) > MAX_OBJECT_BYTES:
             raise UsageError("object-too-large", f"object of {len(data)} bytes exceeds the limit")
         digest = blake3_address(data)
         if digest in self._stored:
             return digest
-        self._stored.add(digest)
-        self._conn.execute(
+        sha256 = sha256_hex_digest(data)
+        inserted = self._conn.execute(
             "INSERT INTO objects (digest, sha256, media_type, size, body)"
             " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM objects WHERE digest = ?)",
-            (digest, sha256_hex_digest(data), media_type, len(data), data, digest),
-        )
+            (digest, sha256, media_type, len(data), data, digest),
+        ).rowcount
+        if inserted != 1:
+            row = self._conn.execute(
+                "SELECT sha256, size, body FROM objects WHERE digest = ?", (digest,)
+            ).fetchone()
+            # (Under the write lock the row the INSERT found is still there.)
+            if tuple(row or ()) != (sha256, len(data), data):
+                raise StoreError(
+                    "object-conflict",
+                    f"object {digest} is already stored with other bytes, sha256 or size than"
+                    " the bytes that hash to it (planted or changed); nothing was written: run"
+                    " `ledger audit`",
+                )
+        self._stored.add(digest)
         return digest
 
     def append(self, kind: str, payload: Mapping[str, Any], refs: Iterable[str] = ()) -> Entry:

@@ -83,7 +83,7 @@ def _check_source(src: Store) -> tuple[int, int, bytes]:
     if count == 0:
         raise _damaged("ledger", "has no genesis entry")
     objects = 0
-    for digest, sha256, media_type, size, body in src.stored_objects():
+    for digest, sha256, media_type, size, body in src.unchecked_object_rows():
         if (
             not isinstance(body, bytes)
             or blake3_address(body) != digest
@@ -170,6 +170,8 @@ def _copy_entries(
                 _seq, _prev, _hash, _kind, body, _nodes = next(rows)
                 entry = _row_entry(_seq, _hash, body)
                 for ref in entry.body.refs:
+                    # The checked read: what is written is what this read hashed (the row
+                    # check above read the rows once before; a file rewritten since is caught).
                     obj = src.get_object(ref)
                     if obj is None:  # checked already: the snapshot cannot lose it
                         raise _damaged(f"entry {_seq}", f"references {ref}, which is not stored")

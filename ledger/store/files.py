@@ -28,6 +28,10 @@ from typing import BinaryIO
 
 from ledger.errors import UsageError
 
+# The mode of an output that may hold what not everyone may read (a hidden plan, a withheld
+# result, a secret key): the owner's alone, whatever the umask (which can only take bits away).
+PRIVATE_MODE = 0o600
+
 
 def check_target(path: Path, *, replace: bool) -> None:
     """Refuse, before any work, a target that may not be written (``file-exists``)."""
@@ -87,7 +91,8 @@ def atomic_output(
 ) -> Iterator[BinaryIO]:
     """A binary handle on a temporary file; on a clean exit it becomes ``path`` (see above).
 
-    ``mode`` is passed to ``open`` (the umask applies): 0o600 for a secret key."""
+    ``mode`` is passed to ``open`` (the umask applies): ``PRIVATE_MODE`` for anything that may
+    hold non-public content (a secret key, a full export or view)."""
     check_target(path, replace=replace)
     parent = path.parent
     temp = parent / f".{path.name}.{os.urandom(6).hex()}.tmp"

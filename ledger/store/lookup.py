@@ -68,11 +68,18 @@ def find_ref(ledger: Ledger, ref: str) -> Entry | StoredObject:
 
 def verification_result(ledger: Ledger, entry: Entry) -> dict[str, object] | None:
     """The decoded VerificationResult a ``verification.recorded`` entry records, or None when
-    its object is absent or does not read as a JSON object (the audit says why). Read strictly
+    its object is absent or does not read as a JSON object (the audit says why); bytes that
+    are not the address's and the entry's digest's are ``object-corrupt``. Read strictly
     within the contract's bounds: the stored bytes are untrusted."""
     result = entry.payload.get("result") if entry.kind == "verification.recorded" else None
     address = result.get("object") if isinstance(result, dict) else None
-    stored = ledger.get_object(address) if isinstance(address, str) else None
+    digest = result.get("digest") if isinstance(result, dict) else None
+    # Checked against the digest the entry commits too: without one, nothing is read.
+    stored = (
+        ledger.get_object(address, digest=digest)
+        if isinstance(address, str) and isinstance(digest, str)
+        else None
+    )
     if stored is None:
         return None
     limits = LIMITS["verification-result"]

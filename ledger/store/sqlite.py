@@ -10,7 +10,9 @@ Rules (normative text in LEDGER.md, "The SQLite file"):
    on, and a bounded busy timeout. Every write runs inside ``BEGIN IMMEDIATE``, so the head is read
    and extended under one lock and concurrent writers can never fork the chain.
 3. ``objects`` are written once: the address is computed here from the bytes, never taken from a
-   caller; writing an address that exists is a no-op (and a trigger refuses any second insert).
+   caller; writing an address that exists compares the stored row with the bytes and refuses a
+   difference (``object-conflict``), and a trigger refuses any second insert. Every read of a
+   body is checked against its address (``Store.get_object``; LEDGER.md section 2).
 4. ``entries`` are append-only: triggers refuse UPDATE and DELETE, and an entry whose ``seq`` is
    not head+1 or whose ``prev_hash`` is not the head's hash (which also defeats
    ``INSERT OR REPLACE``); the Merkle nodes live in the entry rows, so the same triggers make them
@@ -384,7 +386,7 @@ class Ledger(Store):
     # -- reading -----------------------------------------------------------------------------
 
     @contextmanager
-    def snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[_Connection]:
+    def _snapshot(self, *, scratch: Mapping[str, str] = {}) -> Iterator[_Connection]:
         """A read transaction: everything read inside sees one consistent state of the file.
 
         ``scratch``: TEMP tables (name -> columns) created empty inside it and dropped at its
@@ -498,6 +500,12 @@ CREATE INDEX state_tasks_work_unit ON state_tasks (work_unit_id, work_unit_versi
 CREATE TABLE state_work_units (digest TEXT PRIMARY KEY, id TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE state_exposed (digest TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE state_exposed_ids (id TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_contents (digest TEXT PRIMARY KEY, content TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed_contents (
+    content      TEXT PRIMARY KEY,
+    seq          INTEGER NOT NULL,
+    work_unit_id TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE state_observed (sha256 TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE state_calibration (
     adapter_version TEXT PRIMARY KEY,
@@ -509,7 +517,10 @@ INSERT INTO state_meta (id, through) VALUES (0, -1);
 
 
 def create_state_tables(conn: sqlite3.Connection) -> None:
-    """Create the derived state's tables, empty (inside the caller's write transaction)."""
+    """Create the derived state's tables, empty (inside the caller's write transaction), after
+    dropping any that exist (derived: the fold rebuilds them)."""
+    for name in STATE_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
     for statement in _split_sql(STATE_SCHEMA):
         conn.execute(statement)
 

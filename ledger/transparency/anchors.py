@@ -18,12 +18,26 @@ import base64
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
+import msgspec
 from cryptography import x509
 
 from ledger.errors import LedgerError
-from ledger.format.entries import Entry
+from ledger.format.entries import (
+    ANCHOR_TIME_TOLERANCE_S,
+    Entry,
+    after_anchor,
+    format_posix,
+    posix_seconds,
+    valid_time,
+)
+from ledger.format.payloads import (
+    CheckpointWitnessed,
+    CohortFrozen,
+    LedgerCreated,
+    VerificationRecorded,
+)
 from ledger.transparency import merkle
 from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
 from ledger.transparency.witness import (
@@ -41,6 +55,7 @@ VERIFICATION_NOT_AFTER_ANCHOR: Final = "verification-not-after-anchor"
 ANCHOR_CHECKPOINT_INVALID: Final = "anchor-checkpoint-invalid"
 ANCHOR_COSIGNATURE_INVALID: Final = "anchor-cosignature-invalid"
 ANCHOR_TIMESTAMP_INVALID: Final = "anchor-timestamp-invalid"
+ENTRY_TIME_AFTER_ANCHOR: Final = "entry-time-after-anchor"
 
 
 class WhenError(LedgerError):
@@ -155,6 +170,7 @@ class WhenStatement:
     task: str
     origin: str
     tree_size: int  # entries read
+    root_hash: str  # base64 of their tree's root: the tree the statement is about
     freezes: tuple[Freeze, ...]
     verifications: tuple[Verdict, ...]
     anchors: int  # trusted anchors found (checked and usable)
@@ -170,6 +186,7 @@ class WhenStatement:
             "task": self.task,
             "origin": self.origin,
             "tree_size": self.tree_size,
+            "root_hash": self.root_hash,
             "holds": self.holds,
             "freezes": [f.to_json() for f in self.freezes],
             "verifications": [v.to_json() for v in self.verifications],
@@ -346,6 +363,8 @@ def _checkpoint_problem(
 def when(task: str, entries: Iterable[Entry], trust: Trust) -> WhenStatement:
     """The statement for ``task`` over ``entries`` (every entry, seq 0 first, in order)."""
     leaves = bytearray()  # 32 bytes an entry: the tree is rebuilt from the bodies
+    times = bytearray()  # 20 bytes an entry: the latest entry time up to it
+    latest = " " * 20  # before any time of the grammar
     origin = ""
     freezes: list[tuple[int, str]] = []
     verdicts: list[tuple[int, str, int]] = []
@@ -359,36 +378,39 @@ def when(task: str, entries: Iterable[Entry], trust: Trust) -> WhenStatement:
                 " run `ledger audit`",
             )
         leaves += merkle.leaf_hash(entry.body_bytes)
+        # The latest entry time up to here, 20 ASCII bytes an entry (times of the grammar
+        # compare as strings; one outside it is the audit's time-invalid, not compared).
+        if valid_time(entry.body.time) and entry.body.time > latest:
+            latest = entry.body.time
+        times += latest.encode("ascii")
         count += 1
         kind, payload = entry.kind, entry.payload
+        # Each payload the statement reads is decoded with its kind's Struct first: a field of
+        # another type (a hostile export's `"tasks": 5`) is a refusal, never a crash.
         if position == 0:
-            origin = str(payload.get("origin", ""))
+            origin = _typed(entry, LedgerCreated).origin
         elif kind == "cohort.frozen":
-            tasks = payload.get("tasks")
-            if any(isinstance(t, dict) and t.get("task") == task for t in tasks or []):
-                freezes.append((position, str(payload.get("cohort", ""))))
+            frozen = _typed(entry, CohortFrozen)
+            if any(t.task == task for t in frozen.tasks):
+                freezes.append((position, frozen.cohort))
         elif kind == "verification.recorded" and payload.get("task") == task:
-            cohort_entry = payload.get("cohort_entry")
-            verdicts.append(
-                (
-                    position,
-                    str(payload.get("outcome", "")),
-                    cohort_entry if isinstance(cohort_entry, int) else -1,
-                )
-            )
+            verdict = _typed(entry, VerificationRecorded)
+            verdicts.append((position, verdict.outcome, verdict.cohort_entry))
         elif kind == WITNESSED:
+            _typed(entry, CheckpointWitnessed)
             candidates.append(_Candidate(position, payload))
     if not freezes:
         raise WhenError("task-unknown", f"no cohort.frozen entry of this ledger holds task {task}")
     roots = _roots_at(
         leaves,
-        {c.payload["tree_size"] for c in candidates if _is_size(c.payload.get("tree_size"), count)},
+        {c.payload["tree_size"] for c in candidates if _is_size(c.payload.get("tree_size"), count)}
+        | {count},
     )
     findings: list[Finding] = []
     anchors: list[Anchor] = []
     ignored = 0
     for cand in candidates:
-        anchor = _anchor(cand, origin, roots, trust, findings)
+        anchor = _anchor(cand, origin, roots, trust, findings, times)
         if anchor is None:
             ignored += 1
         elif isinstance(anchor, Anchor):
@@ -433,12 +455,28 @@ def when(task: str, entries: Iterable[Entry], trust: Trust) -> WhenStatement:
         task=task,
         origin=origin,
         tree_size=count,
+        root_hash=base64.b64encode(roots[count]).decode("ascii"),
         freezes=freeze_rows,
         verifications=tuple(rows),
         anchors=len(anchors),
         ignored=ignored,
         findings=tuple(findings),
     )
+
+
+P = TypeVar("P")
+
+
+def _typed(entry: Entry, struct: type[P]) -> P:
+    """``entry``'s payload as its kind's Struct; ``entry-malformed`` when it is not one."""
+    try:
+        return msgspec.convert(entry.payload, struct)
+    except msgspec.ValidationError as exc:
+        raise WhenError(
+            "entry-malformed",
+            f"entry {entry.seq}: its {entry.kind} payload does not decode ({exc}): run"
+            " `ledger audit`",
+        ) from None
 
 
 class _Refused:
@@ -451,6 +489,7 @@ def _anchor(
     roots: dict[int, bytes],
     trust: Trust,
     findings: list[Finding],
+    times: bytearray,
 ) -> Anchor | _Refused | None:
     """The anchor ``cand`` is to this reader; None when it carries nothing the reader trusts."""
     payload = cand.payload
@@ -465,6 +504,25 @@ def _anchor(
         findings.append(Finding(ANCHOR_CHECKPOINT_INVALID, cand.seq, problem))
         return _Refused()
     if bad_cosig or bad_stamp:
+        return _Refused()
+    size = int(payload["tree_size"])
+    newest = times[(size - 1) * 20 : size * 20].decode("ascii")
+    said = [(f"{w.name}'s cosignature", w.timestamp) for w in witnesses] + [
+        (f"{t.tsa}'s timestamp", posix_seconds(t.gen_time)) for t in stamps
+    ]
+    late = [(who, at) for who, at in said if at is not None and after_anchor(newest, at)]
+    for who, at in late:
+        # "Fixed by" a time before the entries it covers were written is not stated.
+        findings.append(
+            Finding(
+                ENTRY_TIME_AFTER_ANCHOR,
+                cand.seq,
+                f"{who} says the tree of {size} entries existed by {format_posix(at)}, but"
+                f" entry {size - 1} states {newest}, more than {ANCHOR_TIME_TOLERANCE_S} s"
+                " later (the writer's clock or the anchor's is wrong)",
+            )
+        )
+    if late:
         return _Refused()
     return Anchor(
         entry=cand.seq,

@@ -39,6 +39,12 @@ MAX_EXPORT_LINE: Final = 4 * -(-MAX_OBJECT_BYTES // 3) + 64 * 1024
 # An export is loaded into memory to be audited: bounded, by its fstat size before reading and
 # by the bytes read while reading.
 MAX_EXPORT_BYTES: Final = 8 * 1024 * 1024 * 1024
+# Every line `export` writes is an object of at most nine members; each member puts one ':' in
+# the line, and its strings add a few (a digest's prefix, an origin's own, at most 254). A line
+# of millions of small members costs about 20 bytes of memory per byte to parse (6 GiB at the
+# line limit): refused by its count of ':' bytes before it is parsed. What is left to cost is
+# one long string (base64).
+MAX_EXPORT_LINE_COLONS: Final = 512
 
 
 def _raw_payload(body: object) -> dict[str, Any] | None:
@@ -191,23 +197,24 @@ def export(
             counts["entries"] += 1
             if progress is not None and counts["entries"] % _PROGRESS_EVERY == 0:
                 progress(counts["entries"], total)
-        for digest, sha256, media_type, size, body in conn.execute(
-            "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest"
-        ):
-            _check_stored(f"object {digest!r}", (digest, sha256, media_type), body, size)
+        # The checked read (object-corrupt at a body that is not its address's, or whose
+        # sha256 or size column lies): a withheld object's line states that sha256 and size,
+        # which no reader of the public export can check against the bytes.
+        for obj in ledger.objects():
+            _check_stored(f"object {obj.digest!r}", (obj.media_type,), obj.body)
             item: dict[str, Any] = {
                 "type": "object",
-                "digest": digest,
-                "sha256": sha256,
-                "media_type": media_type,
-                "size": size,
+                "digest": obj.digest,
+                "sha256": obj.sha256,
+                "media_type": obj.media_type,
+                "size": obj.size,
             }
             # (The empty byte string reveals nothing, and every bundle's empty log shares it.)
-            if digest in withheld and size > 0:
+            if obj.digest in withheld and obj.size > 0:
                 item["withheld"] = True
                 counts["withheld"] += 1
             else:
-                item["body"] = b64(bytes(body))
+                item["body"] = b64(obj.body)
             out.write(json.dumps(item, sort_keys=True) + "\n")
             counts["objects"] += 1
             if progress is not None and counts["objects"] % _PROGRESS_EVERY == 0:
@@ -260,8 +267,9 @@ def _open_export_file(path: Path) -> IO[bytes]:
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Each line of the export as a JSON object, read the way every document is read: at most
     ``MAX_EXPORT_LINE`` bytes of a line are ever held (one more says it is too long), at most
-    ``MAX_EXPORT_BYTES`` in all (the file may grow while it is read), and each line strictly
-    (``read_json``: UTF-8, no duplicate keys, no NaN, 64-bit integers, depth 1)."""
+    ``MAX_EXPORT_BYTES`` in all (the file may grow while it is read), at most
+    ``MAX_EXPORT_LINE_COLONS`` ':' bytes in a line, and each line strictly (``read_json``:
+    UTF-8, no duplicate keys, no NaN, 64-bit integers, depth 1)."""
     total = 0
     with _open_export_file(path) as handle:
         for number in itertools.count(1):
@@ -288,6 +296,12 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if len(line) > MAX_EXPORT_LINE:
                 raise UsageError(
                     "export-malformed", f"{where}: line longer than {MAX_EXPORT_LINE} bytes"
+                )
+            if line.count(b":") > MAX_EXPORT_LINE_COLONS:
+                raise UsageError(
+                    "export-malformed",
+                    f"{where}: more than {MAX_EXPORT_LINE_COLONS} ':' in one line (an export"
+                    " line is one object of a few members)",
                 )
             read = read_json(line, max_bytes=MAX_EXPORT_LINE, max_depth=1)
             if not read.ok:

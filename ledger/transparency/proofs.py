@@ -55,7 +55,10 @@ def checkpoint(ledger: Ledger, size: int | None = None) -> Checkpoint:
 
 
 def checkpoint_note(ledger: Ledger, signer_key: str | None = None) -> tuple[Checkpoint, str]:
-    cp = checkpoint(ledger)
+    """The current checkpoint and its note (signed with ``signer_key``, if given): its size,
+    origin and root read in one snapshot."""
+    with ledger.snapshot():
+        cp = checkpoint(ledger)
     note = format_checkpoint(cp) if signer_key is None else sign_checkpoint(cp, signer_key)
     return cp, note
 
@@ -150,5 +153,3 @@ def prove_consistency(ledger: Ledger, old: Checkpoint) -> ConsistencyProof:
         new_root=merkle.root(n, src),
         proof=merkle.consistency_proof(old.size, n, src) if old.size else [],
     )
-
-

@@ -9,7 +9,8 @@ note, and so the tree it commits to, existed by ``gen_time``. What it does not: 
 was judged in private before.
 
 The request and the checks are pure (bytes in, values out); ``ask_tsa`` is the one function
-that does I/O, bounded in time and in the bytes it reads. ``check_recorded_timestamp`` checks a
+that does I/O (one ``ledger.transparency.exchange`` POST: a deadline over the whole exchange,
+the answer read bounded). ``check_recorded_timestamp`` checks a
 timestamp as a ``checkpoint.witnessed`` entry records it (the audit's check, and a reader's
 against the roots it trusts).
 """
@@ -19,8 +20,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -32,6 +31,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
 from ledger.errors import LedgerError
+from ledger.transparency.exchange import Answer, Post, post
 
 MAX_RESPONSE_BYTES: Final = 64 * 1024  # a TimeStampResp with its certificate: a few KiB
 MAX_CA_BYTES: Final = 256 * 1024
@@ -111,28 +111,30 @@ def check_tsa_url(url: str) -> str:
     return url
 
 
-def ask_tsa(url: str, query: bytes, *, timeout: float = TSA_TIMEOUT_SECONDS) -> bytes:
-    """POST ``query`` to the TSA at ``url`` (http or https); its answer, at most
-    ``MAX_RESPONSE_BYTES``."""
+def tsa_post(url: str, query: bytes) -> Post:
+    """The exchange that asks the TSA at ``url`` (http or https) to answer ``query``."""
     check_tsa_url(url)
-    request = urllib.request.Request(
-        url, data=query, method="POST", headers={"Content-Type": "application/timestamp-query"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
-            body: bytes = answer.read(MAX_RESPONSE_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        raise TimestampError("tsa-refused", f"the TSA at {url} answered HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise TimestampError(
-            "tsa-unreachable", f"cannot reach the TSA at {url}: {reason}"
-        ) from None
-    if len(body) > MAX_RESPONSE_BYTES:
+    return Post(url, query, "application/timestamp-query", MAX_RESPONSE_BYTES)
+
+
+def tsa_answer(url: str, answer: Answer) -> bytes:
+    """The TSA's DER answer from the exchange's ``answer``, or why there is none."""
+    if answer.problem is not None:
+        raise TimestampError("tsa-unreachable", f"cannot reach the TSA at {url}: {answer.problem}")
+    if not 200 <= answer.status < 300:
+        raise TimestampError("tsa-refused", f"the TSA at {url} answered HTTP {answer.status}")
+    if len(answer.body) > MAX_RESPONSE_BYTES:
         raise TimestampError(
             "tsa-response-malformed", f"the TSA's answer is over {MAX_RESPONSE_BYTES} bytes"
         )
-    return body
+    return answer.body
+
+
+def ask_tsa(url: str, query: bytes, *, timeout: float = TSA_TIMEOUT_SECONDS) -> bytes:
+    """POST ``query`` to the TSA at ``url`` (http or https); its answer, at most
+    ``MAX_RESPONSE_BYTES``, within ``timeout`` seconds for the whole exchange."""
+    request = tsa_post(url, query)
+    return tsa_answer(url, post(request, timeout=timeout))
 
 
 def load_roots(pem: bytes) -> list[x509.Certificate]:

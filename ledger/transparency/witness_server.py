@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import os
 import socket
 import sqlite3
 import stat
+import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -44,7 +47,9 @@ STATE_FORMAT: Final = 1
 WATERMARK_HEADER: Final = "ledger-witness-watermark/1"
 MAX_EVIDENCE_ROWS: Final = 10_000
 MAX_CONNECTIONS: Final = 32
-SOCKET_TIMEOUT_S: Final = 10.0
+# A request must arrive whole, and its answer be taken, within this many seconds from the
+# moment its connection waits for it: a client sending a byte now and then holds nothing longer.
+REQUEST_DEADLINE_S: Final = 10.0
 ADD_CHECKPOINT_PATH: Final = "/add-checkpoint"
 
 _SCHEMA: Final = """
@@ -368,14 +373,68 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, number
 
 
+class _DeadlineReader(io.RawIOBase):
+    """The connection's bytes, each read given only the time left before the request's
+    deadline (a socket timeout alone bounds one read, not a request)."""
+
+    def __init__(self, sock: socket.socket, handler: _Handler) -> None:
+        super().__init__()
+        self._sock = sock
+        self._handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        self._sock.settimeout(self._handler.time_left())
+        return self._sock.recv_into(buffer)
+
+
+class _Connection:
+    """What the server knows of one connection: since when it waits for its current request,
+    and whether it is still waiting (only a waiting connection is shed for a new one)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.since = time.monotonic()
+        self.waiting = True
+        self.shed = False
+
+    def shed_now(self) -> None:
+        self.shed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # its handler's read returns at once
+        except OSError:
+            pass
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the spec asks
     server_version = "ledger-witness"
     sys_version = ""
-    timeout = SOCKET_TIMEOUT_S
     server: WitnessServer
+    _deadline = 0.0
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the socket's own file, replaced by one that keeps the deadline
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
+
+    def time_left(self) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request's deadline passed")
+        return left
+
+    def handle_one_request(self) -> None:
+        self._deadline = time.monotonic() + self.server.request_deadline
+        self.server.waiting(self.connection, True)
+        super().handle_one_request()  # a TimeoutError there closes the connection
 
     def _send(self, status: int, body: bytes, media: str, *, close: bool = False) -> None:
+        self.server.waiting(self.connection, False)
+        # The answer too is sent within the deadline (sendall's timeout is for all of it).
+        self.connection.settimeout(max(self._deadline - time.monotonic(), 0.5))
         self.send_response(status)
         self.send_header("Content-Type", media)
         self.send_header("Content-Length", str(len(body)))
@@ -412,6 +471,7 @@ class _Handler(BaseHTTPRequestHandler):
         if len(body) != int(length):
             self.close_connection = True
             return
+        self.server.waiting(self.connection, False)
         try:
             answer = self.server.state.add_checkpoint(body)
         except (LedgerError, sqlite3.Error, OSError) as exc:
@@ -429,7 +489,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class WitnessServer(ThreadingHTTPServer):
-    """A threaded HTTP server with at most ``MAX_CONNECTIONS`` connections at a time."""
+    """A threaded HTTP server with at most ``max_connections`` connections at a time, each
+    request bounded by ``request_deadline`` seconds as a whole.
+
+    At the limit, a new connection sheds the one that has waited longest for its request
+    (slow or idle clients go first, oldest first), so clients that hold connections open
+    cannot keep the witness from answering others; when every connection is being answered,
+    the new one is closed unanswered. Threads are bounded too: shed ones end at once, and at
+    most twice the limit exist."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -439,10 +506,16 @@ class WitnessServer(ThreadingHTTPServer):
         address: tuple[str, int],
         state: WitnessState,
         report: Callable[[str], None] = lambda _line: None,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        request_deadline: float = REQUEST_DEADLINE_S,
     ) -> None:
         self.state = state
         self.report = report
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.max_connections = max_connections
+        self.request_deadline = request_deadline
+        self._guard = threading.Lock()
+        self._connections: dict[socket.socket, _Connection] = {}
         try:
             super().__init__(address, _Handler)
         except OSError as exc:
@@ -450,18 +523,44 @@ class WitnessServer(ThreadingHTTPServer):
                 "witness-listen-invalid", f"cannot listen on {address[0]}:{address[1]}: {exc}"
             ) from None
 
+    def waiting(self, sock: socket.socket, waiting: bool) -> None:
+        """A connection starts waiting for a request (``True``) or is being answered."""
+        with self._guard:
+            conn = self._connections.get(sock)
+            if conn is not None:
+                if waiting and not conn.waiting:  # waits again (keep-alive): since now
+                    conn.since = time.monotonic()
+                conn.waiting = waiting
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.shutdown_request(request)  # over the limit: dropped, not queued
-            return
+        with self._guard:
+            live = [c for c in self._connections.values() if not c.shed]
+            admit = len(self._connections) < 2 * self.max_connections
+            if admit and len(live) >= self.max_connections:
+                waiting = [c for c in live if c.waiting]
+                if waiting:
+                    min(waiting, key=lambda c: c.since).shed_now()
+                else:
+                    admit = False  # every connection is being answered: they end soon
+            if not admit:
+                self.shutdown_request(request)  # dropped, not queued
+                return
+            self._connections[request] = _Connection(request)
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            with self._guard:
+                self._connections.pop(request, None)
             raise
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that went away mid-request: one line through the reporter (socketserver's
+        # default prints a traceback to stderr itself).
+        self.report(f"connection from {client_address[0]} ended: {sys.exc_info()[1]!r}")
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            with self._guard:
+                self._connections.pop(request, None)

@@ -22,36 +22,50 @@ Rules:
    (``checkpoint-not-anchored``). Refused, nothing is written. Otherwise one entry is appended,
    in one transaction: the note, its size and root, each cosignature with its witness key and
    timestamp, and each timestamp (``timestamps``, omitted when there is none).
-5. Bounded: each request has a timeout, each answer is read up to 64 KiB.
+5. Times: a cosignature or timestamp whose time is before the newest entry it covers (by more
+   than the tolerance) is not recorded: the audit would report it (``entry-time-after-anchor``)
+   and ``when`` would state a plan fixed before its entry was written.
+6. Bounded: every witness and TSA is asked at once, under one deadline over the whole of every
+   exchange (``ledger.transparency.exchange``: connect, send, receive; a witness's one retry
+   included), and each answer is read up to 64 KiB.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
-import http.client
+import time
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
+import rfc3161_client
 from cryptography import x509
 
 from ledger.errors import LedgerError, UsageError
+from ledger.format.entries import (
+    ANCHOR_TIME_TOLERANCE_S,
+    after_anchor,
+    format_posix,
+    posix_seconds,
+)
 from ledger.format.payloads import MAX_TIMESTAMPS, Timestamped
 from ledger.store.base import Store as Ledger
 from ledger.transparency import merkle
+from ledger.transparency.exchange import Answer, Post, post_all
 from ledger.transparency.notes import Checkpoint, sign_checkpoint
 from ledger.transparency.proofs import LedgerNodes, checkpoint
 from ledger.transparency.timestamp import (
     Timestamp,
     TimestampError,
-    ask_tsa,
     check_answer,
     check_recorded_timestamp,
     check_tsa_url,
     request_for,
+    tsa_answer,
+    tsa_post,
 )
 from ledger.transparency.witness import (
     TLOG_SIZE_MEDIA,
@@ -149,23 +163,6 @@ class WitnessedCheckpoint:
         return sum(1 for r in self.stamps if r.timestamp is not None)
 
 
-def _post(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
-    parts = urllib.parse.urlsplit(url + "/add-checkpoint")
-    conn_type = (
-        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    )
-    conn = conn_type(parts.hostname or "", parts.port, timeout=timeout)
-    try:
-        conn.request(
-            "POST", parts.path or "/", body=body, headers={"Content-Type": "text/plain"}
-        )
-        response = conn.getresponse()
-        data = response.read(MAX_ANSWER_BYTES + 1)
-        return response.status, response.getheader("Content-Type") or "", data
-    finally:
-        conn.close()
-
-
 def _last_cosigned_sizes(ledger: Ledger) -> dict[str, int]:
     """witness vkey -> the tree size of the latest entry holding its cosignature."""
     sizes: dict[str, int] = {}
@@ -178,47 +175,73 @@ def _last_cosigned_sizes(ledger: Ledger) -> dict[str, int]:
     return sizes
 
 
-def _ask(
+def _witness_post(
+    ledger: Ledger, target: WitnessTarget, cp: Checkpoint, note: str, old: int
+) -> Post:
+    proof = merkle.consistency_proof(old, cp.size, LedgerNodes(ledger)) if 0 < old < cp.size else []
+    body = format_add_checkpoint(old, proof, note)
+    return Post(target.url + "/add-checkpoint", body, "text/plain", MAX_ANSWER_BYTES)
+
+
+def _answered(
+    target: WitnessTarget, cp: Checkpoint, text: str, old: int, retried: bool, answer: Answer
+) -> WitnessReply | int:
+    """The witness's reply to one request, or the size to ask again from (a 409 naming
+    another size, once)."""
+    if answer.problem is not None:
+        return _failed(target, old, "witness-unreachable", f"{target.url}: {answer.problem}")
+    if len(answer.body) > MAX_ANSWER_BYTES:
+        return _failed(target, old, "witness-answer-invalid", "the answer is over 64 KiB")
+    text_answer = answer.body.decode("utf-8", "replace")
+    media = answer.media.split(";")[0].strip()
+    if answer.status == 409 and media == TLOG_SIZE_MEDIA and not retried:
+        size_text = text_answer[:-1] if text_answer.endswith("\n") else ""
+        if not size_text.isdigit() or str(int(size_text)) != size_text:
+            return _failed(target, old, "witness-answer-invalid", "409 without a tree size")
+        if int(size_text) > cp.size:
+            return _failed(
+                target,
+                old,
+                "witness-ahead",
+                f"the witness cosigned a tree of {size_text} entries of this origin; this"
+                f" ledger holds {cp.size} (it was truncated or forked)",
+            )
+        if int(size_text) != old:
+            return int(size_text)
+    if answer.status != 200:
+        first = text_answer.split("\n", 1)[0][:200]
+        return _failed(target, old, "witness-refused", f"HTTP {answer.status}: {first}")
+    return _verified(target, text, text_answer, old)
+
+
+def _ask_all(
     ledger: Ledger,
-    target: WitnessTarget,
+    targets: Sequence[WitnessTarget],
     cp: Checkpoint,
     note: str,
-    old: int,
-    timeout: float,
-) -> WitnessReply:
+    last: dict[str, int],
+    tsas: Sequence[tuple[str, Post]],
+    deadline: float,
+) -> tuple[list[WitnessReply], list[Answer]]:
+    """Every witness and every TSA asked at once, under one deadline (a witness's one retry
+    from the size it names included): the replies, and the TSAs' raw answers."""
     text = note.split("\n\n", 1)[0] + "\n"
-    src = LedgerNodes(ledger)
-    old = old if old <= cp.size else 0
-    for attempt in range(2):
-        proof = merkle.consistency_proof(old, cp.size, src) if 0 < old < cp.size else []
-        try:
-            body = format_add_checkpoint(old, proof, note)
-            status, media, data = _post(target.url, body, timeout)
-        except (OSError, http.client.HTTPException) as exc:
-            return _failed(target, old, "witness-unreachable", f"{target.url}: {exc}")
-        if len(data) > MAX_ANSWER_BYTES:
-            return _failed(target, old, "witness-answer-invalid", "the answer is over 64 KiB")
-        answer = data.decode("utf-8", "replace")
-        if status == 409 and media.split(";")[0].strip() == TLOG_SIZE_MEDIA and attempt == 0:
-            size_text = answer[:-1] if answer.endswith("\n") else ""
-            if not size_text.isdigit() or str(int(size_text)) != size_text:
-                return _failed(target, old, "witness-answer-invalid", "409 without a tree size")
-            if int(size_text) > cp.size:
-                return _failed(
-                    target,
-                    old,
-                    "witness-ahead",
-                    f"the witness cosigned a tree of {size_text} entries of this origin; this"
-                    f" ledger holds {cp.size} (it was truncated or forked)",
-                )
-            if int(size_text) != old:
-                old = int(size_text)
-                continue
-        if status != 200:
-            first = answer.split("\n", 1)[0][:200]
-            return _failed(target, old, "witness-refused", f"HTTP {status}: {first}")
-        return _verified(target, text, answer, old)
-    return _failed(target, old, "witness-refused", "the witness answered 409 twice")
+    olds = [last.get(t.vkey, 0) if last.get(t.vkey, 0) <= cp.size else 0 for t in targets]
+    posts = [_witness_post(ledger, t, cp, note, old) for t, old in zip(targets, olds, strict=True)]
+    answers = post_all([*posts, *(request for _, request in tsas)], deadline=deadline)
+    replies: list[WitnessReply | int] = [
+        _answered(t, cp, text, old, False, answer)
+        for t, old, answer in zip(targets, olds, answers, strict=False)
+    ]
+    again = {i: size for i, size in enumerate(replies) if isinstance(size, int)}
+    retries = post_all(
+        [_witness_post(ledger, targets[i], cp, note, size) for i, size in again.items()],
+        deadline=deadline,
+    )
+    for (i, size), answer in zip(again.items(), retries, strict=True):
+        replies[i] = _answered(targets[i], cp, text, size, True, answer)
+    done = [reply for reply in replies if isinstance(reply, WitnessReply)]
+    return done, answers[len(targets) :]
 
 
 def _verified(target: WitnessTarget, text: str, answer: str, old: int) -> WitnessReply:
@@ -240,11 +263,14 @@ def _failed(target: WitnessTarget, old: int, code: str, message: str) -> Witness
 
 
 def _stamp(
-    url: str, note: str, roots: Sequence[x509.Certificate] | None, timeout: float
+    url: str,
+    note: str,
+    roots: Sequence[x509.Certificate] | None,
+    query: rfc3161_client.TimeStampRequest,
+    answer: Answer,
 ) -> TsaReply:
-    query = request_for(note)
     try:
-        token = ask_tsa(url, query.as_bytes(), timeout=timeout)
+        token = tsa_answer(url, answer)
         checked = check_answer(token, note, roots, nonce=query.nonce)
     except TimestampError as exc:
         return TsaReply(url, None, f"{exc.code}: {exc.message}")
@@ -267,6 +293,35 @@ def _stamp(
     return TsaReply(url, checked, None)
 
 
+def _newest_time(ledger: Ledger, size: int) -> str:
+    entry = ledger.entry(size - 1)
+    return "" if entry is None else entry.body.time
+
+
+def _late(size: int, newest: str, who: str, seconds: int) -> str:
+    return (
+        f"entry-time-after-anchor: {who} says the tree of {size} entries existed by"
+        f" {format_posix(seconds)}, but entry {size - 1} states {newest}, more than"
+        f" {ANCHOR_TIME_TOLERANCE_S} s later (its clock or the ledger's is wrong); not recorded"
+    )
+
+
+def _in_time(reply: WitnessReply, size: int, newest: str) -> WitnessReply:
+    """A cosignature older than the entries it covers is not recorded (the audit would
+    report it, and `when` would state a plan fixed before it was)."""
+    if reply.timestamp is None or not after_anchor(newest, reply.timestamp):
+        return reply
+    problem = _late(size, newest, "the witness", reply.timestamp)
+    return WitnessReply(reply.url, reply.witness, None, None, reply.old_size, problem)
+
+
+def _stamp_in_time(reply: TsaReply, size: int, newest: str) -> TsaReply:
+    seconds = None if reply.timestamp is None else posix_seconds(reply.timestamp.gen_time)
+    if seconds is None or not after_anchor(newest, seconds):
+        return reply
+    return TsaReply(reply.url, None, _late(size, newest, "the TSA", seconds))
+
+
 def witness_checkpoint(
     ledger: Ledger,
     signer_key: str,
@@ -278,12 +333,10 @@ def witness_checkpoint(
     tsa_roots: Sequence[x509.Certificate] | None = None,
 ) -> WitnessedCheckpoint:
     """Sign the current checkpoint, ask every witness and every TSA, verify, and record
-    (rules 1-5). ``tsa_roots``: the roots a timestamp must chain to (``--tsa-ca``); ``None``:
+    (rules 1-6). ``tsa_roots``: the roots a timestamp must chain to (``--tsa-ca``); ``None``:
     the token's own (rule 3)."""
     if (not targets and not tsas) or len(targets) > MAX_WITNESSES:
-        raise UsageError(
-            "usage-error", f"give 1..{MAX_WITNESSES} --witness, or at least one --tsa"
-        )
+        raise UsageError("usage-error", f"give 1..{MAX_WITNESSES} --witness, or at least one --tsa")
     if len(tsas) > MAX_TSAS:
         raise UsageError("usage-error", f"give at most {MAX_TSAS} --tsa")
     if len({t.vkey for t in targets}) != len(targets):
@@ -299,8 +352,25 @@ def witness_checkpoint(
     cp = checkpoint(ledger)
     note = sign_checkpoint(cp, signer_key)
     last = _last_cosigned_sizes(ledger)
-    replies = [_ask(ledger, t, cp, note, last.get(t.vkey, 0), timeout) for t in targets]
-    stamps = [_stamp(url, note, tsa_roots, timeout) for url in tsas]
+    queries = [request_for(note) for _ in tsas]
+    # One deadline for every peer, all asked at once: a slow one costs its share of it only.
+    replies, answers = _ask_all(
+        ledger,
+        targets,
+        cp,
+        note,
+        last,
+        [(url, tsa_post(url, q.as_bytes())) for url, q in zip(tsas, queries, strict=True)],
+        time.monotonic() + timeout,
+    )
+    stamps = [
+        _stamp(url, note, tsa_roots, query, answer)
+        for url, query, answer in zip(tsas, queries, answers, strict=True)
+    ]
+    # What the audit checks of the entry must hold: no anchor older than what it covers.
+    newest = _newest_time(ledger, cp.size)
+    replies = [_in_time(reply, cp.size, newest) for reply in replies]
+    stamps = [_stamp_in_time(reply, cp.size, newest) for reply in stamps]
     valid = [r for r in replies if r.cosignature is not None]
     stamped = [r.timestamp for r in stamps if r.timestamp is not None]
     problems = "; ".join(
@@ -311,8 +381,7 @@ def witness_checkpoint(
     if len(valid) < needed:
         raise WitnessQuorumError(
             "witness-quorum-not-met",
-            f"{len(valid)} valid cosignatures, {needed} needed ({problems}); nothing"
-            " was written",
+            f"{len(valid)} valid cosignatures, {needed} needed ({problems}); nothing was written",
             replies,
             stamps,
         )

@@ -13,7 +13,9 @@ variant: the coverage-guided campaign over the same targets (plus the export rea
 Two engines per target: hypothesis (derandomized, so CI is reproducible; it shrinks a failing
 input) drawing seeded stacks of mutations of corpus inputs, and a plain novelty-guided loop
 (``fuzz_targets.guided_loop``), which is cheaper per execution. Every execution runs the target
-twice and compares the two answers.
+twice and compares the two answers: the determinism oracle, the allocator's free lists emptied
+for the first run and filled with freed objects for the second (``fuzz_targets.check_once``; the
+fresh-process comparison is ``tests/test_reader_determinism.py``).
 
 CI: 300 hypothesis examples + 3,000 loop executions per target (about 30 s in all). Soak
 (LEDGER_SOAK=1): 5,000 examples + 1,000,000 loop executions per target. Rates measured on the

@@ -10,7 +10,8 @@ Rules every contract follows (normative text in LEDGER.md, "Document contracts")
 - A field the reference types as JSON ``number`` accepts ``int`` or ``float`` and keeps which one
   it was (``0`` stays ``0``, ``0.0`` stays ``0.0``); ``bool`` is never accepted for a number.
 - Decoding is strict (``msgspec.convert(..., strict=True)``) and total: it returns errors, it
-  never raises.
+  never raises, but for the decoder's own exhaustion (``MemoryError``, ``RecursionError``),
+  which propagates: the caller fails and records nothing.
 """
 
 import re
@@ -186,7 +187,11 @@ def decode_document(data: bytes, type_: Any, contract: str) -> Decoded[Any]:
     """Bounded, strict decode of ``data`` as ``type_`` under ``LIMITS[contract]``; total."""
     try:
         return _decode(data, type_, LIMITS[contract])
-    except Exception as exc:  # fail closed: a decoder of untrusted bytes must never raise
+    except (MemoryError, RecursionError):
+        # The decoder ran out, not the document: a refusal made of it would depend on the
+        # machine (recorded here, a replay-mismatch elsewhere). The caller fails, records nothing.
+        raise
+    except Exception as exc:  # a decoder bug: fail closed, the same on every machine
         return Decoded(
             None, (FieldError("", f"internal decoder error: {type(exc).__name__}"),), None
         )
@@ -311,6 +316,8 @@ def _collect(raw: Any, type_: Any, pointer: str, found: list[FieldError]) -> Non
         return
     except msgspec.ValidationError as exc:
         first = validation_error_to_field_error(str(exc))
+    except (MemoryError, RecursionError):
+        raise  # as decode_document: exhaustion is never a finding
     except Exception as exc:  # fail closed, as decode_document
         found.append(FieldError(pointer, f"internal decoder error: {type(exc).__name__}"))
         return

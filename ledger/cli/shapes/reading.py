@@ -135,7 +135,11 @@ class AuditViolation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class AuditOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ok: bool
-    verdict: Literal["intact", "intact-with-skips", "violations"]
+    # intact*: no violation and the ledger extends a kept --checkpoint; consistent*: no violation,
+    # nothing the reader brought anchors it (LEDGER.md section 6, "What the verdict claims").
+    verdict: Literal[
+        "intact", "intact-with-skips", "consistent", "consistent-with-skips", "violations"
+    ]
     entries: Count
     objects: Count
     withheld_objects: Count
@@ -143,6 +147,7 @@ class AuditOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     skipped: list[AuditSkipped]
     tree_size: Count
     root_hash: TreeHash
+    anchored_size: Count  # the largest kept --checkpoint's size; 0: none given
     checks: list[str]
     violation_count: Count
     first_bad_seq: int | None
@@ -175,6 +180,46 @@ class CheckPatchOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     findings: list[PatchFinding]
 
 
+# -- check-result ---------------------------------------------------------------------------------
+
+
+# One field of the two VerificationResults (LEDGER.md section 12, "Checking a result the reference
+# produced"). ``ledger`` / ``reference``: the field's value in the ledger's judgement / in the
+# result checked, each absent when that result has no such field (null is a value).
+class ResultField(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    field: str  # a path: "status", "checks[ID].status", "metrics.NAME", "extensions.KEY", ...
+    verdict: Literal["agrees", "differs", "not-compared"]
+    ledger: Any | UnsetType = UNSET
+    reference: Any | UnsetType = UNSET
+    reason: str  # why it differs, or why it is not compared; "" when it agrees
+
+
+class ResultPlanRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    id: str
+    digest: str
+
+
+class ResultCounts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    agrees: Count
+    differs: Count
+    not_compared: Count = msgspec.field(name="not-compared")
+
+
+class CheckResultOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    agrees: bool  # no compared field differs (exit 0; else 1)
+    cohort: str
+    task: str
+    burned_entry: int | None  # the cohort's burn, when burned: its plan judges all the same
+    plan: ResultPlanRef  # the plan the ledger committed for the task, which judged the bundle
+    adapter: str
+    adapter_version: str
+    outcome: Outcome  # the ledger's judgement
+    reference_outcome: Outcome  # the word of the reference's recommendation
+    counts: ResultCounts
+    fields: list[ResultField]
+    verification_result: VerificationResult  # the ledger's judgement (recorded nowhere)
+
+
 # -- browse, report -------------------------------------------------------------------------------
 
 
@@ -191,7 +236,8 @@ class BrowseOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     out: str
     metadata: str
     public: bool
-    tree_size: Count
+    tree_size: Count  # the tree the view was built from (one snapshot), and its root
+    root_hash: TreeHash
     rows: BrowseRows
     withheld: Count
 
@@ -199,6 +245,12 @@ class BrowseOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class ReportOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     out: str
     audit_ok: bool
+    verdict: Literal[
+        "intact", "intact-with-skips", "consistent", "consistent-with-skips", "violations"
+    ]
+    anchored_size: Count
+    tree_size: Count  # the tree the audit read and the page shows (one snapshot)
+    root_hash: TreeHash
     public: bool
 
 
@@ -248,7 +300,8 @@ SHAPES: tuple[OutputShape, ...] = (
         AuditOutput,
         "ledger audit --json (of a ledger or --from-export)",
         "The audit's verdict, counts, the checks run and skipped, the tree head, and every "
-        "violation (LEDGER.md section 6). Exit 0 when intact, 1 on violations.",
+        "violation (LEDGER.md section 6). Exit 0 without a violation (intact against a kept "
+        "--checkpoint, else consistent, not anchored), 1 on violations.",
     ),
     OutputShape(
         "check-patch",
@@ -258,16 +311,26 @@ SHAPES: tuple[OutputShape, ...] = (
         "Exit 0 when valid, 1 when refused.",
     ),
     OutputShape(
+        "check-result",
+        CheckResultOutput,
+        "ledger check-result --json",
+        "A VerificationResult the reference produced, set against the ledger's judgement of the "
+        "same bundle by the committed plan: each field agrees, differs (with why) or is not "
+        "compared (with why). Exit 0 when no compared field differs, 1 when one does.",
+    ),
+    OutputShape(
         "browse",
         BrowseOutput,
         "ledger browse --json",
-        "The Datasette database and metadata file written, the tree size, the rows of each "
+        "The Datasette database and metadata file written, the tree (size and root) it was "
+        "built from, the rows of each "
         "table and how many hidden plans and results were withheld.",
     ),
     OutputShape(
         "report",
         ReportOutput,
         "ledger report --json",
-        "The HTML file written, whether the audit found the ledger intact, and --public.",
+        "The HTML file written, the audit's verdict on the tree the page shows (its size and "
+        "root; intact only against a kept --checkpoint), and --public.",
     ),
 )

@@ -201,7 +201,8 @@ class AttestationCheckOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=
     verification_result: Literal["PASSED", "FAILED"]
     subject: AttestationSubject
     subject_tied: bool  # false: the result was withheld (hidden task), the subject is unproven
-    signed_by: list[str]
+    signed_by: list[str]  # the --key keys that signed the envelope and its checkpoint
+    kept_checkpoint: bool  # its tree is the reader's --checkpoint
 
 
 class CheckAttestationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -352,6 +353,7 @@ class WhenOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     task: str
     origin: str
     tree_size: int  # entries read
+    root_hash: str  # base64 of their tree's root: the tree the statement is about
     holds: bool  # no finding
     freezes: list[WhenFreeze]
     verifications: list[WhenVerification]
@@ -414,7 +416,8 @@ SHAPES: tuple[OutputShape, ...] = (
         "check-attestation",
         CheckAttestationOutput,
         "ledger check-attestation FILE --json",
-        "Every attestation of the file holds: what each states and which keys signed it.",
+        "Every attestation of the file holds against the reader's trust (--key or a kept "
+        "--checkpoint; refused without): what each states and what it was checked against.",
     ),
     OutputShape(
         "export",
