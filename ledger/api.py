@@ -284,7 +284,7 @@ def audit_export(
     """
     exported = open_export(Path(path))
     with exported:
-        allowed = hidden_task_objects(exported) if exported.withheld else set()
+        allowed = hidden_task_objects(exported, audited=True) if exported.withheld else set()
         withheld = {d: v for d, v in exported.withheld.items() if d in allowed}
         report, replayed = audit_ledger(
             exported,

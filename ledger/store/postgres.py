@@ -66,7 +66,7 @@ from ledger.store.base import (
     Store,
     Writer,
     _check_clock,
-    _row_entry,
+    _checked_head,
     _Tip,
     display_name,
 )
@@ -81,7 +81,7 @@ _SCAN_ROWS: Final = 1000  # rows per round trip of a server-side cursor
 # to bring its head and edge up to date (rule 3); further behind, both are read again.
 _CATCH_UP: Final = 64
 _CATCH_UP_ROWS: Final = (
-    "SELECT seq, prev_hash, entry_hash, substring(nodes FROM 1 FOR 32),"
+    "SELECT seq, prev_hash, entry_hash, kind, substring(nodes FROM 1 FOR 32),"
     " CASE WHEN seq = (SELECT max(seq) FROM entries) THEN body END"
     " FROM entries WHERE seq >= {since} ORDER BY seq LIMIT {limit}"
 )
@@ -378,23 +378,24 @@ def _caught_up(tip: _Tip, rows: Sequence[tuple[Any, ...]], version: int) -> _Tip
     """``tip`` brought up to date by the rows from its own seq on (``_CATCH_UP_ROWS``): the
     first must be ``tip`` itself, each next the next seq with a whole leaf hash, the last the
     head (its body read for the time). None otherwise: the caller reads head and edge again.
-    (The chain's links are the trigger's and the audit's to check: the entry appended next
-    names the stored head's hash as its prev, whatever the rows before it say.)"""
+    The head is checked as every read checks an entry (``_checked_head``: it is what is built
+    on); the links of the rows before it are the trigger's and the audit's to check: the entry
+    appended next names the stored head's hash as its prev, whatever the rows before it say."""
     if not rows or rows[0][0] != tip.seq or rows[0][2] != tip.hash:
         return None
     edge = merkle.CompactRange(tip.edge.size, tip.edge.hashes())
     seq, hash_, time = tip.seq, tip.hash, tip.time
-    for row_seq, _prev, row_hash, leaf, _body in rows[1:]:
+    for row_seq, _prev, row_hash, _kind, leaf, _body in rows[1:]:
         # A gap, or a leaf hash cut short, would put a wrong node on the edge.
         if row_seq != seq + 1 or not isinstance(leaf, bytes) or len(leaf) != 32:
             return None
         edge.push(leaf)
         seq, hash_ = row_seq, row_hash
-    head_body = rows[-1][4]
-    if not isinstance(head_body, bytes):
+    if rows[-1][5] is None:
         return None  # the last row read is not the head: further behind than ``_CATCH_UP``
     if len(rows) > 1:
-        time = _row_entry(seq, hash_, head_body).body.time
+        # The head as ``_ENTRY_READ`` gives a row: the row before's hash, none after it.
+        time = _checked_head((*rows[-1], rows[-2][2], None)).body.time
     return _Tip(version, seq, hash_, time, edge)
 
 
