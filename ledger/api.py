@@ -37,14 +37,16 @@ from ledger.audit.signatures import SignatureCheck
 from ledger.format.entries import Entry, EntrySigner
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
-from ledger.operations.burn import burn
+from ledger.operations.burn import BurnPlan, burn, plan_burn
 from ledger.operations.calibrate import calibrate
+from ledger.operations.check_result import ResultCheck
+from ledger.operations.check_result import check_result as _check_result
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
 from ledger.state import CohortStatus, StateIndex, TaskStatus, ledger_status
-from ledger.store.base import Store
+from ledger.store.base import AccessRoles, Store
 from ledger.store.copy import CopyResult, copy_store
 from ledger.store.lookup import find_ref, verification_result
 from ledger.store.opening import create_store, open_store
@@ -82,6 +84,9 @@ EXPORT_HEADER_MISMATCH = "export-header-mismatch"
 class InitResult(msgspec.Struct, frozen=True):
     created: bool
     origin: str
+    # PostgreSQL: the ledger's writer and reader roles, which its logins are made members of
+    # (LEDGER.md section 2); None for a SQLite file.
+    roles: AccessRoles | None = None
 
 
 def default_origin() -> str:
@@ -145,7 +150,7 @@ def init_ledger(
         signer=_signer_of(settings, signer),
     )
     with ledger:
-        return InitResult(created=created, origin=ledger.origin())
+        return InitResult(created=created, origin=ledger.origin(), roles=ledger.access_roles)
 
 
 def open_ledger(
@@ -370,6 +375,26 @@ def check_proof(
     )
 
 
+def check_result(
+    ledger: Store,
+    result: bytes,
+    bundle: str | os.PathLike[str],
+    *,
+    cohort: str | None = None,
+    task: str | None = None,
+    source: str = "the result",
+) -> ResultCheck:
+    """What ``ledger check-result RESULT --bundle DIR`` runs (LEDGER.md section 12, "Checking a
+    result the reference produced"): judge the bundle by the plan ``ledger`` committed for it,
+    as ``verify`` would, recording nothing (``ledger`` may be opened read-only), and compare
+    ``result`` (the bytes of a VerificationResult the reference produced; ``source`` names it
+    in messages) field by field. ``ResultCheck.agrees`` (exit 0 or 1) is the verdict; each of
+    its ``fields`` agrees, differs or is not compared, with the reason. ``result-invalid`` when
+    ``result`` is not a VerificationResult 0.1; the bundle and task are refused as ``verify``
+    refuses them, except that a burned cohort's plan still judges."""
+    return _check_result(ledger, result, Path(bundle), cohort=cohort, task=task, source=source)
+
+
 def when(
     ledger: Store,
     task: str,
@@ -404,11 +429,13 @@ def when_export(
 
 __all__ = [
     "AttestationCheck",
+    "BurnPlan",
     "CohortStatus",
     "CopyResult",
     "InitResult",
     "Ledger",
     "ProofCheck",
+    "ResultCheck",
     "Settings",
     "Store",
     "TaskStatus",
@@ -426,6 +453,7 @@ __all__ = [
     "check_attestation",
     "check_proof",
     "check_recorded_timestamp",
+    "check_result",
     "checkpoint",
     "checkpoint_note",
     "copy_ledger",
@@ -439,6 +467,7 @@ __all__ = [
     "load_trusted_signers",
     "open_ledger",
     "parse_witness_option",
+    "plan_burn",
     "prove_consistency",
     "prove_inclusion",
     "read_log",

@@ -584,6 +584,13 @@ class StateIndex:
             burned_entry=row[2],
         )
 
+    def content(self, digest: str) -> str | None:
+        """The task content key of the committed WorkUnit ``digest`` (rule 5), if folded."""
+        row = self._conn.execute(
+            "SELECT content FROM state_contents WHERE digest = ?", (digest,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def cohort_ids(self) -> list[str]:
         """Every frozen cohort's id, in the order they were frozen."""
         rows = self._conn.execute("SELECT cohort FROM state_cohorts ORDER BY frozen_entry, cohort")
@@ -656,14 +663,32 @@ class StateIndex:
 
 
 class CommitmentLookups(Protocol):
-    """The lookups a freeze decides by, answered by ``StateIndex`` (the derived tables) or
-    ``FoldedLookups`` (the fold), so ``freeze --dry-run`` runs freeze's own checks."""
+    """The lookups a freeze (and a burn) decides by, answered by ``StateIndex`` (the derived
+    tables) or ``FoldedLookups`` (the fold), so ``freeze --dry-run`` and ``burn --dry-run`` run
+    the write's own checks."""
 
     def cohort(self, cohort: str) -> CommittedCohort | None: ...
 
+    def cohort_ids(self) -> list[str]: ...
+
     def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None: ...
 
+    def content(self, digest: str) -> str | None: ...
+
     def calibration(self, version: str) -> tuple[bool, int] | None: ...
+
+
+class TaskLookups(Protocol):
+    """The lookups that choose the committed task of a bundle (``select_task`` of
+    ``ledger.operations.verify``), answered by ``StateIndex`` or ``FoldedLookups``."""
+
+    def cohort(self, cohort: str) -> CommittedCohort | None: ...
+
+    def burned_entry(self, cohort: str) -> int | None: ...
+
+    def tasks_named(self, task: str) -> list[CommittedTask]: ...
+
+    def tasks_for(self, work_unit_id: str, version: int) -> list[CommittedTask]: ...
 
 
 class FoldedLookups:
@@ -676,15 +701,42 @@ class FoldedLookups:
     def cohort(self, cohort: str) -> CommittedCohort | None:
         return self._state.cohorts.get(cohort)
 
+    def cohort_ids(self) -> list[str]:
+        cohorts = self._state.cohorts.values()
+        return [c.cohort for c in sorted(cohorts, key=lambda c: (c.frozen_entry, c.cohort))]
+
     def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
         return self._state.exposure(work_unit_id, digest, content)
+
+    def content(self, digest: str) -> str | None:
+        return self._state.work_unit_contents.get(digest)
+
+    def burned_entry(self, cohort: str) -> int | None:
+        found = self._state.cohorts.get(cohort)
+        return None if found is None else found.burned_entry
+
+    def tasks_named(self, task: str) -> list[CommittedTask]:
+        """As ``StateIndex.tasks_named``: in cohort order."""
+        return [
+            c.tasks[task] for _, c in sorted(self._state.cohorts.items()) if task in c.tasks
+        ]
+
+    def tasks_for(self, work_unit_id: str, version: int) -> list[CommittedTask]:
+        """As ``StateIndex.tasks_for``: by cohort, then task."""
+        return [
+            t
+            for _, c in sorted(self._state.cohorts.items())
+            for _, t in sorted(c.tasks.items())
+            if (t.work_unit_id, t.work_unit_version) == (work_unit_id, version)
+        ]
 
     def calibration(self, version: str) -> tuple[bool, int] | None:
         return self._state.calibration.get(version)
 
 
-def lookups_for_reading(ledger: Ledger) -> CommitmentLookups:
-    """Inside ``ledger.snapshot()``: the derived state when it is current, else the fold."""
+def lookups_for_reading(ledger: Ledger) -> StateIndex | FoldedLookups:
+    """Inside ``ledger.snapshot()``: the derived state when it is current, else the fold
+    (either answers ``CommitmentLookups`` and ``TaskLookups``)."""
     index = StateIndex.current(ledger)
     return index if index is not None else FoldedLookups(read_state(ledger))
 

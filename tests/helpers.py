@@ -213,6 +213,16 @@ def file_state(path: Path) -> tuple[bytes | None, list[str]]:
     return data, side
 
 
+def pg_roles(url: str) -> Any:
+    """The writer and reader roles (``AccessRoles``) ``init`` made for the PostgreSQL ledger at
+    ``url`` and recorded in it: each ledger has its own."""
+    from ledger.store.postgres import PostgresLedger
+
+    with PostgresLedger.open_read_only(url) as ledger:
+        assert ledger.access_roles is not None
+        return ledger.access_roles
+
+
 def database_rows(url: str) -> dict[str, Any]:
     """Every row of every table of the ledger's schema (and which relations, triggers and
     grants there are): what a reader must leave exactly as it was (rows compared, not the

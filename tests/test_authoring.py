@@ -282,6 +282,56 @@ def test_lint_of_a_cohort_that_does_not_decode_lists_each_field(root: Path) -> N
     ]
 
 
+def _evidence_attempt(n: int) -> dict[str, Any]:
+    def ref(kind: str) -> dict[str, str]:
+        return {"path": f"evidence/{n}/{kind}.json", "digest": "sha256:" + str(n) * 64,
+                "id": f"attempt-{n}/{kind}"}  # fmt: skip
+
+    return {
+        "attempt_id": f"attempt-00{n}",
+        "structural_signature": "single-worker-baseline-v1",
+        "result_manifest": ref("result-manifest"),
+        "verification_result": ref("verification-result"),
+        "outcome": "reject",
+    }
+
+
+def test_lint_names_every_missing_evidence_file_of_a_task(root: Path) -> None:
+    """Two attempts and a verified negative case, their five files all absent: lint names each
+    at its own field (it named the first alone, so fixing one showed the next), and freeze
+    still stops at the first."""
+
+    def evidence(doc: dict[str, Any]) -> None:
+        task = doc["tasks"][0]
+        task["evidence"] = {"status": "verified", "attempts": [_evidence_attempt(1),
+                                                               _evidence_attempt(2)]}  # fmt: skip
+        task["negative_case"].update(
+            evidence_status="verified",
+            evidence_type="verification_result",
+            evidence_path="evidence/negative.json",
+            evidence_digest="sha256:" + "2" * 64,
+        )
+
+    edit(root / "c/cohort.json", evidence)
+    result = cli(root, "lint", "c", "--json")
+    assert result.code == 1, result.stdout
+    problems = result.json()["problems"]
+    at = "/tasks/0/evidence/attempts"
+    assert [(p["code"], p["file"], p["pointer"]) for p in problems] == [
+        ("evidence-missing", "c/cohort.json", f"{at}/0/result_manifest"),
+        ("evidence-missing", "c/cohort.json", f"{at}/0/verification_result"),
+        ("evidence-missing", "c/cohort.json", f"{at}/1/result_manifest"),
+        ("evidence-missing", "c/cohort.json", f"{at}/1/verification_result"),
+        ("evidence-missing", "c/cohort.json", "/tasks/0/negative_case"),
+    ]
+    named = ["evidence/1/result-manifest.json", "evidence/1/verification-result.json",
+             "evidence/2/result-manifest.json", "evidence/2/verification-result.json",
+             "evidence/negative.json"]  # fmt: skip
+    assert all(path in p["message"] for path, p in zip(named, problems, strict=True)), problems
+    first = refused(root, "evidence-missing", "freeze", "c")
+    assert "attempt attempt-001: ResultManifest" in first.json()["error"]["message"]
+
+
 FIRST_ERRORS: dict[str, Any] = {
     "work-unit-digest-mismatch": lambda r: edit(r / WU, lambda d: d.update(objective="Other.")),
     "plan-id-mismatch": lambda r: edit(
@@ -476,6 +526,74 @@ def test_bundle_pack_refuses_a_revision_that_is_an_option_or_names_nothing(
     assert not (root / "b").exists()
 
 
+REFERENCE_WU = Path(__file__).resolve().parent / "data/reference/idkmesh/patch-smoke/work-unit.json"
+LABEL = "patch-verifier-fixture-v1"  # the reference WorkUnit's source_revision
+
+
+@pytest.fixture
+def labelled(root: Path) -> tuple[Path, str]:
+    """A repository whose base commit the reference's patch-smoke WorkUnit names by its label;
+    the WorkUnit is the reference's file, byte for byte."""
+    repo = root / "app"
+    repo.mkdir()
+    (repo / "README.md").write_text("# app\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "change")
+    (repo / "README.md").write_text("# app\n<!-- patch-evaluator expected -->\n")
+    git(repo, "commit", "-q", "-am", "change")
+    (root / "reference.work-unit.json").write_bytes(REFERENCE_WU.read_bytes())
+    return repo, base
+
+
+def pack_reference(base: str) -> list[str]:
+    return ["bundle", "pack", "--repo", "app", "--base", base, "--head", "change",
+            "--work-unit", "reference.work-unit.json", "--out", "b"]  # fmt: skip
+
+
+def test_bundle_pack_accepts_a_reference_work_unit_whose_revision_is_a_tag_and_records_it(
+    root: Path, labelled: tuple[Path, str]
+) -> None:
+    """The reference's WorkUnit names its revision by a label: a tag of that name resolves it;
+    the manifest keeps the label (what the plan is bound to, and the verifier compares) and
+    records the commit it named."""
+    repo, base = labelled
+    refused(root, "bad-revision", *pack_reference(base))  # no such tag yet: says how to mend it
+    git(repo, "tag", "-a", "-m", "fixture", LABEL, base)  # an annotated tag, peeled to its commit
+    out = ok(root, *pack_reference(base), "--json").json()
+    assert out["source_revision"] == {"name": LABEL, "commit": base}
+    manifest = json.loads((root / "b/result-manifest.json").read_bytes())
+    assert manifest["provenance"]["source_revision"] == LABEL
+    note = manifest["extensions"]["org.evidence-ledger.bundle-pack"]
+    assert note["source_revision"] == {"name": LABEL, "commit": base}
+    assert manifest["provenance"]["work_unit_digest"] == (
+        "sha256:3f8b78df3f43329fe72223018ab42300fcb19523a82769e47ba31098861c24fd"
+    )  # the reference plan's binding: the WorkUnit was read as it is stored
+    text = ok(root, *pack_reference(base), "--force").stdout
+    assert f"source revision {LABEL} is commit {base}" in text
+
+
+def test_bundle_pack_refuses_a_work_unit_revision_that_moves_with_the_repository(
+    root: Path, labelled: tuple[Path, str]
+) -> None:
+    """A branch of the label's name (or an expression) would name another commit tomorrow; the
+    plan is bound to one. Refused, with the way to mend it; nothing written."""
+    repo, base = labelled
+    git(repo, "branch", LABEL, base)
+    result = refused(root, "bad-revision", *pack_reference(base))
+    message = result.json()["error"]["message"]
+    assert "a branch, which moves" in message and f"tag {LABEL} COMMIT" in message
+    git(repo, "tag", "-a", "-m", "fixture", "v1", base)
+    tag_object = git(repo, "rev-parse", "v1")  # a full id, but of the tag, not of a commit
+    for moving in ("HEAD", "change~1", "main@{0}", ":/base", base[:12], tag_object):
+        edit(root / "reference.work-unit.json",
+             lambda d, r=moving: d["provenance"].update(source_revision=r))  # fmt: skip
+        refused(root, "bad-revision", *pack_reference(base))
+    assert not (root / "b").exists()
+
+
 def test_bundle_pack_of_a_folder_that_is_not_a_repository_is_refused(
     root: Path, repo: tuple[Path, str], tmp_path_factory: Any
 ) -> None:
@@ -517,6 +635,64 @@ def test_repository_config_naming_programs_makes_bundle_pack_run_none(
     ok(root, *pack(root, base))
     assert not ran.exists()
     assert b"+x = safe_call()\n" in (root / "b" / "changes.patch").read_bytes()
+
+
+def test_bundle_pack_of_uncommitted_work_is_refused_and_says_what_to_commit(
+    root: Path, repo: tuple[Path, str]
+) -> None:
+    """The trap: an agent's change left in the work tree (edited, staged, a new file) with
+    HEAD still at the base. bundle pack wrote a bundle of nothing ("0 files changed", exit 0),
+    which verify then judged. Now it is refused, writing nothing, and says what to commit."""
+    app, base = repo
+    git(app, "checkout", "-q", "main")  # HEAD is the base
+    (app / "a.py").write_text("x = safe_call()\n")
+    (app / "b.py").write_text("y = 1\n")
+    (app / "c.py").write_text("z = 2\n")
+    git(app, "add", "c.py")
+    args = pack(root, base)
+    args[args.index("change")] = "HEAD"
+    out = refused(root, "change-empty", *args)
+    message = out.json()["error"]["message"]
+    assert "--head HEAD is the base commit" in message
+    assert "3 paths: a.py, b.py, c.py" in message, message
+    assert "commit your change (git -C app add -A && git -C app commit)" in message
+    assert not (root / "b").exists()
+    text = cli(root, *args)  # the same line a person reads
+    assert text.code == 2 and text.stderr.startswith("ledger: change-empty: ") and not text.stdout
+
+
+def test_bundle_pack_of_a_commit_that_changes_nothing_is_refused(
+    root: Path, repo: tuple[Path, str]
+) -> None:
+    """A commit on top of the base with the base's tree (``commit --allow-empty``, or a change
+    committed and reverted): the diff is empty, refused as the same trap; the work tree is
+    clean, so the fix named is a commit of the change."""
+    app, base = repo
+    git(app, "checkout", "-q", "-b", "nothing", base)
+    git(app, "commit", "-q", "--allow-empty", "-m", "nothing")
+    args = pack(root, base)
+    args[args.index("change")] = "nothing"
+    message = refused(root, "change-empty", *args).json()["error"]["message"]
+    assert "has the base's tree" in message and "uncommitted" not in message
+    assert "commit the change on top of the base and name that commit with --head" in message
+    assert not (root / "b").exists()
+
+
+def test_bundle_pack_allow_empty_packs_an_honest_no_op_that_verify_rejects(
+    root: Path, repo: tuple[Path, str]
+) -> None:
+    """An empty candidate on purpose (a no-op answer is a real thing in a benchmark) stays
+    possible, explicitly: --allow-empty writes it, and verify records a reject (empty-patch)."""
+    _, base = repo
+    args = pack(root, base)
+    args[args.index("change")] = base
+    packed = ok(root, *args, "--allow-empty", "--json").json()
+    assert packed["files_changed"] == 0 and (root / "b" / "changes.patch").read_bytes() == b""
+    ok(root, "freeze", "c")
+    judged = cli(root, "verify", "b", "--json")
+    assert judged.code == 1, judged.stdout + judged.stderr
+    findings = judged.json()["verification_result"]["findings"]
+    assert findings[0]["summary"].startswith("Candidate patch is empty"), findings
 
 
 # -- the reference's fixtures --------------------------------------------------------------------

@@ -240,6 +240,7 @@ def test_exact_json_plan_reads_only_the_candidate(tmp_path: Path) -> None:
         log_bytes=0,
         other_bytes=0,
         budget=plan["max_candidate_bytes"],
+        candidate_root="candidate-root",  # the reference's layout, when the bundle holds it
     )
 
 

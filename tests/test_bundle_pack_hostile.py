@@ -401,8 +401,55 @@ def test_a_repository_whose_config_never_finishes_reading_is_stopped_at_the_dead
     assert "did not finish" in result[0].message
 
 
-def _attempt(repo: Repo) -> BaseException | bytes:
+def _attempt(repo: Repo, head: str = "change") -> BaseException | bytes:
     try:
-        return repo.pack()
+        return repo.pack(head=head)
     except LedgerError as exc:
         return exc
+
+
+def test_the_uncommitted_work_a_refusal_names_is_read_without_running_the_repositorys_filters(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """The attack: the change is empty (HEAD at the base) and the work tree holds edits, so the
+    refusal says what is uncommitted; but `git status` in the repository runs the clean filter
+    its config names for the paths its attributes mark (the first edit it hashes runs it). The
+    refusal names the paths and nothing runs: the work tree and a copy of its index are read
+    through a private repository with no config of the candidate's."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "filter.sh"
+    script.write_text(f"#!/bin/sh\necho ran >> {marker}\ncat\n")
+    script.chmod(0o755)
+    git(repo.path, "checkout", "-q", "main")  # HEAD is the base
+    for key in ("filter.evil.clean", "filter.evil.process", "filter.evil.smudge"):
+        git(repo.path, "config", key, str(script))
+    (repo.path / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    (repo.path / ".gitattributes").write_text("* filter=evil\n")
+    (repo.path / "a.py").write_text("def f():\n    return safe_call()\n")
+    index = (repo.path / ".git" / "index").read_bytes()
+    error = refused(repo, "change-empty", head="HEAD")
+    assert "uncommitted changes (2 paths: .gitattributes, a.py)" in error.message, error.message
+    assert not marker.exists()
+    assert (repo.path / ".git" / "index").read_bytes() == index  # nothing of it written
+    # The attack is live: the repository's own `git status` runs the filter.
+    subprocess.run([GIT, "status"], cwd=repo.path, env=GIT_ENV, capture_output=True, timeout=60)
+    assert marker.exists()
+
+
+def test_an_index_that_is_a_fifo_is_never_waited_on_when_an_empty_change_is_refused(
+    repo: Repo,
+) -> None:
+    """The attack: the work tree's index is a FIFO nobody writes (reading it would wait for
+    ever). The refusal of the empty change reads it non-blocking, sees it is not a regular
+    file, and is refused at once without the list of uncommitted paths."""
+    git(repo.path, "checkout", "-q", "main")
+    (repo.path / ".git" / "index").unlink()
+    os.mkfifo(repo.path / ".git" / "index")
+    result: list[BaseException | bytes] = []
+    worker = threading.Thread(target=lambda: result.append(_attempt(repo, "HEAD")), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "bundle pack waits on the FIFO"
+    error = result[0]
+    assert isinstance(error, LedgerError) and error.code == "change-empty", result
+    assert "uncommitted" not in error.message

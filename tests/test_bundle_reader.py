@@ -11,6 +11,7 @@ from verifiers.bundle import (
     BundleSnapshot,
     SnapshotReplayError,
     locator_is_safe,
+    plan_read_policy,
     read_bundle,
     snapshot_blobs,
     snapshot_from_parts,
@@ -111,3 +112,52 @@ def test_replay_refuses_a_blob_that_does_not_match(tmp_path: Path) -> None:
         snapshot_from_parts(observations, {**blobs, digest: b"alphA"})
     with pytest.raises(SnapshotReplayError):
         snapshot_from_parts(observations, {k: v for k, v in blobs.items() if k != digest})
+
+
+def _candidate_root_bundle(root: Path) -> None:
+    """The reference's exact-JSON layout, plus a decoy beside candidate-root/."""
+    arts = [{"id": "candidate", "locator": "c.json"}]
+    (root / "result-manifest.json").write_bytes(
+        canonical_bytes({"produced_artifacts": arts, "logs": []})
+    )
+    (root / "candidate-root").mkdir()
+    (root / "candidate-root" / "c.json").write_bytes(b"inside")
+    (root / "c.json").write_bytes(b"beside")
+
+
+def test_only_an_exact_json_plan_reads_locators_below_candidate_root(tmp_path: Path) -> None:
+    """Plan 0.1 walks every locator below candidate-root/ and says so in what is stored (and
+    replayed); a patch plan reads the bundle folder itself, as the reference's patch runner."""
+    _candidate_root_bundle(tmp_path)
+    json_plan = {"schema_version": "0.1", "candidate_artifact_id": "candidate",
+                 "max_candidate_bytes": 100}  # fmt: skip
+    patch_plan = {"schema_version": "0.2", "candidate_artifact_id": "candidate",
+                  "backend": {"max_candidate_bytes": 100, "max_log_bytes": 10}}  # fmt: skip
+    snap = read_bundle(tmp_path, max_manifest_bytes=4096, policy=plan_read_policy(json_plan))
+    assert [(f.data, f.candidate_root) for f in snap.files] == [(b"inside", "candidate-root")]
+    described = snapshot_observations(snap)
+    assert described[1]["candidate_root"] == "candidate-root"
+    assert "candidate_root" not in described[0]
+    replayed = snapshot_from_parts(described, snapshot_blobs(snap))
+    assert replayed.files == snap.files
+    snap = read_bundle(tmp_path, max_manifest_bytes=4096, policy=plan_read_policy(patch_plan))
+    assert [(f.data, f.candidate_root) for f in snap.files] == [(b"beside", None)]
+    assert "candidate_root" not in snapshot_observations(snap)[1]
+
+
+@pytest.mark.parametrize("where", ["elsewhere", "manifest"])
+def test_replay_refuses_a_candidate_root_the_reader_never_writes(
+    tmp_path: Path, where: str
+) -> None:
+    _candidate_root_bundle(tmp_path)
+    plan = {"schema_version": "0.1", "candidate_artifact_id": "candidate",
+            "max_candidate_bytes": 100}  # fmt: skip
+    snap = read_bundle(tmp_path, max_manifest_bytes=4096, policy=plan_read_policy(plan))
+    described = snapshot_observations(snap)
+    if where == "manifest":
+        described[0]["candidate_root"] = "candidate-root"
+    else:
+        described[1]["candidate_root"] = "../elsewhere"
+    with pytest.raises(SnapshotReplayError) as info:
+        snapshot_from_parts(described, snapshot_blobs(snap))
+    assert info.value.code == "snapshot-malformed"

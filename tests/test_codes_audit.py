@@ -75,7 +75,7 @@ def build_ledgers(built: Built) -> Ledgers:
     assert verified.code == 0, verified.stdout + verified.stderr
     burned = built.copy(frozen, "burned")
     burn = cli(
-        root, burned, "burn", "test/cohort-a", "--reason", "seen",
+        root, burned, "burn", "test/cohort-a", "--yes", "--reason", "seen",
         "--observed-task", "test/cohort-a/task-000",
     )  # fmt: skip
     assert burn.code == 0, burn.stderr

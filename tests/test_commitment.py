@@ -150,7 +150,7 @@ def test_verify_after_burn_is_refused(workspace: tuple[Path, Path]) -> None:
     root, db = workspace
     cohort = make_cohort(root)
     run_cli(root, db, "freeze", str(cohort))
-    burn = run_cli(root, db, "burn", "test/cohort-a", "--reason", "plans leaked")
+    burn = run_cli(root, db, "burn", "test/cohort-a", "--yes", "--reason", "plans leaked")
     assert burn.returncode == 0, burn.stderr
     before = entries(db)
     proc = run_cli(
@@ -185,6 +185,7 @@ def test_burn_observed_task_exposes_its_workunit(workspace: tuple[Path, Path]) -
         db,
         "burn",
         "test/cohort-a",
+        "--yes",
         "--reason",
         "solved in public",
         "--observed-task",
@@ -365,7 +366,7 @@ def test_audit_detects_verification_after_burn(workspace: tuple[Path, Path]) -> 
     _frozen_ledger(root, db)
     rows = entries(db)
     bundle, result = rows[-2]["payload"], rows[-1]["payload"]
-    assert run_cli(root, db, "burn", "test/cohort-a", "--reason", "leak").returncode == 0
+    assert run_cli(root, db, "burn", "test/cohort-a", "--yes", "--reason", "leak").returncode == 0
     with open_store(db) as ledger, ledger.writer() as w:
         refs = [o["object"] for o in bundle["observations"] if o["object"]]
         b = w.append("bundle.observed", bundle, refs)

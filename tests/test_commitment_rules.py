@@ -297,6 +297,7 @@ def test_burn_naming_a_task_exposes_its_workunit_id(workspace: tuple[Path, Path]
         db,
         "burn",
         "test/cohort-a",
+        "--yes",
         "--reason",
         "solved",
         "--observed-task",

@@ -27,7 +27,7 @@ from commit_helpers import (
     task_doc,
     write_json,
 )
-from helpers import run_cli, store_attacker
+from helpers import pg_roles, run_cli, store_attacker
 from store_copies import STORES, Built, built_per_store
 
 from ledger.api import audit_ledger
@@ -40,7 +40,6 @@ from ledger.operations.verify import verify
 from ledger.state import read_state, task_content_key
 from ledger.store.base import STATE_TABLES
 from ledger.store.opening import create_store, open_store
-from ledger.store.postgres import WRITER_ROLE
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
 from verifiers.contracts import decode_work_unit
@@ -401,12 +400,13 @@ def test_a_postgresql_writer_role_waits_for_the_owner_to_rebuild_an_older_derive
     login = f"writer_{database.rsplit('_', 1)[-1]}"
     with psycopg.connect(server.url(), autocommit=True, connect_timeout=10) as admin:
         admin.execute(f"CREATE ROLE {login} LOGIN")
-        admin.execute(f"GRANT {WRITER_ROLE} TO {login}")
+        admin.execute(f"GRANT {pg_roles(db).writer} TO {login}")
     try:
         writer = server.url(database, role=login)
         before = size(db)
         refused = run_cli(["--db", writer, "calibrate", "--json"], env={"LEDGER_TIME": TIME})
-        assert (refused.code, refused.error_code()) == (2, "ledger-unreadable"), refused.stdout
+        assert (refused.code, refused.error_code()) == (2, "ledger-write-denied"), refused.stdout
+        assert "only the database's owner may rebuild it" in refused.stdout
         assert size(db) == before
         assert run_cli(["--db", db, "calibrate"], env={"LEDGER_TIME": TIME}).code == 0
         done = run_cli(["--db", writer, "calibrate"], env={"LEDGER_TIME": TIME})

@@ -140,10 +140,19 @@ def test_each_line_of_a_batch_verify_holds_to_its_schema(demo_db: Path, tmp_path
 
 
 def test_burn_output_holds_to_its_schema(demo_db: Path) -> None:
-    real = doc(demo_db, "burn", "example/demo", "--reason", "leaked",
+    real = doc(demo_db, "burn", "example/demo", "--yes", "--reason", "leaked",
                "--observed-task", "demo/001-readme-marker")  # fmt: skip
     assert real["observed_tasks"] == ["demo/001-readme-marker"]
     assert_strict("burn", real)
+
+
+def test_burn_dry_run_output_holds_to_its_schema(demo_db: Path) -> None:
+    real = doc(demo_db, "burn", "example/demo", "--reason", "leaked", "--dry-run",
+               "--observed-task", "demo/001-readme-marker")  # fmt: skip
+    assert real["payload"]["observed_tasks"] == ["demo/001-readme-marker"]
+    assert_strict("burn-dry-run", real)
+    with pytest.raises(jsonschema.ValidationError):  # the payload is the entry's, strictly
+        validate_output("burn-dry-run", {**real, "payload": {**real["payload"], "x": 1}})
 
 
 # -- authoring ----------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         ],
     )
     assert found["good"][1] == "support" and found["wrong-marker"][1] == "reject"
-    burned = cli(db, "burn", HIDDEN_COHORT, "--reason", "solution leaked", "--json")
+    burned = cli(db, "burn", HIDDEN_COHORT, "--yes", "--reason", "solution leaked", "--json")
     assert burned.code == 0, burned.stdout
     damaged = checkpointed_copy(db, root / "damaged.db")
     result_object = entry_payload(db, found["good"][0])["result"]["object"]

@@ -37,13 +37,14 @@ from helpers import (
     CliResult,
     database_rows,
     fixed_clock,
+    pg_roles,
     run_cli,
 )
 from pg_copies import Copies
 from pg_server import PgServer
 
 from ledger.store.base import MAX_OBJECT_BYTES, STATE_TABLES
-from ledger.store.postgres import READER_ROLE, WRITER_ROLE, PostgresLedger
+from ledger.store.postgres import PostgresLedger
 from ledger.store.sqlite import APPLICATION_ID
 
 
@@ -54,7 +55,7 @@ def reader_url(pg_server: PgServer, pg_db: str) -> Iterator[str]:
     login = f"auditor_{pg_db.rsplit('_', 1)[-1]}"
     with psycopg.connect(pg_server.url(), autocommit=True, connect_timeout=10) as admin:
         admin.execute(f"CREATE ROLE {login} LOGIN")
-        admin.execute(f"GRANT {READER_ROLE} TO {login}")
+        admin.execute(f"GRANT {pg_roles(pg_db).reader} TO {login}")
     try:
         yield pg_server.url(pg_db.rsplit("/", 1)[1], role=login)
     finally:
@@ -117,9 +118,10 @@ def base_copies(pg_server: PgServer) -> Iterator[Copies]:
     name = pg_server.new_database("threats")
     try:
         assert _cli(pg_server.url(name), "init", "--origin", ORIGIN).code == 0  # the roles too
+        writer, reader = pg_roles(pg_server.url(name))
         with psycopg.connect(pg_server.url(), autocommit=True, connect_timeout=10) as admin:
-            for login, roles in ((WRITER, [WRITER_ROLE]), (AUDITOR, [READER_ROLE]),
-                                 (BOTH, [WRITER_ROLE, READER_ROLE])):  # fmt: skip
+            for login, roles in ((WRITER, [writer]), (AUDITOR, [reader]),
+                                 (BOTH, [writer, reader])):  # fmt: skip
                 admin.execute(f"DROP ROLE IF EXISTS {login}")
                 admin.execute(f"CREATE ROLE {login} LOGIN IN ROLE {', '.join(roles)}")
         as_writer = pg_server.url(name, role=WRITER)
@@ -203,13 +205,17 @@ def test_the_trigger_functions_pin_their_search_path_and_run_with_the_callers_ri
 def test_a_writer_may_create_no_temp_table_and_nothing_in_the_ledgers_schema(
     pg_server: PgServer, pg_db: str, base_copies: Copies
 ) -> None:
-    """A writer login needs neither: TEMP is the audit's (``ledger_reader``'s), and a function
+    """A writer login needs neither: TEMP is the audit's (the reader role's), and a function
     or operator in the ledger's schema would be found by name. ``init`` revokes both from
     PUBLIC, also where the database granted CREATE on its schema to everyone (PostgreSQL's
     default before version 15)."""
     with psycopg.connect(pg_db, autocommit=True) as conn:
         conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")
     PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)[0].close()
+    writer, reader = pg_roles(pg_db)  # this ledger's roles, given to the two logins
+    with psycopg.connect(pg_server.url(), autocommit=True, connect_timeout=10) as admin:
+        admin.execute(f"GRANT {writer} TO {WRITER}")
+        admin.execute(f"GRANT {reader} TO {AUDITOR}")
     as_writer = pg_server.url(pg_db.rsplit("/", 1)[1], role=WRITER)
     with psycopg.connect(as_writer, autocommit=True) as conn:
         for statement in (
@@ -361,7 +367,7 @@ def _insert_only(owner: str) -> list[str]:
                 "SELECT has_table_privilege(%s, %s, 'INSERT')"
                 " AND NOT has_table_privilege(%s, %s, 'UPDATE')"
                 " AND NOT has_table_privilege(%s, %s, 'DELETE')",
-                (WRITER_ROLE, table) * 3,
+                (pg_roles(owner).writer, table) * 3,
             ).fetchone()
             == (True,)
         ]

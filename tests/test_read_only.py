@@ -8,7 +8,7 @@ command failed on a read-only file or mount, and a reader in a shared folder lef
 
 Those tests are about the SQLite file (its bytes, modes, side files, locks and checkpoints) and
 stay SQLite's. On PostgreSQL (the end of this file) every reading command, run by a login that
-is only a member of ``ledger_reader``, works and leaves every row of every table as it was.
+is only a member of the ledger's reader role, works and leaves every row of every table as it was.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from helpers import (
     fixed_clock,
     ledger_command,
     make_ledger,
+    pg_roles,
     python_child,
     run_cli,
 )
@@ -405,7 +406,7 @@ def test_a_reader_waits_for_a_checkpointing_writer_then_refuses_busy(tmp_path: P
 
 # -- PostgreSQL: a reader changes no row, and needs nothing but SELECT -----------------------------
 
-READ_LOGIN = "ledger_audit_login"  # a login whose only privilege is membership of ledger_reader
+READ_LOGIN = "ledger_audit_login"  # a login whose only privilege is the reader role
 PG_ORIGIN = "test.example/read-only"
 
 
@@ -427,11 +428,13 @@ def pg_reader_base(
     assert run_cli(["--db", url, "checkpoint", "--out", str(files / "cp.txt")], env=env).code == 0
     keys = ["witness", "keygen", "--out", str(files / "w"), "--name", "witness.example/w1"]
     assert run_cli(keys, env=env).code == 0
+    reader = pg_roles(url).reader  # this ledger's own (a login of another ledger reads nothing)
     with psycopg.connect(pg_server.url(), autocommit=True, connect_timeout=10) as conn:
         conn.execute(
-            f"DO $$ BEGIN CREATE ROLE {READ_LOGIN} LOGIN IN ROLE ledger_reader;"
+            f"DO $$ BEGIN CREATE ROLE {READ_LOGIN} LOGIN;"
             " EXCEPTION WHEN duplicate_object THEN NULL; END $$"
         )
+        conn.execute(f"GRANT {reader} TO {READ_LOGIN}")
     try:
         yield PgBase(name, files)
     finally:
@@ -490,7 +493,7 @@ def test_the_audit_login_has_select_and_nothing_else(
 def test_read_commands_on_postgresql_change_no_row_and_need_only_select(
     pg_reader_base: PgBase, pg_server: PgServer, tmp_path: Path, command: str
 ) -> None:
-    """Each reading command, run by a login that is a member of ``ledger_reader`` only, works,
+    """Each reading command, run by a login that is a member of the reader role only, works,
     and every table of the database holds the very rows it held before (rows compared, not the
     server's counters). All of them read the one base database: a reader that changed it fails
     here, and the next compares against what it found."""
@@ -518,7 +521,10 @@ def test_a_write_by_the_audit_login_is_refused_and_writes_nothing(
             env={"LEDGER_TIME": FIXED_TIME},
         )
         assert result.code == 2, result.stdout + result.stderr
-        assert result.error_code() == "ledger-unreadable"
+        assert result.error_code() == "ledger-write-denied"
+        writer = pg_roles(pg_server.url(name)).writer
+        assert f"the login {READ_LOGIN} may not write to " in result.stdout
+        assert f"(as the database's owner: GRANT {writer} TO {READ_LOGIN};)" in result.stdout
         assert database_rows(pg_server.url(name)) == before
         # and the comparison sees a write: the owner's calibration changes rows
         owner = run_cli(["--db", pg_server.url(name), "calibrate"], env={"LEDGER_TIME": FIXED_TIME})

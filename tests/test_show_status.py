@@ -240,7 +240,7 @@ def test_status_gives_each_task_its_verifications_and_outcomes(judged: tuple[Pat
 
 def test_status_of_a_burned_cohort_says_burned(judged: tuple[Path, Path], db: Path) -> None:
     root = judged[0]
-    burned = cli(root, db, "burn", COHORT, "--reason", "solution leaked", "--json")
+    burned = cli(root, db, "burn", COHORT, "--yes", "--reason", "solution leaked", "--json")
     assert burned.code == 0, burned.stdout
     seq = burned.json()["burned_entry"]
     doc = cli(root, db, "status", COHORT, "--json").json()

@@ -35,6 +35,7 @@ from commit_helpers import make_cohort
 from helpers import (
     CliResult,
     checkpointed_copy,
+    pg_roles,
     rewrite_and_reseal,
     run_cli,
     store_attacker,
@@ -52,7 +53,6 @@ from ledger.operations.verify import record_verification, verify
 from ledger.state import calibration_report_bytes, read_state
 from ledger.store.lookup import verification_result
 from ledger.store.opening import create_store, open_store
-from ledger.store.postgres import WRITER_ROLE
 from verifiers.calibration import GOOD_PATCH, PATCH_WORK_UNIT, PLANS, patch_bundle
 from verifiers.canonical import blake3_address, canonical_bytes
 from verifiers.contracts import decode_evaluator_plan, decode_work_unit
@@ -131,16 +131,18 @@ class _Bases:
         self._databases: list[tuple[PgServer, str]] = []
         self._logins: dict[int, tuple[PgServer, str]] = {}
 
-    def writer_login(self, server: PgServer) -> str:
-        """A login that is only a ``ledger_writer`` (the role is the cluster's, so it writes in
-        every copy of a ledger), made once per module."""
+    def writer_login(self, server: PgServer, db: str) -> str:
+        """A login that is only a member of the writer role of the ledger at ``db`` (copies of
+        one built ledger share their roles), made once per module."""
         if id(server) not in self._logins:
             login = f"planter_{server.port}"
             with psycopg.connect(server.url(), autocommit=True, connect_timeout=10) as admin:
                 admin.execute(f"CREATE ROLE {login} LOGIN")
-                admin.execute(f"GRANT {WRITER_ROLE} TO {login}")
             self._logins[id(server)] = (server, login)
-        return self._logins[id(server)][1]
+        login = self._logins[id(server)][1]
+        with psycopg.connect(server.url(), autocommit=True, connect_timeout=10) as admin:
+            admin.execute(f"GRANT {pg_roles(db).writer} TO {login}")
+        return login
 
     def file(self, build: Build) -> Path:
         if build.__name__ not in self._files:
@@ -206,7 +208,7 @@ class Store:
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[Any]:
-        """A connection of a writer: on PostgreSQL a login that is only a ``ledger_writer``
+        """A connection of a writer: on PostgreSQL a login that is only in the writer role
         (SELECT and INSERT on the evidence, UPDATE too on the derived ``state_*`` tables), on
         SQLite the file's owner with the triggers left on (what ``sqlite3`` gives anyone who
         may write the file)."""
@@ -214,7 +216,7 @@ class Store:
             with store_attacker(self.db, drop_triggers=False) as conn:
                 yield conn
             return
-        login = self._bases.writer_login(self.server)
+        login = self._bases.writer_login(self.server, str(self.db))
         with psycopg.connect(
             self.server.url(str(self.db).rsplit("/", 1)[1], role=login),
             autocommit=True,

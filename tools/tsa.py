@@ -77,7 +77,9 @@ class LocalTsa:
     """A CA and a TSA certificate in ``folder``, and OpenSSL answering time-stamp queries."""
 
     def __init__(self, folder: Path, name: str = "Test TSA") -> None:
-        self.folder = folder
+        # Absolute: OpenSSL runs in the folder and is given its configuration's path (a relative
+        # folder, as `python -m tools.tsa tsa` names it, was looked for inside itself).
+        self.folder = folder = folder.resolve()
         self.ca_pem = folder / "ca.pem"
         folder.mkdir(parents=True, exist_ok=True)
         if not self.ca_pem.exists():

@@ -14,7 +14,13 @@ garbage manifest still yields a snapshot) and observes every named file itself:
 - a locator named twice is read once; later occurrences are ``duplicate``;
 - with a ``ReadPolicy`` (what ``ledger verify`` uses) each file is bounded by the limit of its role
   (the candidate artifact, a log, any other produced artifact) and all files together by one
-  budget: a file that would take the bundle past it is ``over-budget``, its bytes never read.
+  budget: a file that would take the bundle past it is ``over-budget``, its bytes never read;
+- the reference's exact-JSON layout (plan 0.1): the manifest beside a ``candidate-root/`` folder,
+  whose files the locators name. With a plan 0.1 policy and an entry ``candidate-root`` in the
+  bundle, every locator is walked below it (as the reference resolves it against its
+  ``--candidate-root``), by the same rules: a ``candidate-root`` that is a symlink or a file makes
+  every locator ``symlink`` / ``not-regular``. Each file observation then says so
+  (``candidate_root``), in the snapshot and in what the ledger stores.
 
 The bytes stored in the snapshot are exactly the bytes that were hashed. A snapshot can be
 rebuilt from its stored observations and blobs (``snapshot_from_parts``) so that a replay never
@@ -29,7 +35,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
@@ -43,6 +49,9 @@ MAX_LOCATORS: Final = 256  # a manifest naming more files than this is not read 
 MAX_LOCATOR_CHARS: Final = 1024
 MAX_COMPONENTS: Final = 64
 MAX_LOCATOR_SCAN_DEPTH: Final = 32  # the manifest contract's own depth limit
+# The folder of the reference's exact-JSON bundles (``examples/verifier/good/candidate-root/``),
+# below which its runner resolves every locator; the manifest stays beside it.
+CANDIDATE_ROOT: Final = "candidate-root"
 
 FileStatus = Literal[
     "ok",
@@ -68,12 +77,15 @@ class SnapshotReplayError(VerifierError):
 
 @dataclass(frozen=True, slots=True)
 class FileObservation:
-    """What the reader saw at one locator. ``data`` is present only when ``status == "ok"``."""
+    """What the reader saw at one locator. ``data`` is present only when ``status == "ok"``.
+    ``candidate_root``: the bundle's folder the locator was walked below (``CANDIDATE_ROOT``),
+    or None for the bundle folder itself."""
 
     locator: str
     status: FileStatus
     size: int | None
     data: bytes | None
+    candidate_root: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +173,9 @@ class ReadPolicy:
     log_bytes: int
     other_bytes: int
     budget: int
+    # The folder below which locators are walked when the bundle holds it (plan 0.1 only: the
+    # reference's patch runner reads a patch bundle's locators from the bundle folder itself).
+    candidate_root: str | None = None
 
     def limits(self, manifest: bytes | None) -> dict[str, int]:
         """Locator -> its per-file limit under this policy."""
@@ -186,6 +201,7 @@ def plan_read_policy(plan: Mapping[str, Any]) -> ReadPolicy:
 
     - plan 0.1 (exact JSON): the candidate up to ``max_candidate_bytes``; logs and other produced
       artifacts 0 bytes (the verifier looks only at their status); budget ``max_candidate_bytes``;
+      the locators below ``candidate-root/`` when the bundle holds one (the reference's layout);
     - plans 0.2-0.4 (patch): the candidate up to ``backend.max_candidate_bytes``, each log up to
       ``backend.max_log_bytes``, other produced artifacts 0 bytes (never looked at); budget
       ``max_candidate_bytes + max_log_bytes * max(1, len(required_log_types))``.
@@ -194,7 +210,7 @@ def plan_read_policy(plan: Mapping[str, Any]) -> ReadPolicy:
     artifact_id = artifact_id if isinstance(artifact_id, str) else ""
     if plan.get("schema_version") == "0.1":
         candidate = _plan_int(plan.get("max_candidate_bytes"))
-        return ReadPolicy(artifact_id, candidate, 0, 0, candidate)
+        return ReadPolicy(artifact_id, candidate, 0, 0, candidate, CANDIDATE_ROOT)
     backend = plan.get("backend")
     backend = backend if isinstance(backend, Mapping) else {}
     candidate = _plan_int(backend.get("max_candidate_bytes"))
@@ -211,8 +227,10 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _obs(locator: str, status: FileStatus, size: int | None = None) -> FileObservation:
-    return FileObservation(locator=locator, status=status, size=size, data=None)
+def _obs(
+    locator: str, status: FileStatus, size: int | None = None, *, under: str | None = None
+) -> FileObservation:
+    return FileObservation(locator, status, size, None, under)
 
 
 def _status_for_oserror(exc: OSError) -> FileStatus:
@@ -223,11 +241,14 @@ def _status_for_oserror(exc: OSError) -> FileStatus:
     return "unreadable"
 
 
-def _read_at(root_fd: int, locator: str, limit: int, budget: int | None = None) -> FileObservation:
-    """Walk ``locator`` below ``root_fd`` without following any symlink and read it, bounded."""
+def _read_at(
+    root_fd: int, locator: str, limit: int, budget: int | None = None, under: str | None = None
+) -> FileObservation:
+    """Walk ``locator`` below ``root_fd`` (below its folder ``under``, when given) without
+    following any symlink and read it, bounded."""
     if not locator_is_safe(locator):
         return _obs(locator, "invalid-path")
-    parts = locator.split("/")
+    parts = ([under] if under is not None else []) + locator.split("/")
     dir_fd = os.dup(root_fd)
     try:
         for part in parts[:-1]:
@@ -291,6 +312,17 @@ def _read_final(
     return FileObservation(locator=locator, status="ok", size=len(data), data=data)
 
 
+def _holds(dir_fd: int, name: str) -> bool:
+    """Whether the folder holds an entry ``name`` of any kind (a symlink is not followed)."""
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # there, but not usable: the walk below it reports why, file by file
+    return True
+
+
 def _open_root(root: Path) -> int:
     try:
         st = os.lstat(root)
@@ -341,18 +373,21 @@ def read_bundle(
         manifest = manifest_obs.data
         limits = policy.limits(manifest) if policy is not None else {}
         remaining = max(0, policy.budget) if policy is not None else None
+        under = policy.candidate_root if policy is not None else None
+        if under is not None and not _holds(root_fd, under):
+            under = None  # decided once, before any file is read: the whole bundle is one layout
         files: list[FileObservation] = []
         seen: set[str] = set()
         for locator in manifest_locators(manifest):
             if locator in seen:
-                files.append(_obs(locator, "duplicate"))
+                files.append(_obs(locator, "duplicate", under=under))
                 continue
             seen.add(locator)
             limit = limits.get(locator, 0) if limit_for is None else int(limit_for(locator))
-            item = _read_at(root_fd, locator, max(0, limit), remaining)
+            item = _read_at(root_fd, locator, max(0, limit), remaining, under)
             if remaining is not None and item.data is not None:
                 remaining -= len(item.data)
-            files.append(item)
+            files.append(item if under is None else replace(item, candidate_root=under))
     finally:
         os.close(root_fd)
     return BundleSnapshot(manifest=manifest, manifest_observation=manifest_obs, files=tuple(files))
@@ -380,6 +415,9 @@ def _describe(item: FileObservation, role: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"role": role, "locator": item.locator, "status": item.status}
     entry["size"] = item.size
     entry["sha256"] = _sha256(item.data) if item.data is not None else None
+    if item.candidate_root is not None:
+        # Only then: every observation of a bundle read at its own folder keeps its old form.
+        entry["candidate_root"] = item.candidate_root
     return entry
 
 
@@ -387,7 +425,8 @@ def snapshot_observations(snapshot: BundleSnapshot) -> list[dict[str, Any]]:
     """Canonical-JSON-ready description: the manifest first (role "manifest"), then each file.
 
     Each entry: ``{role, locator, status, size, sha256}``; ``sha256`` is the digest of the stored
-    bytes when ``status == "ok"``, else null. The bytes themselves are stored as objects.
+    bytes when ``status == "ok"``, else null; a file read below ``candidate-root/`` adds
+    ``candidate_root``. The bytes themselves are stored as objects.
     """
     out = [_describe(snapshot.manifest_observation, "manifest")]
     out.extend(_describe(item, "file") for item in snapshot.files)
@@ -408,20 +447,23 @@ def _rebuild(entry: Mapping[str, Any], blobs: Mapping[str, bytes]) -> FileObserv
     status = entry.get("status")
     size = entry.get("size")
     digest = entry.get("sha256")
+    under = entry.get("candidate_root")
     if not isinstance(locator, str) or status not in FILE_STATUSES:
         raise SnapshotReplayError("snapshot-malformed", "observation lacks locator or status")
+    if under is not None and (under != CANDIDATE_ROOT or entry.get("role") != "file"):
+        raise SnapshotReplayError("snapshot-malformed", f"bad candidate_root for {locator!r}")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise SnapshotReplayError("snapshot-malformed", f"bad size for {locator!r}")
     if status != "ok":
         if digest is not None:
             raise SnapshotReplayError("snapshot-malformed", f"{locator!r}: digest without bytes")
-        return FileObservation(locator=locator, status=status, size=size, data=None)
+        return FileObservation(locator, status, size, None, under)
     if not isinstance(digest, str) or digest not in blobs:
         raise SnapshotReplayError("snapshot-blob-missing", f"no stored bytes for {locator!r}")
     data = blobs[digest]
     if _sha256(data) != digest or size != len(data):
         raise SnapshotReplayError("snapshot-blob-mismatch", f"stored bytes differ for {locator!r}")
-    return FileObservation(locator=locator, status="ok", size=len(data), data=data)
+    return FileObservation(locator, "ok", len(data), data, under)
 
 
 def snapshot_from_parts(
@@ -478,6 +520,7 @@ def snapshot_from_bytes(
 
 
 __all__ = [
+    "CANDIDATE_ROOT",
     "DEFAULT_MAX_MANIFEST_BYTES",
     "FILE_STATUSES",
     "MANIFEST_NAME",

@@ -285,6 +285,13 @@ def candidate_view(
     if obs.status in ("ok", "oversize"):
         return CandidateView(artifact, obs, None, "")
     category, text = _FILE_PROBLEMS.get(obs.status, ("policy", "Candidate artifact is unusable."))
+    if obs.status == "missing" and obs.candidate_root is not None:
+        # Say where it was looked for: the file may well be beside candidate-root/, not in it.
+        text = (
+            f"Candidate artifact named by the manifest is missing from the bundle's"
+            f" {obs.candidate_root}/ folder, below which an exact-JSON bundle holding that"
+            " folder has its locators read (the reference's layout)."
+        )
     return CandidateView(artifact, obs, text, category)
 
 

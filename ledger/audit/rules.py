@@ -1085,15 +1085,16 @@ class CommitmentRules:
         blobs: dict[str, bytes] = {}
         observations: list[dict[str, Any]] = []
         for item in bundle.observations:
-            observations.append(
-                {
-                    "role": item.role,
-                    "locator": item.locator,
-                    "status": item.status,
-                    "size": item.size,
-                    "sha256": item.sha256,
-                }
-            )
+            observed: dict[str, Any] = {
+                "role": item.role,
+                "locator": item.locator,
+                "status": item.status,
+                "size": item.size,
+                "sha256": item.sha256,
+            }
+            if isinstance(item.candidate_root, str):
+                observed["candidate_root"] = item.candidate_root  # where the verifier says it was
+            observations.append(observed)
             if item.object is not None and item.sha256 is not None:
                 data = files.get(item.object)
                 if data is not None:

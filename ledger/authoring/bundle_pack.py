@@ -12,16 +12,27 @@ made from objects hashed here, in a private repository with no config, attribute
 checked to turn BASE into HEAD. ``--no-renames``: each path of a move shows as a delete and an
 add, so every path is checked against the WorkUnit's scope and no similarity heuristic decides
 the patch. Every output is bounded (``MAX_PATCH_BYTES``) and every git call has a deadline.
+
+An empty change (HEAD is BASE, or its tree is BASE's) is refused (``change-empty``), saying
+what to commit when the work tree holds uncommitted changes: a bundle of nothing, packed with
+exit 0, is most often work that was never committed. ``allow_empty`` packs it all the same (an
+honest no-op candidate, which the verifier rejects as ``empty-patch``).
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ledger.authoring.git_reading import diff_commits, resolve
+from ledger.authoring.git_reading import (
+    diff_commits,
+    resolve,
+    resolve_source_revision,
+    uncommitted_paths,
+)
 from ledger.authoring.skeleton import PATCH_CANDIDATE, pretty
 from ledger.errors import CommitError, UsageError
 from verifiers.canonical import canonical_digest, sha256_hex_digest
@@ -43,6 +54,7 @@ class Packed:
     manifest_digest: str
     patch_digest: str
     files_changed: int
+    source_revision: str | None = None  # the WorkUnit's, when it names one: BASE is its commit
 
 
 def _work_unit(data: bytes, what: str) -> dict[str, Any]:
@@ -63,6 +75,30 @@ def _candidate_id(work_unit: Mapping[str, Any]) -> str:
     return PATCH_CANDIDATE
 
 
+# How many uncommitted paths a refusal names (the rest are counted).
+_SHOWN_PATHS: Final = 5
+
+
+def _empty_change(git: str, repo: Path, head_commit: str, what: str) -> str:
+    """``change-empty``'s message: what HEAD is, and what to commit (the work tree's
+    uncommitted paths when it holds the change)."""
+    where = shlex.quote(str(repo))
+    paths = uncommitted_paths(git, repo, head_commit)
+    if paths:
+        shown = ", ".join(paths[:_SHOWN_PATHS]) + (", ..." if len(paths) > _SHOWN_PATHS else "")
+        count = f"{len(paths)} path{'s' if len(paths) != 1 else ''}"
+        fix = (
+            f"{repo}'s work tree holds uncommitted changes ({count}: {shown}): commit your"
+            f" change (git -C {where} add -A && git -C {where} commit) and pack again"
+        )
+    else:
+        fix = "commit the change on top of the base and name that commit with --head"
+    return (
+        f"{what}: the change is empty, so there is nothing to pack; {fix}"
+        " (an empty candidate on purpose, a no-op: --allow-empty)"
+    )
+
+
 def pack(
     *,
     git: str,
@@ -80,8 +116,10 @@ def pack(
     worker_id: str = "local-worker",
     summary: str = "",
     wall_seconds: float = 0,
+    allow_empty: bool = False,
 ) -> Packed:
-    """The bundle files for the change BASE..HEAD of ``repo`` against the WorkUnit."""
+    """The bundle files for the change BASE..HEAD of ``repo`` against the WorkUnit; an empty
+    change is refused (``change-empty``) unless ``allow_empty``."""
     if status not in STATUSES:
         raise UsageError("usage-error", f"status {status!r} is not one of {', '.join(STATUSES)}")
     if attempt < 1:
@@ -91,15 +129,26 @@ def pack(
     head_commit = resolve(git, repo, head, what="--head")
     provenance = work_unit.get("provenance") or {}
     source_revision = str(provenance.get("source_revision") or base)
+    bound: str | None = None
     if provenance.get("source_revision"):
-        bound = resolve(git, repo, source_revision, what="the WorkUnit's source revision")
+        # The manifest keeps the name the plan is bound to (the verifier compares the two);
+        # the commit it names now is recorded beside it.
+        bound = resolve_source_revision(
+            git, repo, source_revision, what="the WorkUnit's source revision"
+        )
         if bound != base_commit:
             raise CommitError(
                 "base-revision-mismatch",
                 f"--base {base} is {base_commit}, but the WorkUnit (and its plan) are bound to"
                 f" source revision {source_revision} ({bound}); diff against that revision",
             )
+    if head_commit == base_commit and not allow_empty:
+        what = f"--head {head} is the base commit"
+        raise CommitError("change-empty", _empty_change(git, repo, head_commit, what))
     patch = diff_commits(git, repo, base_commit, head_commit, limit=MAX_PATCH_BYTES)
+    if not patch and not allow_empty:
+        what = f"--head {head} ({head_commit[:12]}) has the base's tree"
+        raise CommitError("change-empty", _empty_change(git, repo, head_commit, what))
     files_changed = sum(1 for line in patch.split(b"\n") if line.startswith(b"diff --git "))
     candidate = _candidate_id(work_unit)
     validators = sorted(
@@ -144,7 +193,9 @@ def pack(
         },
         # What was diffed, for the reader; the verifier re-derives everything from the bytes.
         "extensions": {
-            "org.evidence-ledger.bundle-pack": {"base": base_commit, "head": head_commit}
+            "org.evidence-ledger.bundle-pack": _what_was_diffed(
+                base_commit, head_commit, source_revision if bound is not None else None
+            )
         },
     }
     manifest_bytes = pretty(manifest)
@@ -163,4 +214,15 @@ def pack(
         manifest_digest=canonical_digest(manifest),
         patch_digest=sha256_hex_digest(patch),
         files_changed=files_changed,
+        source_revision=source_revision if bound is not None else None,
     )
+
+
+def _what_was_diffed(base: str, head: str, source_revision: str | None) -> dict[str, Any]:
+    """The manifest's note for a reader: the commits diffed and, when the WorkUnit is bound to
+    a source revision, its name with the commit it named (BASE: ``base-revision-mismatch``
+    otherwise)."""
+    note: dict[str, Any] = {"base": base, "head": head}
+    if source_revision is not None:
+        note["source_revision"] = {"name": source_revision, "commit": base}
+    return note

@@ -24,6 +24,11 @@ without a hash:
 
 Every git call has a deadline for the whole call (it is killed then, whatever it is waiting
 for) and every output a bound. Nothing here runs anything but git.
+
+When the change is empty, ``uncommitted_paths`` says what the work tree holds that a commit
+would have carried: ``git status`` in the repository would run the clean filter its config and
+attributes name, so the work tree and a copy of its index are read through a private repository
+(its objects borrowed, HEAD the checked-out commit) with no config, filter or hook of theirs.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -41,7 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from ledger.errors import CommitError, UsageError
+from ledger.errors import CommitError, LedgerError, UsageError
+from verifiers.reading import read_at_most
 
 GIT_TIMEOUT_SECONDS: Final = 120.0
 # The whole environment git runs with: nothing of the caller's (GIT_CONFIG_COUNT/KEY/VALUE,
@@ -205,6 +212,14 @@ def resolve(git: str, repo: Path, rev: str, *, what: str) -> str:
     """The full commit id ``rev`` names in ``repo`` (``rev`` is never taken as an option)."""
     if not rev or rev.startswith("-") or "\n" in rev:
         raise UsageError("bad-revision", f"{what} {rev!r} is not a revision")
+    commit = _commit_of(git, repo, rev, what)
+    if commit is None:
+        raise UsageError("bad-revision", f"{what} names no commit in {repo}")
+    return commit
+
+
+def _commit_of(git: str, repo: Path, rev: str, what: str) -> str | None:
+    """The full commit id ``rev`` peels to in ``repo``, or None when it names no commit."""
     ran = run_git(
         git,
         ["-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
@@ -213,7 +228,7 @@ def resolve(git: str, repo: Path, rev: str, *, what: str) -> str:
     )
     if ran.code == 1:
         # ``rev-parse --verify --quiet`` exits 1, silently, for a name that is no commit.
-        raise UsageError("bad-revision", f"{what} names no commit in {repo}")
+        return None
     commit = _checked(ran, what).decode("ascii", "replace").strip()
     if len(commit) not in _ALGORITHMS or not _is_hex(commit):
         raise UsageError("bad-revision", f"{what} {rev!r} does not name a commit")
@@ -222,6 +237,48 @@ def resolve(git: str, repo: Path, rev: str, *, what: str) -> str:
 
 def _is_hex(text: str) -> bool:
     return all(c in "0123456789abcdef" for c in text)
+
+
+# A tag name as ``git check-ref-format`` admits it, narrowed: no character that rev-parse reads
+# as syntax (``^ ~ : ? * [ \ @ {``), no space or control character, no leading ``-``.
+_TAG_NAME: Final = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_+./-]{0,254}")
+
+
+def _is_tag_name(name: str) -> bool:
+    if not _TAG_NAME.fullmatch(name) or name.endswith(("/", ".")) or ".." in name:
+        return False
+    return all(part and not part.startswith(".") and not part.endswith(".lock")
+               for part in name.split("/"))  # fmt: skip
+
+
+def resolve_source_revision(git: str, repo: Path, revision: str, *, what: str) -> str:
+    """The commit a WorkUnit's ``source_revision`` names in ``repo``: a full commit id (itself),
+    or a tag (``refs/tags/<revision>``, peeled to its commit). Nothing else: a branch, ``HEAD``
+    or an expression (``main~1``, ``v1@{1}``, ``:/text``) names another commit once the
+    repository moves, and the plan is bound to one."""
+    if len(revision) in _ALGORITHMS and _is_hex(revision):
+        commit = resolve(git, repo, revision, what=what)
+        if commit != revision:
+            raise UsageError(
+                "bad-revision", f"{what} {revision} is not a commit of {repo} (it is {commit})"
+            )
+        return commit
+    if not _is_tag_name(revision):
+        raise UsageError(
+            "bad-revision",
+            f"{what} {revision!r} is neither a full commit id nor a tag name; bind the WorkUnit"
+            " and its plan to a commit id or a tag",
+        )
+    found = _commit_of(git, repo, f"refs/tags/{revision}", what)
+    if found is not None:
+        return found
+    branch = _commit_of(git, repo, f"refs/heads/{revision}", what)
+    kind = "a branch, which moves," if branch is not None else "no tag"
+    raise UsageError(
+        "bad-revision",
+        f"{what} {revision!r} names {kind} in {repo}: tag the commit the plan is bound to"
+        f" (`git -C {repo} tag {revision} COMMIT`) and pack again",
+    )
 
 
 def diff_commits(git: str, repo: Path, base: str, head: str, *, limit: int) -> bytes:
@@ -506,3 +563,84 @@ def _check_reproduces(git: str, check: Path, patch: bytes, old: Entries, new: En
             f"the diff applied to BASE does not give HEAD's tree (first difference at"
             f" {differ[0][0].decode('utf-8', 'replace')!r}); refused",
         )
+
+
+# ``uncommitted_paths``: the index copied at most this large (an index of some 500,000 paths),
+# and at most this much of what ``git status`` lists read.
+MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
+_MAX_STATUS_BYTES: Final = 1024 * 1024
+_STATUS_OPTIONS: Final = (
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=normal",
+    "--ignore-submodules=all",
+    "--no-renames",
+)
+
+
+def uncommitted_paths(git: str, repo: Path, head: str) -> list[str] | None:
+    """The paths ``git status`` lists for ``repo``'s work tree (changed, staged or untracked,
+    submodules left out) when its checked-out commit is ``head``; None when that cannot be told
+    (a bare repository, another commit checked out, an index git cannot read, a deadline).
+
+    Read as the rest of the repository is: ``git status`` there would run a clean filter its
+    config names for its attributes, so the work tree is compared with a copy of its index in
+    a private repository borrowing its objects, with no config, filter or hook of the
+    repository's and nothing of it written (``GIT_OPTIONAL_LOCKS=0``: no index refresh)."""
+    try:
+        if resolve(git, repo, "HEAD", what="the checked-out commit") != head:
+            return None
+        paths = ["--path-format=absolute", "--show-toplevel", "--git-path", "index"]
+        where = _checked(
+            run_git(git, ["-C", str(repo), "rev-parse", *paths], what="the work tree", limit=8192),
+            "the work tree",
+        )
+        lines = os.fsdecode(where).split("\n")
+        if len(lines) != 3 or lines[2] or not all(x.startswith("/") for x in lines[:2]):
+            return None
+        top, index = lines[0], lines[1]
+        objects = _objects_dir(git, repo)
+        with tempfile.TemporaryDirectory(prefix="ledger-status-") as tmp:
+            fmt = _ALGORITHMS[len(head)]
+            store = _private_repository(git, Path(tmp) / "status.git", fmt)
+            borrowed = store / "objects" / "info" / "alternates"
+            borrowed.parent.mkdir(parents=True, exist_ok=True)
+            borrowed.write_bytes(os.fsencode(objects) + b"\n")
+            (store / "HEAD").write_text(head + "\n", "ascii")  # detached at the checked-out commit
+            copy = Path(tmp) / "index"
+            if not _copy_index(index, copy):
+                return None
+            ran = run_git(
+                git,
+                ["--git-dir", str(store), "--work-tree", top, "status", *_STATUS_OPTIONS],
+                what="the work tree's status",
+                limit=_MAX_STATUS_BYTES,
+                env={"GIT_INDEX_FILE": str(copy)},
+            )
+    except (LedgerError, OSError):
+        return None  # only a hint: a refusal stands without it
+    if ran.code != 0:
+        return None
+    # ``XY path\0`` per path (``--no-renames``: never a second path), in path order.
+    return sorted(os.fsdecode(record[3:]) for record in ran.out.split(b"\0") if len(record) > 3)
+
+
+def _copy_index(index: str, copy: Path) -> bool:
+    """The repository's index copied to ``copy`` (False if it is not a regular file of at most
+    ``MAX_INDEX_BYTES``); a missing index (nothing added yet) is left missing. Opened
+    non-blocking, so a FIFO there is never waited on."""
+    try:
+        fd = os.open(index, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_INDEX_BYTES:
+            return False
+        data = read_at_most(fd, MAX_INDEX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_INDEX_BYTES:
+        return False
+    copy.write_bytes(data)
+    return True

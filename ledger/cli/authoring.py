@@ -456,6 +456,14 @@ def bundle_pack(
     worker_id: Annotated[str, typer.Option(help="The worker's id.")] = "local-worker",
     summary: Annotated[str, typer.Option(help="The worker's one-line summary.")] = "",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out.")] = False,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="Pack an empty change (HEAD is BASE or has its tree): a no-op candidate on"
+            " purpose. Without it an empty change is refused (change-empty).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Write a reference-shaped result bundle for the change BASE..HEAD of a git repository:
@@ -465,8 +473,11 @@ def bundle_pack(
     Runs git only (fixed argv, no shell, no hooks, no system or global config, no external
     diff or textconv), never the candidate's code, and reads the repository as hostile: every
     object of the change is hashed and the diff is made from those alone, then checked to turn
-    BASE into HEAD. --base must be the WorkUnit's source revision. Times come from LEDGER_TIME,
-    else the clock."""
+    BASE into HEAD. --base must be the WorkUnit's source revision, which must be a full commit
+    id or a tag of the repository (never a branch: it moves); the commit it names is recorded.
+    Times come from LEDGER_TIME, else the clock. An empty change is refused, saying what to
+    commit when the work tree holds uncommitted changes (the change must be committed: HEAD
+    names a commit)."""
     from ledger.authoring.bundle_pack import pack
     from ledger.authoring.files import write_new_folder
 
@@ -493,6 +504,7 @@ def bundle_pack(
         attempt=attempt,
         worker_id=worker_id,
         summary=summary,
+        allow_empty=allow_empty,
     )
     write_new_folder(out, packed.files, force=force, on_written=note_files(out))
     if as_json:
@@ -505,6 +517,9 @@ def bundle_pack(
                 "patch_digest": packed.patch_digest,
                 "manifest_digest": packed.manifest_digest,
                 "files": sorted(packed.files),
+                "source_revision": None
+                if packed.source_revision is None
+                else {"name": packed.source_revision, "commit": packed.base},
             }
         )
     else:
@@ -512,6 +527,8 @@ def bundle_pack(
             f"wrote bundle {out}: {count(packed.files_changed, 'file')} changed"
             f" ({packed.base[:12]}..{packed.head[:12]})"
         )
+        if packed.source_revision not in (None, packed.base):
+            IO.say(f"source revision {packed.source_revision} is commit {packed.base}")
         IO.say(f"patch raw {packed.patch_digest}")
         IO.say(f"result-manifest.json canonical {packed.manifest_digest}")
     return EXIT_OK

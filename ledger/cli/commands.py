@@ -385,12 +385,33 @@ def init(
     _note_init(_db(), settings)
     result = init_ledger(_db(), origin=origin, settings=settings, signer=_signer(settings))
     name = _db_name()
+    roles = result.roles
     if as_json:
-        _emit_json({"db": name, "created": result.created, "origin": result.origin})
-    elif result.created:
+        _emit_json(
+            {
+                "db": name,
+                "created": result.created,
+                "origin": result.origin,
+                "roles": None
+                if roles is None
+                else {
+                    "writer": roles.writer,
+                    "reader": roles.reader,
+                    "logins_sql": roles.login_statements(),
+                },
+            }
+        )
+        return EXIT_OK
+    if result.created:
         _say(f"created ledger {name} (origin {result.origin})")
     else:
         _say(f"ledger {name} already exists (origin {result.origin}); nothing changed")
+    if roles is not None:
+        _say(f"writer role {roles.writer}: calibrate, freeze, verify, burn, checkpoint")
+        _say(f"reader role {roles.reader}: audit, when, export, status, log")
+        _say("a team's logins (run by whoever made these roles, or a superuser; names are yours):")
+        for line in roles.login_statements():
+            _say(f"  {line}")
     return EXIT_OK
 
 
@@ -728,7 +749,10 @@ def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
             for o in p["observations"]:
                 size = "-" if o.get("size") is None else f"{o['size']} bytes"
                 digest = o.get("sha256") or "-"
-                lines.append(f"  {o['role']:<8} {o['locator']}  {o['status']}  {size}  {digest}")
+                under = f"{o['candidate_root']}/" if o.get("candidate_root") else ""
+                lines.append(
+                    f"  {o['role']:<8} {under}{o['locator']}  {o['status']}  {size}  {digest}"
+                )
             return lines
         if entry.kind == "calibration.recorded":
             adapters = ", ".join(
@@ -1243,14 +1267,47 @@ def burn(
         list[str] | None,
         typer.Option("--observed-task", help="A task whose solution was seen (repeatable)."),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Show exactly what would be recorded; write nothing."),
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Burn without asking (what scripts and CI pass: without a terminal to ask at,"
+            " burn refuses unless given it).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Append a burn notice: the cohort accepts no more verification, its digest stays, and the
-    observed tasks' WorkUnits can never again be frozen as held_out."""
-    from ledger.operations.burn import burn as run_burn
+    observed tasks' WorkUnits can never again be frozen as held_out. It cannot be undone.
 
+    --dry-run shows what would be recorded (the cohort, its tasks, the observed tasks and the
+    WorkUnits they expose) and writes nothing. At a terminal burn shows the same and asks you to
+    type the cohort id; elsewhere (a script, CI) it refuses (burn-not-confirmed) unless --yes.
+    """
+    from ledger.operations.burn import burn as run_burn
+    from ledger.operations.burn import plan_burn
+
+    observed = observed_task or ()
+    if dry_run or not yes:
+        # The same checks as the burn (an unknown cohort or task, with near matches), first.
+        with _open_ledger(read_only=True) as ledger:
+            plan = plan_burn(ledger, cohort, reason=reason, observed_tasks=observed)
+        if dry_run:
+            if as_json:
+                _emit_json({"dry_run": True, **msgspec_builtins(plan)})
+            else:
+                for line in _burn_plan_lines(plan):
+                    _say(line)
+                _say("dry run: nothing was written (without --dry-run, burn records this)")
+            return EXIT_OK
+        _confirm_burn(plan)
     with _open_ledger(read_only=False) as ledger:
-        result = run_burn(ledger, cohort, reason=reason, observed_tasks=observed_task or ())
+        result = run_burn(ledger, cohort, reason=reason, observed_tasks=observed)
     if as_json:
         _emit_json(msgspec_builtins(result))
     else:
@@ -1258,6 +1315,55 @@ def burn(
         for task_id in result.observed_tasks:
             _say(f"  observed (exposed forever): {task_id}")
     return EXIT_OK
+
+
+def _burn_plan_lines(plan: Any) -> list[str]:
+    """What a burn would record, for a person (``--dry-run``, and before the confirmation)."""
+    lines = [
+        f"burn would append cohort.burned for cohort {plan.cohort} (frozen at seq"
+        f" {plan.frozen_entry}, definition {plan.definition_digest}): it then accepts no"
+        " verification, for ever",
+        f"  reason: {plan.reason}",
+        f"  {count(len(plan.tasks), 'task')}:",
+    ]
+    for t in plan.tasks:
+        if t.observed:
+            state = (
+                "observed: its WorkUnit becomes exposed (never again held_out)"
+                if t.exposed_at is None
+                else f"observed (its WorkUnit already exposed at seq {t.exposed_at})"
+            )
+        else:
+            state = "not observed"
+        lines.append(
+            f"    {t.task} ({t.split}): WorkUnit {t.work_unit_id} v{t.work_unit_version}"
+            f" {t.work_unit_digest}: {state}"
+        )
+    if not plan.observed_tasks:
+        lines.append("  no observed task (--observed-task ID): no WorkUnit becomes exposed")
+    lines.append(f"  burn notice {plan.payload['notice']['object']}")
+    return lines
+
+
+def _confirm_burn(plan: Any) -> None:
+    """A person at a terminal types the cohort id; anything else, or no terminal, refuses."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError(
+            "burn-not-confirmed",
+            f"burn cannot be undone and there is no terminal to confirm it at: pass --yes to"
+            f" burn {plan.cohort} from a script or CI (--dry-run shows what it records);"
+            " nothing was written",
+        )
+    for line in _burn_plan_lines(plan):
+        _note(line)
+    sys.stderr.write(_visible(f"Type the cohort id ({plan.cohort}) to burn it: "))
+    sys.stderr.flush()
+    typed = sys.stdin.readline(4096).strip()
+    if typed != plan.cohort:
+        raise UsageError(
+            "burn-not-confirmed",
+            f"you typed {typed!r}, not the cohort id {plan.cohort!r}: nothing was burned",
+        )
 
 
 @app.command()
@@ -1943,6 +2049,107 @@ def check_attestation_command(
             f"included in the tree of size {c.tree_size}; checked against {' and '.join(against)}"
         )
     return EXIT_OK
+@app.command("check-result")
+def check_result_command(
+    result: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RESULT", help="A VerificationResult (JSON) the reference project produced."
+        ),
+    ],
+    bundle: Annotated[
+        Path, typer.Option("--bundle", help="The result bundle the VerificationResult judged.")
+    ],
+    cohort: Annotated[
+        str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
+            " manifest cannot name one."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Judge the bundle again by the plan the ledger committed for it and say, field by field,
+    whether the reference's VerificationResult agrees, and why not where it does not.
+
+    Records nothing (the ledger is opened read-only). Exit 0 when the result agrees, 1 when a
+    compared field differs, 2 when refused. Fields that legitimately differ (times, the
+    reference's machine, prose) are listed as not compared, each with its reason (LEDGER.md
+    section 12)."""
+    from ledger.api import check_result
+    from ledger.operator_files import read_operator_file
+    from verifiers.contracts import LIMITS
+
+    data = read_operator_file(
+        result, LIMITS["verification-result"].max_bytes, what="VerificationResult"
+    )
+    with _open_ledger(read_only=True) as ledger:
+        checked = check_result(
+            ledger, data, bundle, cohort=cohort, task=task, source=f"VerificationResult {result}"
+        )
+    if as_json:
+        _emit_json(checked.to_json())
+        return checked.exit_code
+    _say_result_check(checked, bundle)
+    return checked.exit_code
+
+
+_TEXT_VALUE_CHARS = 160
+
+
+def _text_value(value: Any) -> str:
+    """A field's value in one line: compact JSON, cut short (--json has it whole)."""
+    from ledger.operations.check_result import ABSENT
+
+    if value is ABSENT:
+        return "absent"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    if len(text) > _TEXT_VALUE_CHARS:
+        return f"{text[:_TEXT_VALUE_CHARS]}... ({len(text)} characters; --json shows it whole)"
+    return text
+
+
+def _say_result_check(checked: Any, bundle: Path) -> None:
+    """The verdict, each field that differs with both values and why, then the fields not
+    compared, grouped by their reason."""
+    head = "AGREES" if checked.agrees else "DIFFERS"
+    _say(
+        f"{head}: the reference's VerificationResult {'agrees' if checked.agrees else 'does not'}"
+        f" {'with' if checked.agrees else 'agree with'} the committed plan's judgement of {bundle}"
+    )
+    _say(
+        f"  {checked.cohort} / {checked.task}: plan {checked.plan_id} {checked.plan_digest}"
+        f" ({checked.adapter} {checked.adapter_version}); the ledger: {checked.outcome},"
+        f" the reference: {checked.reference_outcome}"
+    )
+    if checked.burned_entry is not None:
+        _say(
+            f"  cohort {checked.cohort} was burned at seq {checked.burned_entry}; its committed"
+            " plan judges all the same (nothing is recorded)"
+        )
+    agreeing = [f for f in checked.fields if f.verdict == "agrees"]
+    differing = [f for f in checked.fields if f.verdict == "differs"]
+    for f in differing:
+        _say(
+            f"  differs {f.field}: the ledger {_text_value(f.ledger)}, the reference"
+            f" {_text_value(f.reference)}: {f.reason}"
+        )
+    _say(
+        f"  {count(len(agreeing), 'field')} agree"
+        f"{'s' if len(agreeing) == 1 else ''}, {len(differing)} differ"
+        f"{'s' if len(differing) == 1 else ''}"
+    )
+    reasons: dict[str, list[str]] = {}
+    for f in checked.fields:
+        if f.verdict == "not-compared":
+            reasons.setdefault(f.reason, []).append(f.field)
+    for reason, names in reasons.items():
+        _say(f"  not compared: {', '.join(names)}: {reason}")
+
+
 @app.command("check-proof")
 def check_proof(
     proof: Annotated[

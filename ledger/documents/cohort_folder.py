@@ -19,9 +19,10 @@ Rules (LEDGER.md "Freezing a cohort"):
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -662,16 +663,19 @@ def _check_plan_backend(
 def _check_evidence_collecting(
     task: CohortTask, root: Path, evidence: _EvidenceSeen, checks: _Checks, at: _Where
 ) -> None:
-    try:
-        _check_evidence(task, root, evidence)
-    except CommitError as exc:
-        checks.fail(
-            exc,
-            file=at.file,
-            pointer=f"{at.task}/evidence",
-            expected="every evidence file present, with the digest and id the cohort states",
-            fix="correct the evidence entry, or set it back to pending with no attempts",
-        )
+    """Each evidence file in turn: ``freeze`` stops at the first that fails, ``lint`` names
+    every one (an attempt's two files and the negative case's are separate fields)."""
+    for pointer, check in _evidence_checks(task, root, evidence, at.task):
+        try:
+            check()
+        except CommitError as exc:
+            checks.fail(
+                exc,
+                file=at.file,
+                pointer=pointer,
+                expected="an evidence file present, with the digest and id the cohort states",
+                fix="correct the evidence entry, or set it back to pending with no attempts",
+            )
 
 
 # Evidence a verified negative case names may be a VerificationResult or another JSON document.
@@ -694,18 +698,36 @@ class _DocumentsSeen:
 _EvidenceSeen = dict[tuple[str, int, int], tuple[str, object]]
 
 
-def _check_evidence(task: CohortTask, root: Path, seen: _EvidenceSeen) -> None:
-    """Every evidence file the task names exists and is what the cohort says (reference:
-    ``tools/benchmark_cohort.py`` refuses a cohort whose evidence files are absent or drifted)."""
+def _evidence_checks(
+    task: CohortTask, root: Path, seen: _EvidenceSeen, here: str
+) -> Iterator[tuple[str, Callable[[], None]]]:
+    """(JSON pointer of the field, its check) for every evidence file the task names: each must
+    exist and be what the cohort says (reference: ``tools/benchmark_cohort.py`` refuses a cohort
+    whose evidence files are absent or drifted)."""
     where = f"task {task.id}"
-    for attempt in task.evidence.attempts:
+    for index, attempt in enumerate(task.evidence.attempts):
         label = f"{where}: attempt {attempt.attempt_id}"
-        for ref, what, kind in (
-            (attempt.result_manifest, "ResultManifest", "result-manifest"),
-            (attempt.verification_result, "VerificationResult", "verification-result"),
+        for ref, what, kind, field_name in (
+            (attempt.result_manifest, "ResultManifest", "result-manifest", "result_manifest"),
+            (
+                attempt.verification_result,
+                "VerificationResult",
+                "verification-result",
+                "verification_result",
+            ),
         ):
-            _check_evidence_file(
-                root, ref.path, ref.digest, ref.id, LIMITS[kind], seen, what=f"{label}: {what}"
+            yield (
+                f"{here}/evidence/attempts/{index}/{field_name}",
+                functools.partial(
+                    _check_evidence_file,
+                    root,
+                    ref.path,
+                    ref.digest,
+                    ref.id,
+                    LIMITS[kind],
+                    seen,
+                    what=f"{label}: {what}",
+                ),
             )
     negative = task.negative_case
     if (
@@ -713,14 +735,18 @@ def _check_evidence(task: CohortTask, root: Path, seen: _EvidenceSeen) -> None:
         and isinstance(negative.evidence_path, str)
         and isinstance(negative.evidence_digest, str)
     ):
-        _check_evidence_file(
-            root,
-            negative.evidence_path,
-            negative.evidence_digest,
-            None,
-            _NEGATIVE_EVIDENCE_LIMIT,
-            seen,
-            what=f"{where}: negative-case evidence",
+        yield (
+            f"{here}/negative_case",
+            functools.partial(
+                _check_evidence_file,
+                root,
+                negative.evidence_path,
+                negative.evidence_digest,
+                None,
+                _NEGATIVE_EVIDENCE_LIMIT,
+                seen,
+                what=f"{where}: negative-case evidence",
+            ),
         )
 
 

@@ -94,6 +94,9 @@ class Observation(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     size: int | None
     sha256: Digest | None
     object: Address | None
+    # Present only for a file whose locator was walked below the bundle's candidate-root/ (the
+    # reference's exact-JSON layout); absent, the locator is of the bundle folder itself.
+    candidate_root: Literal["candidate-root"] | msgspec.UnsetType = msgspec.UNSET
 
 
 class BundleObserved(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):

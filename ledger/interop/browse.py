@@ -115,6 +115,8 @@ class _ObservationView(msgspec.Struct, frozen=True):
     status: str
     size: int | None
     sha256: str | None
+    # Shown only where the entry has it (a file read below the bundle's candidate-root/).
+    candidate_root: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class _BundleView(msgspec.Struct, frozen=True):

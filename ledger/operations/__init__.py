@@ -29,6 +29,10 @@ Rules (LEDGER.md section 5, "Rules enforced by structure"; codes in section 11):
    (``outcome_digests``, shared with the audit; ``StateIndex.observed_before``, the derived
    copy of the audit's ``LedgerState.observed_before``).
 
+``check_result`` writes nothing: it judges a bundle as ``verify`` does (rules 1 and 2's task
+choice, a burned cohort's plan included) and compares the judgement with a VerificationResult
+the reference produced (LEDGER.md section 12, "Checking a result the reference produced").
+
 A batch (``batch.verify_many``) is N verifies: judged in worker processes, each re-checked and
 appended in bundle order by the parent, every pair whole (LEDGER.md section 5, "Batch verify").
 """

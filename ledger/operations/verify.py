@@ -18,7 +18,7 @@ from ledger.errors import (
     from_verifier,
 )
 from ledger.format.entries import Entry, later_time
-from ledger.state import CommittedTask, StateIndex, committed_plan, outcome_digests
+from ledger.state import CommittedTask, StateIndex, TaskLookups, committed_plan, outcome_digests
 from ledger.store.base import Store as Ledger
 from ledger.store.base import Writer
 from verifiers.bundle import (
@@ -92,14 +92,16 @@ def _manifest_claims(snapshot_manifest: bytes | None) -> tuple[str | None, int |
 
 
 def select_task(
-    state: StateIndex,
+    state: TaskLookups,
     work_unit_id: str | None,
     work_unit_version: int | None,
     *,
     cohort: str | None,
     task: str | None,
+    burned_ok: bool = False,
 ) -> CommittedTask:
-    """The one committed task a bundle belongs to, or an operator-side refusal."""
+    """The one committed task a bundle belongs to, or an operator-side refusal. ``burned_ok``:
+    a burned cohort's task may be chosen (a judgement that records nothing)."""
     candidates: list[CommittedTask]
     if cohort is not None:
         committed = state.cohort(cohort)
@@ -158,7 +160,7 @@ def select_task(
             "no-committed-plan",
             f"no frozen cohort commits a plan for {wanted}; freeze its cohort first",
         )
-    if len(matches) > 1 and task is None:
+    if len(matches) > 1 and task is None and not burned_ok:
         # A WorkUnit reused by a successor: a burned cohort accepts nothing, so it cannot be the
         # one meant. (Named explicitly, or the only match, it is refused below as burned.)
         open_matches = [m for m in matches if state.burned_entry(m.cohort) is None]
@@ -172,7 +174,7 @@ def select_task(
         )
     chosen = matches[0]
     burned = state.burned_entry(chosen.cohort)
-    if burned is not None:
+    if burned is not None and not burned_ok:
         raise CommitError(
             "cohort-burned",
             f"cohort {chosen.cohort} was burned at seq {burned}; it accepts no verification",

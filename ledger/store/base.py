@@ -41,7 +41,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import msgspec
 
@@ -185,6 +185,23 @@ class ObjectCorruptError(StoreError):
     """``object-corrupt``: a stored object is not the bytes its address and committed digest
     name. Raised by the one checked read (``Store.get_object``, ``Store.objects``); the audit
     catches it to report instead."""
+
+
+class AccessRoles(NamedTuple):
+    """A PostgreSQL ledger's two group roles (LEDGER.md section 2, "Roles and privileges"): a
+    login that writes is made a member of ``writer``, one that audits of ``reader``."""
+
+    writer: str
+    reader: str
+
+    def login_statements(self, writer: str = "ci", reader: str = "auditor") -> list[str]:
+        """The SQL an administrator runs to give a team its logins (the names are theirs)."""
+        return [
+            f"CREATE ROLE {writer} LOGIN;",
+            f"GRANT {self.writer} TO {writer};",
+            f"CREATE ROLE {reader} LOGIN;",
+            f"GRANT {self.reader} TO {reader};",
+        ]
 
 
 class StoredObject:
@@ -360,6 +377,9 @@ class Store:
     # -- what a backend implements -------------------------------------------------------------
 
     backend: str = ""  # "sqlite" or "postgresql"
+    # PostgreSQL: the roles its logins are made members of; a SQLite file has none (its
+    # permissions are the file's).
+    access_roles: AccessRoles | None = None
 
     def close(self) -> None:
         raise NotImplementedError

@@ -12,11 +12,15 @@ Rules:
    not head+1 or whose ``prev_hash`` is not the head's hash; their functions name every table
    with its schema and run with a pinned search path (``_checks``), so a writing session's own
    objects (a TEMP table named ``entries``) decide nothing. Privileges are the second fence:
-   ``ledger init`` grants the ``ledger_writer`` role SELECT and INSERT on them (and on the
+   ``ledger init`` grants the ledger's writer role SELECT and INSERT on them (and on the
    derived ``state_*`` tables, which are rebuilt, not evidence, UPDATE and DELETE where the fold
-   needs them), ``ledger_reader`` SELECT only and TEMP (the audit's scratch tables), PUBLIC
-   neither TEMP nor CREATE in the schema. ``ledger_meta.schema_version`` says which of these
-   checks a database was made with: an older one is read, never written to.
+   needs them), its reader role SELECT only and TEMP (the audit's scratch tables), PUBLIC
+   neither TEMP nor CREATE in the schema. Role names are the cluster's, so each ledger has its
+   own pair (``roles_for``: named after its database and schema), recorded in ``ledger_meta``;
+   a ledger made before keeps the shared ``ledger_writer`` / ``ledger_reader``. A login refused
+   a write is told which role it needs (``ledger-write-denied``).
+   ``ledger_meta.schema_version`` says which of these checks a database was made with: an older
+   one is read, never written to.
 3. Every statement of a session waits for a lock at most the busy timeout (``lock_timeout``,
    set when it connects; then ``ledger-busy``, a reader's message saying another session
    holds a lock on the tables). Every write takes ``pg_advisory_xact_lock(APPLICATION_ID)``
@@ -39,6 +43,7 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -62,6 +67,7 @@ from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
 from ledger.store.base import (
     MAX_OBJECT_BYTES,
     STATE_TABLES,
+    AccessRoles,
     DbCursor,
     Store,
     Writer,
@@ -73,8 +79,10 @@ from ledger.store.base import (
 from ledger.store.sqlite import APPLICATION_ID, ENTRY_COLUMNS, STATE_SCHEMA, STORE_FORMAT
 from ledger.transparency import merkle
 
-WRITER_ROLE: Final = "ledger_writer"
-READER_ROLE: Final = "ledger_reader"
+# The roles of a ledger made before each ledger had its own (no such column in ledger_meta):
+# shared by every such ledger of the cluster, and kept, since its logins are members of them.
+SHARED_ROLES: Final = AccessRoles("ledger_writer", "ledger_reader")
+_PLAIN_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
 _LOCK_KEY: Final = APPLICATION_ID  # the advisory lock every write of a ledger database takes
 _SCAN_ROWS: Final = 1000  # rows per round trip of a server-side cursor
 # Rows appended by others since this connection's last commit that the lock's round trip reads
@@ -96,7 +104,9 @@ CREATE TABLE ledger_meta (
     id             INTEGER PRIMARY KEY CHECK (id = 0),
     application_id BIGINT NOT NULL,
     store_format   INTEGER NOT NULL,
-    schema_version INTEGER NOT NULL
+    schema_version INTEGER NOT NULL,
+    writer_role    TEXT NOT NULL,
+    reader_role    TEXT NOT NULL
 );
 CREATE TABLE objects (
     digest     TEXT COLLATE "C" PRIMARY KEY,
@@ -176,20 +186,34 @@ PG_STATE_SCHEMA: Final = (
     .replace("TEXT", 'TEXT COLLATE "C"')
 )
 
-_ROLES: Final = f"""
+def roles_for(database: str, schema: str) -> AccessRoles:
+    """The group roles of a new ledger in ``database`` and ``schema``. Role names are the
+    cluster's, shared by all its databases: one pair per ledger, so a login made a writer of one
+    ledger writes to no other. ``ledger_writer_<database>`` when the schema is ``public`` and
+    the name is plain (lower-case letters, digits, ``_``, at most 40), else the name made plain
+    and cut, with 8 hex digits of the SHA-256 of both names (distinct ledgers, distinct roles;
+    at most 63 bytes, PostgreSQL's limit). Recorded in ``ledger_meta`` when made."""
+    stem = database
+    if schema != "public" or not _PLAIN_NAME.fullmatch(database):
+        plain = re.sub(r"[^a-z0-9_]+", "_", f"{database}_{schema}".lower()).strip("_")[:30]
+        tag = hashlib.sha256(f"{database}\0{schema}".encode("utf-8", "surrogatepass")).hexdigest()
+        stem = f"{plain or 'ledger'}_{tag[:8]}"
+    return AccessRoles(f"ledger_writer_{stem}", f"ledger_reader_{stem}")
+
+
+def _roles(roles: AccessRoles) -> str:
+    """Each role created when missing (plain names: ``roles_for``); two inits at once make it
+    once."""
+    return "".join(
+        f"""
 DO $$ BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{WRITER_ROLE}') THEN
-    CREATE ROLE {WRITER_ROLE} NOLOGIN;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{name}') THEN
+    CREATE ROLE {name} NOLOGIN;
   END IF;
 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
-END $$;
-DO $$ BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
-    CREATE ROLE {READER_ROLE} NOLOGIN;
-  END IF;
-EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
-END $$;
-"""
+END $$;"""
+        for name in roles
+    )
 
 
 # Derived tables the fold (``ledger.state.StateIndex``) only inserts into (first wins): a writer
@@ -206,32 +230,35 @@ _STATE_INSERT_ONLY: Final = (
 )
 
 
-def _grants(schema: str, database: str) -> list[str]:
+def _grants(schema: str, database: str, roles: AccessRoles) -> list[str]:
     """The privileges (rule 2), ``schema`` and ``database`` quoted. TEMP on the database is
-    the audit's (its scratch tables) and so ``ledger_reader``'s alone; nobody but the owner
+    the audit's (its scratch tables) and so the reader role's alone; nobody but the owner
     creates in the ledger's schema (a function or operator there would be found by name)."""
     evidence = "ledger_meta, objects, entries"
     state = ", ".join(STATE_TABLES)
     updated = ", ".join(t for t in STATE_TABLES if t not in _STATE_INSERT_ONLY)
+    writer, reader = roles
     return [
         f"REVOKE ALL ON {evidence}, {state} FROM PUBLIC",
-        f"GRANT SELECT ON {evidence}, {state} TO {READER_ROLE}",
-        f"GRANT SELECT, INSERT ON objects, entries TO {WRITER_ROLE}",
-        f"GRANT SELECT ON ledger_meta TO {WRITER_ROLE}",
-        f"GRANT SELECT, INSERT ON {state} TO {WRITER_ROLE}",
-        f"GRANT UPDATE, DELETE ON {updated} TO {WRITER_ROLE}",
-        f"REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC, {WRITER_ROLE}, {READER_ROLE}",
-        f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC, {WRITER_ROLE}",
-        f"GRANT TEMPORARY ON DATABASE {database} TO {READER_ROLE}",
+        f"GRANT SELECT ON {evidence}, {state} TO {reader}",
+        f"GRANT SELECT, INSERT ON objects, entries TO {writer}",
+        f"GRANT SELECT ON ledger_meta TO {writer}",
+        f"GRANT SELECT, INSERT ON {state} TO {writer}",
+        f"GRANT UPDATE, DELETE ON {updated} TO {writer}",
+        f"REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC, {writer}, {reader}",
+        f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC, {writer}",
+        f"GRANT TEMPORARY ON DATABASE {database} TO {reader}",
     ]
 
 
-def _schema_and_database(conn: Any) -> tuple[str, str]:
-    """Where the tables go, quoted (the server refuses CREATE TABLE when no schema is)."""
+def _where(conn: Any) -> tuple[str, str, str, str]:
+    """Where the tables go (the server refuses CREATE TABLE when no schema is): the schema and
+    the database, as named and quoted."""
     row = conn.execute(
-        "SELECT quote_ident(current_schema()), quote_ident(current_database())"
+        "SELECT current_schema(), current_database(),"
+        " quote_ident(current_schema()), quote_ident(current_database())"
     ).fetchone()
-    return (row[0], row[1]) if row else ("", "")
+    return (str(row[0] or ""), str(row[1]), str(row[2]), str(row[3])) if row else ("", "", "", "")
 
 
 def _statements(script: str) -> list[str]:
@@ -445,15 +472,18 @@ def _connect(url: str, timeout: int, *, read_only: bool) -> psycopg.Connection[A
     return conn
 
 
-def _connect_to_ledger(url: str, timeout: int, *, read_only: bool) -> psycopg.Connection[Any]:
-    """``_connect``, then the database checked to be a ledger (closed again if not)."""
+def _connect_to_ledger(
+    url: str, timeout: int, *, read_only: bool
+) -> tuple[psycopg.Connection[Any], AccessRoles]:
+    """``_connect``, then the database checked to be a ledger (closed again if not); its
+    roles."""
     conn = _connect(url, timeout, read_only=read_only)
     try:
-        _check_is_ledger(conn, url, timeout, read_only=read_only)
+        roles = _check_is_ledger(conn, url, timeout, read_only=read_only)
     except BaseException:
         conn.close()
         raise
-    return conn
+    return conn, roles
 
 
 def _connect_error(url: str, exc: psycopg.Error) -> StoreError:
@@ -466,9 +496,16 @@ def _connect_error(url: str, exc: psycopg.Error) -> StoreError:
 
 
 def _db_error(
-    url: str, exc: psycopg.Error, timeout: int, *, read_only: bool = False
+    url: str,
+    exc: psycopg.Error,
+    timeout: int,
+    *,
+    read_only: bool = False,
+    conn: psycopg.Connection[Any] | None = None,
+    roles: AccessRoles | None = None,
 ) -> LedgerError:
-    """The refusal for a PostgreSQL error, by SQLSTATE (never by the wording of its message)."""
+    """The refusal for a PostgreSQL error, by SQLSTATE (never by the wording of its message).
+    ``conn`` and ``roles`` name the login and the role it lacks when a privilege refuses."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     where = _display(url)
     state = getattr(exc, "sqlstate", None) or ""
@@ -488,12 +525,50 @@ def _db_error(
     if state == "P0001" and text.startswith("ledger: "):  # RAISE EXCEPTION in SCHEMA
         return StoreError("ledger-trigger-refused", f"{where}: {text}")
     if state in ("42501", "25006"):  # insufficient_privilege, read_only_sql_transaction
-        return StoreError("ledger-unreadable", f"cannot use {where}: {text}")
+        return _denied(where, text, state, read_only=read_only, conn=conn, roles=roles)
     if state.startswith("08") or isinstance(exc, psycopg.OperationalError):
         return StoreError("ledger-unreachable", f"lost the PostgreSQL ledger {where}: {text}")
     if state in ("42P01", "42703"):  # undefined table / column: not our tables
         return StoreError("not-a-ledger", f"{where} is not a ledger database ({text})")
     return StoreError("ledger-io-error", f"{where}: {text}", exit_code=EXIT_REFUSED)
+
+
+def _denied(
+    where: str,
+    text: str,
+    state: str,
+    *,
+    read_only: bool,
+    conn: psycopg.Connection[Any] | None,
+    roles: AccessRoles | None,
+) -> StoreError:
+    """A privilege (42501) or a read-only transaction (25006) refused a statement: for a
+    writing command ``ledger-write-denied``, naming the role its login needs; for a reading
+    one ``ledger-unreadable`` (a reader's write is a library caller's statement)."""
+    login = _login(conn)
+    if read_only:
+        need = f"; a reading command's login is a member of {roles.reader}" if roles else ""
+        return StoreError("ledger-unreadable", f"cannot use {where}: {text}{need}")
+    if state == "25006":
+        return StoreError(
+            "ledger-write-denied",
+            f"{where} takes no write in this session ({text}): a standby server, or"
+            " default_transaction_read_only set for this login or database; write through the"
+            " primary, with a login that may write",
+        )
+    role = roles.writer if roles else "the ledger's writer role (`ledger init` printed it)"
+    return StoreError(
+        "ledger-write-denied",
+        f"the login {login} may not write to {where} ({text}): a writing command's login is"
+        f" a member of {role} (as the database's owner: GRANT {role} TO {login};)",
+    )
+
+
+def _login(conn: psycopg.Connection[Any] | None) -> str:
+    try:
+        return str(conn.info.user) if conn is not None else "LOGIN"
+    except psycopg.Error:
+        return "LOGIN"
 
 
 class PostgresLedger(Store):
@@ -511,7 +586,9 @@ class PostgresLedger(Store):
         read_only: bool = False,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         signer: EntrySigner | None = None,
+        roles: AccessRoles | None = None,
     ) -> None:
+        self.access_roles = roles
         super().__init__(
             _display(url),
             _Db(conn),
@@ -539,14 +616,16 @@ class PostgresLedger(Store):
         signer: EntrySigner | None = None,
     ) -> PostgresLedger:
         timeout = check_busy_timeout(busy_timeout_ms)
-        conn = _connect_to_ledger(url, timeout, read_only=False)
-        return cls(url, conn, clock=clock, busy_timeout_ms=timeout, signer=signer)
+        conn, roles = _connect_to_ledger(url, timeout, read_only=False)
+        return cls(url, conn, clock=clock, busy_timeout_ms=timeout, signer=signer, roles=roles)
 
     @classmethod
     def open_read_only(cls, url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> PostgresLedger:
         timeout = check_busy_timeout(busy_timeout_ms)
-        conn = _connect_to_ledger(url, timeout, read_only=True)
-        return cls(url, conn, clock=system_clock, read_only=True, busy_timeout_ms=timeout)
+        conn, roles = _connect_to_ledger(url, timeout, read_only=True)
+        return cls(
+            url, conn, clock=system_clock, read_only=True, busy_timeout_ms=timeout, roles=roles
+        )
 
     @classmethod
     def create(
@@ -572,22 +651,23 @@ class PostgresLedger(Store):
         _check_clock(clock())
         conn = _connect(url, timeout, read_only=False)
         ledger = cls(url, conn, clock=clock, busy_timeout_ms=timeout, signer=signer)
+        roles: AccessRoles | None = None
         try:
             ledger._start_write(None)
             tables = ledger._conn.table_names()
             if tables:  # a ledger already, or another application's: never taken over
                 ledger._rollback()
-                _check_is_ledger(conn, url, timeout)
+                ledger.access_roles = _check_is_ledger(conn, url, timeout)
                 return ledger, False
-            schema, database = _schema_and_database(conn)
-            script = _statements(_ROLES) + _statements(SCHEMA) + _statements(_checks(schema))
-            for statement in script + _statements(PG_STATE_SCHEMA):
-                conn.execute(statement)
-            for statement in _grants(schema, database):
+            schema, database, schema_q, database_q = _where(conn)
+            roles = ledger.access_roles = roles_for(database, schema)
+            script = _statements(_roles(roles)) + _statements(SCHEMA)
+            script += _statements(_checks(schema_q)) + _statements(PG_STATE_SCHEMA)
+            for statement in script + _grants(schema_q, database_q, roles):
                 conn.execute(statement)
             conn.execute(
-                "INSERT INTO ledger_meta VALUES (0, %s, %s, %s)",
-                (APPLICATION_ID, STORE_FORMAT, SCHEMA_VERSION),
+                "INSERT INTO ledger_meta VALUES (0, %s, %s, %s, %s, %s)",
+                (APPLICATION_ID, STORE_FORMAT, SCHEMA_VERSION, *roles),
             )
             writer = Writer(ledger)
             if genesis is None:
@@ -598,7 +678,10 @@ class PostgresLedger(Store):
             return ledger, True
         except psycopg.Error as exc:
             ledger._rollback_quietly()
+            login = _login(conn)
             conn.close()
+            if getattr(exc, "sqlstate", None) == "42501" and roles is not None:
+                raise _init_denied(url, exc, login, roles) from None
             raise _db_error(url, exc, timeout) from None
         except BaseException:
             ledger._rollback_quietly()
@@ -695,7 +778,14 @@ class PostgresLedger(Store):
             pass  # a broken connection has no transaction left to end
 
     def _refusal(self, exc: psycopg.Error) -> LedgerError:
-        return _db_error(self._url, exc, self.busy_timeout_ms, read_only=self.read_only)
+        return _db_error(
+            self._url,
+            exc,
+            self.busy_timeout_ms,
+            read_only=self.read_only,
+            conn=self._conn.conn,
+            roles=self.access_roles,
+        )
 
     def _store_error(self, exc: BaseException) -> LedgerError | None:
         if isinstance(exc, psycopg.Error):
@@ -709,16 +799,63 @@ class PostgresLedger(Store):
 
     def create_state_tables(self) -> None:
         # DDL and grants: the owner's (a writer role cannot; ``init`` made the tables).
-        for name in STATE_TABLES:
-            self._conn.execute(f"DROP TABLE IF EXISTS {name}")
-        schema, database = _schema_and_database(self._conn)
-        for statement in _statements(PG_STATE_SCHEMA) + _grants(schema, database):
+        try:
+            for name in STATE_TABLES:
+                self._conn.execute(f"DROP TABLE IF EXISTS {name}")
+        except psycopg.errors.InsufficientPrivilege:
+            raise StoreError(
+                "ledger-write-denied",
+                f"{self.path}'s derived state was made by an older version and only the"
+                f" database's owner may rebuild it (the login {_login(self._conn.conn)} may not):"
+                " run one writing command (for example `ledger calibrate`) as the owner, then"
+                " write as before",
+            ) from None
+        _, _, schema, database = _where(self._conn)
+        roles = self.access_roles or SHARED_ROLES
+        for statement in _statements(PG_STATE_SCHEMA) + _grants(schema, database, roles):
             self._conn.execute(statement)
+
+
+def _init_denied(url: str, exc: psycopg.Error, login: str, roles: AccessRoles) -> StoreError:
+    """``init`` refused by a privilege: who may run it, and the roles to make first when the
+    login may not (written nothing: one transaction)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    made = " ".join(f"CREATE ROLE {name} NOLOGIN;" for name in roles)
+    return StoreError(
+        "ledger-write-denied",
+        f"the login {login} may not make a ledger in {_display(url)} ({text}): run `ledger init`"
+        " as the database's owner (it creates the tables and grants on them), with CREATEROLE"
+        f" for the ledger's two roles, or have an administrator create them first: {made}",
+    )
+
+
+def _granted_roles(conn: psycopg.Connection[Any]) -> AccessRoles | None:
+    """For a login that may not read ``ledger_meta`` (member of neither role), the roles it
+    would need, read from what the catalog (readable by every login) says is granted on
+    ``entries``: the one role with INSERT, the one with SELECT alone. Only a message's hint;
+    None when that does not name one of each."""
+    try:
+        rows = conn.execute(
+            "SELECT r.rolname, a.privilege_type FROM pg_class c"
+            " CROSS JOIN LATERAL aclexplode(c.relacl) a JOIN pg_roles r ON r.oid = a.grantee"
+            " WHERE c.oid = to_regclass(quote_ident(current_schema()) || '.entries')"
+        ).fetchall()
+    except psycopg.Error:
+        return None
+    grants: dict[str, set[str]] = {}
+    for role, privilege in rows:
+        grants.setdefault(str(role), set()).add(str(privilege))
+    writers = [r for r, p in grants.items() if p == {"SELECT", "INSERT"}]
+    readers = [r for r, p in grants.items() if p == {"SELECT"}]
+    if len(writers) != 1 or len(readers) != 1:
+        return None
+    return AccessRoles(writers[0], readers[0])
 
 
 def _check_is_ledger(
     conn: psycopg.Connection[Any], url: str, timeout: int, *, read_only: bool = False
-) -> None:
+) -> AccessRoles:
+    """Refused unless the database is a ledger this version may open; its roles."""
     where = _display(url)
     try:
         tables = {
@@ -743,7 +880,8 @@ def _check_is_ledger(
             )
         )
     except psycopg.Error as exc:
-        raise _db_error(url, exc, timeout, read_only=read_only) from None
+        roles = _granted_roles(conn) if getattr(exc, "sqlstate", None) == "42501" else None
+        raise _db_error(url, exc, timeout, read_only=read_only, conn=conn, roles=roles) from None
     if (
         meta is None
         or meta.get("application_id") != APPLICATION_ID
@@ -780,3 +918,7 @@ def _check_is_ledger(
             " writes are refused: copy it into a new, empty database with `ledger copy`"
             " (the copy is made with the checks) and write there",
         )
+    writer, reader = meta.get("writer_role"), meta.get("reader_role")
+    if isinstance(writer, str) and isinstance(reader, str):
+        return AccessRoles(writer, reader)
+    return SHARED_ROLES  # made before each ledger had its own roles: its logins hold these

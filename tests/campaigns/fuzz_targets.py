@@ -664,9 +664,13 @@ def guided_loop(target: Target, executions: int, seed: int) -> LoopResult:
 
 
 def cleanup() -> None:
+    """Remove the fixed folders and forget them, so a later run in the same process (another
+    test module on the same worker) makes them again rather than writing into a removed one."""
+    global _BUNDLE_DIR, _COHORT_ROOT, _EXPORT_DIR
     for folder in (_BUNDLE_DIR, _COHORT_ROOT, _EXPORT_DIR):
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+    _BUNDLE_DIR = _COHORT_ROOT = _EXPORT_DIR = None
 
 
 def _harvest(executions: int) -> None:

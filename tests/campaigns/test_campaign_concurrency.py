@@ -106,7 +106,7 @@ def busy_probe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BusyProbe]:
             str(root),
             "--json",
         ],
-        "burn-text": ["burn", BASE, "--reason", "busy probe"],
+        "burn-text": ["burn", BASE, "--yes", "--reason", "busy probe"],
     }
     started = time.monotonic()
     waiters = {

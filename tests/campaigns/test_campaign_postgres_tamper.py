@@ -36,13 +36,13 @@ import psycopg
 import pytest
 import test_campaign_tamper as sqlite_campaign
 from campaign_lib import REPO, build_realistic_ledger, size
-from helpers import run_cli_subprocess, store_attacker
+from helpers import pg_roles, run_cli_subprocess, store_attacker
 from pg_campaign import pg_audit
 from pg_server import PgServer
 from test_campaign_tamper import Base, Edit, accepted, b3, read_base
 
 from ledger.api import copy_ledger
-from ledger.store.postgres import WRITER_ROLE, PostgresLedger
+from ledger.store.postgres import PostgresLedger
 from ledger.transparency import merkle
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
@@ -307,16 +307,17 @@ WRITER_ATTEMPTS = [
 def test_the_writer_role_cannot_rewrite_or_delete_evidence_even_with_the_triggers_off(
     pg_base: PgBase, edited_copy: Callable[[], str]
 ) -> None:
-    """A real login in ``ledger_writer`` (what a CI job's `verify` uses): it appends through
+    """A real login in the ledger's writer role (what a CI job's `verify` uses): it appends through
     `ledger verify`, and every rewrite is refused by privilege (SQLSTATE 42501), though the owner
     has disabled every trigger first; the evidence is unchanged byte for byte. The derived rows,
     which it may update, are caught by the audit when it does."""
     url = edited_copy()
     login = f"ci_{url.rsplit('_', 1)[-1]}"
     server = pg_base.server
+    writer = pg_roles(url).writer
     with psycopg.connect(server.url(), autocommit=True) as admin:
         admin.execute(f"CREATE ROLE {login} LOGIN")
-        admin.execute(f"GRANT {WRITER_ROLE} TO {login}")
+        admin.execute(f"GRANT {writer} TO {login}")
     try:
         database = url.rsplit("/", 1)[1]
         as_writer = server.url(database, role=login)

@@ -11,16 +11,27 @@ import msgspec
 from msgspec import Meta
 
 from ledger.cli.shapes.common import ErrorDetail, OutputShape
+from ledger.documents.cohort import BurnNotice
+from ledger.format.payloads import CohortBurned
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.verification_result import Outcome
 
 # -- init / calibrate / freeze / burn ---------------------------------------------------------
 
 
+class LedgerRoles(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A PostgreSQL ledger's roles (LEDGER.md section 2, "Roles and privileges")."""
+
+    writer: str  # the group role a writing command's login is a member of
+    reader: str  # the group role a reading command's login is a member of
+    logins_sql: list[str]  # CREATE ROLE ... LOGIN / GRANT ... TO ... for two example logins
+
+
 class InitOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     db: str  # the --db path as given
     created: bool  # false: the ledger already existed, nothing changed
     origin: str
+    roles: LedgerRoles | None  # null for a SQLite file
 
 
 class CalibrationRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -85,6 +96,31 @@ class BurnOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     burned_entry: int
     observed_tasks: list[str]
     exposed_work_units: list[str]
+
+
+class BurnDryRunTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    task: str
+    split: str
+    work_unit_id: str
+    work_unit_version: int
+    work_unit_digest: str
+    observed: bool  # named by --observed-task: its WorkUnit becomes exposed
+    exposed_at: int | None  # the entry that already exposed this WorkUnit (by digest or id)
+
+
+class BurnDryRunOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``burn`` would append, nothing written: the payload and notice byte for byte."""
+
+    dry_run: Literal[True]
+    cohort: str
+    frozen_entry: int
+    definition_digest: str
+    reason: str
+    tasks: list[BurnDryRunTask]
+    observed_tasks: list[str]
+    exposed_work_units: list[str]
+    payload: CohortBurned  # the cohort.burned entry's payload
+    notice: BurnNotice  # the burn notice stored beside it
 
 
 # -- verify -----------------------------------------------------------------------------------
@@ -178,6 +214,11 @@ class NewTaskOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sealed: Literal[True]
 
 
+class SourceRevision(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str  # the WorkUnit's provenance.source_revision: a full commit id or a tag
+    commit: str  # the commit it names (BASE)
+
+
 class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bundle: str
     base: str  # full commit ids
@@ -186,6 +227,7 @@ class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     patch_digest: str
     manifest_digest: str
     files: list[str]
+    source_revision: SourceRevision | None  # null when the WorkUnit names none
 
 
 class CopyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -207,8 +249,9 @@ SHAPES: tuple[OutputShape, ...] = (
         "init",
         InitOutput,
         "ledger init --json",
-        "The ledger file, whether init created it (false: it existed, nothing changed) and "
-        "its checkpoint origin.",
+        "The ledger file, whether init created it (false: it existed, nothing changed), "
+        "its checkpoint origin, and on PostgreSQL its writer and reader roles with the SQL "
+        "that gives a team its logins (null for a SQLite file).",
     ),
     OutputShape(
         "calibrate",
@@ -263,6 +306,14 @@ SHAPES: tuple[OutputShape, ...] = (
         "ledger burn --json",
         "The burned cohort, the cohort.burned entry, the observed tasks and the WorkUnits "
         "exposed forever.",
+    ),
+    OutputShape(
+        "burn-dry-run",
+        BurnDryRunOutput,
+        "ledger burn --dry-run --json",
+        "What burn would record, nothing written: the cohort, each of its tasks (observed or "
+        "not, already exposed or not), the WorkUnits it would expose, the cohort.burned "
+        "payload and the burn notice document.",
     ),
     OutputShape(
         "seal",

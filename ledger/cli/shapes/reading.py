@@ -180,6 +180,46 @@ class CheckPatchOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     findings: list[PatchFinding]
 
 
+# -- check-result ---------------------------------------------------------------------------------
+
+
+# One field of the two VerificationResults (LEDGER.md section 12, "Checking a result the reference
+# produced"). ``ledger`` / ``reference``: the field's value in the ledger's judgement / in the
+# result checked, each absent when that result has no such field (null is a value).
+class ResultField(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    field: str  # a path: "status", "checks[ID].status", "metrics.NAME", "extensions.KEY", ...
+    verdict: Literal["agrees", "differs", "not-compared"]
+    ledger: Any | UnsetType = UNSET
+    reference: Any | UnsetType = UNSET
+    reason: str  # why it differs, or why it is not compared; "" when it agrees
+
+
+class ResultPlanRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    id: str
+    digest: str
+
+
+class ResultCounts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    agrees: Count
+    differs: Count
+    not_compared: Count = msgspec.field(name="not-compared")
+
+
+class CheckResultOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    agrees: bool  # no compared field differs (exit 0; else 1)
+    cohort: str
+    task: str
+    burned_entry: int | None  # the cohort's burn, when burned: its plan judges all the same
+    plan: ResultPlanRef  # the plan the ledger committed for the task, which judged the bundle
+    adapter: str
+    adapter_version: str
+    outcome: Outcome  # the ledger's judgement
+    reference_outcome: Outcome  # the word of the reference's recommendation
+    counts: ResultCounts
+    fields: list[ResultField]
+    verification_result: VerificationResult  # the ledger's judgement (recorded nowhere)
+
+
 # -- browse, report -------------------------------------------------------------------------------
 
 
@@ -269,6 +309,14 @@ SHAPES: tuple[OutputShape, ...] = (
         "ledger check-patch --json",
         "Whether the patch parses strictly, its files and line counts, and every finding. "
         "Exit 0 when valid, 1 when refused.",
+    ),
+    OutputShape(
+        "check-result",
+        CheckResultOutput,
+        "ledger check-result --json",
+        "A VerificationResult the reference produced, set against the ledger's judgement of the "
+        "same bundle by the committed plan: each field agrees, differs (with why) or is not "
+        "compared (with why). Exit 0 when no compared field differs, 1 when one does.",
     ),
     OutputShape(
         "browse",
