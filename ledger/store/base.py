@@ -486,7 +486,7 @@ class Store:
 
     def head(self) -> Entry | None:
         row = self._conn.execute(_HEAD_READ).fetchone()
-        return None if row is None else _checked_entry(row)
+        return None if row is None else _checked_head(row)
 
     def entry(self, seq: int) -> Entry | None:
         if not INT_MIN <= seq <= INT_MAX:  # SQLite integers are 64-bit; no such entry

@@ -97,7 +97,14 @@ _CATCH_UP_ROWS: Final = (
 # ``ledger_meta.schema_version``: the server-side checks this module makes (``_checks``,
 # ``_grants``). 1 (no such column): made before them, by trigger functions that read tables by
 # the writing session's search path, with no check of an object row, TEMP granted to PUBLIC.
-SCHEMA_VERSION: Final = 2
+# 2: no check of an entry row's hash form, body or leaf node (a writer's garbage head).
+SCHEMA_VERSION: Final = 3
+# What a database of each older version lacks, for its refusal.
+_MISSING_CHECKS: Final = {
+    1: "no check of an object row, triggers that read tables by the writing session's search"
+    " path, no check of an entry row's body",
+    2: "no check of an entry row's hash form, body or leaf node",
+}
 
 SCHEMA: Final = """
 CREATE TABLE ledger_meta (
@@ -156,11 +163,48 @@ BEGIN
   RETURN NEW;
 END $$;
 CREATE FUNCTION {s}.ledger_append_only() RETURNS trigger LANGUAGE plpgsql {pinned} AS $$
+DECLARE
+  doc json;
+  merges integer := 0;
+  rest bigint := NEW.seq;
 BEGIN
   IF NEW.seq IS DISTINCT FROM (SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.entries)
      OR NEW.prev_hash IS DISTINCT FROM COALESCE(
           (SELECT entry_hash FROM {s}.entries ORDER BY seq DESC LIMIT 1), '{GENESIS_PREV}') THEN
     RAISE EXCEPTION 'ledger: entries are append-only (seq = head+1, prev = head hash)';
+  END IF;
+  IF NEW.entry_hash !~ '^blake3:[0-9a-f]{{64}}$' THEN
+    RAISE EXCEPTION 'ledger: an entry''s entry_hash is blake3: and 64 hex digits';
+  END IF;
+  -- The stored nodes: the leaf, SHA-256(0x00 || body), then one node per merge (one per
+  -- trailing 1 bit of seq). The interior nodes need the tree's edge: the audit checks them.
+  WHILE rest % 2 = 1 LOOP
+    merges := merges + 1;
+    rest := rest / 2;
+  END LOOP;
+  IF length(NEW.nodes) IS DISTINCT FROM 32 * (1 + merges)
+     OR substring(NEW.nodes FROM 1 FOR 32)
+        IS DISTINCT FROM sha256(decode('00', 'hex') || NEW.body) THEN
+    RAISE EXCEPTION 'ledger: an entry''s nodes start with its body''s leaf hash';
+  END IF;
+  -- The body names its row's seq, prev and kind (the json type: syntax alone, any escape).
+  -- Only where the server's text is UTF-8: elsewhere a body in another script could not be
+  -- read as text at all, and the check would refuse honest entries.
+  IF current_setting('server_encoding') = 'UTF8' THEN
+    BEGIN
+      doc := convert_from(NEW.body, 'UTF8')::json;
+    EXCEPTION WHEN data_exception THEN
+      RAISE EXCEPTION 'ledger: an entry''s body is UTF-8 JSON';
+    END;
+    IF json_typeof(doc) IS DISTINCT FROM 'object'
+       OR json_typeof(doc -> 'seq') IS DISTINCT FROM 'number'
+       OR doc ->> 'seq' IS DISTINCT FROM NEW.seq::text
+       OR json_typeof(doc -> 'prev') IS DISTINCT FROM 'string'
+       OR doc ->> 'prev' IS DISTINCT FROM NEW.prev_hash
+       OR json_typeof(doc -> 'kind') IS DISTINCT FROM 'string'
+       OR doc ->> 'kind' IS DISTINCT FROM NEW.kind THEN
+      RAISE EXCEPTION 'ledger: an entry''s body names its row''s seq, prev and kind';
+    END IF;
   END IF;
   RETURN NEW;
 END $$;
@@ -913,8 +957,8 @@ def _check_is_ledger(
         raise StoreError(
             "ledger-schema-outdated",
             f"{where} was made by an older `ledger` (server-side checks {version}, this"
-            f" ledger's {SCHEMA_VERSION}): its server checks no object row and its triggers"
-            " read tables by the writing session's search path; reading commands work on it,"
+            f" ledger's {SCHEMA_VERSION}): its server admits rows this version's refuses"
+            f" ({_MISSING_CHECKS.get(version, _MISSING_CHECKS[1])}); reading commands work on it,"
             " writes are refused: copy it into a new, empty database with `ledger copy`"
             " (the copy is made with the checks) and write there",
         )
