@@ -482,13 +482,17 @@ def test_a_writer_cannot_append_a_garbage_head_the_server_can_tell_from_an_entry
     assert database_rows(ledger_copy.owner) == before
 
 
-def test_the_server_admits_what_an_honest_writer_appends(ledger_copy: Copy) -> None:
+@pytest.mark.parametrize("tag", ["planted", "a NUL \x00, \u00fcml\u00e4uts, \u4e2d"])
+def test_the_server_admits_what_an_honest_writer_appends(ledger_copy: Copy, tag: str) -> None:
     """The row the checks above are varied from is admitted as it is (so each refusal is its
-    change's), and the ledger reads it as an entry."""
-    _insert(ledger_copy.as_login(WRITER), _next_row(ledger_copy.owner))
+    change's), a body holding an escaped NUL (which the jsonb type would refuse) and UTF-8
+    beyond ASCII included, and the ledger reads it as an entry."""
+    row = _next_row(ledger_copy.owner, lambda v: v.update(payload={"tag": tag}))
+    assert (b"\\u0000" in row["body"]) is ("\x00" in tag)
+    _insert(ledger_copy.as_login(WRITER), row)
     with PostgresLedger.open_read_only(ledger_copy.owner) as ledger:
         head = ledger.head()
-    assert head is not None and head.payload == {"tag": "planted"}
+    assert head is not None and head.payload == {"tag": tag}
 
 
 def test_a_head_whose_hash_the_server_cannot_check_stops_writes_with_a_refusal_naming_it(

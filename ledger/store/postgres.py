@@ -187,12 +187,13 @@ BEGIN
         IS DISTINCT FROM sha256(decode('00', 'hex') || NEW.body) THEN
     RAISE EXCEPTION 'ledger: an entry''s nodes start with its body''s leaf hash';
   END IF;
-  -- The body names its row's seq, prev and kind (the json type: syntax alone, any escape).
-  -- Only where the server's text is UTF-8: elsewhere a body in another script could not be
-  -- read as text at all, and the check would refuse honest entries.
+  -- The body names its row's seq, prev and kind. Only where the server's text is UTF-8:
+  -- elsewhere a body in another script could not be read as text at all, and the check would
+  -- refuse honest entries. An escaped NUL, which an honest body may hold and PostgreSQL's text
+  -- cannot, is read as another control character: no seq, prev or kind holds either.
   IF current_setting('server_encoding') = 'UTF8' THEN
     BEGIN
-      doc := convert_from(NEW.body, 'UTF8')::json;
+      doc := replace(convert_from(NEW.body, 'UTF8'), '\\u0000', '\\u0001')::json;
     EXCEPTION WHEN data_exception THEN
       RAISE EXCEPTION 'ledger: an entry''s body is UTF-8 JSON';
     END;
