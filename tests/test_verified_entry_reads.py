@@ -338,3 +338,43 @@ def test_every_entry_read_goes_through_the_checked_read() -> None:
     assert outside == [], "entry bodies read outside the checked read:\n" + "\n".join(outside)
     stale = sorted(f"{m}: {f}" for m, f in set(ALLOWED) - seen)
     assert stale == [], f"allow-list entries that no longer read entry bodies: {stale}"
+
+
+# -- rows at the ends of the integer range ------------------------------------------------------
+
+INT64_MAX = 2**63 - 1
+PLANTED_HASH = "blake3:" + "f" * 64
+
+
+@pytest.mark.parametrize("seq", [INT64_MAX, -(2**63)], ids=["int64-max", "int64-min"])
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_owner_planting_a_row_at_the_end_of_the_integer_range_is_a_refusal_not_a_crash(
+    store: str, seq: int, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The checked read looks up the rows beside the one it reads (seq - 1, seq + 1): a row the
+    owner planted at the largest (or smallest) 64-bit seq must not overflow that arithmetic
+    (PostgreSQL raises on a bigint overflow) into an internal error; the read refuses the row."""
+    from helpers import store_attacker
+
+    if store == "sqlite":
+        db: Path | str = tmp_path / "ends.db"
+        make_ledger(Path(db), 1)
+    else:
+        from ledger.store.postgres import PostgresLedger
+
+        db = request.getfixturevalue("pg_db")
+        from helpers import ORIGIN, fixed_clock
+
+        PostgresLedger.create(db, origin=ORIGIN, clock=fixed_clock)[0].close()
+    with store_attacker(db) as conn:
+        (body, nodes) = conn.execute("SELECT body, nodes FROM entries WHERE seq = 0").fetchone()
+        conn.execute(
+            "INSERT INTO entries (seq, prev_hash, entry_hash, kind, nodes, body)"
+            " VALUES (?, ?, ?, 'ledger.created', ?, ?)",
+            (seq, "blake3:" + "0" * 64, PLANTED_HASH, nodes, body),
+        )
+    # `show` takes a seq of ASCII digits only: the smallest is reached by its hash.
+    for args in ([["show", str(seq)]] if seq > 0 else []) + [["show", PLANTED_HASH]]:
+        result = run_cli(["--db", str(db), *args])
+        code, _message = refusal(result)
+        assert result.code == 2 and code in ("entry-corrupt", "entry-malformed"), result.stderr

@@ -70,11 +70,14 @@ _INSERT_ENTRY: Final = (
 _NODE_READ_CHUNK: Final = 400  # seqs per query in ``tree_nodes``
 # Every checked read of an entry (``_checked_entry``): the row, the leaf hash its stored nodes
 # start with, and the two links a read can see without reading further bodies: the hash of the
-# row before and the prev of the row after (index lookups on the key, no body read).
+# row before and the prev of the row after (index lookups on the key, no body read). The CASEs
+# keep a row planted at either end of the 64-bit range from overflowing the arithmetic
+# (PostgreSQL raises on it): the row is then refused by the check, not by the server.
 _ENTRY_READ: Final = (
     "SELECT e.seq, e.prev_hash, e.entry_hash, e.kind, substr(e.nodes, 1, 32), e.body,"
     " b.entry_hash, a.prev_hash FROM entries e"
-    " LEFT JOIN entries b ON b.seq = e.seq - 1 LEFT JOIN entries a ON a.seq = e.seq + 1"
+    f" LEFT JOIN entries b ON b.seq = CASE WHEN e.seq > {INT_MIN} THEN e.seq - 1 END"
+    f" LEFT JOIN entries a ON a.seq = CASE WHEN e.seq < {INT_MAX} THEN e.seq + 1 END"
 )
 _HEAD_READ: Final = f"{_ENTRY_READ} ORDER BY e.seq DESC LIMIT 1"
 
