@@ -190,21 +190,24 @@ def _with_leaf(conn: object, seq: int) -> None:
     )
 
 
+@pytest.mark.parametrize("reader", ["show", "log"])
 def test_owner_rewriting_a_verdict_with_its_hash_and_leaf_is_refused_by_the_next_link(
-    demo: Demo, tmp_path: Path
+    demo: Demo, tmp_path: Path, reader: str
 ) -> None:
     """The row's hash and stored leaf made the forged body's: the next entry still links to
     the old hash."""
     db = _forged(demo, tmp_path, recompute_hash=True)
     with attacker(db) as conn:
         _with_leaf(conn, demo.seq)
-    code, message = refusal(cli(db, "show", str(demo.seq)))
+    # `show` reads the row alone (its neighbours looked up); `log` scans (they are read).
+    code, message = refusal(cli(db, *(["show", str(demo.seq)] if reader == "show" else ["log"])))
     assert code == "entry-corrupt"
     assert message.startswith(f"entry {demo.seq} is not the entry that entry {demo.seq + 1}")
 
 
+@pytest.mark.parametrize("reader", ["show", "log"])
 def test_entry_spliced_in_from_another_chain_is_refused_by_its_prev_link(
-    demo: Demo, tmp_path: Path
+    demo: Demo, tmp_path: Path, reader: str
 ) -> None:
     """A body (with its row, hash, leaf, and the next row's link all its own) whose prev is not
     the hash of the entry before it: a verdict spliced in from another ledger."""
@@ -224,9 +227,15 @@ def test_entry_spliced_in_from_another_chain_is_refused_by_its_prev_link(
             (blake3_address(spliced), demo.seq + 1),
         )
         _with_leaf(conn, demo.seq)
-    code, message = refusal(cli(db, "show", str(demo.seq)))
+    # `show` reads the row alone (its neighbours looked up); `log` scans (they are read).
+    code, message = refusal(cli(db, *(["show", str(demo.seq)] if reader == "show" else ["log"])))
     assert code == "entry-corrupt"
-    assert message.startswith(f"entry {demo.seq} does not link to the hash of entry {demo.seq - 1}")
+    # A scan meets the broken link at the entry before: it names the same pair.
+    assert message.startswith(
+        f"entry {demo.seq} does not link to the hash of entry {demo.seq - 1}"
+        if reader == "show"
+        else f"entry {demo.seq - 1} is not the entry that entry {demo.seq} links to"
+    )
 
 
 def test_prove_refuses_a_row_rewritten_whole_with_its_leaf(demo: Demo, tmp_path: Path) -> None:
@@ -378,3 +387,25 @@ def test_owner_planting_a_row_at_the_end_of_the_integer_range_is_a_refusal_not_a
         result = run_cli(["--db", str(db), *args])
         code, _message = refusal(result)
         assert result.code == 2 and code in ("entry-corrupt", "entry-malformed"), result.stderr
+
+
+def test_audit_against_a_kept_checkpoint_reports_a_genesis_rewritten_in_place(
+    tmp_path: Path,
+) -> None:
+    """The owner rewrites the genesis (its origin) in place, hash kept: the audit's origin
+    check of the kept checkpoint reads the genesis through the checked read, which refuses it;
+    the audit must still run and report the entry (exit 1), not refuse the audit."""
+    db = tmp_path / "genesis.db"
+    make_ledger(db, 2)
+    kept = tmp_path / "kept.checkpoint"
+    assert cli(db, "checkpoint", "--out", str(kept)).code == 0
+    with attacker(db) as conn:
+        (body,) = conn.execute("SELECT body FROM entries WHERE seq = 0").fetchone()
+        forged = body.replace(b'"origin":"', b'"origin":"x')
+        assert forged != body
+        conn.execute("UPDATE entries SET body = ? WHERE seq = 0", (forged,))
+    result = cli(db, "audit", "--no-replay", "--checkpoint", str(kept), "--json")
+    assert result.code == 1, result.stdout + result.stderr
+    report = result.json()
+    assert report["first_bad_seq"] == 0
+    assert (0, "entry-hash-mismatch") in {(v["seq"], v["code"]) for v in report["violations"]}

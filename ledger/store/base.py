@@ -80,6 +80,11 @@ _ENTRY_READ: Final = (
     f" LEFT JOIN entries a ON a.seq = CASE WHEN e.seq < {INT_MAX} THEN e.seq + 1 END"
 )
 _HEAD_READ: Final = f"{_ENTRY_READ} ORDER BY e.seq DESC LIMIT 1"
+# A scan of every entry from a seq on (``Store._scanned``): the links come from the scan.
+_SCAN_READ: Final = (
+    "SELECT seq, prev_hash, entry_hash, kind, substr(nodes, 1, 32), body FROM entries"
+    " WHERE seq >= ? ORDER BY seq"
+)
 
 STATE_TABLES: Final = (
     "state_meta",
@@ -531,13 +536,37 @@ class Store:
         wanted = sorted(set(kinds))
         rows: Iterable[Sequence[Any]]
         if not wanted:
-            rows = self._conn.scan(f"{_ENTRY_READ} WHERE e.seq >= ? ORDER BY e.seq", (start,))
-        elif len(wanted) == 1:
+            yield from self._scanned(start)
+            return
+        if len(wanted) == 1:
             rows = self._kind_rows(wanted[0], start)
         else:
             rows = heapq.merge(*(self._kind_rows(k, start) for k in wanted), key=_seq_of)
         for row in rows:
             yield _checked_entry(row)
+
+    def _scanned(self, start: int) -> Iterator[Entry]:
+        """Every entry from ``start`` on, each checked as ``_ENTRY_READ`` checks it, its
+        neighbours' links taken from the scan itself (one statement: the row before a row is
+        the one read before it, if its seq is one less, else there is none; the row after, the
+        one read next), so only the first row's predecessor is looked up: the two index
+        lookups per row of ``_ENTRY_READ`` were most of the cost of a long ``log``."""
+        held: Sequence[Any] | None = None
+        before: str | None = None
+        for row in self._conn.scan(_SCAN_READ, (start,)):
+            if held is None:
+                before = self._hash_at(row[0] - 1) if row[0] > INT_MIN else None
+            else:
+                linked = row[1] if row[0] == held[0] + 1 else None
+                yield _checked_entry((*held, before, linked))
+                before = held[2] if row[0] == held[0] + 1 else None
+            held = row
+        if held is not None:
+            yield _checked_entry((*held, before, None))
+
+    def _hash_at(self, seq: int) -> str | None:
+        row = self._conn.execute("SELECT entry_hash FROM entries WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else row[0]
 
     def _kind_rows(self, kind: str, start: int) -> Iterator[Sequence[Any]]:
         return _rows(
