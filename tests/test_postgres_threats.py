@@ -459,6 +459,8 @@ _GARBAGE: dict[str, tuple[dict[str, Any], str]] = {
     "hash-malformed": ({"entry_hash": "0" * 64}, "entry_hash is blake3: and 64 hex"),
     "leaf-not-its-body": ({"nodes": bytes(32)}, "nodes start with its body's leaf hash"),
     "nodes-cut-short": ({"nodes": b""}, "nodes start with its body's leaf hash"),
+    # At an odd seq (one merge at least): the leaf right, the node above it not its children's.
+    "interior-node-not-its-children": ({"interior": True}, "nodes are the Merkle tree's"),
 }
 
 
@@ -472,6 +474,11 @@ def test_a_writer_cannot_append_a_garbage_head_the_server_can_tell_from_an_entry
     what it can: the body names its row's seq, prev and kind, the hash has its form, and the
     stored leaf is the body's SHA-256 leaf hash; the row is refused, nothing is stored."""
     change, message = _GARBAGE[garbage]
+    if change.get("interior"):
+        if _next_row(ledger_copy.owner)["seq"] % 2 == 0:
+            _insert(ledger_copy.as_login(WRITER), _next_row(ledger_copy.owner))  # an honest one
+        nodes = _next_row(ledger_copy.owner)["nodes"]
+        change = {"nodes": nodes[:32] + bytes(len(nodes) - 32)}
     body = change.get("body")
     row = _next_row(ledger_copy.owner, body, **{k: v for k, v in change.items() if k != "body"})
     if isinstance(body, bytes):

@@ -97,13 +97,13 @@ _CATCH_UP_ROWS: Final = (
 # ``ledger_meta.schema_version``: the server-side checks this module makes (``_checks``,
 # ``_grants``). 1 (no such column): made before them, by trigger functions that read tables by
 # the writing session's search path, with no check of an object row, TEMP granted to PUBLIC.
-# 2: no check of an entry row's hash form, body or leaf node (a writer's garbage head).
+# 2: no check of an entry row's hash form, body or Merkle nodes (a writer's garbage head).
 SCHEMA_VERSION: Final = 3
 # What a database of each older version lacks, for its refusal.
 _MISSING_CHECKS: Final = {
     1: "no check of an object row, triggers that read tables by the writing session's search"
     " path, no check of an entry row's body",
-    2: "no check of an entry row's hash form, body or leaf node",
+    2: "no check of an entry row's hash form, body or Merkle nodes",
 }
 
 SCHEMA: Final = """
@@ -167,6 +167,7 @@ DECLARE
   doc json;
   merges integer := 0;
   rest bigint := NEW.seq;
+  left_node bytea;
 BEGIN
   IF NEW.seq IS DISTINCT FROM (SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.entries)
      OR NEW.prev_hash IS DISTINCT FROM COALESCE(
@@ -177,7 +178,9 @@ BEGIN
     RAISE EXCEPTION 'ledger: an entry''s entry_hash is blake3: and 64 hex digits';
   END IF;
   -- The stored nodes: the leaf, SHA-256(0x00 || body), then one node per merge (one per
-  -- trailing 1 bit of seq). The interior nodes need the tree's edge: the audit checks them.
+  -- trailing 1 bit of seq), each SHA-256(0x01 || left || right): right the node before it in
+  -- this row, left the node of the same level that row seq - 2^level stored (rows admitted
+  -- by this check; at most 63 lookups on the key).
   WHILE rest % 2 = 1 LOOP
     merges := merges + 1;
     rest := rest / 2;
@@ -187,6 +190,15 @@ BEGIN
         IS DISTINCT FROM sha256(decode('00', 'hex') || NEW.body) THEN
     RAISE EXCEPTION 'ledger: an entry''s nodes start with its body''s leaf hash';
   END IF;
+  FOR level IN 0 .. merges - 1 LOOP
+    left_node := substring(
+      (SELECT nodes FROM {s}.entries WHERE seq = NEW.seq - (1::bigint << level))
+      FROM 32 * level + 1 FOR 32);
+    IF substring(NEW.nodes FROM 32 * (level + 1) + 1 FOR 32) IS DISTINCT FROM sha256(
+         decode('01', 'hex') || left_node || substring(NEW.nodes FROM 32 * level + 1 FOR 32)) THEN
+      RAISE EXCEPTION 'ledger: an entry''s nodes are the Merkle tree''s over its leaf';
+    END IF;
+  END LOOP;
   -- The body names its row's seq, prev and kind. Only where the server's text is UTF-8:
   -- elsewhere a body in another script could not be read as text at all, and the check would
   -- refuse honest entries. An escaped NUL, which an honest body may hold and PostgreSQL's text
