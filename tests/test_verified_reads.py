@@ -290,6 +290,8 @@ def test_writer_planting_a_public_plan_before_its_freeze_is_refused_by_the_freez
     assert refused.code == 2, refused.stdout
     assert refused.error_code() == "object-conflict", refused.stderr
     assert blake3_address(honest) in refused.stderr
+    # A denial of service until the row is gone (SECURITY.md): the refusal says who can end it.
+    assert "until the owner removes that row" in refused.stderr
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
     assert store_state(db) == before  # nothing written
 

@@ -890,8 +890,9 @@ class Writer:
                 raise StoreError(
                     "object-conflict",
                     f"object {digest} is already stored with other bytes, sha256 or size than"
-                    " the bytes that hash to it (planted or changed); nothing was written: run"
-                    " `ledger audit`",
+                    " the bytes that hash to it (planted or changed); nothing was written. No"
+                    " write can store these bytes until the owner removes that row (objects"
+                    " are immutable, its address is these bytes'): run `ledger audit`",
                 )
         self._stored.add(digest)
         return digest
