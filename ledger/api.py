@@ -25,6 +25,7 @@ import base64
 import os
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ from ledger.audit.engine import audit, audit_snapshot
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
 from ledger.audit.signatures import SignatureCheck
-from ledger.errors import StoreError
+from ledger.errors import LedgerError, StoreError
 from ledger.format.entries import Entry, EntrySigner
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
@@ -43,7 +44,7 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.check_result import ResultCheck
 from ledger.operations.check_result import check_result as _check_result
 from ledger.operations.freeze import freeze
-from ledger.operations.verify import verify
+from ledger.operations.verify import AnchorRule, recorded_anchor, verify
 from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
 from ledger.state import CohortStatus, StateIndex, TaskStatus, ledger_status
@@ -52,7 +53,7 @@ from ledger.store.copy import CopyResult, copy_store
 from ledger.store.lookup import find_ref, verification_result
 from ledger.store.opening import create_store, open_store
 from ledger.store.sqlite import Ledger
-from ledger.transparency.anchors import WhenStatement, trust_from
+from ledger.transparency.anchors import Trust, WhenStatement, trust_from
 from ledger.transparency.anchors import when as _when
 from ledger.transparency.check import ProofCheck
 from ledger.transparency.check import check_proof as _check_proof
@@ -77,6 +78,7 @@ from ledger.transparency.witnessing import (
 
 if TYPE_CHECKING:
     from ledger.format.signing import TrustedSigners, WriterKey
+    from ledger.format.trust import KeyKind, TrustFile
     from ledger.interop.browse import BrowseResult
 
 EXPORT_HEADER_MISMATCH = "export-header-mismatch"
@@ -124,6 +126,130 @@ def load_trusted_signers(path: str | os.PathLike[str]) -> TrustedSigners:
 
     text = read_operator_text(Path(path), MAX_SIGNERS_BYTES, what="trusted-signers file")
     return parse_trusted_signers(text, str(path))
+
+
+def load_key(value: str, kind: KeyKind) -> str:
+    """The one parser of a key argument, for every command and the library (LEDGER.md section
+    7, "The trust file and the anchoring policy"): ``value`` is the key string itself, or the
+    path of a file holding it (``ledger keygen``'s or ``witness keygen``'s ``.pub``). A value
+    that parses as a key of ``kind`` (``"log"``, ``"writer"``: a note verifier key;
+    ``"witness"``: a cosigner key) is that key; any other names a file, read bounded as every
+    operator file, whose content must be one. Neither: the kind's code
+    (``checkpoint-key-malformed``, ``witness-key-malformed``), naming both readings."""
+    from ledger.format.trust import KEY_WORDS, parse_key
+
+    try:
+        return parse_key(value.strip(), kind)
+    except LedgerError as exc:
+        first = exc
+    if not os.path.lexists(value):
+        raise LedgerError(
+            first.code, f"{value!r} is neither a {KEY_WORDS[kind]} nor a file ({first.message})"
+        )
+    text = read_operator_text(Path(value), MAX_KEY_FILE_BYTES, what="key")
+    try:
+        return parse_key(text.strip(), kind)
+    except LedgerError as exc:
+        raise LedgerError(exc.code, f"key file {value}: {exc.message}") from None
+
+
+class TrustSource(msgspec.Struct, frozen=True):
+    """Which trust file a command used, and how it found it: ``how`` is ``option``
+    (``--trust``), ``environment`` (``$LEDGER_TRUST``) or ``beside-ledger`` (``<ledger
+    file's stem>.trust.json`` beside the ledger a writing command named)."""
+
+    file: str
+    how: str
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedTrust:
+    """A trust file as read (``load_trust``) and where it came from."""
+
+    trust: TrustFile
+    source: TrustSource
+
+
+def trust_beside(db: str | os.PathLike[str]) -> Path | None:
+    """Where the trust file of the SQLite ledger ``db`` is by convention (``ledger.db`` ->
+    ``ledger.trust.json`` in the same folder); None for a PostgreSQL URL (it has no folder)."""
+    from ledger.format.trust import FILE_SUFFIX
+    from ledger.store.opening import postgres_url
+
+    if postgres_url(str(db)) is not None:
+        return None
+    path = Path(db)
+    return path.with_name(path.stem + FILE_SUFFIX)
+
+
+def find_trust(
+    option: str | os.PathLike[str] | None,
+    settings: Settings,
+    *,
+    db: str | os.PathLike[str] | None = None,
+) -> tuple[Path, str] | None:
+    """The trust file a command uses, and how it was found: ``option`` (``--trust``), else
+    ``settings.trust`` (``$LEDGER_TRUST``), else, only for a command that writes to ``db``
+    (``db`` given), the file beside that ledger if there is one. A reading command never
+    takes the file beside the ledger: whoever holds a ledger file can place one beside it
+    (LEDGER.md section 7, SECURITY.md)."""
+    if option is not None:
+        return Path(option), "option"
+    if settings.trust is not None:
+        return Path(settings.trust), "environment"
+    beside = trust_beside(db) if db is not None else None
+    if beside is not None and os.path.lexists(beside):
+        return beside, "beside-ledger"
+    return None
+
+
+def load_trust(path: str | os.PathLike[str], how: str = "option") -> LoadedTrust:
+    """The trust file at ``path``, read bounded (``file-*`` codes) and checked whole
+    (``trust-file-invalid``)."""
+    from ledger.format.trust import MAX_TRUST_BYTES, parse_trust, trust_digest
+    from ledger.operator_files import read_operator_file
+
+    data = read_operator_file(Path(path), MAX_TRUST_BYTES, what="trust file")
+    trust = parse_trust(data, str(path))
+    return LoadedTrust(trust, TrustSource(str(path), how, trust_digest(data)))
+
+
+def check_trust_origin(loaded: LoadedTrust, origin: str) -> None:
+    """A trust file names one ledger: used with another it is ``trust-origin-mismatch``."""
+    from ledger.format.trust import check_origin
+
+    check_origin(loaded.trust, origin, loaded.source.file)
+
+
+def anchor_rule(trust: TrustFile | None, *, unanchored: bool = False) -> AnchorRule:
+    """What ``verify`` asks of the anchor over a plan's freeze (operations rule 10): under the
+    trust file's anchoring policy, an anchor meeting it, else ``plan-not-anchored`` (unless
+    ``unanchored``); without a policy, nothing is required and a verdict with no anchor is
+    recorded with a warning."""
+    if trust is None or not trust.anchor.required:
+        return AnchorRule(recorded_anchor)
+    from ledger.transparency.anchoring import freeze_anchor, policy_trust
+
+    policy = policy_trust(trust)
+
+    def find(ledger: Store, freeze_seq: int) -> int | None:
+        found = freeze_anchor(ledger, freeze_seq, policy)
+        return None if found is None else found.entry
+
+    return AnchorRule(find, required=not unanchored)
+
+
+def anchor_freeze(
+    ledger: Store, frozen_entry: int, trust: TrustFile, signer_key: str, frozen: str = ""
+) -> tuple[int | None, WitnessedCheckpoint | None]:
+    """The entry that anchors the freeze at ``frozen_entry`` as ``trust``'s policy asks: one
+    already recorded, else a checkpoint signed with ``signer_key`` and anchored now by the
+    file's witnesses and TSAs (returned too). When they do not give it: ``anchoring-failed``
+    (exit 1; the freeze stays, nothing else is written). ``frozen``: the freeze in words."""
+    from ledger.transparency.anchoring import anchor_freeze as run
+
+    return run(ledger, frozen_entry, trust, signer_key, frozen or f"entry {frozen_entry}")
 
 
 def _signer_of(settings: Settings, signer: EntrySigner | None) -> EntrySigner | None:
@@ -219,6 +345,18 @@ def copy_ledger(
         )
 
 
+def _readable_origin(ledger: Store) -> str | None:
+    """The ledger's origin, or None when its genesis fails the checked read (``entry-corrupt``,
+    ``entry-malformed``): an audit then reports the genesis at seq 0 against the checkpoint or
+    trust file it was given, rather than refuse to run."""
+    try:
+        return ledger.origin()
+    except StoreError as exc:
+        if exc.code in ("entry-corrupt", "entry-malformed"):
+            return None
+        raise
+
+
 def audit_ledger(
     ledger: Store,
     *,
@@ -243,14 +381,9 @@ def audit_ledger(
     ``replay`` is off, is counted in ``report.skipped`` and makes the verdict
     ``intact-with-skips``. ``progress(done, total)``, when given, is told the entries audited
     so far (every few hundred, and after the last): what the CLI draws its bar from."""
-    for cp in checkpoints:
-        try:
+    if checkpoints and _readable_origin(ledger) is not None:
+        for cp in checkpoints:
             check_origin(ledger, cp)
-        except StoreError as exc:
-            # The genesis is not what its row says (the checked read refuses it): the audit
-            # reports it at seq 0 against the checkpoint, never refuses the audit for it.
-            if exc.code not in ("entry-corrupt", "entry-malformed"):
-                raise
     withheld = withheld or {}
     rules = CommitmentRules(ledger, replay=replay, withheld=withheld, parallel=parallel)
     try:
@@ -282,6 +415,7 @@ def audit_export(
     progress: Callable[[int, int], None] | None = None,
     parallel: bool | None = None,
     signers: TrustedSigners | None = None,
+    trust: TrustFile | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit --from-export`` runs (LEDGER.md section 7, "Audit modes"): the export
     is read as untrusted input (``export-unreadable`` / ``export-malformed``), loaded into a
@@ -293,9 +427,18 @@ def audit_export(
       (``object-sha256-mismatch``);
     - the header's ``tree_size`` and ``root_hash`` must be what the entries give
       (``export-header-mismatch``).
+
+    ``trust``: the reader's trust file; an export of another ledger than it names is
+    ``trust-origin-mismatch``.
     """
     exported = open_export(Path(path))
     with exported:
+        if trust is not None:
+            from ledger.format.trust import check_origin
+
+            origin = _readable_origin(exported)
+            if origin is not None:  # else the audit reports the genesis at seq 0
+                check_origin(trust, origin, "given")
         allowed = hidden_task_objects(exported, audited=True) if exported.withheld else set()
         withheld = {d: v for d, v in exported.withheld.items() if d in allowed}
         report, replayed = audit_ledger(
@@ -402,21 +545,49 @@ def check_result(
     return _check_result(ledger, result, Path(bundle), cohort=cohort, task=task, source=source)
 
 
+def _reader_trust(
+    witness_keys: Sequence[str], tsa_roots: Sequence[bytes], trust_file: TrustFile | None
+) -> Trust:
+    """The reader's trust for ``when``: the given witness keys and roots, each kind taken from
+    ``trust_file`` when none is given, and its anchoring policy."""
+    if trust_file is None:
+        return trust_from(witness_keys, tsa_roots)
+    return trust_from(
+        list(witness_keys) or trust_file.witness_keys(),
+        list(tsa_roots) or trust_file.tsa_roots(),
+        cosignatures=trust_file.anchor.witnesses,
+        timestamps=trust_file.anchor.timestamps,
+    )
+
+
+def _check_origin(ledger: Store, trust_file: TrustFile | None) -> None:
+    """A trust file of another ledger is refused before anything is stated (a wrong file must
+    not read as an unknown task or an anchor that does not count)."""
+    if trust_file is not None:
+        from ledger.format.trust import check_origin
+
+        check_origin(trust_file, ledger.origin(), "given")
+
+
 def when(
     ledger: Store,
     task: str,
     *,
     witness_keys: Sequence[str] = (),
     tsa_roots: Sequence[bytes] = (),
+    trust: TrustFile | None = None,
 ) -> WhenStatement:
     """What ``ledger when TASK`` states (LEDGER.md section 7, "The statement: `ledger when`"):
     the freeze of ``task``'s plan, the earliest anchor holding it that the reader trusts
-    (``witness_keys``: cosigner verifier key strings; ``tsa_roots``: PEM bytes of TSA roots),
-    and for each verification whether it was appended after such an anchor. ``holds`` is the
-    verdict (exit 0 or 1); ``LedgerError`` when no statement can be made (exit 2)."""
-    trust = trust_from(witness_keys, tsa_roots)
+    (``witness_keys``: cosigner verifier key strings; ``tsa_roots``: PEM bytes of TSA roots;
+    ``trust``: a trust file giving either when it is not given, and the anchoring policy an
+    anchor must meet), and for each verification whether it was appended after such an
+    anchor. ``holds`` is the verdict (exit 0 or 1); ``LedgerError`` when no statement can be
+    made (exit 2)."""
+    reader = _reader_trust(witness_keys, tsa_roots, trust)
     with ledger.snapshot():  # one state: every entry and anchor of one tree
-        return _when(task, ledger.entries(), trust)
+        _check_origin(ledger, trust)
+        return _when(task, ledger.entries(), reader)
 
 
 def when_export(
@@ -425,32 +596,39 @@ def when_export(
     *,
     witness_keys: Sequence[str] = (),
     tsa_roots: Sequence[bytes] = (),
+    trust: TrustFile | None = None,
 ) -> WhenStatement:
     """``when`` over an export (``ledger when TASK --from-export FILE``), read as untrusted
     input like ``audit --from-export`` reads it; a public export keeps every entry, which is
     all the statement reads."""
-    trust = trust_from(witness_keys, tsa_roots)
+    reader = _reader_trust(witness_keys, tsa_roots, trust)
     with open_export(Path(path)) as exported:
-        return _when(task, exported.entries(), trust)
+        _check_origin(exported, trust)
+        return _when(task, exported.entries(), reader)
 
 
 __all__ = [
+    "AnchorRule",
     "AttestationCheck",
     "BurnPlan",
     "CohortStatus",
     "CopyResult",
     "InitResult",
     "Ledger",
+    "LoadedTrust",
     "ProofCheck",
     "ResultCheck",
     "Settings",
     "Store",
     "TaskStatus",
     "Timestamp",
+    "TrustSource",
     "TsaReply",
     "WhenStatement",
     "WitnessTarget",
     "WitnessedCheckpoint",
+    "anchor_freeze",
+    "anchor_rule",
     "attestations",
     "audit_export",
     "audit_ledger",
@@ -461,16 +639,20 @@ __all__ = [
     "check_proof",
     "check_recorded_timestamp",
     "check_result",
+    "check_trust_origin",
     "checkpoint",
     "checkpoint_note",
     "copy_ledger",
     "default_origin",
     "export",
     "find_ref",
+    "find_trust",
     "freeze",
     "init_ledger",
+    "load_key",
     "load_roots",
     "load_signer",
+    "load_trust",
     "load_trusted_signers",
     "open_ledger",
     "parse_witness_option",
@@ -481,6 +663,7 @@ __all__ = [
     "report_html",
     "settings_from_environ",
     "status",
+    "trust_beside",
     "verification_result",
     "verify",
     "verify_cosignature",

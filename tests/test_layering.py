@@ -165,6 +165,7 @@ PRINTS_ALLOWED = {
     "ledger.cli.progress",
     "ledger.cli.witness",
     "ledger.cli.when",
+    "ledger.cli.trust",
     "ledger.audit.worker",
 }
 CLI_LIBRARIES = {"typer", "rich", "click"}

@@ -51,11 +51,13 @@ TARGETS = (
     "ledger/audit/worker.py",
     "ledger/audit/signatures.py",
     "ledger/format/signing.py",
+    "ledger/format/trust.py",
     "ledger/settings.py",
     "ledger/operations/freeze.py",
     "ledger/operations/burn.py",
     "ledger/operations/verify.py",
     "ledger/operations/check_result.py",
+    "ledger/operations/rehearse.py",
     "ledger/state.py",
     "ledger/documents/cohort_folder.py",
     "ledger/transparency/check.py",
@@ -75,6 +77,7 @@ TARGETS = (
     "ledger/transparency/witness.py",
     "ledger/transparency/witness_server.py",
     "ledger/transparency/witnessing.py",
+    "ledger/transparency/anchoring.py",
     "verifiers/runner.py",
 )
 ALWAYS = ("tests/test_commitment.py", "tests/test_audit_tamper.py")

@@ -25,6 +25,7 @@ from typing import Final
 
 from ledger.errors import LedgerError, UsageError
 from ledger.operations.verify import (
+    AnchorRule,
     Judged,
     PlanCache,
     Verdict,
@@ -33,6 +34,7 @@ from ledger.operations.verify import (
     judge,
     record,
     record_group,
+    recorded_anchor,
 )
 from ledger.store.base import Store as Ledger
 from ledger.store.opening import open_store
@@ -84,6 +86,7 @@ def verify_many(
     jobs: int | None = None,
     cohort: str | None = None,
     task: str | None = None,
+    anchors: AnchorRule | None = None,
 ) -> BatchRun:
     """Verify each bundle as ``verify`` would, in order; yield its result or its refusal.
 
@@ -96,7 +99,8 @@ def verify_many(
     count = default_jobs() if jobs is None else jobs
     if count < 1:
         raise UsageError("usage-error", f"--jobs must be at least 1, not {count}")
-    return BatchRun(ledger, paths, min(count, len(paths)), cohort, task)
+    rule = anchors or AnchorRule(recorded_anchor)  # one for the batch: an anchor found is kept
+    return BatchRun(ledger, paths, min(count, len(paths)), cohort, task, rule)
 
 
 class BatchRun:
@@ -109,10 +113,12 @@ class BatchRun:
         jobs: int,
         cohort: str | None,
         task: str | None,
+        anchors: AnchorRule,
     ) -> None:
         self._ledger = ledger
         self._cohort = cohort
         self._task = task
+        self._anchors = anchors
         # Appended (committed), not yet yielded: what a Ctrl-C must still report.
         self._ready: deque[VerifyResult | LedgerError] = deque()
         self._steps = self._serial(paths) if jobs <= 1 else self._parallel(paths, jobs)
@@ -142,7 +148,7 @@ class BatchRun:
                 self._ready.append(exc)
             else:
                 with _interrupts_deferred():
-                    self._ready.append(_one(ledger, path, judged, cohort, task))
+                    self._ready.append(_one(ledger, path, judged, cohort, task, self._anchors))
             yield None
 
     def _parallel(self, paths: list[Path], jobs: int) -> Generator[None, None, None]:
@@ -167,7 +173,9 @@ class BatchRun:
                 collected = _collect(ledger, plans, workers.answer(ticket))
                 if not isinstance(collected, Judged):
                     with _interrupts_deferred():
-                        self._ready.append(_one(ledger, path, collected, cohort, task))
+                        self._ready.append(
+                            _one(ledger, path, collected, cohort, task, self._anchors)
+                        )
                     yield None
                     continue
                 # Group commit: the bundles after it already judged with the same time (the
@@ -183,7 +191,11 @@ class BatchRun:
                         break  # the ticket keeps its answer: it is the next head
                     group.append((waiting.popleft()[0], peek))
                 with _interrupts_deferred():
-                    self._ready.extend(record_group(ledger, group, cohort=cohort, task=task))
+                    self._ready.extend(
+                        record_group(
+                            ledger, group, cohort=cohort, task=task, anchors=self._anchors
+                        )
+                    )
                 yield None
         finally:
             workers.stop()
@@ -217,13 +229,14 @@ def _one(
     judged: Judged | LedgerError | None,
     cohort: str | None,
     task: str | None,
+    anchors: AnchorRule,
 ) -> VerifyResult | LedgerError:
     """One bundle on its own, as ``verify`` does it (``judged`` None: ``judge`` here first,
     or, from a worker, all of it under the lock)."""
     if isinstance(judged, LedgerError):
         return judged
     try:
-        return record(ledger, path, judged, cohort=cohort, task=task)
+        return record(ledger, path, judged, cohort=cohort, task=task, anchors=anchors)
     except LedgerError as exc:
         return exc
 
