@@ -35,7 +35,7 @@ from ledger.audit.engine import audit, audit_snapshot
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
 from ledger.audit.signatures import SignatureCheck
-from ledger.errors import LedgerError
+from ledger.errors import LedgerError, StoreError
 from ledger.format.entries import Entry, EntrySigner
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
@@ -345,6 +345,18 @@ def copy_ledger(
         )
 
 
+def _readable_origin(ledger: Store) -> str | None:
+    """The ledger's origin, or None when its genesis fails the checked read (``entry-corrupt``,
+    ``entry-malformed``): an audit then reports the genesis at seq 0 against the checkpoint or
+    trust file it was given, rather than refuse to run."""
+    try:
+        return ledger.origin()
+    except StoreError as exc:
+        if exc.code in ("entry-corrupt", "entry-malformed"):
+            return None
+        raise
+
+
 def audit_ledger(
     ledger: Store,
     *,
@@ -369,8 +381,9 @@ def audit_ledger(
     ``replay`` is off, is counted in ``report.skipped`` and makes the verdict
     ``intact-with-skips``. ``progress(done, total)``, when given, is told the entries audited
     so far (every few hundred, and after the last): what the CLI draws its bar from."""
-    for cp in checkpoints:
-        check_origin(ledger, cp)
+    if checkpoints and _readable_origin(ledger) is not None:
+        for cp in checkpoints:
+            check_origin(ledger, cp)
     withheld = withheld or {}
     rules = CommitmentRules(ledger, replay=replay, withheld=withheld, parallel=parallel)
     try:
@@ -423,8 +436,10 @@ def audit_export(
         if trust is not None:
             from ledger.format.trust import check_origin
 
-            check_origin(trust, exported.origin(), "given")
-        allowed = hidden_task_objects(exported) if exported.withheld else set()
+            origin = _readable_origin(exported)
+            if origin is not None:  # else the audit reports the genesis at seq 0
+                check_origin(trust, origin, "given")
+        allowed = hidden_task_objects(exported, audited=True) if exported.withheld else set()
         withheld = {d: v for d, v in exported.withheld.items() if d in allowed}
         report, replayed = audit_ledger(
             exported,

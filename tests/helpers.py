@@ -151,6 +151,57 @@ def store_attacker(db: Path | str, *, drop_triggers: bool = True) -> Iterator[An
         yield _OwnerConnection(conn)
 
 
+def rewrite_and_reseal(conn: Any, seq: int, body: bytes) -> None:
+    """The owner (``store_attacker``'s connection) puts ``body`` at entry ``seq`` and re-seals
+    the chain after it, as a careful forger does: each later body's ``prev`` (canonical again),
+    every ``prev_hash``/``entry_hash`` from ``seq`` on, and every row's Merkle nodes. Each read's
+    own checks then pass (the hash, the links, the leaf and the tree); what still shows it is a
+    checkpoint kept elsewhere, the audit's body checks, and what the reader itself decodes."""
+    from ledger.format.entries import GENESIS_PREV
+    from ledger.transparency import merkle
+    from verifiers.canonical import blake3_address
+
+    before = conn.execute("SELECT entry_hash FROM entries WHERE seq = ?", (seq - 1,)).fetchone()
+    prev = GENESIS_PREV if before is None else before[0]
+    rows = conn.execute("SELECT seq, body FROM entries WHERE seq >= ? ORDER BY seq", (seq,))
+    for row_seq, stored in list(rows):
+        if row_seq != seq:
+            value = json.loads(bytes(stored))
+            value["prev"] = prev
+            body = canonical_bytes(value)
+        hash_ = blake3_address(body)
+        conn.execute(
+            "UPDATE entries SET body = ?, prev_hash = ?, entry_hash = ? WHERE seq = ?",
+            (body, prev, hash_, row_seq),
+        )
+        prev = hash_
+    edge = merkle.CompactRange()
+    for row_seq, stored in list(conn.execute("SELECT seq, body FROM entries ORDER BY seq")):
+        nodes = b"".join(edge.push(merkle.leaf_hash(bytes(stored))))
+        conn.execute("UPDATE entries SET nodes = ? WHERE seq = ?", (nodes, row_seq))
+
+
+def reseal_export(lines: list[dict[str, Any]], edited: int) -> None:
+    """An export's lines (decoded JSON lines, changed in place) whose entry line ``edited``
+    was edited, re-chained as a forger sending it would: that line's ``entry_hash``, then each
+    later entry's body ``prev`` (canonical again), ``prev_hash`` and ``entry_hash``."""
+    import base64
+
+    from verifiers.canonical import blake3_address
+
+    prev = None
+    for index, line in enumerate(lines):
+        if line.get("type") != "entry" or index < edited:
+            continue
+        body = base64.b64decode(str(line["body"]))
+        if prev is not None:
+            value = json.loads(body)
+            value["prev"] = line["prev_hash"] = prev
+            body = canonical_bytes(value)
+            line["body"] = base64.b64encode(body).decode("ascii")
+        line["entry_hash"] = prev = blake3_address(body)
+
+
 def file_state(path: Path) -> tuple[bytes | None, list[str]]:
     """The bytes of ``path`` and the names of its SQLite side files, for 'never modified'."""
     data = path.read_bytes() if path.is_file() else None

@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from google.protobuf import json_format
-from helpers import FIXED_TIME, LEDGER_SCRIPT, CliResult, run_cli
+from helpers import FIXED_TIME, LEDGER_SCRIPT, CliResult, attacker, rewrite_and_reseal, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from in_toto_attestation.v1 import resource_descriptor_pb2, statement_pb2
@@ -725,19 +725,16 @@ def _seed(signer: str) -> bytes:
 
 
 def _tampered_copy(built: Built, tmp_path: Path, seq: int, edit: Any) -> Path:
-    """A copy of the ledger whose entry ``seq`` the owner rewrote (``edit(body)``), the
-    append-only trigger dropped first."""
-    import sqlite3
-
+    """A copy of the ledger whose entry ``seq`` the owner rewrote (``edit(body)``), the chain
+    re-sealed after it (hashes, links, Merkle nodes): what reaches `attest`'s own checks."""
     db = tmp_path / "tampered.db"
     db.write_bytes(built.db.read_bytes())
-    with sqlite3.connect(db) as conn:
-        conn.execute("DROP TRIGGER entries_no_update")
+    with attacker(db) as conn:
         (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
         value = json.loads(body)
         edit(value)
         body = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
-        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (body, seq))
+        rewrite_and_reseal(conn, seq, body)
     return db
 
 

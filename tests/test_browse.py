@@ -24,7 +24,15 @@ from typing import Any
 
 import pytest
 from commit_helpers import cohort_doc, five_tasks_first_hidden, write_json
-from helpers import FIXED_TIME, REPO_DIR, CliResult, attacker, file_state, run_cli
+from helpers import (
+    FIXED_TIME,
+    REPO_DIR,
+    CliResult,
+    attacker,
+    file_state,
+    rewrite_and_reseal,
+    run_cli,
+)
 from test_public_export import (
     COHORT,
     HIDDEN_PATCH,
@@ -296,11 +304,16 @@ def test_tampered_result_is_refused_and_leaves_no_file(demo: Path, tmp_path: Pat
 
 
 def test_tampered_entry_body_is_refused_as_malformed(demo: Path, tmp_path: Path) -> None:
+    """An entry body (its hash, links and leaf re-sealed: every read's own check passes) whose
+    verdict is not one: browse's typed decode refuses it."""
     db = tmp_path / "tampered.db"
     db.write_bytes(demo.read_bytes())
     seq = recorded(demo)[0][0]
     with attacker(db) as conn:
-        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (b'{"kind": 1}', seq))
+        (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
+        doc = json.loads(body)
+        doc["payload"]["outcome"] = 1
+        rewrite_and_reseal(conn, seq, json.dumps(doc).encode())
     refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
     assert (refused.code, refused.error_code()) == (2, "entry-malformed")
     assert f"entry {seq}: its verification.recorded body does not decode" in refused.stderr
@@ -343,7 +356,7 @@ def test_result_over_the_contract_size_is_refused_unparsed(demo: Path, tmp_path:
         (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
         doc = json.loads(body)
         doc["payload"]["result"] = {"object": address, "digest": digest}
-        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (json.dumps(doc).encode(), seq))
+        rewrite_and_reseal(conn, seq, json.dumps(doc).encode())
     refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
     assert (refused.code, refused.error_code()) == (2, "entry-malformed")
     assert f"entry {seq}: its VerificationResult {address} is over 1 MiB" in refused.stderr
@@ -364,22 +377,23 @@ def test_verification_of_a_task_no_cohort_froze_is_refused(demo: Path, tmp_path:
         (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
         doc = json.loads(body)
         doc["payload"]["task"] = "demo/999-never-frozen"
-        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (json.dumps(doc).encode(), seq))
+        rewrite_and_reseal(conn, seq, json.dumps(doc).encode())
     refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
     assert (refused.code, refused.error_code()) == (2, "entry-malformed")
     assert "names task 'demo/999-never-frozen' of no cohort" in refused.stderr
 
 
 def test_body_of_another_kind_than_its_row_is_refused(demo: Path, tmp_path: Path) -> None:
+    """Compared by the one checked read of entries (rule A), which every reader shares."""
     db, seq, _address = _tampered_copy(demo, tmp_path)
     with attacker(db) as conn:
         (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
         doc = json.loads(body)
         doc["kind"] = "bundle.observed"  # the row still says verification.recorded
-        conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (json.dumps(doc).encode(), seq))
+        rewrite_and_reseal(conn, seq, json.dumps(doc).encode())
     refused = cli(db, "browse", "--out", str(tmp_path / "b.db"))
-    assert (refused.code, refused.error_code()) == (2, "entry-malformed")
-    assert "its body is a 'bundle.observed', its row a 'verification.recorded'" in refused.stderr
+    assert (refused.code, refused.error_code()) == (2, "entry-corrupt")
+    assert f"entry {seq} names another seq, prev or kind than its row" in refused.stderr
 
 
 # The view's mode (read-only; the owner's alone unless --public, whatever the ledger's or the

@@ -120,14 +120,14 @@ def test_verify_against_a_deeply_nested_ledger_refuses_cleanly(
 
 
 @pytest.mark.parametrize("deep_db", DEPTHS, indirect=True)
-def test_audit_from_export_of_a_deeply_nested_body_is_body_malformed(
-    deep_db: Path, tmp_path: Path
-) -> None:
-    # The export is written from the tampered file (export copies bytes, it does not judge them)
-    # and also built by hand from an intact one: both carry the deep body.
+def test_export_of_a_deeply_nested_body_refuses_cleanly(deep_db: Path, tmp_path: Path) -> None:
+    # `export` reads every entry through the checked read (rule A): the tampered file is not
+    # exported; an export carrying the deep body is built by hand below, for the audit.
     out = tmp_path / "deep.jsonl"
-    assert no_crash(run_cli(["--db", str(deep_db), "export", "--out", str(out)])).code == 0
-    assert_body_malformed(run_cli(["audit", "--from-export", str(out), "--no-replay", "--json"]))
+    result = no_crash(run_cli(["--db", str(deep_db), "export", "--out", str(out)]))
+    assert result.code == 2 and result.error_code() == "entry-malformed"
+    assert result.stderr.startswith(f"ledger: entry-malformed: entry {PLANTED} "), result.stderr
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("depth", DEPTHS)

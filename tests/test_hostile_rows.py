@@ -25,7 +25,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from helpers import AUDIT, run_cli, store_attacker
+from helpers import AUDIT, rewrite_and_reseal, run_cli, store_attacker
 from store_copies import STORES, Built, make_store_ledger
 
 SEQ = 3
@@ -101,9 +101,14 @@ def test_public_export_of_an_unhashable_cohort_entry_is_not_a_crash(
     copy: Db, value: object, tmp_path: Path
 ) -> None:
     # hidden_task_objects looked a (cohort_entry, task) pair up in a set: a list there raised
-    # TypeError (unhashable) out of `export --public`.
-    body = json.dumps({"payload": {"cohort_entry": value, "task": "t"}}).encode()
-    tamper(copy, "UPDATE entries SET kind = 'bundle.observed', body = ? WHERE seq = ?", body, SEQ)
+    # TypeError (unhashable) out of `export --public`. An entry body still (the chain re-sealed
+    # after it), so the checked read hands it to hidden_task_objects.
+    with store_attacker(copy) as conn:
+        (stored,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (SEQ,)).fetchone()
+        doc = json.loads(bytes(stored))
+        doc.update(kind="bundle.observed", payload={"cohort_entry": value, "task": "t"})
+        conn.execute("UPDATE entries SET kind = 'bundle.observed' WHERE seq = ?", (SEQ,))
+        rewrite_and_reseal(conn, SEQ, json.dumps(doc).encode())
     out_file = tmp_path / "public.jsonl"
     code, out, err = cli(copy, "export", "--public", "--out", str(out_file), "--json")
     assert code == 0, out + err

@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import attacker, cli_env, make_ledger, run_cli_subprocess
+from helpers import attacker, cli_env, make_ledger, rewrite_and_reseal, run_cli_subprocess
 
 KEYS = 100_000
 # The greatest key first, the rest ascending: each partition step peels off one key.
@@ -83,7 +83,8 @@ def test_a_tampered_body_with_such_an_object_is_audited_and_logged(tmp_path: Pat
         fields.pop("payload")
         # Still an entry body (every field there), its payload the object in its order.
         body = json.dumps(fields)[:-1] + ', "payload": ' + OBJECT + "}"
-        conn.execute("UPDATE entries SET body = ? WHERE seq = 2", (body.encode(),))
+        # The chain re-sealed after it: `log` reads only what its own checks pass.
+        rewrite_and_reseal(conn, 2, body.encode())
     audited = run_cli_subprocess(["--db", str(db), "audit", "--no-replay", "--json"])
     assert audited.code == 1, (audited.code, audited.stderr[-1500:])
     codes = {v["code"] for v in json.loads(audited.stdout)["violations"]}

@@ -431,12 +431,13 @@ def test_a_writer_behind_other_writers_appends_after_the_head_with_the_stored_tr
     assert _audit_violations(pg_db) == []
 
 
-def test_a_writer_whose_remembered_head_was_rewritten_builds_on_the_head_as_stored(
+def test_a_writer_whose_remembered_head_was_rewritten_reads_it_and_refuses_to_build_on_it(
     pg_db: str,
 ) -> None:
     """An owner rewrote the entry this connection last committed: the next append does not
-    trust what the connection remembers, it extends the chain as stored (the trigger would
-    refuse anything else), and the audit names the rewritten entry."""
+    trust what the connection remembers, it reads the head as stored, and, since that head's
+    body is not its hash's, refuses to build on it (rule A: the new entry's link would vouch
+    for it), naming the seq; nothing is appended, and the audit names the rewritten entry."""
     ledger, _ = PostgresLedger.create(pg_db, origin=ORIGIN, clock=fixed_clock)
     with ledger:
         mine = _note(ledger, "mine", 0)
@@ -444,8 +445,13 @@ def test_a_writer_whose_remembered_head_was_rewritten_builds_on_the_head_as_stor
         with pg_owner(pg_db) as conn:
             conn.execute("UPDATE entries SET entry_hash = %s WHERE seq = %s", (forged, mine.seq))
             conn.execute("ALTER TABLE entries ENABLE TRIGGER USER")
-        after = _note(ledger, "mine", 1)
-    assert (after.seq, after.body.prev) == (mine.seq + 1, forged)
+        with pytest.raises(LedgerError) as refused:
+            _note(ledger, "mine", 1)
+    assert refused.value.code == "entry-corrupt"
+    assert f"entry {mine.seq} does not hash to its entry_hash {forged}" in refused.value.message
+    assert "the owner must remove (or restore) the row" in refused.value.message
+    with PostgresLedger.open_read_only(pg_db) as reader:
+        assert reader.size() == mine.seq + 1
     assert (mine.seq, "entry-hash-mismatch") in _audit_violations(pg_db)
 
 

@@ -23,9 +23,11 @@ Attacks held:
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 import pytest
@@ -44,8 +46,10 @@ from pg_copies import Copies
 from pg_server import PgServer
 
 from ledger.store.base import MAX_OBJECT_BYTES, STATE_TABLES
-from ledger.store.postgres import PostgresLedger
+from ledger.store.postgres import SCHEMA_VERSION, PostgresLedger
 from ledger.store.sqlite import APPLICATION_ID
+from ledger.transparency import merkle
+from verifiers.canonical import blake3_address, canonical_bytes
 
 
 @pytest.fixture
@@ -399,15 +403,142 @@ def test_the_writer_role_may_not_rewrite_the_derived_rows_later_writes_are_refus
 # -- migration: a database made before the checks ----------------------------------------------
 
 
+# -- a writer's garbage head (issue 26): what the server checks of an entry row ------------------
+
+
+def _next_row(owner: str, body: Any = None, **change: Any) -> dict[str, Any]:
+    """The row an honest writer would append next (a ``test.note``), as columns, with the body
+    a decoded value to edit (``body``) or bytes, and any column replaced by ``change``."""
+    with PostgresLedger.open_read_only(owner) as ledger:
+        head = ledger.head()
+        assert head is not None
+        edge = merkle.CompactRange()
+        for entry in ledger.entries():
+            edge.push(merkle.leaf_hash(entry.body_bytes))
+    value = {
+        "format": 1,
+        "kind": "test.note",
+        "payload": {"tag": "planted"},
+        "prev": head.entry_hash,
+        "refs": [],
+        "seq": head.seq + 1,
+        "time": head.body.time,
+    }
+    if callable(body):
+        body(value)
+    data = body if isinstance(body, bytes) else canonical_bytes(value)
+    row = {
+        "seq": head.seq + 1,
+        "prev_hash": head.entry_hash,
+        "entry_hash": blake3_address(data),
+        "kind": "test.note",
+        "nodes": b"".join(edge.push(merkle.leaf_hash(data))),
+        "body": data,
+    }
+    row.update(change)
+    return row
+
+
+def _insert(url: str, row: dict[str, Any]) -> None:
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(
+            "INSERT INTO entries (seq, prev_hash, entry_hash, kind, nodes, body)"
+            " VALUES (%(seq)s, %(prev_hash)s, %(entry_hash)s, %(kind)s, %(nodes)s, %(body)s)",
+            row,
+        )
+
+
+_GARBAGE: dict[str, tuple[dict[str, Any], str]] = {
+    "not-json": ({"body": b"garbage"}, "body is UTF-8 JSON"),
+    "not-utf8": ({"body": b'{"seq": "\xff"}'}, "body is UTF-8 JSON"),
+    "a-json-array": ({"body": b"[1, 2]"}, "names its row's seq, prev and kind"),
+    "another-seq": ({"body": lambda v: v.update(seq=v["seq"] + 5)}, "names its row's seq"),
+    "seq-as-a-string": ({"body": lambda v: v.update(seq=str(v["seq"]))}, "names its row's seq"),
+    "another-prev": ({"body": lambda v: v.update(prev="blake3:" + "0" * 64)}, "its row's seq"),
+    "another-kind": ({"body": lambda v: v.update(kind="cohort.frozen")}, "its row's seq"),
+    "hash-malformed": ({"entry_hash": "0" * 64}, "entry_hash is blake3: and 64 hex"),
+    "leaf-not-its-body": ({"nodes": bytes(32)}, "nodes start with its body's leaf hash"),
+    "nodes-cut-short": ({"nodes": b""}, "nodes start with its body's leaf hash"),
+    # At an odd seq (one merge at least): the leaf right, the node above it not its children's.
+    "interior-node-not-its-children": ({"interior": True}, "nodes are the Merkle tree's"),
+}
+
+
+@pytest.mark.parametrize("garbage", sorted(_GARBAGE))
+def test_a_writer_cannot_append_a_garbage_head_the_server_can_tell_from_an_entry(
+    ledger_copy: Copy, garbage: str
+) -> None:
+    """A ``ledger_writer`` login appends by plain SQL a row with the right seq and prev link
+    but a body that is not an entry: every later honest write would refuse to build on it (a
+    denial of service). The server parses the body as JSON (it cannot hash BLAKE3) and checks
+    what it can: the body names its row's seq, prev and kind, the hash has its form, and the
+    stored leaf is the body's SHA-256 leaf hash; the row is refused, nothing is stored."""
+    change, message = _GARBAGE[garbage]
+    if change.get("interior"):
+        if _next_row(ledger_copy.owner)["seq"] % 2 == 0:
+            _insert(ledger_copy.as_login(WRITER), _next_row(ledger_copy.owner))  # an honest one
+        nodes = _next_row(ledger_copy.owner)["nodes"]
+        change = {"nodes": nodes[:32] + bytes(len(nodes) - 32)}
+    body = change.get("body")
+    row = _next_row(ledger_copy.owner, body, **{k: v for k, v in change.items() if k != "body"})
+    if isinstance(body, bytes):
+        row["entry_hash"] = blake3_address(body)
+    before = database_rows(ledger_copy.owner)
+    with pytest.raises(psycopg.errors.RaiseException, match=re.escape(message)):
+        _insert(ledger_copy.as_login(WRITER), row)
+    assert database_rows(ledger_copy.owner) == before
+
+
+@pytest.mark.parametrize("tag", ["planted", "a NUL \x00, \u00fcml\u00e4uts, \u4e2d"])
+def test_the_server_admits_what_an_honest_writer_appends(ledger_copy: Copy, tag: str) -> None:
+    """The row the checks above are varied from is admitted as it is (so each refusal is its
+    change's), a body holding an escaped NUL (which the jsonb type would refuse) and UTF-8
+    beyond ASCII included, and the ledger reads it as an entry."""
+    row = _next_row(ledger_copy.owner, lambda v: v.update(payload={"tag": tag}))
+    assert (b"\\u0000" in row["body"]) is ("\x00" in tag)
+    _insert(ledger_copy.as_login(WRITER), row)
+    with PostgresLedger.open_read_only(ledger_copy.owner) as ledger:
+        head = ledger.head()
+    assert head is not None and head.payload == {"tag": tag}
+
+
+def test_a_head_whose_hash_the_server_cannot_check_stops_writes_with_a_refusal_naming_it(
+    ledger_copy: Copy,
+) -> None:
+    """What the server cannot tell from an entry (a body naming its row, its leaf, a hash of
+    the right form that is not its BLAKE3): admitted. The next honest write reads the head,
+    refuses to build on it, naming the seq and what the owner must do, and writes nothing;
+    the audit names the row."""
+    row = _next_row(ledger_copy.owner, entry_hash="blake3:" + "ab" * 32)
+    _insert(ledger_copy.as_login(WRITER), row)
+    before = database_rows(ledger_copy.owner)
+    refused = _cli(ledger_copy.as_login(WRITER), "verify", str(BUNDLE))
+    assert (refused.code, refused.error_code()) == (2, "entry-corrupt"), refused.stderr
+    assert f"entry {row['seq']} does not hash to its entry_hash" in refused.stderr
+    assert "run `ledger audit`" in refused.stderr
+    assert "It is the head" in refused.stderr
+    assert "the owner must remove (or restore) the row" in refused.stderr
+    assert database_rows(ledger_copy.owner) == before
+    assert (row["seq"], "entry-hash-mismatch") in _audit_codes(ledger_copy.as_login(AUDITOR))
+
+
+@pytest.mark.parametrize(
+    "made_by",
+    [
+        "ALTER TABLE ledger_meta DROP COLUMN schema_version",
+        "UPDATE ledger_meta SET schema_version = 2",
+    ],
+    ids=["version-1", "version-2-no-entry-row-checks"],
+)
 def test_a_ledger_made_before_the_server_checks_is_read_but_never_written_to(
-    ledger_copy: Copy, pg_server: PgServer
+    ledger_copy: Copy, pg_server: PgServer, made_by: str
 ) -> None:
     """A database ``init`` made before ``ledger_meta.schema_version`` (its server admits what
     this version's refuses) still answers every reading command; a write is refused with
     ``ledger-schema-outdated``, naming the remedy, and writes nothing; ``ledger copy`` into an
     empty database makes a ledger with the checks, with the same root, that takes writes."""
     with psycopg.connect(ledger_copy.owner, autocommit=True) as conn:
-        conn.execute("ALTER TABLE ledger_meta DROP COLUMN schema_version")
+        conn.execute(made_by)
     old = ledger_copy.as_login(WRITER)
     assert _audit_codes(ledger_copy.as_login(AUDITOR)) == []
     before = database_rows(ledger_copy.owner)
@@ -421,7 +552,9 @@ def test_a_ledger_made_before_the_server_checks_is_read_but_never_written_to(
         copied = _cli(ledger_copy.owner, "copy", ledger_copy.owner, new, "--json")
         assert copied.code == 0, copied.stderr
         with psycopg.connect(new, autocommit=True) as conn:
-            assert conn.execute("SELECT schema_version FROM ledger_meta").fetchone() == (2,)
+            assert conn.execute("SELECT schema_version FROM ledger_meta").fetchone() == (
+                SCHEMA_VERSION,
+            )
         assert _cli(new, "verify", str(BUNDLE)).code == 0
     finally:
         pg_server.drop_database(new.rsplit("/", 1)[1])

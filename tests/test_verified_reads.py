@@ -32,7 +32,15 @@ from typing import Any
 import psycopg
 import pytest
 from commit_helpers import make_cohort
-from helpers import CliResult, checkpointed_copy, pg_roles, run_cli, store_attacker, store_state
+from helpers import (
+    CliResult,
+    checkpointed_copy,
+    pg_roles,
+    rewrite_and_reseal,
+    run_cli,
+    store_attacker,
+    store_state,
+)
 from pg_copies import Copies
 from pg_server import PgServer
 
@@ -282,6 +290,8 @@ def test_writer_planting_a_public_plan_before_its_freeze_is_refused_by_the_freez
     assert refused.code == 2, refused.stdout
     assert refused.error_code() == "object-conflict", refused.stderr
     assert blake3_address(honest) in refused.stderr
+    # A denial of service until the row is gone (SECURITY.md): the refusal says who can end it.
+    assert "until the owner removes that row" in refused.stderr
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
     assert store_state(db) == before  # nothing written
 
@@ -408,7 +418,8 @@ def test_reader_refuses_a_result_that_is_not_the_digest_its_entry_commits(store:
         (body,) = conn.execute("SELECT body FROM entries WHERE seq = 4").fetchone()
         doc = json.loads(bytes(body))
         doc["payload"]["result"]["digest"] = sha256_of(b"another result")
-        conn.execute("UPDATE entries SET body = ? WHERE seq = 4", (canonical_bytes(doc),))
+        # The chain re-sealed after it: the entry read's own checks pass, the object's is tested.
+        rewrite_and_reseal(conn, 4, canonical_bytes(doc))
     with open_store(db, read_only=True) as ledger:
         entry = ledger.entry(4)
         assert entry is not None

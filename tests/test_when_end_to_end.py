@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DEMO_BUNDLES_DIR, FIXED_TIME, REPO_DIR, CliResult, file_state, run_cli
+from helpers import (
+    DEMO_BUNDLES_DIR,
+    FIXED_TIME,
+    REPO_DIR,
+    CliResult,
+    file_state,
+    reseal_export,
+    run_cli,
+)
 from output_schemas import validate_output
 from witness_helpers import Log, Server, Witness
 
@@ -468,10 +476,13 @@ def test_an_export_whose_seqs_do_not_follow_their_positions_is_refused(
         body = json.loads(base64.b64decode(rows[last]["body"]))
         body["seq"] += 5
         rows[last]["body"] = base64.b64encode(json.dumps(body).encode()).decode()
+        reseal_export(rows, last)  # its entry_hash the edited body's
     export.write_text("".join(json.dumps(row) + "\n" for row in rows), "utf-8")
     out = cli(world.db, "when", TASK, "--from-export", str(export), "--witness-key",
               world.w1.vkey, "--json")  # fmt: skip
-    assert out.code == 2 and out.error_code() == "entry-malformed"
+    # The one checked read of entries compares the body's seq with its row's (rule A).
+    assert out.code == 2 and out.error_code() == "entry-corrupt"
+    assert "names another seq, prev or kind than its row" in out.json()["error"]["message"]
 
 
 # -- helpers ----------------------------------------------------------------------------------

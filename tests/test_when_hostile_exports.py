@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_TIME, run_cli
+from helpers import FIXED_TIME, reseal_export, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from json_mutations import mutated
@@ -75,10 +75,14 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
 def _with_payload(exported: Exported, kind: str, edit: object) -> Path:
     """The export with the payload of its first ``kind`` entry replaced by ``edit(payload)``."""
     lines = json.loads(json.dumps(exported.lines))
-    row = next(r for r in lines if r.get("type") == "entry" and r.get("kind") == kind)
+    index = next(
+        i for i, r in enumerate(lines) if r.get("type") == "entry" and r.get("kind") == kind
+    )
+    row = lines[index]
     body = json.loads(base64.b64decode(row["body"]))
     body["payload"] = edit(body["payload"])  # type: ignore[operator]
     row["body"] = base64.b64encode(json.dumps(body).encode()).decode()
+    reseal_export(lines, index)  # its hash and the chain after it: what `when` decodes is reached
     path = exported.folder / "edited.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in lines), "utf-8")
     return path
@@ -125,11 +129,18 @@ def test_no_mutated_export_ends_in_anything_but_a_statement_or_a_refusal(
     else:
         body = mutated(body, data, max_depth=1)
     lines[index]["body"] = base64.b64encode(json.dumps(body).encode()).decode()
+    reseal_export(lines, index)  # its hash and the chain after it: what `when` decodes is reached
     path = exported.folder / "mutated.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in lines), "utf-8")
     try:
         statement = api.when_export(path, TASK, witness_keys=[exported.vkey])
     except LedgerError as exc:
-        assert exc.code in ("entry-malformed", "export-malformed", "task-unknown"), exc.code
+        # entry-corrupt: the body's own seq, prev or kind mutated (the one checked read).
+        assert exc.code in (
+            "entry-malformed",
+            "entry-corrupt",
+            "export-malformed",
+            "task-unknown",
+        ), exc.code
     else:
         assert statement.task == TASK

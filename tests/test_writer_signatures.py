@@ -36,6 +36,7 @@ from helpers import (
     append_entries,
     file_state,
     fixed_clock,
+    rewrite_and_reseal,
     run_cli,
     store_attacker,
 )
@@ -837,17 +838,13 @@ def test_a_listed_signer_whose_signature_does_not_verify_is_not_trusted(
 ) -> None:
     """The writer's key named on a body whose signature is another's: the name and key ID read
     as the trusted writer's, and `--signers` says the signature does not verify."""
-    import sqlite3
-
-    with sqlite3.connect(sqlite_signed) as conn:
-        conn.execute("DROP TRIGGER IF EXISTS entries_no_update")
+    with store_attacker(sqlite_signed) as conn:
         (body,) = conn.execute("SELECT body FROM entries WHERE seq = 1").fetchone()
         value = json.loads(body)
         value["signature"]["key"] = verifier_key_for(ALICE)
         value["time"] = "2026-02-01T00:00:00Z"  # a change the signature does not cover
-        conn.execute(
-            "UPDATE entries SET body = ? WHERE seq = 1", (canonical_bytes(value),)
-        )
+        # The chain re-sealed after it (a writer appending such a body links to it itself).
+        rewrite_and_reseal(conn, 1, canonical_bytes(value))
     trusted = str(write_keys(tmp_path)["trusted"])
     line = cli(["--db", str(sqlite_signed), "log", "--signers", trusted]).stdout.splitlines()[1]
     assert line.endswith(

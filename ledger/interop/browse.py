@@ -335,20 +335,19 @@ class _Builder:
             self.counting = CandidateCount(ledger)
             cp = checkpoint(ledger)
             self.origin, self.tree_size, self.root_hash = cp.origin, cp.size, b64(cp.root)
-            for seq, _prev, hash_, kind, body in ledger.raw_entries():
+            # The checked read: each body is its hash's, its leaf's and its row's, linked to
+            # its neighbours (entry-corrupt, entry-malformed else), before it is decoded typed.
+            for entry in ledger.entries():
+                seq, hash_, kind, body = entry.seq, entry.entry_hash, entry.kind, entry.body_bytes
                 decoder = _BODY_DECODERS.get(kind)
                 if decoder is None:
                     continue  # the genesis and calibration entries: not in any table
-                if not isinstance(body, bytes) or not isinstance(hash_, str):
-                    raise _malformed(seq, "a column is not what the ledger writes")
                 try:
                     # One typed decode of the stored body, bounded first.
                     check_body_depth(body)
                     typed = decoder.decode(body)
                 except (msgspec.DecodeError, msgspec.ValidationError):
                     raise _malformed(seq, f"its {kind} body does not decode") from None
-                if typed.kind != kind:
-                    raise _malformed(seq, f"its body is a {typed.kind!r}, its row a {kind!r}")
                 payload, time = typed.payload, typed.time
                 if isinstance(payload, CohortFrozen):
                     self._cohort(ledger, seq, time, payload)

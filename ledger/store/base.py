@@ -16,6 +16,14 @@ its own and, when the caller gives it, it hashes to the digest an entry commits;
 (``object-conflict``). The one unchecked accessor, ``unchecked_object_rows``, serves ``ledger
 copy``'s row check; ``tests/test_verified_reads.py`` finds every other read of the table.
 
+Entry bodies are read through one checked path too (``_checked_entry``, behind ``entry``,
+``entries``, ``head`` and the write path's tip): a body is handed out only if it hashes to its
+``entry_hash``, is the leaf its row's stored Merkle nodes start with, names its row's seq, prev
+and kind, and links to the entries beside it as far as the read can see them (the previous
+row's hash, the next row's prev); else ``entry-corrupt``. The one unchecked accessor,
+``unchecked_entry_rows``, serves copy's row check and the audit of an export, both of which
+check every row themselves.
+
 Code outside the store that runs SQL itself (the derived state, the audit, the export) runs it
 on the ``Db`` a store hands out (``snapshot()``, ``derived_db()``): one DB-API shape, one
 placeholder style, SQL both engines accept (``INSERT ... ON CONFLICT``, no ``PRAGMA``), and the
@@ -60,7 +68,23 @@ _INSERT_ENTRY: Final = (
     "INSERT INTO entries (seq, prev_hash, entry_hash, kind, body, nodes) VALUES (?, ?, ?, ?, ?, ?)"
 )
 _NODE_READ_CHUNK: Final = 400  # seqs per query in ``tree_nodes``
-_HEAD_ROW: Final = "SELECT seq, entry_hash, body FROM entries ORDER BY seq DESC LIMIT 1"
+# Every checked read of an entry (``_checked_entry``): the row, the leaf hash its stored nodes
+# start with, and the two links a read can see without reading further bodies: the hash of the
+# row before and the prev of the row after (index lookups on the key, no body read). The CASEs
+# keep a row planted at either end of the 64-bit range from overflowing the arithmetic
+# (PostgreSQL raises on it): the row is then refused by the check, not by the server.
+_ENTRY_READ: Final = (
+    "SELECT e.seq, e.prev_hash, e.entry_hash, e.kind, substr(e.nodes, 1, 32), e.body,"
+    " b.entry_hash, a.prev_hash FROM entries e"
+    f" LEFT JOIN entries b ON b.seq = CASE WHEN e.seq > {INT_MIN} THEN e.seq - 1 END"
+    f" LEFT JOIN entries a ON a.seq = CASE WHEN e.seq < {INT_MAX} THEN e.seq + 1 END"
+)
+_HEAD_READ: Final = f"{_ENTRY_READ} ORDER BY e.seq DESC LIMIT 1"
+# A scan of every entry from a seq on (``Store._scanned``): the links come from the scan.
+_SCAN_READ: Final = (
+    "SELECT seq, prev_hash, entry_hash, kind, substr(nodes, 1, 32), body FROM entries"
+    " WHERE seq >= ? ORDER BY seq"
+)
 
 STATE_TABLES: Final = (
     "state_meta",
@@ -230,8 +254,9 @@ def _checked_object(address: str, row: Sequence[Any], digest: str | None) -> Sto
     return StoredObject(address, sha256, media_type, size, body)
 
 
-def _seq_of(row: tuple[int, str, bytes]) -> int:
-    return row[0]
+def _seq_of(row: Sequence[Any]) -> int:
+    seq: int = row[0]
+    return seq
 
 
 def _rows(db: Db, sql: str, args: tuple[Any, ...]) -> Iterator[Any]:
@@ -242,12 +267,74 @@ def _rows(db: Db, sql: str, args: tuple[Any, ...]) -> Iterator[Any]:
     yield from iter(lambda: next(rows, None), None)
 
 
+class EntryCorruptError(StoreError):
+    """``entry-corrupt``: a stored entry body is not what its row, its hash, the stored tree or
+    its neighbours name. Raised by the one checked read of entries (``_checked_entry``)."""
+
+
+def _corrupt(seq: object, why: str) -> str:
+    return f"entry {seq} {why} (rewritten in place, or planted); it is not used: run `ledger audit`"
+
+
+def _checked_entry(row: Sequence[Any]) -> Entry:
+    """The entry of a row read by ``_ENTRY_READ``, if its body is what everything that names
+    it says (LEDGER.md section 2, "Verified reads"): it decodes (``entry-malformed`` else), it
+    hashes to its ``entry_hash``, it is the leaf its stored nodes start with, its seq, prev and
+    kind are its row's, its prev is the hash of the row before (the genesis value for seq 0),
+    and the row after, if any, names its hash as prev; else ``entry-corrupt``.
+
+    A body rewritten in place with its hash kept fails the hash; with its hash recomputed, the
+    next row's link (and the stored leaf); a chain rewritten from there to the head, nodes and
+    all, is what only a checkpoint kept elsewhere shows (``ledger audit --checkpoint``)."""
+    seq, prev, hash_, kind, leaf, body, before, after = row
+    entry = _row_entry(seq, hash_, body)
+    # One BLAKE3 and one SHA-256 of the body: the cost of the check (LEDGER.md section 2).
+    if entry_hash(body) != hash_:
+        raise EntryCorruptError(
+            "entry-corrupt", _corrupt(seq, f"does not hash to its entry_hash {hash_}")
+        )
+    if leaf != merkle.leaf_hash(body):
+        raise EntryCorruptError(
+            "entry-corrupt", _corrupt(seq, "is not the leaf the stored Merkle tree holds for it")
+        )
+    decoded = entry.body
+    if (decoded.seq, decoded.prev, decoded.kind) != (seq, prev, kind):
+        raise EntryCorruptError(
+            "entry-corrupt", _corrupt(seq, "names another seq, prev or kind than its row")
+        )
+    if decoded.prev != (GENESIS_PREV if seq == 0 else before):
+        raise EntryCorruptError(
+            "entry-corrupt", _corrupt(seq, f"does not link to the hash of entry {seq - 1}")
+        )
+    if after is not None and after != hash_:
+        raise EntryCorruptError(
+            "entry-corrupt", _corrupt(seq, f"is not the entry that entry {seq + 1} links to")
+        )
+    return entry
+
+
+def _checked_head(row: Sequence[Any]) -> Entry:
+    """The head a write is about to extend, checked as every read is: a head that is not
+    what its row says (a writer's garbage row, a rewritten body) is never built on."""
+    try:
+        return _checked_entry(row)
+    except StoreError as exc:
+        raise StoreError(
+            exc.code,
+            f"{exc.message}. It is the head: no entry can be appended after it (its link would"
+            " vouch for it); the owner must remove (or restore) the row",
+        ) from None
+
+
 def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
+    """The decoded entry of a row's body (``entry-malformed`` when it does not decode):
+    nothing is compared; ``_checked_entry`` is the read that checks."""
     # A row the ledger did not write (tampered file) must fail closed, never as a traceback.
     if not isinstance(body, bytes):
         raise StoreError(
             "entry-malformed",
-            f"entry {seq} body is stored as {type(body).__name__}, not bytes; run `ledger audit`",
+            f"entry {seq}: a column is not what the ledger writes (its body is stored as"
+            f" {type(body).__name__}, not bytes); run `ledger audit`",
         )
     if not isinstance(hash_, str):
         raise StoreError(
@@ -404,33 +491,31 @@ class Store:
             raise StoreError("not-a-ledger", f"{self.path} has no genesis entry")
         return str(genesis.payload.get("origin", ""))
 
+    # Every read of an entry below goes through ``_checked_entry`` (rule A for entries).
+
     def head(self) -> Entry | None:
-        row = self._conn.execute(_HEAD_ROW).fetchone()
-        return None if row is None else _row_entry(row[0], row[1], row[2])
+        row = self._conn.execute(_HEAD_READ).fetchone()
+        return None if row is None else _checked_head(row)
 
     def entry(self, seq: int) -> Entry | None:
         if not INT_MIN <= seq <= INT_MAX:  # SQLite integers are 64-bit; no such entry
             return None
-        row = self._conn.execute(
-            "SELECT seq, entry_hash, body FROM entries WHERE seq = ?", (seq,)
-        ).fetchone()
-        return None if row is None else _row_entry(row[0], row[1], row[2])
+        row = self._conn.execute(f"{_ENTRY_READ} WHERE e.seq = ?", (seq,)).fetchone()
+        return None if row is None else _checked_entry(row)
 
     def entry_by_hash(self, hash_: str) -> Entry | None:
-        row = self._conn.execute(
-            "SELECT seq, entry_hash, body FROM entries WHERE entry_hash = ?", (hash_,)
-        ).fetchone()
-        return None if row is None else _row_entry(row[0], row[1], row[2])
+        row = self._conn.execute(f"{_ENTRY_READ} WHERE e.entry_hash = ?", (hash_,)).fetchone()
+        return None if row is None else _checked_entry(row)
 
     def entries_by_hash_prefix(self, prefix: str, limit: int) -> list[Entry]:
         """At most ``limit`` entries whose hash starts with ``prefix``, in hash order: a range
         on the unique hash index (``show`` of a short hash), never a scan."""
         rows = self._conn.execute(
-            "SELECT seq, entry_hash, body FROM entries WHERE entry_hash >= ? AND entry_hash < ?"
-            " ORDER BY entry_hash LIMIT ?",
+            f"{_ENTRY_READ} WHERE e.entry_hash >= ? AND e.entry_hash < ?"
+            " ORDER BY e.entry_hash LIMIT ?",
             (prefix, prefix + "\U0010ffff", limit),
         ).fetchall()
-        return [_row_entry(seq, hash_, body) for seq, hash_, body in rows]
+        return [_checked_entry(row) for row in rows]
 
     def object_digests_by_prefix(self, prefix: str, limit: int) -> list[str]:
         """At most ``limit`` object addresses starting with ``prefix`` (a range on the key)."""
@@ -450,22 +535,44 @@ class Store:
         if not INT_MIN <= start <= INT_MAX:
             return
         wanted = sorted(set(kinds))
-        rows: Iterable[tuple[int, str, bytes]]
+        rows: Iterable[Sequence[Any]]
         if not wanted:
-            rows = self._conn.scan(
-                "SELECT seq, entry_hash, body FROM entries WHERE seq >= ? ORDER BY seq", (start,)
-            )
-        elif len(wanted) == 1:
+            yield from self._scanned(start)
+            return
+        if len(wanted) == 1:
             rows = self._kind_rows(wanted[0], start)
         else:
             rows = heapq.merge(*(self._kind_rows(k, start) for k in wanted), key=_seq_of)
-        for seq, hash_, body in rows:
-            yield _row_entry(seq, hash_, body)
+        for row in rows:
+            yield _checked_entry(row)
 
-    def _kind_rows(self, kind: str, start: int) -> Iterator[tuple[int, str, bytes]]:
+    def _scanned(self, start: int) -> Iterator[Entry]:
+        """Every entry from ``start`` on, each checked as ``_ENTRY_READ`` checks it, its
+        neighbours' links taken from the scan itself (one statement: the row before a row is
+        the one read before it, if its seq is one less, else there is none; the row after, the
+        one read next), so only the first row's predecessor is looked up: the two index
+        lookups per row of ``_ENTRY_READ`` were most of the cost of a long ``log``."""
+        held: Sequence[Any] | None = None
+        before: str | None = None
+        for row in self._conn.scan(_SCAN_READ, (start,)):
+            if held is None:
+                before = self._hash_at(row[0] - 1) if row[0] > INT_MIN else None
+            else:
+                linked = row[1] if row[0] == held[0] + 1 else None
+                yield _checked_entry((*held, before, linked))
+                before = held[2] if row[0] == held[0] + 1 else None
+            held = row
+        if held is not None:
+            yield _checked_entry((*held, before, None))
+
+    def _hash_at(self, seq: int) -> str | None:
+        row = self._conn.execute("SELECT entry_hash FROM entries WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else row[0]
+
+    def _kind_rows(self, kind: str, start: int) -> Iterator[Sequence[Any]]:
         return _rows(
             self._conn,  # a cursor of its own: several are read at once when merging
-            "SELECT seq, entry_hash, body FROM entries WHERE kind = ? AND seq >= ? ORDER BY seq",
+            f"{_ENTRY_READ} WHERE e.kind = ? AND e.seq >= ? ORDER BY e.seq",
             (kind, start),
         )
 
@@ -544,13 +651,14 @@ class Store:
             if count == limit:
                 return
 
-    def stored_rows(self, start: int = 0) -> Iterator[tuple[Any, ...]]:
-        """Rows as stored with their nodes (seq, prev_hash, entry_hash, kind, body, nodes),
-        unchecked, in seq order: for ``ledger copy``, which checks each."""
+    def unchecked_entry_rows(self) -> Iterator[tuple[Any, ...]]:
+        """Rows as stored with their nodes (seq, prev_hash, entry_hash, kind, body, nodes), in
+        seq order, NOT checked: only for readers that check every row themselves and report
+        (``ledger copy``'s row check, the audit of an export: ``hidden_task_objects`` there);
+        every other reader uses ``entry``, ``entries`` or ``head`` (rule A, LEDGER.md
+        section 2)."""
         yield from self._conn.scan(
-            "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries WHERE seq >= ?"
-            " ORDER BY seq",
-            (start,),
+            "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries ORDER BY seq"
         )
 
     def unchecked_object_rows(self) -> Iterator[tuple[Any, ...]]:
@@ -559,14 +667,6 @@ class Store:
         (every other reader uses ``get_object`` or ``objects``; rule A, LEDGER.md section 2)."""
         yield from self._conn.scan(
             "SELECT digest, sha256, media_type, size, body FROM objects ORDER BY digest"
-        )
-
-    def raw_entries(self, start: int = 0) -> Iterator[tuple[int, str, str, str, bytes]]:
-        """Rows as stored (seq, prev_hash, entry_hash, kind, body), unchecked: for the audit."""
-        yield from self._conn.scan(
-            "SELECT seq, prev_hash, entry_hash, kind, body FROM entries WHERE seq >= ?"
-            " ORDER BY seq",
-            (start,),
         )
 
     def get_object(self, address: str, *, digest: str | None = None) -> StoredObject | None:
@@ -699,13 +799,12 @@ class Store:
 
     def _read_tip(self, data_version: int) -> _Tip:
         """The head and the tree's right edge as stored (inside the write transaction)."""
-        row = self._conn.execute(_HEAD_ROW).fetchone()
+        row = self._conn.execute(_HEAD_READ).fetchone()
         if row is None:
             return _Tip(data_version, -1, GENESIS_PREV, None, merkle.CompactRange())
-        seq, hash_, body = row
-        head_time = _row_entry(seq, hash_, body).body.time
-        edge = merkle.CompactRange.from_source(seq + 1, _StoredNodes(self))
-        return _Tip(data_version, seq, hash_, head_time, edge)
+        head = _checked_head(row)
+        edge = merkle.CompactRange.from_source(head.seq + 1, _StoredNodes(self))
+        return _Tip(data_version, head.seq, head.entry_hash, head.body.time, edge)
 
 
 class _Tip:
@@ -792,8 +891,9 @@ class Writer:
                 raise StoreError(
                     "object-conflict",
                     f"object {digest} is already stored with other bytes, sha256 or size than"
-                    " the bytes that hash to it (planted or changed); nothing was written: run"
-                    " `ledger audit`",
+                    " the bytes that hash to it (planted or changed); nothing was written. No"
+                    " write can store these bytes until the owner removes that row (objects"
+                    " are immutable, its address is these bytes'): run `ledger audit`",
                 )
         self._stored.add(digest)
         return digest

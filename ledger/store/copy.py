@@ -56,7 +56,7 @@ def _check_source(src: Store) -> tuple[int, int, bytes]:
     referenced: set[str] = set()
     prev = GENESIS_PREV
     count = 0
-    for seq, row_prev, row_hash, kind, body, nodes in src.stored_rows():
+    for seq, row_prev, row_hash, kind, body, nodes in src.unchecked_entry_rows():
         if seq != count:
             raise _damaged(f"entry {seq}", f"follows entry {count - 1}: a seq is missing")
         if not isinstance(body, bytes) or not isinstance(nodes, bytes):
@@ -160,23 +160,24 @@ def _copy_entries(
     on_writer: Callable[[Writer], Any] | None,
     progress: Callable[[int, int], None] | None,
 ) -> None:
-    rows = src.stored_rows(1)
+    # The checked reads: what is written is what these reads hashed (the row check above read
+    # the rows once before; a file rewritten since is caught).
+    rows = src.entries(start=1)
     done = 1
     while done < total:
         with target.writer() as w:
             if on_writer is not None:
                 on_writer(w)
             for _ in range(min(_ENTRIES_PER_WRITE, total - done)):
-                _seq, _prev, _hash, _kind, body, _nodes = next(rows)
-                entry = _row_entry(_seq, _hash, body)
+                entry = next(rows)
                 for ref in entry.body.refs:
-                    # The checked read: what is written is what this read hashed (the row
-                    # check above read the rows once before; a file rewritten since is caught).
                     obj = src.get_object(ref)
                     if obj is None:  # checked already: the snapshot cannot lose it
-                        raise _damaged(f"entry {_seq}", f"references {ref}, which is not stored")
+                        raise _damaged(
+                            f"entry {entry.seq}", f"references {ref}, which is not stored"
+                        )
                     w.put_object(obj.body, obj.media_type)
-                w.append_verbatim(body)
+                w.append_verbatim(entry.body_bytes)
                 done += 1
                 if progress is not None and done % _PROGRESS_EVERY == 0:
                     progress(done, total)

@@ -72,7 +72,7 @@ from ledger.store.base import (
     Store,
     Writer,
     _check_clock,
-    _row_entry,
+    _checked_head,
     _Tip,
     display_name,
 )
@@ -89,7 +89,7 @@ _SCAN_ROWS: Final = 1000  # rows per round trip of a server-side cursor
 # to bring its head and edge up to date (rule 3); further behind, both are read again.
 _CATCH_UP: Final = 64
 _CATCH_UP_ROWS: Final = (
-    "SELECT seq, prev_hash, entry_hash, substring(nodes FROM 1 FOR 32),"
+    "SELECT seq, prev_hash, entry_hash, kind, substring(nodes FROM 1 FOR 32),"
     " CASE WHEN seq = (SELECT max(seq) FROM entries) THEN body END"
     " FROM entries WHERE seq >= {since} ORDER BY seq LIMIT {limit}"
 )
@@ -97,7 +97,14 @@ _CATCH_UP_ROWS: Final = (
 # ``ledger_meta.schema_version``: the server-side checks this module makes (``_checks``,
 # ``_grants``). 1 (no such column): made before them, by trigger functions that read tables by
 # the writing session's search path, with no check of an object row, TEMP granted to PUBLIC.
-SCHEMA_VERSION: Final = 2
+# 2: no check of an entry row's hash form, body or Merkle nodes (a writer's garbage head).
+SCHEMA_VERSION: Final = 3
+# What a database of each older version lacks, for its refusal.
+_MISSING_CHECKS: Final = {
+    1: "no check of an object row, triggers that read tables by the writing session's search"
+    " path, no check of an entry row's body",
+    2: "no check of an entry row's hash form, body or Merkle nodes",
+}
 
 SCHEMA: Final = """
 CREATE TABLE ledger_meta (
@@ -156,11 +163,61 @@ BEGIN
   RETURN NEW;
 END $$;
 CREATE FUNCTION {s}.ledger_append_only() RETURNS trigger LANGUAGE plpgsql {pinned} AS $$
+DECLARE
+  doc json;
+  merges integer := 0;
+  rest bigint := NEW.seq;
+  left_node bytea;
 BEGIN
   IF NEW.seq IS DISTINCT FROM (SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.entries)
      OR NEW.prev_hash IS DISTINCT FROM COALESCE(
           (SELECT entry_hash FROM {s}.entries ORDER BY seq DESC LIMIT 1), '{GENESIS_PREV}') THEN
     RAISE EXCEPTION 'ledger: entries are append-only (seq = head+1, prev = head hash)';
+  END IF;
+  IF NEW.entry_hash !~ '^blake3:[0-9a-f]{{64}}$' THEN
+    RAISE EXCEPTION 'ledger: an entry''s entry_hash is blake3: and 64 hex digits';
+  END IF;
+  -- The stored nodes: the leaf, SHA-256(0x00 || body), then one node per merge (one per
+  -- trailing 1 bit of seq), each SHA-256(0x01 || left || right): right the node before it in
+  -- this row, left the node of the same level that row seq - 2^level stored (rows admitted
+  -- by this check; at most 63 lookups on the key).
+  WHILE rest % 2 = 1 LOOP
+    merges := merges + 1;
+    rest := rest / 2;
+  END LOOP;
+  IF length(NEW.nodes) IS DISTINCT FROM 32 * (1 + merges)
+     OR substring(NEW.nodes FROM 1 FOR 32)
+        IS DISTINCT FROM sha256(decode('00', 'hex') || NEW.body) THEN
+    RAISE EXCEPTION 'ledger: an entry''s nodes start with its body''s leaf hash';
+  END IF;
+  FOR level IN 0 .. merges - 1 LOOP
+    left_node := substring(
+      (SELECT nodes FROM {s}.entries WHERE seq = NEW.seq - (1::bigint << level))
+      FROM 32 * level + 1 FOR 32);
+    IF substring(NEW.nodes FROM 32 * (level + 1) + 1 FOR 32) IS DISTINCT FROM sha256(
+         decode('01', 'hex') || left_node || substring(NEW.nodes FROM 32 * level + 1 FOR 32)) THEN
+      RAISE EXCEPTION 'ledger: an entry''s nodes are the Merkle tree''s over its leaf';
+    END IF;
+  END LOOP;
+  -- The body names its row's seq, prev and kind. Only where the server's text is UTF-8:
+  -- elsewhere a body in another script could not be read as text at all, and the check would
+  -- refuse honest entries. An escaped NUL, which an honest body may hold and PostgreSQL's text
+  -- cannot, is read as another control character: no seq, prev or kind holds either.
+  IF current_setting('server_encoding') = 'UTF8' THEN
+    BEGIN
+      doc := replace(convert_from(NEW.body, 'UTF8'), '\\u0000', '\\u0001')::json;
+    EXCEPTION WHEN data_exception THEN
+      RAISE EXCEPTION 'ledger: an entry''s body is UTF-8 JSON';
+    END;
+    IF json_typeof(doc) IS DISTINCT FROM 'object'
+       OR json_typeof(doc -> 'seq') IS DISTINCT FROM 'number'
+       OR doc ->> 'seq' IS DISTINCT FROM NEW.seq::text
+       OR json_typeof(doc -> 'prev') IS DISTINCT FROM 'string'
+       OR doc ->> 'prev' IS DISTINCT FROM NEW.prev_hash
+       OR json_typeof(doc -> 'kind') IS DISTINCT FROM 'string'
+       OR doc ->> 'kind' IS DISTINCT FROM NEW.kind THEN
+      RAISE EXCEPTION 'ledger: an entry''s body names its row''s seq, prev and kind';
+    END IF;
   END IF;
   RETURN NEW;
 END $$;
@@ -406,23 +463,24 @@ def _caught_up(tip: _Tip, rows: Sequence[tuple[Any, ...]], version: int) -> _Tip
     """``tip`` brought up to date by the rows from its own seq on (``_CATCH_UP_ROWS``): the
     first must be ``tip`` itself, each next the next seq with a whole leaf hash, the last the
     head (its body read for the time). None otherwise: the caller reads head and edge again.
-    (The chain's links are the trigger's and the audit's to check: the entry appended next
-    names the stored head's hash as its prev, whatever the rows before it say.)"""
+    The head is checked as every read checks an entry (``_checked_head``: it is what is built
+    on); the links of the rows before it are the trigger's and the audit's to check: the entry
+    appended next names the stored head's hash as its prev, whatever the rows before it say."""
     if not rows or rows[0][0] != tip.seq or rows[0][2] != tip.hash:
         return None
     edge = merkle.CompactRange(tip.edge.size, tip.edge.hashes())
     seq, hash_, time = tip.seq, tip.hash, tip.time
-    for row_seq, _prev, row_hash, leaf, _body in rows[1:]:
+    for row_seq, _prev, row_hash, _kind, leaf, _body in rows[1:]:
         # A gap, or a leaf hash cut short, would put a wrong node on the edge.
         if row_seq != seq + 1 or not isinstance(leaf, bytes) or len(leaf) != 32:
             return None
         edge.push(leaf)
         seq, hash_ = row_seq, row_hash
-    head_body = rows[-1][4]
-    if not isinstance(head_body, bytes):
+    if rows[-1][5] is None:
         return None  # the last row read is not the head: further behind than ``_CATCH_UP``
     if len(rows) > 1:
-        time = _row_entry(seq, hash_, head_body).body.time
+        # The head as ``_ENTRY_READ`` gives a row: the row before's hash, none after it.
+        time = _checked_head((*rows[-1], rows[-2][2], None)).body.time
     return _Tip(version, seq, hash_, time, edge)
 
 
@@ -913,8 +971,8 @@ def _check_is_ledger(
         raise StoreError(
             "ledger-schema-outdated",
             f"{where} was made by an older `ledger` (server-side checks {version}, this"
-            f" ledger's {SCHEMA_VERSION}): its server checks no object row and its triggers"
-            " read tables by the writing session's search path; reading commands work on it,"
+            f" ledger's {SCHEMA_VERSION}): its server admits rows this version's refuses"
+            f" ({_MISSING_CHECKS.get(version, _MISSING_CHECKS[1])}); reading commands work on it,"
             " writes are refused: copy it into a new, empty database with `ledger copy`"
             " (the copy is made with the checks) and write there",
         )

@@ -73,7 +73,22 @@ _PUBLIC_REFERENCES: Final = {
 _READ_KINDS: Final = (*_PUBLIC_REFERENCES, "bundle.observed", "verification.recorded")
 
 
-def hidden_task_objects(ledger: Store) -> set[str]:
+def _read_payloads(ledger: Store, *, audited: bool) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(seq, kind, payload) of each entry of ``_READ_KINDS`` in seq order: read through the
+    checked read (``entry-corrupt`` at a body that is not what names it), or, for the ledger of
+    an export being audited, as stored, skipping what does not decode (the audit reports it)."""
+    if not audited:
+        for entry in ledger.entries(kinds=_READ_KINDS):
+            if isinstance(entry.payload, dict):
+                yield entry.seq, entry.kind, entry.payload
+        return
+    for seq, _prev, _hash, kind, body, _nodes in ledger.unchecked_entry_rows():
+        payload = _raw_payload(body) if kind in _READ_KINDS else None
+        if payload is not None:
+            yield seq, kind, payload
+
+
+def hidden_task_objects(ledger: Store, *, audited: bool = False) -> set[str]:
     """Addresses named by a hidden-task reference: what ``export --public`` withholds, and
     exactly what an audit of an export accepts as withheld (LEDGER.md section 7).
 
@@ -83,9 +98,9 @@ def hidden_task_objects(ledger: Store) -> set[str]:
     the plan's required strings; and the VerificationResult of each ``verification.recorded``
     for it, which quotes them; less every object a reference names as a public document (a
     cohort document, WorkUnit, public plan, calibration report, burn notice, or the
-    VerificationResult of a task that is not hidden). Reads the raw
-    rows and skips what does not decode: it also runs on tampered exports, whose bodies the
-    audit reports."""
+    VerificationResult of a task that is not hidden). Reads the entries through the checked
+    read, or, ``audited`` (the audit of an export, which reports every row itself), the rows as
+    stored, skipping what does not decode: it also runs on tampered exports."""
     objects: set[str] = set()
     hidden_tasks: set[tuple[int, str]] = set()
     # Objects a reference names as a document that is public by what it is: a cohort document,
@@ -95,12 +110,7 @@ def hidden_task_objects(ledger: Store) -> set[str]:
     # public audit would skip what checks them (the calibration replay, the cohort document
     # comparison) uncounted, or under the hidden task's own reason.
     public: set[str] = set()
-    for seq, _prev, _hash, kind, body in ledger.raw_entries():
-        if kind not in _READ_KINDS:
-            continue
-        payload = _raw_payload(body)
-        if payload is None:
-            continue
+    for seq, kind, payload in _read_payloads(ledger, audited=audited):
         document = payload.get(_PUBLIC_REFERENCES.get(kind, ""))
         if isinstance(document, dict) and isinstance(document.get("object"), str):
             public.add(document["object"])
@@ -181,17 +191,18 @@ def export(
             "public": public,
         }
         out.write(json.dumps(header, sort_keys=True) + "\n")
-        for seq, prev, hash_, kind, body in ledger.raw_entries():
-            # Only what the ledger itself writes is exported: a column of another storage class
-            # (a tampered file) has no faithful JSON form, so the export refuses it.
-            _check_stored(f"entry {seq}", (prev, hash_, kind), body)
+        # The checked read (entry-corrupt at a body that is not its hash's, its leaf's, or
+        # linked to its neighbours; entry-malformed at a column of another storage class, which
+        # has no faithful JSON form): the row's columns are its body's, so they are written
+        # from the body.
+        for entry in ledger.entries():
             row = {
                 "type": "entry",
-                "seq": seq,
-                "prev_hash": prev,
-                "entry_hash": hash_,
-                "kind": kind,
-                "body": b64(bytes(body)),
+                "seq": entry.seq,
+                "prev_hash": entry.body.prev,
+                "entry_hash": entry.entry_hash,
+                "kind": entry.kind,
+                "body": b64(entry.body_bytes),
             }
             out.write(json.dumps(row, sort_keys=True) + "\n")
             counts["entries"] += 1

@@ -87,17 +87,22 @@ def prove_inclusion(ledger: Ledger, seq: int, *, size: int | None = None) -> Inc
     n = _size_or_current(ledger, size)
     if not 0 <= seq < n:
         raise UsageError("proof-range-invalid", f"seq {seq} is not in the tree of size {n}")
-    entry = ledger.entry(seq)
+    entry = ledger.entry(seq)  # the checked read: its body is its row's stored leaf
     if entry is None:
         raise StoreError("ledger-corrupt", f"entry {seq} is missing; run `ledger audit`")
     src = LedgerNodes(ledger)
+    root, leaf = merkle.root(n, src), merkle.leaf_hash(entry.body_bytes)
+    proof = merkle.inclusion_proof(seq, n, src)
+    # The body is the leaf the stored tree's root covers, not only the one its own row
+    # stores: a row rewritten whole (body, hash and leaf node) has ancestors that are not its.
+    if not merkle.verify_inclusion(leaf, seq, n, proof, root):
+        raise StoreError(
+            "entry-corrupt",
+            f"entry {seq} is not the leaf the stored tree of {n} entries holds at {seq}"
+            " (rewritten in place, or planted); it is not used: run `ledger audit`",
+        )
     return InclusionProof(
-        index=seq,
-        tree_size=n,
-        root=merkle.root(n, src),
-        leaf=entry.body_bytes,
-        leaf_hash=merkle.leaf_hash(entry.body_bytes),
-        proof=merkle.inclusion_proof(seq, n, src),
+        index=seq, tree_size=n, root=root, leaf=entry.body_bytes, leaf_hash=leaf, proof=proof
     )
 
 
