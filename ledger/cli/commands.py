@@ -40,7 +40,6 @@ import contextlib
 import functools
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -53,6 +52,14 @@ from ledger import __version__
 from ledger.cli import authoring, browse, copy, when, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
+from ledger.cli.render import builtins as msgspec_builtins
+from ledger.cli.render import emit_json as _emit_json
+from ledger.cli.render import error_line, failure, stdout_gone
+from ledger.cli.render import note_appends as _note_appends
+from ledger.cli.render import say as _say
+from ledger.cli.render import say_verification as _say_verification
+from ledger.cli.render import verification_json as _verification_json
+from ledger.cli.render import visible as _visible
 from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
@@ -101,7 +108,7 @@ class _LedgerGroup(TyperGroup):
         except typer.Exit:
             raise
         except LedgerError as exc:
-            _fail(exc.code, exc.message, exc.exit_code, as_json)
+            _fail(*_failure_of(exc), as_json)
         except typer.TyperException as exc:  # the parser's: bad option, missing argument
             _usage_error(exc, as_json)
         except (KeyboardInterrupt, typer.Abort):
@@ -109,37 +116,18 @@ class _LedgerGroup(TyperGroup):
             # script's handler raises Interrupted, which passes every except here).
             raise Interrupted() from None
         except BrokenPipeError:
-            # The reader went away (`ledger log | head`): stop quietly. stdout is pointed at
-            # /dev/null so the interpreter's last flush of the lost buffer does not fail too.
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                os.close(devnull)
-            except (OSError, ValueError):
-                pass  # stdout is not a file (in-process use): nothing is flushed to a pipe
+            stdout_gone()  # the reader went away (`ledger log | head`): stop quietly
             raise typer.Exit(EXIT_OK) from None
-        except (MemoryError, RecursionError) as exc:
-            # The machine ran out, not the input: no verdict may be made of that (a reject here
-            # would be a replay-mismatch on a bigger machine), so the readers and judges let it
-            # through and the command fails. Every write is one transaction: none was made.
-            _fail(
-                "resources-exhausted",
-                f"{type(exc).__name__}: the command ran out of memory or stack and stopped;"
-                " what it was writing was not written (run it again with more memory)",
-                EXIT_REFUSED,
-                as_json,
-            )
         except Exception as exc:
-            # A bug, not a refusal: every write is one transaction, so nothing was written.
-            if os.environ.get("LEDGER_DEBUG"):
-                raise
-            _fail(
-                "internal-error",
-                f"{type(exc).__name__}: {exc}; nothing was written (a bug: please report it;"
-                " LEDGER_DEBUG=1 shows the traceback)",
-                EXIT_REFUSED,
-                as_json,
-            )
+            # Resources exhausted, or a bug (LEDGER_DEBUG: raised): ``render.failure``.
+            _fail(*_failure_of(exc), as_json)
+
+
+def _failure_of(exc: Exception) -> tuple[str, str, int]:
+    found = failure(exc)
+    if found is None:
+        raise exc
+    return found
 
 
 # Metavars by click type name: what a person types, not the Python type (`<str>`, `<int range>`).
@@ -305,61 +293,6 @@ def _signer(settings: "Settings") -> Any:
     from ledger.format.signing import load_writer_key
 
     return load_writer_key(_read_text_file(path, 64 * 1024, "signer key"), str(path))
-
-
-def _note_appends(db: "str | Path", opened: list[int]) -> None:
-    """After Ctrl-C, say what this command appended to ``db`` (read back: a commit may have
-    landed just before the interrupt, and then its entries stay)."""
-
-    def report() -> str:
-        from ledger.store.opening import display_name, open_store
-
-        name = display_name(db)  # a URL's password masked
-        if not opened:
-            return f"nothing was appended to {name}"
-        size = opened[0]
-        with open_store(db, read_only=True, busy_timeout_ms=2000) as ledger:
-            now = ledger.size()
-        if now == size:
-            return f"nothing was appended to {name}"
-        first, last = size, now - 1
-        entries = (
-            f"1 entry (seq {first})"
-            if first == last
-            else f"{now - size} entries (seq {first}-{last})"
-        )
-        return f"{entries} appended to {name} stay, each whole; nothing else was written"
-
-    note_write(report)
-
-
-def _emit_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
-
-
-# C0 (newline and tab included), DEL, C1, the bidi controls (embeddings, overrides, isolates,
-# marks), the line and paragraph separators, and lone surrogates (undecodable file names).
-_TERMINAL_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def _visible(text: str, *, lines: bool = False) -> str:
-    """``text`` safe for a terminal: each unsafe character shown as ``\\xNN`` / ``\\uNNNN``.
-    With ``lines``, ``\\n`` stays a line break (text the CLI itself laid out in lines)."""
-    if lines:
-        return "\n".join(_TERMINAL_UNSAFE.sub(_escape_char, part) for part in text.split("\n"))
-    return _TERMINAL_UNSAFE.sub(_escape_char, text)
-
-
-def _say(text: str) -> None:
-    """One line of human output on stdout; anything in it that came from input is escaped."""
-    sys.stdout.write(_visible(text) + "\n")
 
 
 def _note(text: str) -> None:
@@ -995,12 +928,6 @@ def _reuse_exposed(values: list[str]) -> dict[str, str]:
     return reuse
 
 
-def msgspec_builtins(value: Any) -> Any:
-    import msgspec
-
-    return msgspec.to_builtins(value)
-
-
 @app.command()
 def verify(
     bundles: Annotated[
@@ -1059,32 +986,6 @@ def verify(
             " (see `ledger verify --help`)",
         )
     return _verify_batch(paths, from_list, jobs=jobs, cohort=cohort, task=task, as_json=as_json)
-
-
-def _verification_json(result: Any) -> dict[str, Any]:
-    return {
-        "outcome": result.outcome,
-        "cohort": result.cohort,
-        "task": result.task,
-        "bundle_entry": result.bundle_entry,
-        "result_entry": result.result_entry,
-        "adapter": result.adapter,
-        "adapter_version": result.adapter_version,
-        "runner_version": result.runner_version,
-        "verification_result": result.verification_result,
-        "earlier": None if result.earlier is None else msgspec_builtins(result.earlier),
-    }
-
-
-def _earlier_note(result: Any) -> str | None:
-    """The line saying this bundle was judged here before (it is recorded again all the same)."""
-    e = result.earlier
-    if e is None:
-        return None
-    return (
-        f"  already judged in this ledger: entries {e.bundle_entry}, {e.result_entry}"
-        f" ({e.cohort} / {e.task}: {e.outcome}); recorded again"
-    )
 
 
 def _read_bundle_list(source: Path) -> bytes:
@@ -1230,33 +1131,6 @@ def _batch_error(code: str, message: str, as_json: bool) -> None:
         sys.stdout.flush()
     else:
         sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
-
-
-def _say_verification(result: Any) -> None:
-    """The outcome line, then each check that did not pass and each finding."""
-    doc = result.verification_result
-    _say(
-        f"{result.outcome.upper()}: {result.cohort} / {result.task}"
-        f" ({result.adapter} {result.adapter_version}; entries {result.bundle_entry},"
-        f" {result.result_entry})"
-    )
-    earlier = _earlier_note(result)
-    if earlier is not None:
-        _say(earlier)
-    for check in doc.get("checks", []):
-        if check.get("status") != "passed":
-            summary = f": {check['summary']}" if check.get("summary") else ""
-            _say(f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}")
-    for item in doc.get("findings", []):
-        where = (
-            f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
-            if (item.get("path"))
-            else ""
-        )
-        _say(
-            f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
-            f" {item.get('summary') or '-'}{where}"
-        )
 
 
 @app.command()
@@ -2335,10 +2209,7 @@ copy.register(app, say=_say, emit_json=_emit_json, settings=_settings)
 
 
 def _fail(code: str, message: str, exit_code: int, as_json: bool) -> NoReturn:
-    if as_json:
-        _emit_json({"error": {"code": code, "message": message}})
-    else:
-        sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
+    error_line(code, message, as_json)
     raise typer.Exit(exit_code)
 
 
