@@ -358,8 +358,10 @@ def test_ctrl_c_during_a_batch_keeps_whole_pairs_and_stops_the_workers(
     listing.write_text("".join(f"{DEMO_BUNDLES[i % 4]}\n" for i in range(400)))
     err_file = tmp_path / "stderr.txt"
     with err_file.open("w") as err_out:
+        # Workers asked for: 400 bundles are below the automatic mode's threshold.
+        command = [*ledger_command(), "--db", str(demo_db), "verify", "--from", str(listing)]
         proc = subprocess.Popen(
-            [*ledger_command(), "--db", str(demo_db), "verify", "--from", str(listing), "--json"],
+            [*command, "--json", "--jobs", "2"],
             stdout=subprocess.PIPE,
             stderr=err_out,
             text=True,
@@ -484,3 +486,38 @@ def test_relative_bundle_paths_resolve_where_the_batch_runs(
     refused = got[1]
     assert isinstance(refused, LedgerError)
     assert (refused.code, refused.message) == (single.value.code, single.value.message)
+
+
+# -- the automatic worker count ------------------------------------------------------------------
+
+
+def test_a_small_batch_in_auto_mode_starts_no_worker(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression stopped (issue 30, goal 1): the automatic mode started a worker per core for
+    # any batch, and a few bundles then took 2-3 times as long as with --jobs 1 (the workers'
+    # start costs more than judging in parallel saves). Below PARALLEL_MIN_BUNDLES the batch
+    # runs in this process, with the same results; from it on, workers start.
+    from ledger.operations import batch
+
+    started: list[int] = []
+
+    def start(self: object, ledger_path: str, jobs: int) -> None:
+        started.append(jobs)
+        raise RuntimeError("no worker may start here")
+
+    monkeypatch.setattr(batch._Workers, "start", start)
+    bundles = DEMO_BUNDLES[:3]
+    with Ledger.open(demo_db) as ledger:
+        got = list(verify_many(ledger, bundles))
+    assert started == []
+    assert [r.outcome for r in got if isinstance(r, VerifyResult)] == [
+        "support",
+        "reject",
+        "support",
+    ]
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BUNDLES", len(bundles))
+    monkeypatch.setattr(batch, "default_jobs", lambda: 2)
+    with Ledger.open(demo_db) as ledger, pytest.raises(RuntimeError, match="no worker"):
+        list(verify_many(ledger, bundles))
+    assert started == [2]

@@ -948,7 +948,11 @@ def verify(
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option(help="Worker processes judging a batch (default: one per core).", min=1),
+        typer.Option(
+            help="Worker processes judging a batch (default: one per core from 500 bundles on,"
+            " else 1).",
+            min=1,
+        ),
     ] = None,
     cohort: Annotated[
         str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")

@@ -40,6 +40,13 @@ from ledger.store.opening import open_store
 MAX_LIST_BYTES: Final = 4 * 1024 * 1024  # a --from list: ~40,000 paths of 100 bytes
 IN_FLIGHT_PER_JOB: Final = 8  # bundles handed out ahead of the appends: bounds memory
 MAX_GROUP: Final = 32  # pairs appended in one transaction at most
+PARALLEL_MIN_BUNDLES: Final = 500
+"""Below this many bundles the automatic worker count is 1: starting the workers (a forkserver
+that imports the library, then each worker's open and first plan decode: 0.3-1 s of wall time
+on a 2-core machine) costs more than judging in parallel saves on a small bundle's ~2 ms of a
+~10-15 ms verify (the durable append, in the parent either way). Measured with the same command
+A/B on 2 cores (benchmarks/README.md, issue 30): 5, 20, 60 and 200 bundles ran slower with two
+workers than with ``--jobs 1``, 400 about even."""
 
 
 def default_jobs() -> int:
@@ -87,13 +94,16 @@ def verify_many(
 ) -> BatchRun:
     """Verify each bundle as ``verify`` would, in order; yield its result or its refusal.
 
-    ``jobs``: worker processes judging in parallel (default: one per core; 1 judges in this
-    process). The pairs are appended here, in bundle order (``BatchRun``). ``close()`` (or
+    ``jobs``: worker processes judging in parallel (default: one per core from
+    ``PARALLEL_MIN_BUNDLES`` bundles on, 1 below it; 1 judges in this process). The pairs are appended here, in bundle order (``BatchRun``). ``close()`` (or
     Ctrl-C while it runs, then ``close()``) stops the workers; every pair already appended
     stays, none is half-written, and ``close`` returns the results appended but not yet
     yielded."""
     paths = list(bundles)
-    count = default_jobs() if jobs is None else jobs
+    if jobs is None:
+        count = default_jobs() if len(paths) >= PARALLEL_MIN_BUNDLES else 1
+    else:
+        count = jobs
     if count < 1:
         raise UsageError("usage-error", f"--jobs must be at least 1, not {count}")
     return BatchRun(ledger, paths, min(count, len(paths)), cohort, task)
