@@ -333,11 +333,18 @@ def test_burn_while_batch_judges_ahead_refuses_the_rest(frozen: Path, tmp_path: 
 
 
 def _children(pid: int) -> set[int]:
+    # Every thread's children: the batch starts its workers from a thread.
     found: set[int] = set()
     try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        tasks = [t.name for t in Path(f"/proc/{pid}/task").iterdir()]
     except OSError:
         return found
+    kids: list[str] = []
+    for task in tasks:
+        try:
+            kids += Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+        except OSError:
+            continue
     for kid in map(int, kids):
         found |= {kid, *_children(kid)}
     return found
@@ -369,9 +376,14 @@ def test_ctrl_c_during_a_batch_keeps_whole_pairs_and_stops_the_workers(
             start_new_session=True,  # its own process group, as a terminal's foreground job
         )
     assert proc.stdout is not None
+    # The first bundles are judged here while the workers start (a forkserver, then the
+    # workers): lines are read until the forkserver and both workers run.
     printed = [proc.stdout.readline() for _ in range(5)]
     workers = _children(proc.pid)
-    assert workers, "no worker processes"
+    while len(workers) < 3 and len(printed) < 300:
+        printed.append(proc.stdout.readline())
+        workers = _children(proc.pid)
+    assert len(workers) >= 3, "no worker processes"
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at a terminal does
     rest = proc.stdout.read()  # the same buffered reader: no line is lost between the two
     proc.wait(timeout=60)
@@ -440,6 +452,21 @@ def test_progress_bar_only_when_stderr_is_a_terminal(demo_db: Path) -> None:
     assert shown.startswith(b"\rverify ") and "━".encode() in shown
 
 
+def _workers_of(pid: int) -> list[int]:
+    """The batch's worker processes: the forkserver's children (not its resource tracker)."""
+    found = []
+    for child in _children(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            parent = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            parent_cmd = Path(f"/proc/{parent}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"forkserver" in parent_cmd and b"resource_tracker" not in cmdline:
+            found.append(child)
+    return found
+
+
 def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(
     frozen: Path, tmp_path: Path
 ) -> None:
@@ -449,14 +476,15 @@ def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(
     with Ledger.open(frozen, clock=Clock()) as ledger:
         results = verify_many(ledger, [good] * 40, jobs=2, task=TASK)
         first = next(results)
+        # The parent judged the first bundle while its workers started (in a thread): wait
+        # for both before the kill.
+        deadline = time.monotonic() + 60
+        while len(_workers_of(os.getpid())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         killed = 0
-        for child in _children(os.getpid()):
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            parent = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            parent_cmd = Path(f"/proc/{parent}/cmdline").read_bytes()
-            if b"forkserver" in parent_cmd and b"resource_tracker" not in cmdline:
-                os.kill(child, signal.SIGKILL)
-                killed += 1
+        for child in _workers_of(os.getpid()):
+            os.kill(child, signal.SIGKILL)
+            killed += 1
         assert killed == 2
         rest = list(results)
     assert [type(r) for r in [first, *rest]] == [VerifyResult] * 40
@@ -521,3 +549,40 @@ def test_a_small_batch_in_auto_mode_starts_no_worker(
     with Ledger.open(demo_db) as ledger, pytest.raises(RuntimeError, match="no worker"):
         list(verify_many(ledger, bundles))
     assert started == [2]
+
+
+def test_a_batch_judges_its_first_bundles_while_its_workers_start(
+    frozen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression stopped (issue 30, goal 1): the parent waited for its workers to start (a
+    # forkserver importing the library: 0.3-1 s) before judging anything, so a batch with
+    # workers lost that time to one in a single process. Here the workers cannot start until
+    # the parent has recorded a bundle itself: a parent that waits never gets them.
+    import threading
+
+    from ledger.operations import batch
+
+    recorded = threading.Event()
+    real_start, real_one = batch._Workers.start, batch._one
+
+    def start(self: batch._Workers, ledger_path: str, jobs: int) -> None:
+        if not recorded.wait(timeout=20):
+            raise RuntimeError("the parent judged nothing while its workers started")
+        real_start(self, ledger_path, jobs)
+
+    def one(*args: object, **kwargs: object) -> object:
+        result = real_one(*args, **kwargs)  # type: ignore[arg-type]
+        recorded.set()
+        return result
+
+    monkeypatch.setattr(batch._Workers, "start", start)
+    monkeypatch.setattr(batch, "_one", one)
+    good = make_bundle(tmp_path, "good")
+    with Ledger.open(frozen, clock=Clock()) as ledger:
+        got = list(verify_many(ledger, [good] * 12, jobs=2, task=TASK))
+    assert [type(r) for r in got] == [VerifyResult] * 12
+    entries = [r.result_entry for r in got if isinstance(r, VerifyResult)]
+    assert entries == sorted(entries) and len(set(entries)) == 12
+    with Ledger.open_read_only(frozen) as ledger:
+        report, _ = api.audit_ledger(ledger)
+    assert report.ok, report.violations

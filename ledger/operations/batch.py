@@ -95,10 +95,11 @@ def verify_many(
     """Verify each bundle as ``verify`` would, in order; yield its result or its refusal.
 
     ``jobs``: worker processes judging in parallel (default: one per core from
-    ``PARALLEL_MIN_BUNDLES`` bundles on, 1 below it; 1 judges in this process). The pairs are appended here, in bundle order (``BatchRun``). ``close()`` (or
-    Ctrl-C while it runs, then ``close()``) stops the workers; every pair already appended
-    stays, none is half-written, and ``close`` returns the results appended but not yet
-    yielded."""
+    ``PARALLEL_MIN_BUNDLES`` bundles on, 1 below it; 1 judges in this process; while the
+    workers start, this process judges the first bundles itself). The pairs are appended
+    here, in bundle order (``BatchRun``). ``close()`` (or Ctrl-C while it runs, then
+    ``close()``) stops the workers; every pair already appended stays, none is half-written,
+    and ``close`` returns the results appended but not yet yielded."""
     paths = list(bundles)
     if jobs is None:
         count = default_jobs() if len(paths) >= PARALLEL_MIN_BUNDLES else 1
@@ -143,17 +144,9 @@ class BatchRun:
         return left
 
     def _serial(self, paths: list[Path]) -> Generator[None, None, None]:
-        ledger, cohort, task = self._ledger, self._cohort, self._task
         kept: PlanCache = {}
         for path in paths:
-            try:
-                judged = judge(ledger, path, cohort=cohort, task=task, plans=kept)
-            except LedgerError as exc:
-                self._ready.append(exc)
-            else:
-                with _interrupts_deferred():
-                    self._ready.append(_one(ledger, path, judged, cohort, task))
-            yield None
+            yield from self._serial_one(path, kept)
 
     def _parallel(self, paths: list[Path], jobs: int) -> Generator[None, None, None]:
         ledger, cohort, task = self._ledger, self._cohort, self._task
@@ -161,8 +154,16 @@ class BatchRun:
         plans: PlanCache = {}
         waiting: deque[tuple[Path, _Ticket | None]] = deque()
         pending = iter(paths)
+        # The workers start in a thread (a forkserver importing the library: 0.3-1 s) while
+        # this process judges and records the first bundles itself, in order, as ``_serial``.
+        starting = _Starting(workers, ledger.db_target, jobs)
         try:
-            workers.start(ledger.db_target, jobs)
+            while starting.running():
+                upcoming = next(pending, None)
+                if upcoming is None:
+                    return
+                yield from self._serial_one(upcoming, plans)
+            starting.finish()
             while True:
                 while len(waiting) < jobs * IN_FLIGHT_PER_JOB:
                     upcoming = next(pending, None)
@@ -196,7 +197,44 @@ class BatchRun:
                     self._ready.extend(record_group(ledger, group, cohort=cohort, task=task))
                 yield None
         finally:
+            starting.finish(raising=False)  # never stopped while it is still starting them
             workers.stop()
+
+    def _serial_one(self, path: Path, plans: PlanCache) -> Generator[None, None, None]:
+        """One bundle judged and recorded here (``_serial``'s step)."""
+        ledger, cohort, task = self._ledger, self._cohort, self._task
+        try:
+            judged = judge(ledger, path, cohort=cohort, task=task, plans=plans)
+        except LedgerError as exc:
+            self._ready.append(exc)
+        else:
+            with _interrupts_deferred():
+                self._ready.append(_one(ledger, path, judged, cohort, task))
+        yield None
+
+
+class _Starting:
+    """``_Workers.start`` run in a thread; ``finish`` waits for it and raises what it raised."""
+
+    def __init__(self, workers: _Workers, ledger_path: str, jobs: int) -> None:
+        self._error: BaseException | None = None
+
+        def start() -> None:
+            try:
+                workers.start(ledger_path, jobs)
+            except BaseException as exc:  # handed to the main thread by ``finish``
+                self._error = exc
+
+        self._thread = threading.Thread(target=start, name="batch-workers-start", daemon=True)
+        self._thread.start()
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def finish(self, *, raising: bool = True) -> None:
+        self._thread.join()
+        if raising and self._error is not None:
+            raise self._error
 
 
 @contextmanager
