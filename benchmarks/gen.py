@@ -388,6 +388,8 @@ def append_distinct_pairs(
         step = min(batch, pairs - done)
         with ledger.writer() as w:
             StateIndex.for_writer(w)
+            # A cycled pool stores the same bytes again: each once per transaction (below).
+            target: Any = w if distinct is None else _StoreOnce(w)
             for i in range(done, done + step):
                 k = (start // 2 + i) % pool
                 which = k % len(specs)
@@ -404,7 +406,7 @@ def append_distinct_pairs(
                     made = (snapshot, outcome)
                     if distinct is not None:
                         judged[k] = made
-                record_verification(w, tasks[which], *made)
+                record_verification(target, tasks[which], *made)
         done += step
 
 
