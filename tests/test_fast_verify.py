@@ -81,6 +81,9 @@ def _both(
         ["--db", "DB", "verify", "--cohort", "nope", M1],
         ["--db", "DB", "verify", "--task=nope", M1],
         ["--db", "nowhere/x.db", "verify", M1],
+        ["--db", "", "verify", M1, "--json"],
+        ["--db=", "verify", M1],
+        ["--db", "DB", "verify", M1, "--cohort="],
     ],
 )
 def test_verify_without_typer_prints_records_and_refuses_as_typer_does(

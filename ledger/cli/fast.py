@@ -96,7 +96,8 @@ def verify(args: Sequence[str]) -> int | None:
         return None  # typer's path refuses it, in its own words
     if settings.signer:
         return None  # signing: typer's path loads the key (``commands._signer``)
-    db_value = parsed.get("--db") or os.environ.get("LEDGER_DB") or "ledger.db"
+    # As typer reads it: a --db given (even empty) wins; an empty $LEDGER_DB is unset.
+    db_value = parsed["--db"] if "--db" in parsed else os.environ.get("LEDGER_DB") or "ledger.db"
     try:
         return _run(db_value, parsed, settings, as_json)
     except BrokenPipeError:
