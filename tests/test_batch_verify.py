@@ -20,6 +20,7 @@ from helpers import (
     REPO_DIR,
     cli_env,
     file_state,
+    fixed_clock,
     ledger_command,
     run_cli,
     run_cli_subprocess,
@@ -584,5 +585,42 @@ def test_a_batch_judges_its_first_bundles_while_its_workers_start(
     entries = [r.result_entry for r in got if isinstance(r, VerifyResult)]
     assert entries == sorted(entries) and len(set(entries)) == 12
     with Ledger.open_read_only(frozen) as ledger:
+        report, _ = api.audit_ledger(ledger)
+    assert report.ok, report.violations
+
+
+def test_one_process_commits_a_seconds_bundles_together(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression stopped (issue 30, goal 1): with --jobs 1 (and the automatic mode below its
+    # threshold) every bundle had a durable commit of its own, several times the cost of
+    # judging a small bundle; the workers' path already committed a second's bundles together.
+    # Now both do: the bundles judged with one clock reading are one transaction, in order.
+    from ledger.operations import batch
+
+    groups: list[int] = []
+    singles: list[Path] = []
+    real_group, real_one = batch.record_group, batch._one
+
+    def group(ledger: Ledger, pairs: list[tuple[Path, object]], **kw: object) -> object:
+        groups.append(len(pairs))
+        return real_group(ledger, pairs, **kw)  # type: ignore[arg-type]
+
+    def one(ledger: Ledger, path: Path, *args: object) -> object:
+        singles.append(path)
+        return real_one(ledger, path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "record_group", group)
+    monkeypatch.setattr(batch, "_one", one)
+    bundles = [*DEMO_BUNDLES, DEMO / "no-such-bundle", DEMO_BUNDLES[0]]
+    with Ledger.open(demo_db, clock=fixed_clock) as ledger:
+        got = list(verify_many(ledger, bundles, jobs=1))
+    # The refusal ends the first group; the bundle after it is alone.
+    assert groups == [5] and singles == [DEMO_BUNDLES[0]]
+    assert [isinstance(r, VerifyResult) for r in got] == [True] * 5 + [False, True]
+    assert isinstance(got[5], LedgerError) and got[5].code == "bundle-not-found"
+    entries = [r.result_entry for r in got if isinstance(r, VerifyResult)]
+    assert entries == sorted(entries) and len(set(entries)) == 6
+    with Ledger.open_read_only(demo_db) as ledger:
         report, _ = api.audit_ledger(ledger)
     assert report.ok, report.violations
