@@ -949,8 +949,8 @@ def verify(
     jobs: Annotated[
         int | None,
         typer.Option(
-            help="Worker processes judging a batch (default: one per core from 500 bundles on,"
-            " else 1).",
+            help="Worker processes judging a batch (default: one per core from 500 bundles on"
+            " with a core idle, else 1).",
             min=1,
         ),
     ] = None,
