@@ -548,11 +548,11 @@ def test_a_small_batch_in_auto_mode_starts_no_worker(
     monkeypatch.setattr(batch, "PARALLEL_MIN_BUNDLES", len(bundles))
     monkeypatch.setattr(batch, "default_jobs", lambda: 2)
     # A machine whose two cores are busy: workers would only wait (no worker either).
-    monkeypatch.setattr(batch.os, "getloadavg", lambda: (1.5, 1.0, 1.0))
+    monkeypatch.setattr(batch, "idle_cpus", lambda: 0.5)
     with Ledger.open(demo_db) as ledger:
         assert len(list(verify_many(ledger, bundles))) == 3
     assert started == []
-    monkeypatch.setattr(batch.os, "getloadavg", lambda: (0.5, 1.0, 1.0))
+    monkeypatch.setattr(batch, "idle_cpus", lambda: 1.5)
     with Ledger.open(demo_db) as ledger, pytest.raises(RuntimeError, match="no worker"):
         list(verify_many(ledger, bundles))
     assert started == [2]

@@ -13,7 +13,6 @@ in the bundle's place and the batch goes on.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import threading
 from collections import deque
@@ -34,6 +33,7 @@ from ledger.operations.verify import (
     record,
     record_group,
 )
+from ledger.settings import cpus, idle_cpus
 from ledger.store.base import Store as Ledger
 from ledger.store.opening import open_store
 
@@ -51,22 +51,7 @@ workers than with ``--jobs 1``, 400 about even."""
 
 def default_jobs() -> int:
     """The cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def idle_cpus() -> float:
-    """The cores this process may run on less the machine's load (the one-minute average of
-    runnable processes): on a machine whose cores are busy, workers only add processes that
-    wait (measured, issue 30: 1,000 bundles with two workers at a load of 9 on 2 cores took
-    2.5x the time of one process). Where the load cannot be read, every core counts idle."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        load = 0.0
-    return default_jobs() - load
+    return cpus()
 
 
 def read_bundle_list(data: bytes, *, source: str) -> list[Path]:
