@@ -111,6 +111,7 @@ def test_plain_verify_imports_neither_typer_nor_the_command_tree(
         assert "ledger.operations.verify" in modules
         loaded = {m for m in modules if m.split(".")[0] in COMMAND_TREE or m in COMMAND_TREE}
         assert loaded == set(), args
+        assert "secrets" not in modules  # a hidden plan's salt is drawn by freeze alone
 
 
 def test_verify_on_a_terminal_imports_no_rich_either(demo_ledger: Path, tmp_path: Path) -> None:
