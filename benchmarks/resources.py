@@ -138,6 +138,19 @@ def _header_patch(size: int) -> Callable[[Path, bool], tuple[bytes, str]]:
     return build
 
 
+def _fold_patch(size: int) -> Callable[[Path, bool], tuple[bytes, str]]:
+    def build(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
+        # Issue 27 item 6: U+FDFA folds to 18 code points, U+10400 makes each four bytes, and
+        # the ".git" look-alike at the end needs the whole name folded (17.3x before).
+        head, tail = "diff --git a/", "\nnew file mode 100644\n"
+        count = (size - 2 * len(head) - 40) // 6
+        name = "\U00010400" + "\ufdfa" * count + "/.g\u200cit"
+        data = f"{head}{name} b/{name}{tail}".encode()
+        return data, f"{_fmt_size(size)}: a name of U+10400 then U+FDFA x {count:,} (folds 18x)"
+
+    return build
+
+
 def _manifest_limit() -> int:
     from verifiers.contracts import LIMITS
 
@@ -488,6 +501,16 @@ def cases(quick: bool) -> list[Case]:
                 "patch (adversarial header)",
                 "`parse_diff`",
                 _header_patch(size),
+                "from verifiers.diff import parse_diff",
+                "p = parse_diff(data); result = sorted({f.code for f in p.findings})",
+            )
+        )
+    for size in header_sizes:
+        out.append(
+            Case(
+                "patch (path fold)",
+                "`parse_diff`",
+                _fold_patch(size),
                 "from verifiers.diff import parse_diff",
                 "p = parse_diff(data); result = sorted({f.code for f in p.findings})",
             )

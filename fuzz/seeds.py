@@ -1,8 +1,9 @@
 """Write the seed corpora of the fuzz targets that have no hand-made seeds (deterministic).
 
-``.venv/bin/python fuzz/seeds.py`` writes ``tests/corpus/{read_json,entry,export,checkpoint}/
-seed-*.bin`` from real documents, entries, an export, checkpoints, notes, keys and a tlog proof
-made by the code itself with fixed inputs. Existing files are left alone.
+``.venv/bin/python fuzz/seeds.py`` writes ``tests/corpus/{read_json,entry,export,checkpoint,
+git_diff}/seed-*.bin`` from real documents, entries, an export, checkpoints, notes, keys and a
+tlog proof made by the code itself with fixed inputs, and diffs git writes of seeded random
+edits. Existing files are left alone.
 """
 
 from __future__ import annotations
@@ -120,7 +121,34 @@ def _checkpoint_seeds() -> None:
     _write("checkpoint", "tlog-proof", proof.encode())
 
 
+def _git_diff_seeds() -> None:
+    # Diffs git itself writes (every kind of FLAGS) of seeded random edits: the git_diff
+    # target mutates them.
+    import random
+
+    from git_oracle import FLAGS, Git, random_edit
+
+    with tempfile.TemporaryDirectory() as tmp:
+        git = Git(Path(tmp))
+        rng = random.Random(27)
+        present: set[str] = set()
+        for _ in range(4):
+            random_edit(git, rng, present)
+        base = git.commit()
+        for round_ in range(3):
+            for _ in range(4):
+                random_edit(git, rng, present)
+            head = git.commit()
+            for flags in FLAGS:
+                patch = git.diff(base, head, *flags)
+                if patch:
+                    name = "".join(f.strip("-")[:6] for f in flags) or "default"
+                    _write("git_diff", f"{round_}-{name}", patch)
+            base = head
+
+
 if __name__ == "__main__":
+    _git_diff_seeds()
     _read_json_seeds()
     _ledger_seeds()
     _checkpoint_seeds()

@@ -34,6 +34,7 @@ from ledger.audit.engine import audit, audit_snapshot
 from ledger.audit.report import AuditReport, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
 from ledger.audit.signatures import SignatureCheck
+from ledger.errors import LedgerError
 from ledger.format.entries import Entry, EntrySigner
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
@@ -42,7 +43,7 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.check_result import ResultCheck
 from ledger.operations.check_result import check_result as _check_result
 from ledger.operations.freeze import freeze
-from ledger.operations.verify import verify
+from ledger.operations.verify import AnchorRule, verify
 from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
 from ledger.state import CohortStatus, StateIndex, TaskStatus, ledger_status
@@ -51,7 +52,7 @@ from ledger.store.copy import CopyResult, copy_store
 from ledger.store.lookup import find_ref, verification_result
 from ledger.store.opening import create_store, open_store
 from ledger.store.sqlite import Ledger
-from ledger.transparency.anchors import WhenStatement, trust_from
+from ledger.transparency.anchors import Trust, WhenStatement, trust_from
 from ledger.transparency.anchors import when as _when
 from ledger.transparency.check import ProofCheck
 from ledger.transparency.check import check_proof as _check_proof
@@ -74,8 +75,19 @@ from ledger.transparency.witnessing import (
     witness_checkpoint,
 )
 
+# The trust file (found, read, its anchor rule): a module of its own, re-exported here, so a
+# plain verify finds it with the same code without importing this module.
+from ledger.trusting import LoadedTrust as LoadedTrust
+from ledger.trusting import TrustSource as TrustSource
+from ledger.trusting import anchor_rule as anchor_rule
+from ledger.trusting import check_trust_origin as check_trust_origin
+from ledger.trusting import find_trust as find_trust
+from ledger.trusting import load_trust as load_trust
+from ledger.trusting import trust_beside as trust_beside
+
 if TYPE_CHECKING:
     from ledger.format.signing import TrustedSigners, WriterKey
+    from ledger.format.trust import KeyKind, TrustFile
     from ledger.interop.browse import BrowseResult
 
 EXPORT_HEADER_MISMATCH = "export-header-mismatch"
@@ -123,6 +135,43 @@ def load_trusted_signers(path: str | os.PathLike[str]) -> TrustedSigners:
 
     text = read_operator_text(Path(path), MAX_SIGNERS_BYTES, what="trusted-signers file")
     return parse_trusted_signers(text, str(path))
+
+
+def load_key(value: str, kind: KeyKind) -> str:
+    """The one parser of a key argument, for every command and the library (LEDGER.md section
+    7, "The trust file and the anchoring policy"): ``value`` is the key string itself, or the
+    path of a file holding it (``ledger keygen``'s or ``witness keygen``'s ``.pub``). A value
+    that parses as a key of ``kind`` (``"log"``, ``"writer"``: a note verifier key;
+    ``"witness"``: a cosigner key) is that key; any other names a file, read bounded as every
+    operator file, whose content must be one. Neither: the kind's code
+    (``checkpoint-key-malformed``, ``witness-key-malformed``), naming both readings."""
+    from ledger.format.trust import KEY_WORDS, parse_key
+
+    try:
+        return parse_key(value.strip(), kind)
+    except LedgerError as exc:
+        first = exc
+    if not os.path.lexists(value):
+        raise LedgerError(
+            first.code, f"{value!r} is neither a {KEY_WORDS[kind]} nor a file ({first.message})"
+        )
+    text = read_operator_text(Path(value), MAX_KEY_FILE_BYTES, what="key")
+    try:
+        return parse_key(text.strip(), kind)
+    except LedgerError as exc:
+        raise LedgerError(exc.code, f"key file {value}: {exc.message}") from None
+
+
+def anchor_freeze(
+    ledger: Store, frozen_entry: int, trust: TrustFile, signer_key: str, frozen: str = ""
+) -> tuple[int | None, WitnessedCheckpoint | None]:
+    """The entry that anchors the freeze at ``frozen_entry`` as ``trust``'s policy asks: one
+    already recorded, else a checkpoint signed with ``signer_key`` and anchored now by the
+    file's witnesses and TSAs (returned too). When they do not give it: ``anchoring-failed``
+    (exit 1; the freeze stays, nothing else is written). ``frozen``: the freeze in words."""
+    from ledger.transparency.anchoring import anchor_freeze as run
+
+    return run(ledger, frozen_entry, trust, signer_key, frozen or f"entry {frozen_entry}")
 
 
 def _signer_of(settings: Settings, signer: EntrySigner | None) -> EntrySigner | None:
@@ -275,6 +324,7 @@ def audit_export(
     progress: Callable[[int, int], None] | None = None,
     parallel: bool | None = None,
     signers: TrustedSigners | None = None,
+    trust: TrustFile | None = None,
 ) -> tuple[AuditReport, int]:
     """What ``ledger audit --from-export`` runs (LEDGER.md section 7, "Audit modes"): the export
     is read as untrusted input (``export-unreadable`` / ``export-malformed``), loaded into a
@@ -286,9 +336,16 @@ def audit_export(
       (``object-sha256-mismatch``);
     - the header's ``tree_size`` and ``root_hash`` must be what the entries give
       (``export-header-mismatch``).
+
+    ``trust``: the reader's trust file; an export of another ledger than it names is
+    ``trust-origin-mismatch``.
     """
     exported = open_export(Path(path))
     with exported:
+        if trust is not None:
+            from ledger.format.trust import check_origin
+
+            check_origin(trust, exported.origin(), "given")
         allowed = hidden_task_objects(exported) if exported.withheld else set()
         withheld = {d: v for d, v in exported.withheld.items() if d in allowed}
         report, replayed = audit_ledger(
@@ -395,21 +452,49 @@ def check_result(
     return _check_result(ledger, result, Path(bundle), cohort=cohort, task=task, source=source)
 
 
+def _reader_trust(
+    witness_keys: Sequence[str], tsa_roots: Sequence[bytes], trust_file: TrustFile | None
+) -> Trust:
+    """The reader's trust for ``when``: the given witness keys and roots, each kind taken from
+    ``trust_file`` when none is given, and its anchoring policy."""
+    if trust_file is None:
+        return trust_from(witness_keys, tsa_roots)
+    return trust_from(
+        list(witness_keys) or trust_file.witness_keys(),
+        list(tsa_roots) or trust_file.tsa_roots(),
+        cosignatures=trust_file.anchor.witnesses,
+        timestamps=trust_file.anchor.timestamps,
+    )
+
+
+def _check_origin(ledger: Store, trust_file: TrustFile | None) -> None:
+    """A trust file of another ledger is refused before anything is stated (a wrong file must
+    not read as an unknown task or an anchor that does not count)."""
+    if trust_file is not None:
+        from ledger.format.trust import check_origin
+
+        check_origin(trust_file, ledger.origin(), "given")
+
+
 def when(
     ledger: Store,
     task: str,
     *,
     witness_keys: Sequence[str] = (),
     tsa_roots: Sequence[bytes] = (),
+    trust: TrustFile | None = None,
 ) -> WhenStatement:
     """What ``ledger when TASK`` states (LEDGER.md section 7, "The statement: `ledger when`"):
     the freeze of ``task``'s plan, the earliest anchor holding it that the reader trusts
-    (``witness_keys``: cosigner verifier key strings; ``tsa_roots``: PEM bytes of TSA roots),
-    and for each verification whether it was appended after such an anchor. ``holds`` is the
-    verdict (exit 0 or 1); ``LedgerError`` when no statement can be made (exit 2)."""
-    trust = trust_from(witness_keys, tsa_roots)
+    (``witness_keys``: cosigner verifier key strings; ``tsa_roots``: PEM bytes of TSA roots;
+    ``trust``: a trust file giving either when it is not given, and the anchoring policy an
+    anchor must meet), and for each verification whether it was appended after such an
+    anchor. ``holds`` is the verdict (exit 0 or 1); ``LedgerError`` when no statement can be
+    made (exit 2)."""
+    reader = _reader_trust(witness_keys, tsa_roots, trust)
     with ledger.snapshot():  # one state: every entry and anchor of one tree
-        return _when(task, ledger.entries(), trust)
+        _check_origin(ledger, trust)
+        return _when(task, ledger.entries(), reader)
 
 
 def when_export(
@@ -418,32 +503,39 @@ def when_export(
     *,
     witness_keys: Sequence[str] = (),
     tsa_roots: Sequence[bytes] = (),
+    trust: TrustFile | None = None,
 ) -> WhenStatement:
     """``when`` over an export (``ledger when TASK --from-export FILE``), read as untrusted
     input like ``audit --from-export`` reads it; a public export keeps every entry, which is
     all the statement reads."""
-    trust = trust_from(witness_keys, tsa_roots)
+    reader = _reader_trust(witness_keys, tsa_roots, trust)
     with open_export(Path(path)) as exported:
-        return _when(task, exported.entries(), trust)
+        _check_origin(exported, trust)
+        return _when(task, exported.entries(), reader)
 
 
 __all__ = [
+    "AnchorRule",
     "AttestationCheck",
     "BurnPlan",
     "CohortStatus",
     "CopyResult",
     "InitResult",
     "Ledger",
+    "LoadedTrust",
     "ProofCheck",
     "ResultCheck",
     "Settings",
     "Store",
     "TaskStatus",
     "Timestamp",
+    "TrustSource",
     "TsaReply",
     "WhenStatement",
     "WitnessTarget",
     "WitnessedCheckpoint",
+    "anchor_freeze",
+    "anchor_rule",
     "attestations",
     "audit_export",
     "audit_ledger",
@@ -454,16 +546,20 @@ __all__ = [
     "check_proof",
     "check_recorded_timestamp",
     "check_result",
+    "check_trust_origin",
     "checkpoint",
     "checkpoint_note",
     "copy_ledger",
     "default_origin",
     "export",
     "find_ref",
+    "find_trust",
     "freeze",
     "init_ledger",
+    "load_key",
     "load_roots",
     "load_signer",
+    "load_trust",
     "load_trusted_signers",
     "open_ledger",
     "parse_witness_option",
@@ -474,6 +570,7 @@ __all__ = [
     "report_html",
     "settings_from_environ",
     "status",
+    "trust_beside",
     "verification_result",
     "verify",
     "verify_cosignature",

@@ -36,13 +36,15 @@ class Settings:
     """``time``: a fixed entry time (``LEDGER_TIME``), else the wall clock; ``busy_timeout_ms``
     (``LEDGER_BUSY_TIMEOUT_MS``); ``audit_parallel`` (``LEDGER_AUDIT_PARALLEL``); ``signer``:
     the path of the writer key file that signs every append (``LEDGER_SIGNER``; read, and
-    checked, only by a command that appends). The defaults are what an empty environment
-    gives."""
+    checked, only by a command that appends); ``trust``: the path of the trust file
+    (``LEDGER_TRUST``; LEDGER.md section 7, "The trust file and the anchoring policy"). The
+    defaults are what an empty environment gives."""
 
     time: str | None = None
     busy_timeout_ms: int = BUSY_TIMEOUT_MS
     audit_parallel: ParallelMode = "auto"
     signer: str | None = None
+    trust: str | None = None
 
     def __post_init__(self) -> None:
         # A library caller's values are checked like the environment's: fail closed, at once.
@@ -75,7 +77,14 @@ class Settings:
             )
         parallel: ParallelMode = "on" if mode == "on" else "off" if mode == "off" else "auto"
         signer = environ.get("LEDGER_SIGNER") or None  # empty means unset
-        return cls(time=fixed, busy_timeout_ms=timeout, audit_parallel=parallel, signer=signer)
+        trust = environ.get("LEDGER_TRUST") or None
+        return cls(
+            time=fixed,
+            busy_timeout_ms=timeout,
+            audit_parallel=parallel,
+            signer=signer,
+            trust=trust,
+        )
 
     @property
     def clock(self) -> Clock:

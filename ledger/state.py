@@ -21,7 +21,7 @@ The rules themselves are listed in ``ledger.operations`` and LEDGER.md section 5
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
@@ -198,6 +198,9 @@ class LedgerState:
     observed: dict[str, int] = field(default_factory=dict)
     # adapter version -> (green, seq) of the latest calibration entry naming it.
     calibration: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    # (sha256, seq, address) of every object an entry names (``mentions``): what ``find`` and
+    # ``show`` look a sha256 digest up by.
+    mentions: set[tuple[str, int, str]] = field(default_factory=set)
 
     def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
         """The entry that exposed this WorkUnit: by its digest, else its id, else its task
@@ -235,6 +238,7 @@ class LedgerState:
         """Fold one entry in. Payloads are trusted here: the audit checks them separately (a
         payload that is not even its kind's shape raises msgspec.ValidationError or KeyError)."""
         payload = payload_struct(entry.kind, entry.payload)
+        self.mentions.update((d, entry.seq, o) for d, o in mentions(entry.payload))
         if isinstance(payload, CohortFrozen):
             tasks = frozen_tasks(entry.seq, payload)
             for item in payload.tasks:
@@ -275,6 +279,26 @@ class LedgerState:
         elif isinstance(payload, CalibrationRecorded):
             for version, green in payload.adapters.items():
                 self.calibration[version] = (green, entry.seq)
+
+
+def mentions(payload: object) -> list[tuple[str, str]]:
+    """(sha256, address) of every object a payload names: each member that is an object with
+    an ``object`` address and its ``digest`` or ``sha256`` (a reference, an observation read),
+    wherever it is in the payload (a mapping, or its kind's Struct as the audit reads it).
+    Linear in the payload, no recursion (its depth is the entry's, bounded when it was read)."""
+    found: list[tuple[str, str]] = []
+    stack: list[object] = [payload if isinstance(payload, dict) else msgspec.to_builtins(payload)]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            address = value.get("object")
+            digest = value.get("digest", value.get("sha256"))
+            if isinstance(address, str) and isinstance(digest, str):
+                found.append((digest, address))
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return found
 
 
 def frozen_tasks(seq: int, payload: CohortFrozen) -> dict[str, CommittedTask]:
@@ -467,6 +491,11 @@ class StateIndex:
     def _apply(self, entry: Entry) -> None:
         conn = self._conn
         payload = payload_struct(entry.kind, entry.payload)
+        for digest, address in mentions(entry.payload):
+            conn.execute(
+                "INSERT INTO state_mentions VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (digest, entry.seq, address),
+            )
         if isinstance(payload, CohortFrozen):
             conn.execute("DELETE FROM state_tasks WHERE cohort = ?", (payload.cohort,))
             conn.execute(
@@ -646,6 +675,23 @@ class StateIndex:
             if row is not None and row[0] < frozen_entry:
                 return digest, row[0]
         return None
+
+    def named_digests(self, prefix: str, limit: int) -> list[tuple[str, str]]:
+        """At most ``limit`` (sha256, address) of objects entries name whose sha256 starts
+        with ``prefix``, each once, in that order: a range on the table's key."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT sha256, object FROM state_mentions WHERE sha256 >= ? AND sha256 < ?"
+            " ORDER BY sha256, object LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        ).fetchall()
+        return [(str(d), str(o)) for d, o in rows]
+
+    def naming(self, digest: str) -> list[int]:
+        """The seq of every entry that names an object of this sha256, in seq order."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT seq FROM state_mentions WHERE sha256 = ? ORDER BY seq", (digest,)
+        ).fetchall()
+        return [int(row[0]) for row in rows]
 
     def first_observed(self, digest: str) -> int | None:
         """The seq of the first bundle.observed that read these bytes (status ok), if any."""
@@ -830,17 +876,156 @@ def calibration_report_bytes() -> tuple[bytes, dict[str, Any]]:
     return canonical_bytes(report), report
 
 
+# -- the same bytes judged again (LEDGER.md section 5, rule 2) ----------------------------------
+
+
+class EarlierVerification(msgspec.Struct, frozen=True):
+    """The verification this ledger first recorded for the same bundle (the same bytes
+    observed at every locator), for whichever task it was."""
+
+    bundle_entry: int
+    result_entry: int
+    cohort: str
+    task: str
+    outcome: str
+
+
+def first_judgement(
+    observations: Sequence[Mapping[str, Any]],
+    first_observed: Callable[[str], int | None],
+    read_entry: Callable[[int], Entry | None],
+    *,
+    before: int | None = None,
+) -> EarlierVerification | None:
+    """The first recorded verification of a bundle with exactly these observations (locator,
+    role, status, size, sha256 of each; ``object`` aside), among the bundles observed before
+    seq ``before`` (None: every bundle recorded so far).
+
+    Found without a scan (``first_observed``: the derived state's, or the fold's): a bundle
+    observed before was the first to observe at least one of its byte strings, unless other
+    bundles saw each of them first (then it is not found: the answer is information and decides
+    nothing). A byte string no bundle observed before this one means there is no earlier
+    identical bundle: then not one entry is read. At most one lookup per observation and two
+    entry reads per candidate. Used by ``verify`` (its note), ``status``, ``browse`` and the
+    report, so they all call the same bundles the same."""
+    described = [{k: v for k, v in o.items() if k != "object"} for o in observations]
+    firsts: set[int] = set()
+    for item in described:
+        digest = item.get("sha256")
+        if item.get("status") != "ok" or not isinstance(digest, str):
+            continue
+        seq = first_observed(digest)
+        if seq is None or (before is not None and seq >= before):
+            return None  # bytes first observed here: no earlier bundle had them all
+        firsts.add(seq)
+    for seq in sorted(firsts):
+        bundle = read_entry(seq)
+        if bundle is None or bundle.kind != "bundle.observed":
+            continue
+        stored = bundle.payload.get("observations")
+        if not isinstance(stored, list) or len(stored) != len(described):
+            continue
+        same = all(
+            isinstance(old, dict) and {k: v for k, v in old.items() if k != "object"} == new
+            for old, new in zip(stored, described, strict=True)
+        )
+        result = read_entry(seq + 1)
+        if not same or result is None or result.kind != "verification.recorded":
+            continue
+        p = result.payload
+        fields = (p.get("cohort"), p.get("task"), p.get("outcome"))
+        if p.get("bundle_entry") != seq or not all(isinstance(f, str) for f in fields):
+            continue  # not the pair verify writes: the audit says what it is
+        return EarlierVerification(
+            bundle_entry=seq,
+            result_entry=result.seq,
+            cohort=str(fields[0]),
+            task=str(fields[1]),
+            outcome=str(fields[2]),
+        )
+    return None
+
+
+def first_observed_of(ledger: Ledger) -> Callable[[str], int | None]:
+    """For a reader, inside ``ledger.snapshot()``: the first seq that observed each byte
+    string, from the derived state when it is current, else from the fold of the entries."""
+    index = StateIndex.current(ledger)
+    return index.first_observed if index is not None else read_state(ledger).observed.get
+
+
+class SameBytes:
+    """``first_judgement`` of recorded bundles, for a reader walking the entries in seq order
+    (``status``, ``browse``): the earlier pairs it reads are kept, a few at a time (every
+    repeat of one bundle reads the same two)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._first = first_observed_of(ledger)
+        self._ledger = ledger
+        self._kept: dict[int, Entry | None] = {}
+
+    def _entry(self, seq: int) -> Entry | None:
+        if seq not in self._kept:
+            if len(self._kept) >= 64:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[seq] = self._ledger.entry(seq)
+        return self._kept[seq]
+
+    def of(self, seq: int, observations: Sequence[Mapping[str, Any]]) -> EarlierVerification | None:
+        """The first judgement of the bundle observed at ``seq``, when it is an earlier one."""
+        return first_judgement(observations, self._first, self._entry, before=seq)
+
+
+# -- finding entries and objects by a sha256 digest (``show``, ``log --sha``) ---------------------
+
+
+class Mentions:
+    """For a reader, inside ``ledger.snapshot()``: the objects entries name, by sha256 digest
+    (``mentions``), from the derived state's ``state_mentions`` when it is current (a range on
+    its key per lookup), else from the fold of the entries (the same answer, one pass)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._index = StateIndex.current(ledger)
+        self._fold: list[tuple[str, int, str]] | None = None
+        if self._index is None:
+            self._fold = sorted(read_state(ledger).mentions)
+
+    def digests(self, prefix: str, limit: int) -> list[tuple[str, str]]:
+        """As ``StateIndex.named_digests``."""
+        if self._index is not None:
+            return self._index.named_digests(prefix, limit)
+        found: dict[tuple[str, str], None] = {}
+        for digest, _seq, address in self._fold or ():
+            if digest.startswith(prefix):
+                found[(digest, address)] = None
+        return sorted(found)[:limit]
+
+    def entries(self, digest: str) -> list[int]:
+        """As ``StateIndex.naming``."""
+        if self._index is not None:
+            return self._index.naming(digest)
+        return sorted({seq for d, seq, _ in self._fold or () if d == digest})
+
+
 # -- the status of each cohort (``ledger status``) ------------------------------------------------
 
 
 @dataclass(slots=True)
 class TaskStatus:
-    """One committed task and the verifications recorded against it."""
+    """One committed task and the verifications recorded against it: all of them, and the
+    distinct candidates among them (a bundle judged again with the same bytes is one
+    candidate; ``first_judgement``)."""
 
     task: CommittedTask
     verified: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     last_result_entry: int | None = None
+    candidates: int = 0
+    candidate_outcomes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def repeats(self) -> int:
+        """Verifications of bytes this task had already judged."""
+        return self.verified - self.candidates
 
 
 @dataclass(slots=True)
@@ -859,20 +1044,70 @@ class CohortStatus:
         return sum(t.verified for t in self.tasks)
 
     @property
+    def candidates(self) -> int:
+        return sum(t.candidates for t in self.tasks)
+
+    @property
     def outcomes(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for t in self.tasks:
-            for outcome, n in t.outcomes.items():
-                total[outcome] = total.get(outcome, 0) + n
-        return dict(sorted(total.items()))
+        return _summed(t.outcomes for t in self.tasks)
+
+    @property
+    def candidate_outcomes(self) -> dict[str, int]:
+        return _summed(t.candidate_outcomes for t in self.tasks)
+
+
+def _summed(tallies: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for tally in tallies:
+        for outcome, n in tally.items():
+            total[outcome] = total.get(outcome, 0) + n
+    return dict(sorted(total.items()))
+
+
+class CandidateCount:
+    """Which recorded verifications are of bytes their task already judged, for a reader
+    walking ``bundle.observed`` and ``verification.recorded`` entries in seq order: each
+    bundle's first judgement (``SameBytes``) is the candidate it is; a task counts a candidate
+    once however often it is judged (also when its first judgement was another task's). Memory
+    grows only with the bundles judged for several tasks."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._same = SameBytes(ledger)
+        self._bundle: tuple[int, Sequence[Mapping[str, Any]]] | None = None
+        self._elsewhere: set[tuple[int, str, str]] = set()
+
+    def bundle(self, seq: int, payload: Mapping[str, Any]) -> None:
+        observations = payload.get("observations")
+        self._bundle = (seq, observations) if isinstance(observations, list) else None
+
+    def verification(
+        self, payload: Mapping[str, Any]
+    ) -> tuple[bool, EarlierVerification | None]:
+        """(a new candidate for its task, the first judgement of its bytes if earlier)."""
+        seq = payload.get("bundle_entry")
+        if self._bundle is None or self._bundle[0] != seq:
+            return True, None  # not the pair verify writes: the audit says what it is
+        first = self._same.of(self._bundle[0], self._bundle[1])
+        if first is None:
+            return True, None
+        cohort, task = payload.get("cohort"), payload.get("task")
+        if (first.cohort, first.task) == (cohort, task):
+            return False, first
+        key = (first.bundle_entry, str(cohort), str(task))
+        if key in self._elsewhere:
+            return False, first
+        self._elsewhere.add(key)
+        return True, first
 
 
 def ledger_status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatus]:
     """Every frozen cohort (or only ``cohort``) in freeze order, with its tasks' outcomes.
 
     Cohorts and tasks come from the derived state when it is current (a few key reads), else
-    from the fold of the entries; the outcomes are one pass over the ``verification.recorded``
-    entries by the kind index. In one read snapshot, so the counts belong to one head. A
+    from the fold of the entries; the outcomes are one pass over the ``bundle.observed`` and
+    ``verification.recorded`` entries by the kind index, each verification counted, and counted
+    as a new candidate of its task unless its bundle's bytes were judged for that task before
+    (``CandidateCount``). In one read snapshot, so the counts belong to one head. A
     verification naming no committed task is not counted (the audit reports it)."""
     with ledger.snapshot():
         index = StateIndex.current(ledger)
@@ -892,8 +1127,12 @@ def ledger_status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatu
             CohortStatus(c, [TaskStatus(t) for _, t in sorted(c.tasks.items())]) for c in committed
         ]
         by_task = {(s.cohort.cohort, t.task.task): t for s in statuses for t in s.tasks}
-        for entry in ledger.entries(kinds=("verification.recorded",)):
+        counting = CandidateCount(ledger)
+        for entry in ledger.entries(kinds=("bundle.observed", "verification.recorded")):
             p = entry.payload
+            if entry.kind == "bundle.observed":
+                counting.bundle(entry.seq, p)
+                continue
             name, task, outcome = p.get("cohort"), p.get("task"), p.get("outcome")
             tally = (
                 by_task.get((name, task))
@@ -905,7 +1144,12 @@ def ledger_status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatu
             tally.verified += 1
             tally.outcomes[outcome] = tally.outcomes.get(outcome, 0) + 1
             tally.last_result_entry = entry.seq
+            new, _ = counting.verification(p)
+            if new:
+                tally.candidates += 1
+                tally.candidate_outcomes[outcome] = tally.candidate_outcomes.get(outcome, 0) + 1
     for s in statuses:
         for t in s.tasks:
             t.outcomes = dict(sorted(t.outcomes.items()))
+            t.candidate_outcomes = dict(sorted(t.candidate_outcomes.items()))
     return statuses

@@ -617,6 +617,28 @@ def test_a_kept_checkpoint_of_the_same_tree_is_enough_trust(built: Built, kept: 
     assert "checked against the tree of your kept checkpoint" in text.stdout
 
 
+def test_a_signed_envelope_checked_against_a_kept_checkpoint_alone_is_not_called_unsigned(
+    built: Built, kept: Path
+) -> None:
+    """Words: without --key the check says nothing of the envelope's signature, "signed" or
+    "not signed"; it names it as present and not checked (the key ID is the envelope's claim)."""
+    docs = attest(built, "--cohort", "test/cohort-a", "--sign", str(built.key))
+    keyid = docs[0]["dsseEnvelope"]["signatures"][0]["keyid"]
+    checked = check(built, docs, "--checkpoint", str(kept), "--json")
+    assert checked.code == 0, checked.stderr
+    assert [c["unchecked_signatures"] for c in checked.json()["attestations"]] == [[keyid]] * 2
+    assert [c["signed_by"] for c in checked.json()["attestations"]] == [[], []]
+    text = check(built, docs, "--checkpoint", str(kept)).stdout
+    assert "not signed" not in text
+    assert text.count(
+        f"checked against the tree of your kept checkpoint; the envelope's 1 signature by"
+        f" {keyid} not checked (no --key names it)"
+    ) == 2
+    with_key = check(built, docs, "--key", str(built.pub), "--json").json()["attestations"]
+    assert [c["unchecked_signatures"] for c in with_key] == [[], []]
+    assert [c["signed_by"] for c in with_key] == [[keyid], [keyid]]
+
+
 # -- the checker never crashes (issue 26, item 13: fuzzed for siblings) -----------------------
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from helpers import CliResult, run_cli
+from skeleton_helpers import fill_cohort
 
 from ledger.authoring import bundle_pack
 
@@ -65,11 +66,19 @@ def calibrated(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     return (root / "ledger.db").read_bytes()
 
 
+def written(root: Path, folder: str = "c") -> None:
+    """What an author does after ``new cohort``: write every placeholder, then seal."""
+    assert fill_cohort(root / folder, root) > 0
+    ok(root, "seal", folder)
+
+
 @pytest.fixture
 def root(tmp_path: Path, calibrated: bytes) -> Path:
-    """A folder with a calibrated ledger and a fresh skeleton cohort ``c`` (plan 0.4)."""
+    """A folder with a calibrated ledger and a skeleton cohort ``c`` (plan 0.4), its
+    placeholders written."""
     (tmp_path / "ledger.db").write_bytes(calibrated)
     ok(tmp_path, *NEW, "--plan-version", "0.4")
+    written(tmp_path)
     return tmp_path
 
 
@@ -77,12 +86,13 @@ def root(tmp_path: Path, calibrated: bytes) -> Path:
 
 
 @pytest.mark.parametrize("version", ["0.1", "0.2", "0.3", "0.4"])
-def test_new_cohort_of_every_plan_version_lints_and_freezes_as_written(
+def test_new_cohort_of_every_plan_version_lints_and_freezes_once_its_placeholders_are_written(
     tmp_path: Path, calibrated: bytes, version: str
 ) -> None:
     (tmp_path / "ledger.db").write_bytes(calibrated)
     ok(tmp_path, *NEW, "--plan-version", version)
     assert "README.md" in snapshot(tmp_path / "c")
+    written(tmp_path)
     assert cli(tmp_path, "lint", "c", "--json").json()["ok"] is True
     assert cli(tmp_path, "freeze", "c", "--json").json()["created"] is True
 
@@ -108,6 +118,7 @@ def test_new_task_adds_a_sealed_task_and_refuses_a_known_id(root: Path) -> None:
     ok(root, "new", "task", "c", "--id", "c/task-002", "--plan-version", "0.2")
     tasks = json.loads((root / "c/cohort.json").read_text())["tasks"]
     assert [t["id"] for t in tasks] == ["c/task-001", "c/task-002"]
+    written(root)
     assert cli(root, "lint", "c").code == 0
     before = snapshot(root / "c")
     refused(root, "task-exists", "new", "task", "c", "--id", "c/task-002")
@@ -364,6 +375,7 @@ def test_freeze_dry_run_adds_the_ledger_checks_and_writes_nothing(
     empty.mkdir()
     ok(empty, "init", "--origin", "test/dry-run")
     ok(empty, *NEW)
+    written(empty)
     db_before = (empty / "ledger.db").read_bytes()
     dry = cli(empty, "freeze", "c", "--dry-run", "--json")
     assert dry.code == 1
@@ -421,6 +433,7 @@ def test_plan_v01_task_takes_the_reference_backend_word_json_exact(
 ) -> None:
     (tmp_path / "ledger.db").write_bytes(calibrated)
     ok(tmp_path, *NEW, "--plan-version", "0.1")
+    written(tmp_path)
     cohort = json.loads((tmp_path / "c/cohort.json").read_text())
     assert cohort["tasks"][0]["evaluator"]["backend"] == "json_exact"
     edit(tmp_path / "c/cohort.json", lambda d: d["tasks"][0]["evaluator"].update(backend=word))
@@ -456,6 +469,8 @@ def repo(root: Path) -> tuple[Path, str]:
     git(repo, "commit", "-q", "-am", "change")
     for path in (root / WU, root / PLAN):
         edit(path, lambda d: _bind(d, base))
+    # the task states the revision its plan is bound to (else task-source-mismatch)
+    edit(root / "c/cohort.json", lambda d: d["tasks"][0]["source"].update(revision=base))
     ok(root, "seal", "c")
     return repo, base
 
@@ -715,7 +730,8 @@ def test_reference_fixtures_become_cohorts_that_freeze(tmp_path: Path, calibrate
     before = snapshot(plans) | snapshot(wus)
     made = ok(
         tmp_path, "new", "cohort", "cohorts", "--from-fixtures", "fixtures",
-        "--work-units", "work-units", "--json",
+        "--work-units", "work-units", "--repository", "https://git.example.org/reference",
+        "--json",
     ).json()  # fmt: skip
     skipped = {item["file"] for item in made["skipped"]}
     assert skipped == {"notes.json", "v0.2-binding-drift.json"}
@@ -729,3 +745,44 @@ def test_reference_fixtures_become_cohorts_that_freeze(tmp_path: Path, calibrate
     cohort = json.loads((tmp_path / "cohorts/v0.1-json/cohort.json").read_text())
     assert cohort["tasks"][0]["evaluator"]["backend"] == "json_exact"
     assert snapshot(plans) | snapshot(wus) == before  # the fixtures are named, never changed
+
+
+def test_bundle_pack_gives_each_candidate_of_a_task_a_fresh_attempt_number(
+    root: Path, repo: tuple[Path, str]
+) -> None:
+    """Attack stopped: every bundle pack wrote attempt 1, so three candidates of one task read
+    the same. Without --attempt the number is one more than any bundle beside --out states for
+    the same WorkUnit; a sibling of another WorkUnit, a symlinked folder, a manifest that is
+    not JSON or a FIFO in its place state nothing and are never waited on."""
+    _, base = repo
+    (root / "bundles").mkdir()
+
+    def packed(name: str, *extra: str) -> dict[str, Any]:
+        args = pack(root, base, *extra)
+        args[args.index("b")] = f"bundles/{name}"
+        out = ok(root, *args, "--json").json()
+        manifest = json.loads((root / "bundles" / name / "result-manifest.json").read_bytes())
+        assert manifest["attempt"] == out["attempt"]
+        assert manifest["id"].endswith(f"/attempt-{out['attempt']}")
+        return out
+
+    assert packed("first")["attempt"] == 1
+    assert packed("second")["attempt"] == 2
+    other = json.loads((root / "bundles" / "first" / "result-manifest.json").read_bytes())
+    other["work_unit_id"], other["attempt"] = "another/work-unit", 40
+    (root / "bundles" / "other").mkdir()
+    (root / "bundles" / "other" / "result-manifest.json").write_text(json.dumps(other))
+    (root / "bundles" / "garbage").mkdir()
+    (root / "bundles" / "garbage" / "result-manifest.json").write_bytes(b"\xff{not json")
+    (root / "bundles" / "fifo").mkdir()
+    os.mkfifo(root / "bundles" / "fifo" / "result-manifest.json")
+    decoy = root / "elsewhere"
+    decoy.mkdir()
+    linked = {**other, "work_unit_id": json.loads((root / WU).read_text())["id"]}
+    (decoy / "result-manifest.json").write_text(json.dumps(linked))
+    (root / "bundles" / "linked").symlink_to(decoy)
+    assert packed("third")["attempt"] == 3  # the link's 40 is not read, nor the other WorkUnit's
+    assert packed("mine", "--attempt", "9")["attempt"] == 9
+    assert packed("next")["attempt"] == 10
+    text = ok(root, *[a if a != "b" else "bundles/last" for a in pack(root, base)])
+    assert text.stdout.startswith("wrote bundle bundles/last: attempt 11, 1 file changed")

@@ -84,10 +84,22 @@ def test_a_new_user_goes_from_an_empty_folder_to_a_support_and_a_reject(tmp_path
     work_unit = work / "cohort/work-units/app--001-safe-load.work-unit.json"
     plan = work / "cohort/evaluators/app--001-safe-load.evaluator-plan.json"
 
+    # Every value only the author can write is a placeholder: lint lists each, freeze would
+    # refuse the cohort (issue 28, item 1).
+    listed = json.loads(ledger(work, "lint", "cohort", "--json").stdout)["problems"]
+    assert {p["code"] for p in listed} == {"placeholder-left"}
+    assert len(listed) == 9, [(p["file"], p["pointer"]) for p in listed]
+
     def scope(doc: dict[str, Any]) -> None:
         doc["objective"] = "Parse the configuration with yaml.safe_load instead of yaml.load."
         doc["constraints"]["allowed_paths"] = ["src/**"]
         doc["permissions"]["filesystem_write"] = ["src/**"]
+        doc["provenance"]["created_by"] = "the maintainer"
+
+    def labels(doc: dict[str, Any]) -> None:
+        doc["title"] = "Safe YAML loading"
+        doc["description"] = "Whether a patch moves config loading to yaml.safe_load."
+        doc["tasks"][0]["negative_case"]["description"] = "Keeping yaml.load must be rejected."
 
     def semantics(doc: dict[str, Any]) -> None:
         doc["backend"]["required_added_substrings"] = ["yaml.safe_load("]
@@ -95,6 +107,7 @@ def test_a_new_user_goes_from_an_empty_folder_to_a_support_and_a_reject(tmp_path
 
     edit_json(work_unit, scope)
     edit_json(plan, semantics)
+    edit_json(work / "cohort" / "cohort.json", labels)
     stale = ledger(work, "seal", "cohort", "--check")
     assert stale.returncode == 1 and "work_unit_digest" in stale.stdout, stale.stdout
     sealed = ok(work, "seal", "cohort")

@@ -558,3 +558,19 @@ def test_datasette_shows_verifications_findings_and_searches_them(
     assert all(hit["verification"] == reject_seq for hit in hits)
     query_string = urllib.parse.urlencode({"_shape": "array", "_search": "zzqqnothing"})
     assert json.loads(_get(f"{datasette}/browse/findings.json?{query_string}")) == []
+
+
+def test_public_view_withholds_what_a_hidden_tasks_manifest_states_but_keeps_its_folder(
+    hidden: Path, tmp_path: Path
+) -> None:
+    """Whose a bundle is: the folder label is in the entry (public in an export too); what the
+    manifest states is read from the manifest, which a public view withholds for a hidden task."""
+    full, public = tmp_path / "full.db", tmp_path / "public.db"
+    assert cli(hidden, "browse", "--out", str(full)).code == 0
+    assert cli(hidden, "browse", "--out", str(public), "--public").code == 0
+    sql = "SELECT folder, manifest_id, attempt, worker FROM bundles WHERE task = ? ORDER BY seq"
+    shown = query(full, sql, HIDDEN_TASK)
+    assert [row[0] for row in shown] == ["hidden-support", "hidden-reject"]
+    assert all(None not in row for row in shown)
+    assert query(public, sql, HIDDEN_TASK) == [(row[0], None, None, None) for row in shown]
+    assert query(public, sql, PUBLIC_TASK) == query(full, sql, PUBLIC_TASK)

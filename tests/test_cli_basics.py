@@ -242,13 +242,13 @@ def test_init_creates_then_is_idempotent(tmp_path: Path, fixed_env: None) -> Non
     path = tmp_path / "ledger.db"
     first = run_cli(["--db", str(path), "init", "--origin", ORIGIN, "--json"])
     assert first.code == 0, first
-    assert first.json() == {"db": str(path), "created": True, "origin": ORIGIN}
+    assert first.json() == {"db": str(path), "created": True, "origin": ORIGIN, "roles": None}
     state = file_state(path)
     log = run_cli(["--db", str(path), "log", "--json"]).json()
     for args in (["init", "--origin", ORIGIN], ["init", "--origin", "other/origin"], ["init"]):
         again = run_cli(["--db", str(path), *args, "--json"])
         assert again.code == 0, again
-        assert again.json() == {"db": str(path), "created": False, "origin": ORIGIN}
+        assert again.json() == {"db": str(path), "created": False, "origin": ORIGIN, "roles": None}
     text = run_cli(["--db", str(path), "init"])
     assert text.code == 0 and "nothing changed" in text.stdout
     assert file_state(path) == state
@@ -356,7 +356,8 @@ def test_show_binary_object_as_base64(ledger_path: Path) -> None:
         ("99999999999999999999999999", "not-found"),  # beyond SQLite's 64-bit integers
         ("blake3:" + "0" * 64, "not-found"),
         ("-1", "usage-error"),  # parsed as an (unknown) option
-        ("sha256:" + "0" * 64, "bad-ref"),
+        ("sha256:" + "0" * 64, "not-found"),  # a digest show looks up (issue 29 item 4)
+        ("sha256:" + "0" * 63 + "g", "bad-ref"),
         ("../etc/passwd", "bad-ref"),
         ("\u0661\u0662", "bad-ref"),  # Arabic-Indic digits: str.isdigit() but not a seq
         ("\u00b2", "bad-ref"),  # superscript two: isdigit() True, int() fails

@@ -521,7 +521,9 @@ def test_bad_max_bytes_is_invalid_limit(limit: Any) -> None:
 
 def test_one_hunk_more_than_the_limit_is_too_many_hunks() -> None:
     def patch(n: int) -> bytes:
-        hunks = b"".join(b"@@ -%d +%d @@\n-a\n+b\n" % (2 * i + 1, 2 * i + 1) for i in range(n))
+        hunks = b"".join(
+            b"@@ -%d,2 +%d,2 @@\n-a\n+b\n c\n" % (2 * i + 1, 2 * i + 1) for i in range(n)
+        )
         return b"diff --git a/x b/x\n--- a/x\n+++ b/x\n" + hunks
 
     assert "too-many-hunks" not in {code for _, code in finding_codes(patch(MAX_HUNKS))}

@@ -49,11 +49,16 @@ def test_demo_says_why_each_reject_happened_and_keeps_its_ledger(tmp_path: Path)
     assert f"--db {db} log" in text
     assert db.is_file() and (out / "checkpoint.txt").is_file()
     audit = run_cli(["--db", str(db), "audit", "--no-replay", "--json"])
-    # 32 entries of the story and the one checkpoint.witnessed entry its witness cosigned.
-    assert audit.code == 0 and audit.json()["entries"] == 33, audit
-    # One witnessed checkpoint (a local witness process, stopped after), and the statement for
-    # one task: its plan was in the witnessed tree, and its verdicts were appended after it.
-    assert "1 of 1 witnesses cosigned; recorded at seq 3" in text
+    # 32 entries of the story and two checkpoint.witnessed entries its witness cosigned: the
+    # trust file's policy anchors each cohort that takes verdicts as it is frozen (the burned
+    # pilot takes none).
+    assert audit.code == 0 and audit.json()["entries"] == 34, audit
+    # The freeze anchored before any verify (a local witness process, stopped after), and the
+    # statement for one task against the trust file: its plan was in the witnessed tree, and
+    # its verdicts were appended after it; no verify warned that `when` could not hold.
+    assert "anchored by entry 3 (a checkpoint holding the freeze)" in text
+    assert "anchored by entry 29 (a checkpoint holding the freeze)" in text
+    assert "warning" not in text
     assert "task demo/001-readme-marker: plan fixed by entry 2 (cohort example/demo)" in text
     assert "  first anchored by entry 3 (tree of 3 entries): cosigned by demo-witness" in text
     assert (

@@ -62,9 +62,10 @@ def test_modification_counts_and_line_numbers() -> None:
 
 
 def test_omitted_count_means_one() -> None:
-    f = only_file(b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -3 +3 @@\n-a\n+b\n")
+    # At the top of the file: a one-line change with no context (LEDGER.md section 9, Hunks).
+    f = only_file(b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
     (h,) = f.hunks
-    assert (h.old_start, h.old_count, h.new_start, h.new_count) == (3, 1, 3, 1)
+    assert (h.old_start, h.old_count, h.new_start, h.new_count) == (1, 1, 1, 1)
     assert (f.old_mode, f.new_mode) == (None, None)
 
 
@@ -184,16 +185,18 @@ def test_blank_lines_between_sections_are_allowed() -> None:
 
 
 def test_insertion_hunk_with_zero_old_count() -> None:
-    f = only_file(b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -5,0 +6,2 @@\n+a\n+b\n")
-    assert [d.number for d in f.hunks[0].added] == [6, 7]
+    # An empty file filled: the one place a hunk with an empty old range has no context.
+    f = only_file(b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -0,0 +1,2 @@\n+a\n+b\n")
+    assert [d.number for d in f.hunks[0].added] == [1, 2]
 
 
 def test_later_hunk_offsets_follow_earlier_deltas() -> None:
     f = only_file(
-        b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,0 +2 @@\n+a\n@@ -4 +4,0 @@\n-b\n"
-        b"@@ -9 +9 @@\n-c\n+d\n"
+        b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,3 @@\n x\n+a\n y\n"
+        b"@@ -5,3 +6,2 @@\n p\n-b\n q\n@@ -9,2 +9,2 @@\n r\n-c\n+d\n"
     )
-    assert [h.new_start for h in f.hunks] == [2, 4, 9]
+    assert [h.new_start for h in f.hunks] == [1, 6, 9]
+    assert [d.number for d in f.hunks[2].added] == [10]
 
 
 def test_findings_carry_line_numbers() -> None:

@@ -195,12 +195,12 @@ CASES: dict[str, tuple[bytes, str, str]] = {
         "correctness",
     ),
     "overlapping-hunks": (
-        section(body="@@ -1,2 +1,2 @@\n x\n-y\n+z\n@@ -2,1 +2,1 @@\n-y\n+q\n").encode(),
+        section(body="@@ -1,3 +1,3 @@\n x\n-y\n+z\n w\n@@ -2,1 +2,1 @@\n-y\n+q\n").encode(),
         "hunks-out-of-order",
         "correctness",
     ),
     "out-of-order-hunks": (
-        section(body="@@ -10 +10 @@\n-y\n+z\n@@ -2 +2 @@\n-y\n+q\n").encode(),
+        section(body="@@ -10,2 +10,2 @@\n-y\n+z\n x\n@@ -2,2 +2,2 @@\n-y\n+q\n x\n").encode(),
         "hunks-out-of-order",
         "correctness",
     ),
@@ -381,7 +381,7 @@ CASES: dict[str, tuple[bytes, str, str]] = {
     ),
     "lines-after-no-newline-marker": (
         section(body="@@ -1,2 +1,2 @@\n-y\n\\ No newline at end of file\n x\n+z\n").encode(),
-        "hunk-count-mismatch",
+        "misplaced-no-newline-marker",
         "correctness",
     ),
     "hunk-after-no-newline-marker": (
@@ -610,3 +610,141 @@ def test_short_lines_memory_is_bounded_per_line() -> None:
         tracemalloc.stop()
     assert parsed.valid and parsed.files[0].added_count == lines
     assert peak <= 8 * len(data) + 64 * (lines + 5) + 256 * KIB, peak
+
+
+def _fold_expansion(size: int) -> bytes:
+    # Issue 27 item 6: U+FDFA folds (NFKC) to 18 code points and U+10400 makes every string
+    # holding the name four bytes a code point, so folding the whole path took ~72 bytes per
+    # 3 patch bytes: 17.3x the patch. The trailing look-alike needs the whole path folded.
+    name = "\U00010400" + "\ufdfa" * (size // 6) + "/.g\u200cit"
+    return f"diff --git a/{name} b/{name}\nnew file mode 100644\n".encode()
+
+
+@pytest.mark.parametrize("size", [64 * KIB, 1024 * KIB], ids=["64k", "1m"])
+def test_path_fold_expansion_stays_within_the_memory_bound(size: int) -> None:
+    data = _fold_expansion(size)
+    tracemalloc.start()
+    try:
+        parsed = parse_diff(data, max_bytes=len(data))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(f.line, f.code) for f in parsed.findings] == [(1, "dotgit-path")]
+    # LEDGER.md section 9: 8 x the patch + 64 bytes a line + 256 KiB.
+    assert peak <= 8 * len(data) + 64 * 3 + 256 * KIB, (len(data), peak, peak / len(data))
+
+
+NO_NEWLINE = "\\ No newline at end of file"
+MARKER_INSIDE = {
+    # Issue 27 item 8: the line after the marker was blamed as a count mismatch.
+    "after-removed-line": f"@@ -1,3 +1,3 @@\n a\n-b\n{NO_NEWLINE}\n-c\n+x\n+y\n",
+    "after-context-line": f"@@ -1,2 +1,2 @@\n a\n{NO_NEWLINE}\n-b\n+c\n",
+    "after-added-line": f"@@ -1,2 +1,3 @@\n-a\n+b\n{NO_NEWLINE}\n+c\n x\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(MARKER_INSIDE))
+def test_no_newline_marker_inside_a_hunk_is_misplaced_not_a_count_mismatch(shape: str) -> None:
+    data = f"diff --git a/f b/f\n--- a/f\n+++ b/f\n{MARKER_INSIDE[shape]}".encode()
+    marker_line = data.decode().split("\n").index(NO_NEWLINE) + 1
+    parsed = parse_diff(data)
+    assert [(f.line, f.code) for f in parsed.findings] == [
+        (marker_line, "misplaced-no-newline-marker")
+    ]
+    # The marker where it belongs (each side's last line) is fine.
+    fixed = data.replace(f"{NO_NEWLINE}\n".encode(), b"") + f"{NO_NEWLINE}\n".encode()
+    assert parse_diff(fixed).valid, parse_diff(fixed).findings
+
+
+def _modified(headers: str = "", body: str = "@@ -1,2 +1,2 @@\n x\n-y\n+z\n") -> str:
+    return f"diff --git a/f b/f\n{headers}--- a/f\n+++ b/f\n{body}"
+
+
+_NEW = "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n"
+_DELETED = "diff --git a/d b/d\ndeleted file mode 100644\n--- a/d\n+++ /dev/null\n"
+_RENAME = "diff --git a/x b/y\nsimilarity index 90%\nrename from x\nrename to y\n"
+
+# One case per rule (and per clause of a rule with several), with the only finding it gives:
+# each check of section 9 switched off changes one of these (tools/mutants.py).
+EACH_RULE: dict[str, tuple[str, list[tuple[int, str]]]] = {
+    "index-mode-with-mode-change": (
+        _modified("old mode 100644\nnew mode 100755\nindex 1111111..2222222 100644\n"),
+        [(4, "inconsistent-headers")],
+    ),
+    "index-mode-with-deleted-file": (
+        "diff --git a/d b/d\ndeleted file mode 100644\nindex 1111111..0000000 100644\n"
+        "--- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
+        [(3, "inconsistent-headers")],
+    ),
+    "bad-escape-in-rename-from": (
+        _RENAME.replace("rename from x", 'rename from "x\\q"'),
+        [(1, "malformed-quoted-path")],
+    ),
+    "patch-ends-after-minus-line": (
+        "diff --git a/f b/f\n--- a/f\n",
+        [(2, "malformed-file-header")],
+    ),
+    "minus-line-not-followed-by-plus-line": (
+        _modified().replace("+++ b/f", "+++_b/f"),
+        [(3, "malformed-file-header")],
+    ),
+    "plus-dev-null-on-modified-file": (
+        _modified().replace("+++ b/f", "+++ /dev/null"),
+        [(2, "inconsistent-headers")],
+    ),
+    "plus-name-not-rename-to": (
+        _RENAME + "--- a/x\n+++ b/z\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n",
+        [(6, "path-mismatch")],
+    ),
+    "rename-onto-same-path": (
+        "diff --git a/x b/x\nsimilarity index 100%\nrename from x\nrename to x\n",
+        [(1, "inconsistent-headers")],
+    ),
+    "file-headers-without-hunks": (
+        "diff --git a/f b/f\n--- a/f\n+++ b/f\n",
+        [(1, "missing-hunks")],
+    ),
+    "similarity-not-a-number": (
+        _RENAME.replace("90%", "x%"),
+        [(2, "malformed-extended-header")],
+    ),
+    "similarity-over-100": (_RENAME.replace("90%", "101%"), [(2, "malformed-extended-header")]),
+    "dissimilarity-over-100": (
+        _modified("dissimilarity index 101%\nindex 1111111..2222222 100644\n"),
+        [(2, "malformed-extended-header")],
+    ),
+    "mode-not-digits": (
+        _modified("old mode 10064x\nnew mode 100755\n"),
+        [(2, "malformed-extended-header")],
+    ),
+    "text-glued-to-hunk-header": (
+        _modified(body="@@ -1,2 +1,2 @@x\n x\n-y\n+z\n"),
+        [(4, "malformed-hunk-header")],
+    ),
+    "old-range-from-zero": (
+        _modified(body="@@ -0,1 +1,1 @@\n-y\n+z\n"),
+        [(4, "invalid-hunk-range")],
+    ),
+    "new-range-from-zero": (
+        _modified(body="@@ -1,1 +0,1 @@\n-y\n+z\n"),
+        [(4, "invalid-hunk-range")],
+    ),
+    "new-file-second-hunk": (
+        _NEW + "@@ -0,0 +1 @@\n+a\n@@ -0,0 +1 @@\n+b\n",
+        [(7, "invalid-hunk-range")],
+    ),
+    "new-file-old-start": (_NEW + "@@ -1,0 +1 @@\n+a\n", [(5, "invalid-hunk-range")]),
+    "new-file-new-start": (_NEW + "@@ -0,0 +2 @@\n+a\n", [(5, "invalid-hunk-range")]),
+    "deleted-file-second-hunk": (
+        _DELETED + "@@ -1 +0,0 @@\n-a\n@@ -1 +0,0 @@\n-b\n",
+        [(7, "invalid-hunk-range")],
+    ),
+    "deleted-file-new-start": (_DELETED + "@@ -1 +1,0 @@\n-a\n", [(5, "invalid-hunk-range")]),
+    "deleted-file-old-start": (_DELETED + "@@ -2 +0,0 @@\n-a\n", [(5, "invalid-hunk-range")]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EACH_RULE))
+def test_each_rule_reports_its_own_code_at_its_line(case: str) -> None:
+    patch, expected = EACH_RULE[case]
+    assert [(f.line, f.code) for f in parse_diff(patch.encode()).findings] == expected

@@ -151,6 +151,8 @@ def cohort_over(
     for i, split in enumerate(splits):
         task = task_doc(root, f"{cohort_id}/task-{i:03d}", "v0.2-whole-line", split=split)
         task["family"] = FAMILIES[i]
+        # The task states the revision its plan is bound to (lint's task-source-mismatch).
+        task["source"]["revision"] = plan["binding"]["source_revision"]
         task["work_unit"] = {
             "path": wu_path,
             "digest": canonical_digest(work_unit),

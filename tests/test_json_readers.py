@@ -70,6 +70,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("ledger/audit/worker.py", "_RowWorker.result"): "the audit's own row worker's answer",
     ("ledger/audit/worker.py", "main"): "the audit's own instructions to its row worker",
     ("ledger/operations/verify.py", "_recorded"): "the verifier's own canonical output",
+    ("ledger/operations/burn.py", "plan_burn"): (
+        "the BurnNotice burn itself just encoded canonically, shown by --dry-run"
+    ),
+    ("ledger/operations/check_result.py", "check_result"): (
+        "the verifier's own canonical output, compared with the reference's strictly read result"
+    ),
+    ("ledger/operations/rehearse.py", "_one"): "the verifier's own canonical output, shown",
 }
 
 

@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 from helpers import FIXED_TIME, REPO_DIR, CliResult, run_cli
 from output_schemas import validate_output
+from skeleton_helpers import fill_cohort
 
 DEMO = REPO_DIR / "fixtures" / "demo" / "bundles"
 SUPPORT = DEMO / "readme-marker" / "attempt-1"
@@ -226,6 +227,8 @@ def test_seal_and_seal_check_outputs_hold_to_their_schema(root: Path) -> None:
 def test_lint_and_freeze_dry_run_outputs_hold_to_their_schema(root: Path) -> None:
     new_cohort(root)
     db = root / "ledger.db"
+    fill_cohort(root / "c", root)  # the skeleton's placeholders, written as an author does
+    doc(db, "seal", "c", cwd=root)
     for name, args in (("lint", ("lint", "c")), ("freeze-dry-run", ("freeze", "c", "--dry-run"))):
         clean = doc(db, *args, cwd=root)
         assert clean["ok"] is True and clean["cohort"] == "test/c"

@@ -9,12 +9,14 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 
 import pytest
 from helpers import FIXED_TIME, CliResult, run_cli
 from test_export import HIDDEN_COHORT, HIDDEN_TASK, SECRET
 from verdict_ledger import build_verdict_ledger
+from witness_helpers import Log, Witness
 
 from ledger.store.sqlite import Ledger
 
@@ -167,3 +169,33 @@ def test_report_refuses_to_replace_a_file(built: Built, tmp_path: Path) -> None:
     refused = cli("--db", str(built.db), "report", "--html", str(out))
     assert refused.code == 2 and refused.error_code() == "file-exists"
     assert out.read_text() == "mine"
+
+
+def test_report_shows_the_signed_and_cosigned_note_the_ledger_recorded(
+    built: Built, tmp_path: Path
+) -> None:
+    """Words: the page showed only the bare checkpoint body it computes, never the log-signed,
+    witness-cosigned note `checkpoint --witness` recorded; it shows that note, cosignature lines
+    included, and what it covers (and, without one, says none is recorded)."""
+    bare = report(built, tmp_path / "bare.html")
+    assert '<p id="recorded-note-none">No signed checkpoint is recorded' in bare
+    db = tmp_path / "witnessed.db"
+    shutil.copy(built.db, db)
+    assert cli("--db", str(db), "keygen", "--out", str(tmp_path / "log")).code == 0
+    keys = ((tmp_path / "log.key").read_text().strip(), (tmp_path / "log.pub").read_text().strip())
+    witness = Witness(tmp_path / "w", Log("test.example/report", keys), name="w.example/r")
+    with witness.serve() as server:
+        made = cli("--db", str(db), "checkpoint", "--sign", str(tmp_path / "log.key"), "--json",
+                   "--witness", f"http://127.0.0.1:{server.port}={witness.vkey}")  # fmt: skip
+    assert made.code == 0, made.stdout + made.stderr
+    printed = made.json()["note"]  # what `checkpoint --witness` printed: note + cosignature
+    with Ledger.open_read_only(db) as ledger:
+        (entry,) = ledger.entries(kinds=["checkpoint.witnessed"])
+    payload = entry.payload
+    assert printed == payload["note"] + payload["cosignatures"][0]["cosignature"]
+    html = report(Built(built.root, db, built.verdicts), tmp_path / "page.html")
+    assert f'<pre id="recorded-note">{escape(printed, quote=True)}</pre>' in html
+    about = html[html.index('<p id="recorded-note-about"') :].split("</p>")[0]
+    assert f'data-entry="{entry.seq}" data-tree-size="{payload["tree_size"]}"' in about
+    assert f"the first {payload['tree_size']} entries, cosigned by w.example/r." in about
+    assert "valid" not in about and "intact" not in about

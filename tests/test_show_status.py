@@ -238,6 +238,48 @@ def test_status_gives_each_task_its_verifications_and_outcomes(judged: tuple[Pat
     assert f"  {COHORT}/task-002  development: 0 verifications" in text
 
 
+def test_status_counts_a_bundle_verified_again_as_one_candidate(
+    judged: tuple[Path, Path], db: Path
+) -> None:
+    """Counting: the same bundle bytes verified again are recorded again (the ledger forgets
+    nothing) but are one candidate of their task, in the text and in --json; bytes first judged
+    for another task are a new candidate of this one, once."""
+    root = judged[0]
+    good, bad = root / "bundles" / "good", root / "bundles" / "wrong-marker"
+    for bundle, task in ((good, TASK), (good, TASK), (bad, OTHER), (bad, TASK)):
+        assert cli(root, db, "verify", str(bundle), "--task", task).code in (0, 1)
+    doc = cli(root, db, "status", "--json").json()
+    [cohort] = doc["cohorts"]
+    by_task = {t["task"]: t for t in cohort["tasks"]}
+    assert (by_task[TASK]["verified"], by_task[TASK]["candidates"]) == (5, 2)
+    assert by_task[TASK]["outcomes"] == {"reject": 2, "support": 3}
+    assert by_task[TASK]["candidate_outcomes"] == {"reject": 1, "support": 1}
+    # OTHER's first wrong-marker verdict judged bytes task-000 judged first: a new candidate
+    # of OTHER; its second is the same bytes again.
+    assert (by_task[OTHER]["verified"], by_task[OTHER]["candidates"]) == (2, 1)
+    assert (cohort["verified"], cohort["candidates"]) == (7, 3)
+    assert cohort["candidate_outcomes"] == {"reject": 2, "support": 1}
+    text = cli(root, db, "status").stdout.splitlines()
+    assert text[0].endswith(
+        "5 tasks, 3 candidates (2 reject, 1 support) in 7 verifications (4 of the same bytes"
+        " again)"
+    )
+    assert f"  {TASK}  development: 2 candidates (1 reject, 1 support) in 5 verifications" in (
+        "\n".join(text)
+    )
+    assert f"  {COHORT}/task-002  development: 0 verifications" in text
+    # The fold of the entries (no derived state) counts the same.
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+        if table.startswith("state_"):
+            conn.execute(f"DROP TABLE {table}")
+    conn.commit()
+    conn.close()
+    assert cli(root, db, "status", "--json").json() == doc
+
+
 def test_status_of_a_burned_cohort_says_burned(judged: tuple[Path, Path], db: Path) -> None:
     root = judged[0]
     burned = cli(root, db, "burn", COHORT, "--yes", "--reason", "solution leaked", "--json")

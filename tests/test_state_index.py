@@ -191,6 +191,13 @@ def test_an_entry_a_writer_appended_without_the_derived_state_is_folded_in_under
     [
         ("unburn", "UPDATE state_cohorts SET burned_entry = NULL"),
         ("forget-observed", "DELETE FROM state_observed"),
+        # What `show` and `log --sha` find a digest by (LEDGER.md section 2): a row hidden or
+        # pointed at another entry is caught as any other.
+        (
+            "hide-mention",
+            "DELETE FROM state_mentions WHERE seq = (SELECT max(seq) FROM state_mentions)",
+        ),
+        ("move-mention", "UPDATE state_mentions SET seq = seq + 1"),
         ("forge-calibration", "UPDATE state_calibration SET green = 1 - green"),
         ("swap-plan", "UPDATE state_tasks SET plan_object = work_unit_object"),
         ("forget-exposure", "DELETE FROM state_exposed"),

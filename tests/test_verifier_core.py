@@ -105,6 +105,31 @@ def test_json_equality_is_type_strict() -> None:
     assert not json_equal([1], [1, 1])
 
 
+def test_negative_zero_candidate_is_not_the_required_zero() -> None:
+    # Python's == says -0.0 == 0.0 (and `-1e-400` reads as -0.0); their canonical forms differ.
+    assert not json_equal(-0.0, 0.0)
+    assert not json_equal({"a": [0.0]}, {"a": [-0.0]})
+    assert json_equal(-0.0, -0.0) and json_equal(0.5, 0.5)
+    plan = copy.deepcopy(PLANS["v0.1-json"])
+    plan["required_json"] = {"x": 0.0}
+    outcomes = {}
+    for candidate in (b'{"x": 0.0}', b'{"x": -0.0}', b'{"x": -1e-400}', b'{"x": 0}'):
+        snap = json_bundle("json-zero", candidate).snapshot()
+        outcomes[candidate] = run(
+            typed_plan(plan),
+            typed_work_unit(JSON_WORK_UNIT),
+            snap,
+            started_at=STARTED_AT,
+            finished_at=FINISHED_AT,
+        ).outcome
+    assert outcomes == {
+        b'{"x": 0.0}': "support",
+        b'{"x": -0.0}': "reject",
+        b'{"x": -1e-400}': "reject",
+        b'{"x": 0}': "reject",
+    }
+
+
 def test_json_backend_rejects_an_undeclared_extra_artifact() -> None:
     bundle = json_bundle(
         "json-extra", b'{"answer": 42, "schema_version": "0.1", "status": "ready"}'

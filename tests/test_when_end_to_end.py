@@ -201,6 +201,22 @@ def test_a_timestamp_alone_anchors_the_plan(world: World, tsa: tuple[LocalTsa, s
     assert doc["verifications"][0]["after_anchor"] == first["entry"] > frozen
 
 
+def test_a_plan_anchored_before_any_verification_says_none_is_recorded_yet(
+    world: World, tsa: tuple[LocalTsa, str]
+) -> None:
+    """Words: the statement said "each of the 0 verifications was appended after it" of a task
+    nobody has verified yet; it says there is none."""
+    world.freeze()
+    world.checkpoint(tsa=tsa)
+    out = cli(world.db, "when", TASK, "--tsa-ca", str(tsa[0].ca_pem))
+    assert out.code == 0, out.stdout
+    assert "0 verifications" not in out.stdout
+    assert out.stdout.rstrip().endswith(
+        "when: holds: the plan was in a tree a trusted party saw; no verification of the task"
+        " is recorded yet"
+    )
+
+
 def test_a_timestamp_over_another_checkpoint_fails_the_statement(
     world: World, tsa: tuple[LocalTsa, str]
 ) -> None:

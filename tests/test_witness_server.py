@@ -10,6 +10,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,24 @@ def test_cosign_grow_then_refuse_a_fork_and_a_smaller_tree_across_a_restart(
     codes = sorted(row["code"] for row in evidence)
     assert codes == ["witness-fork", "witness-proof-invalid"]  # the same fork note is kept once
     assert {row["note"] for row in evidence} == {log.note(FORK[:20]), log.note(FORK[:30])}
+
+
+def test_witness_evidence_says_when_it_received_a_fork_as_a_utc_time_not_unix_seconds(
+    witness: Witness,
+) -> None:
+    log = witness.log
+    with witness.serve() as server:
+        server.cosigned(log.body(HONEST[:20], 0))
+        assert server.post(log.body(FORK[:20], 20))[0] == 409
+    args = ["witness", "evidence", "--key", str(witness.key), "--state", str(witness.state)]
+    (row,) = json.loads(run_cli([*args, "--json"]).stdout)["evidence"]
+    assert isinstance(row["received"], int)  # the JSON keeps the stored POSIX seconds
+    received = datetime.fromtimestamp(row["received"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = run_cli(args)
+    assert text.stdout.splitlines() == [
+        f"witness-fork {row['origin']} received {received}",
+        "1 refused checkpoint kept as evidence",
+    ]
 
 
 def test_bad_requests_get_the_status_the_spec_prescribes(witness: Witness) -> None:

@@ -1,7 +1,9 @@
 """`make demo`: the main job, end to end, on the bundled examples, in a fresh ledger.
 
 Each step runs the real `ledger` command (printed before it runs), so what you see is what a user
-would type. Each reject is shown with the findings that decided it. The run ends with a summary
+would type, in the README's order: a trust file (the log key, a witness, the anchoring policy)
+before the first freeze, so every freeze is anchored before its first verify and `ledger when`
+holds. Each reject is shown with the findings that decided it. The run ends with a summary
 table and an audit that replays every verification. The ledger and the checkpoint stay in
 `build/demo/` (or `--out DIR`), printed at the end, so you can go on with `ledger log`, `show`
 or `audit`; the next run replaces them and says so.
@@ -30,6 +32,7 @@ DEFAULT_OUT = REPO / "build" / "demo"
 # What a run leaves in its folder (and the next run replaces): nothing else there is touched.
 LEDGER_FILE = "ledger.db"
 CHECKPOINT_FILE = "checkpoint.txt"
+TRUST_FILE = "ledger.trust.json"  # beside the ledger: what freeze and verify find
 BROWSE_FILE = "browse.db"  # with browse.metadata.json beside it (ledger browse)
 ATTESTATIONS_FILE = "demo.intoto.jsonl"
 REPORT_FILE = "report.html"
@@ -124,6 +127,7 @@ def fresh_folder(out: Path) -> Path:
         f"{LEDGER_FILE}-wal",
         f"{LEDGER_FILE}-shm",
         CHECKPOINT_FILE,
+        TRUST_FILE,
         BROWSE_FILE,
         "browse.metadata.json",
         ATTESTATIONS_FILE,
@@ -144,49 +148,61 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     expected = json.loads((REPO / "fixtures/demo/expected.json").read_text("utf-8"))
     folder = fresh_folder(out)
     db = folder / LEDGER_FILE
-    print("A fresh ledger, calibrated verifiers, then a cohort frozen BEFORE any outcome.")
+    print("A fresh ledger, calibrated verifiers, and what it trusts, before any cohort:")
     run(db, "init", "--origin", ORIGIN)
     run(db, "calibrate")
-    run(db, "freeze", "cohorts/demo", "--root", ".")
-    witnessed = witness_checkpoint(db, folder)
-    print("\nEach bundle is judged only by the plan the ledger committed for its WorkUnit:")
-    rows = verify_all(db, expected, "fixtures/demo/bundles/")
-    print(
-        "\nThe burned pilot (shaped like the reference's phase-b2-first-five) is imported:"
-        " frozen, then burned with the reason its cohort.json records."
-    )
-    run(db, "freeze", "cohorts/phase-b2-pilot", "--root", ".")
-    pilot_bundle = REPO / "fixtures/demo/pilot-bundles"
-    if pilot_bundle.is_dir():
-        for bundle in sorted(p for p in pilot_bundle.glob("*/*") if p.is_dir())[:1]:
-            print("A burned cohort accepts no verification (refused, nothing written):")
-            run(db, "verify", str(bundle.relative_to(REPO)))
-    print("\nIts successor reuses the unobserved WorkUnits under new, versioned plans:")
-    hidden = REPO / "cohorts/phase-b2-successor-hidden-plans"
-    extra = ["--hidden-plans", str(hidden.relative_to(REPO))] if hidden.is_dir() else []
-    run(db, "freeze", "cohorts/phase-b2-successor", "--root", ".", *extra)
-    rows += verify_all(db, expected, "fixtures/demo/successor-bundles/")
+    with _witness(db, folder) as witness_url:
+        trusted = trust_file(db, folder, witness_url)
+        print("\nA cohort frozen BEFORE any outcome, and anchored before its first verify:")
+        frozen = run(db, "freeze", "cohorts/demo", "--root", ".", "--sign", str(folder / "log.key"))
+        witnessed = trusted and frozen.returncode == 0
+        print("\nEach bundle is judged only by the plan the ledger committed for its WorkUnit:")
+        rows = verify_all(db, expected, "fixtures/demo/bundles/")
+        print(
+            "\nThe burned pilot (shaped like the reference's phase-b2-first-five) is imported:"
+            " frozen, then burned with the reason its cohort.json records (not anchored: it"
+            " accepts no verification)."
+        )
+        run(db, "freeze", "cohorts/phase-b2-pilot", "--root", ".", "--sign",
+            str(folder / "log.key"))  # fmt: skip
+        pilot_bundle = REPO / "fixtures/demo/pilot-bundles"
+        if pilot_bundle.is_dir():
+            for bundle in sorted(p for p in pilot_bundle.glob("*/*") if p.is_dir())[:1]:
+                print("A burned cohort accepts no verification (refused, nothing written):")
+                run(db, "verify", str(bundle.relative_to(REPO)))
+        print("\nIts successor reuses the unobserved WorkUnits under new, versioned plans:")
+        hidden = REPO / "cohorts/phase-b2-successor-hidden-plans"
+        extra = ["--hidden-plans", str(hidden.relative_to(REPO))] if hidden.is_dir() else []
+        successor = run(db, "freeze", "cohorts/phase-b2-successor", "--root", ".", "--sign",
+                        str(folder / "log.key"), *extra)  # fmt: skip
+        witnessed &= successor.returncode == 0
+        rows += verify_all(db, expected, "fixtures/demo/successor-bundles/")
+    print("(the witness was stopped)")
+    trust = folder / TRUST_FILE
     checkpoint = folder / CHECKPOINT_FILE
     print("\nA checkpoint kept outside the file lets anyone prove later that it only grew:")
-    run(db, "checkpoint", "--out", str(checkpoint))
-    audit = run(db, "audit", "--checkpoint", str(checkpoint))
+    # Signed with the log's key: the trust file's log key is what a kept checkpoint is checked
+    # against (an unsigned one is refused against it).
+    run(db, "checkpoint", "--out", str(checkpoint), "--sign", str(folder / "log.key"))
+    audit = run(db, "audit", "--checkpoint", str(checkpoint), "--trust", str(trust))
     print("\nThe evidence where other tools look: a database for Datasette, in-toto attestations:")
     browse = folder / BROWSE_FILE
     attestations = folder / ATTESTATIONS_FILE
     run(db, "browse", "--out", str(browse))
-    # Signed with the log's key, and checked with it: an attestation's own checkpoint proves
-    # nothing to a reader (check-attestation refuses without a key or a kept checkpoint).
-    log_key, log_pub = (folder / name for name in LOG_KEY_FILES)
-    run(db, "attest", "--cohort", "example/demo", "--sign", str(log_key), "--out",
+    # Signed with the log's key, and checked with it (the trust file's log key): an
+    # attestation's own checkpoint proves nothing to a reader (check-attestation refuses
+    # without a key or a kept checkpoint).
+    run(db, "attest", "--cohort", "example/demo", "--sign", str(folder / "log.key"), "--out",
         str(attestations))  # fmt: skip
-    run(db, "check-attestation", str(attestations), "--key", str(log_pub))
+    run(db, "check-attestation", str(attestations), "--trust", str(trust))
     report = folder / REPORT_FILE
     run(db, "report", "--html", str(report), "--checkpoint", str(checkpoint))
     print(
         "\nWhen was a plan fixed, as an outsider can check? The witness saw the tree holding the"
-        " freeze; every verdict of the task was appended after that:"
+        " freeze; every verdict of the task was appended after that (against the trust file:"
+        " its witness and its policy):"
     )
-    stated = run(db, "when", DEMO_TASK, "--witness-key", str(folder / "witness.pub"))
+    stated = run(db, "when", DEMO_TASK, "--trust", str(trust))
     print("\nSummary (why: the first finding of each reject; every one is listed above)")
     width = max(len("bundle"), *(len(row["bundle"]) for row in rows))
     print(f"  {'bundle':<{width}} {'expected':<8} {'outcome':<8} ok")
@@ -211,37 +227,48 @@ def demo(out: Path = DEFAULT_OUT) -> int:
     print(f"\nThe demo's ledger stays at {db} (the checkpoint beside it); look inside:")
     print(f"  .venv/bin/ledger --db {shown} log")
     print(f"  .venv/bin/ledger --db {shown} show SEQ")
-    print(f"  .venv/bin/ledger --db {shown} audit --checkpoint {_shown(checkpoint)}")
+    print(
+        f"  .venv/bin/ledger --db {shown} audit --checkpoint {_shown(checkpoint)}"
+        f" --trust {_shown(trust)}"
+    )
     metadata = browse.with_name("browse.metadata.json")
     print(f"  .venv/bin/datasette -i {_shown(browse)} -m {_shown(metadata)}")
-    print(f"  .venv/bin/ledger check-attestation {_shown(attestations)} --key {_shown(log_pub)}")
+    print(f"  .venv/bin/ledger check-attestation {_shown(attestations)} --trust {_shown(trust)}")
     print(f"  the report, one static page for any browser: {_shown(report)}")
     print("The next `make demo` replaces them.")
     ok = witnessed and stated.returncode == 0
     return 0 if good and ok and audit.returncode == 0 else 1
 
 
-def witness_checkpoint(db: Path, folder: Path) -> bool:
-    """One witnessed checkpoint: a local witness process (127.0.0.1, a free port) cosigns the
-    tree holding the freeze, and the ledger records its cosignature; the witness is stopped."""
+@contextlib.contextmanager
+def _witness(db: Path, folder: Path) -> Iterator[str]:
+    """The log's key, and a witness (an independent party; here a local process on 127.0.0.1,
+    a free port) that trusts it, running while the cohorts are frozen; its URL."""
     print(
-        "\nA witness (an independent party; here a local process) cosigns the checkpoint that"
-        " holds the freeze, so outsiders can check the plan was fixed by then:"
+        "\nA witness (an independent party; here a local process) will cosign the checkpoints"
+        " that hold each freeze, so outsiders can check the plan was fixed by then:"
     )
-    key, pub, state = (folder / name for name in WITNESS_FILES[:3])
+    key, state = folder / WITNESS_FILES[0], folder / WITNESS_FILES[2]
     run(db, "keygen", "--out", str(folder / "log"))
     run(db, "witness", "keygen", "--out", str(folder / "witness"), "--name", WITNESS_NAME)
     run(db, "witness", "init", "--key", str(key), "--state", str(state))
-    log_vkey = (folder / "log.pub").read_text("utf-8").strip()
-    vkey = pub.read_text("utf-8").strip()
     serve = ["witness", "serve", "--key", str(key), "--state", str(state),
-             "--log", f"{ORIGIN}={log_vkey}", "--listen", "127.0.0.1:0"]  # fmt: skip
+             "--log", f"{ORIGIN}={folder / 'log.pub'}", "--listen", "127.0.0.1:0"]  # fmt: skip
     print(f"\n$ ledger {' '.join(serve)} &", flush=True)
     with _witness_process(serve) as url:
-        done = run(db, "checkpoint", "--sign", str(folder / "log.key"), "--witness",
-                   f"{url}={vkey}")  # fmt: skip
-    print("(the witness was stopped)")
-    return done.returncode == 0
+        yield url
+
+
+def trust_file(db: Path, folder: Path, witness_url: str) -> bool:
+    """The trust file beside the ledger: the log's key, the witness, and the policy that every
+    freeze is anchored by its cosignature before its first verify."""
+    print("\nThe trust file (beside the ledger): the log key, the witness, the anchoring policy:")
+    steps = (
+        ("trust", "init", "--log-key", str(folder / "log.pub")),
+        ("trust", "add", "witness", "w1", witness_url, str(folder / "witness.pub")),
+        ("trust", "anchor", "--witnesses", "1"),
+    )
+    return all(run(db, *step).returncode == 0 for step in steps)
 
 
 @contextlib.contextmanager

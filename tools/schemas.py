@@ -28,6 +28,7 @@ from ledger.cli.shapes import transparency as shapes_transparency
 from ledger.documents.cohort import BenchmarkCohort, BurnNotice
 from ledger.format.entries import EntryBody
 from ledger.format.payloads import PAYLOADS
+from ledger.format.trust import TrustFile
 from ledger.interop.attest import AttestationBundle
 from verifiers.contracts import (
     ContractStruct,
@@ -147,6 +148,16 @@ CONTRACTS: Final[tuple[ContractSchema, ...]] = (
             f"The payload object of every {kind} entry; see LEDGER.md section 4.",
         )
         for kind, struct in sorted(PAYLOADS.items())
+    ),
+    ContractSchema(
+        "trust",
+        "1",
+        TrustFile,
+        "Trust file v1 (ledger.trust.json)",
+        "What a ledger's readers and writers trust: its origin, the log's verifier key, the "
+        "trusted writer keys, the witnesses (name, URL, cosigner key), the TSAs (URL, PEM "
+        "roots) and the anchoring policy; see LEDGER.md section 7, 'The trust file and the "
+        "anchoring policy'.",
     ),
     ContractSchema(
         "attestation-bundle",

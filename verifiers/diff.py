@@ -234,8 +234,37 @@ def _looks_like_dotgit(path: str) -> bool:
     (fullwidth forms, dotless i, no-break and other spaces, any default-ignorable code point).
     Folding can only add '/' (U+2100 'a/c', U+FF0F), which adds components: stricter, never looser.
     """
-    folded = path.lower() if path.isascii() else path.translate(_FOLD)
-    return _DOTGIT_RE.search(folded) is not None
+    if path.isascii():
+        return _DOTGIT_RE.search(path.lower()) is not None
+    # Folded a slice at a time: a code point folds to up to 18 (U+FDFA), four bytes each once
+    # the path holds one beyond U+FFFF, so the whole folded path could be ~24x the patch bytes.
+    # What is carried from one slice to the next is the current component, cut down to what
+    # still decides it (at most "git~1").
+    carried = ""
+    for at in range(0, len(path), _FOLD_SLICE):
+        text = carried + path[at : at + _FOLD_SLICE].translate(_FOLD)
+        if _DOTGIT_DECIDED_RE.search(text) is not None:
+            return True
+        carried = _undecided(text[text.rfind("/") + 1 :])
+    return _DOTGIT_COMPONENT_RE.match(carried) is not None
+
+
+_FOLD_SLICE: Final = 512
+# A component that is .git (or git~1) with what may follow it, decided within the text: a '/'
+# or ':' after it is there. The last component of a slice may go on in the next one.
+_DOTGIT_DECIDED_RE: Final = re.compile(r"(?:\A|/)(?:\.git|git~1)[.\s]*+[/:]")
+_DOTGIT_COMPONENT_RE: Final = re.compile(r"(?:\.git|git~1)[.\s]*+(?::|\Z)")
+_DOTGIT_START_RE: Final = re.compile(r"(?:\.git|git~1)[.\s]*+")
+
+
+def _undecided(part: str) -> str:
+    """The start of a component, folded, cut down to what decides whether it is .git once the
+    rest of it is known: a prefix of ".git" or "git~1" as it is, one of them followed only by
+    dots and spaces as ".git", anything else (it can no longer be one) as "#"."""
+    m = _DOTGIT_START_RE.match(part)
+    if m is not None:
+        return ".git" if m.end() == len(part) else "#"
+    return part if ".git".startswith(part) or "git~1".startswith(part) else "#"
 
 
 _EXTENDED_HEADERS: Final = (
@@ -350,6 +379,107 @@ def _git_header(rest: str) -> _GitHeader | None:
     if not (a.startswith("a/") and b.startswith("b/")):
         return None
     return _GitHeader((a[2:], b[2:]), "", 1)
+
+
+# C isspace(): what git skips between names and accepts after a name.
+_C_SPACE: Final = " \t\n\v\f\r"
+_SPLIT_RE: Final = re.compile(r"[ \t]")
+_SPACE_SLASH_RE: Final = re.compile(r"[ \t]/")
+
+
+def _skip_tree_prefix(name: str) -> str | None:
+    """git's skip_tree_prefix with -p1: what follows the first '/' (None without one, or when
+    the name starts with it)."""
+    slash = name.find("/")
+    return None if slash <= 0 else name[slash + 1 :]
+
+
+def _unquote_at(text: str, pos: int) -> str | None:
+    """git's unquote_c_style on the name starting with '"' at ``pos``: the name up to the closing
+    quote (what follows is ignored, as there), None when git cannot unquote it."""
+    m = _QUOTED_RE.match(text, pos)
+    if m is None or "\x00" in m.group(1):
+        return None  # (git's C string ends at a NUL before the closing quote)
+    try:
+        return _unquote(m.group(1))
+    except _NameError:
+        return None
+
+
+def _git_def_name(rest: str) -> str | None:
+    """The file name ``git apply`` reads from a ``diff --git`` line alone, or None where it reads
+    none ("git diff header lacks filename information"): apply.c ``git_header_name`` with -p1,
+    step for step, on the text after ``diff --git ``.
+
+    A section with neither ---/+++ nor rename/copy lines (a mode change, an empty file created or
+    deleted) is named by this alone. git's line keeps its newline (at ``end`` here) and compares
+    with it: so a quoted first name followed by an unquoted second one never names a file, nor
+    does an unquoted line with a '"' in its first name or a ' /' in it. Linear, and by position
+    (the names are not copied): the unquoted line is tried at each space in order, the next '/'
+    found once for all of them.
+    """
+    end = len(rest)
+    if rest.startswith('"'):
+        m = _QUOTED_RE.match(rest)
+        first = _unquote_at(rest, 0)
+        first = None if first is None else _skip_tree_prefix(first)
+        if m is None or first is None:
+            return None
+        j = m.end()
+        while j < end and rest[j] in _C_SPACE:
+            j += 1
+        if j >= end:
+            return None
+        if rest[j] == '"':
+            second = _unquote_at(rest, j)
+            second = None if second is None else _skip_tree_prefix(second)
+            return first if second == first else None
+        # An unquoted second name is compared with its newline: equal only to a first name
+        # ending in one.
+        slash = rest.find("/", j)
+        if slash <= j or not first.endswith("\n") or end - (slash + 1) != len(first) - 1:
+            return None
+        return first if rest.startswith(first[:-1], slash + 1) else None
+    start = rest.find("/") + 1  # skip_tree_prefix of the whole line
+    if start <= 1:
+        return None
+    quote = rest.find('"', start)
+    if quote != -1:
+        # "since the first name is unquoted, a dq if exists must be the beginning of the second"
+        second = _unquote_at(rest, quote)
+        second = None if second is None else _skip_tree_prefix(second)
+        if second is None:
+            return None
+        size = len(second)
+        ok = size < quote - start and rest.startswith(second, start)
+        return second if ok and rest[start + size] in _C_SPACE else None
+    if rest.find("\x00", start) != -1:
+        return None  # git's strchr(name, '\n') stops at a NUL: no name
+    half = (end - 5) // 2
+    if (
+        start == 2
+        and end == 2 * half + 5
+        and rest.startswith(" b/", 2 + half)
+        and rest.startswith(rest[2 + half + 3 :], 2)
+    ):
+        # "a/N b/N", the form the parser resolves (and git writes): the loop below would pass
+        # every space of N (the next '/' is never nearer than " b/", so the second name is
+        # longer than the first) and stop at " b/" with N, unless a space of N is followed by
+        # '/' (skip_tree_prefix fails there). Decided in one search instead of a step a space.
+        return None if _SPACE_SLASH_RE.search(rest, 2, 2 + half) else rest[2 : 2 + half]
+    slash = -1
+    for m in _SPLIT_RE.finditer(rest, start):
+        k = m.start() - start
+        if slash <= m.start():
+            slash = rest.find("/", m.start() + 1)
+        if slash == -1 or slash == m.start() + 1:
+            return None  # skip_tree_prefix fails on what follows this space: git gives up
+        size = end - (slash + 1)
+        if size < k:
+            return None  # every later split has a shorter second name still
+        if size == k and rest.startswith(rest[slash + 1 :], start):
+            return rest[start : start + k]
+    return None
 
 
 def _path_problems(path: str) -> list[tuple[str, str]]:
@@ -485,6 +615,8 @@ class _Parser:
         hunks: list[Hunk] = []
         i = self.hunks(i, modes.kind, hunks)
         self.check_section_body(hdr, modes, hunks, has_file_headers, hline, i)
+        if not has_file_headers and modes.kind not in ("renamed", "copied"):
+            self.check_git_reads_name(start, old_path if old_path is not None else new_path, i)
         self.check_section_end(i)
 
         self.record_paths(modes.kind, old_path, new_path, hline)
@@ -697,6 +829,18 @@ class _Parser:
             self.add(hline, "missing-hunks", "section has ---/+++ lines but no hunk")
             raise _Skip(i)
 
+    def check_git_reads_name(self, start: int, name: str | None, i: int) -> None:
+        """A section named by its ``diff --git`` line alone names what git reads from it."""
+        if _git_def_name(self.lines[start][len(_DIFF_GIT) :]) != name:
+            self.add(
+                start + 1,
+                "malformed-diff-git-header",
+                "git apply reads no file name from this diff --git line (\"lacks filename"
+                " information\"), and the section names its file nowhere else: quote both names"
+                " or neither, as git diff writes them",
+            )
+            raise _Skip(i)
+
     def check_section_end(self, i: int) -> None:
         """A section ends at the next diff --git line, a blank line or the end of the patch."""
         lines, n = self.lines, self.n
@@ -827,6 +971,18 @@ class _Parser:
         while i < n and lines[i].startswith("@@"):
             hl = i + 1
             old_start, old_count, new_start, new_count = self.hunk_header(i, eof_seen)
+            if out and kind not in ("added", "deleted") and self.ends_without_context(out[-1]):
+                # git apply (without --unidiff-zero) anchors a hunk without trailing context at
+                # the end of the file: with a hunk after it, it is refused or applied elsewhere.
+                # (A new or deleted file is one hunk: check_hunk says so.)
+                self.add(
+                    out[-1].header_line,
+                    "hunk-without-context",
+                    "hunk has no trailing context but another hunk follows: git apply (without"
+                    " --unidiff-zero) anchors it at the end of the file, so it refuses the patch"
+                    " or applies it elsewhere; make the diff with context (git diff, not -U0)",
+                )
+                raise _Skip(i + 1)
             body = i + 1
             i, added, removed, marker = self.hunk_body(body, hl, old_count, new_count)
             eof_seen = eof_seen or marker
@@ -840,6 +996,19 @@ class _Parser:
             prev_old_begin, prev_old_end = old_begin, old_begin + old_count
             out.append(hunk)
         return i
+
+    def ends_without_context(self, hunk: Hunk) -> bool:
+        """No context line after the hunk's last changed line (markers aside)."""
+        body = hunk.header_line  # index of the first body line
+        end = body + len(hunk.body)
+        firsts = self.firsts
+        last_change = max(firsts.rfind("+", body, end), firsts.rfind("-", body, end))
+        return firsts.find(" ", last_change + 1, end) == -1
+
+    def starts_without_context(self, hunk: Hunk) -> bool:
+        """No context line before the hunk's first changed line."""
+        body = hunk.header_line
+        return self.firsts[body : body + 1] != " "
 
     def hunk_header(self, i: int, eof_seen: bool) -> tuple[int, int, int, int]:
         """The ``@@ -a,b +c,d @@`` line at ``i``: (old start, old count, new start, new count)."""
@@ -928,6 +1097,7 @@ class _Parser:
         old_left, new_left = old_count, new_count
         old_end = new_end = eof = False
         prev = ""
+        marker_at = 0
         while old_left or new_left:
             if i >= n:
                 self.add(hl, "hunk-count-mismatch", "patch ends before the hunk's counts")
@@ -935,18 +1105,21 @@ class _Parser:
             line = lines[i]
             c = line[:1]
             if c == " ":
-                if not old_left or not new_left or old_end or new_end:
+                if not old_left or not new_left:
                     break
+                ended = old_end or new_end
                 old_left -= 1
                 new_left -= 1
             elif c == "-":
-                if not old_left or old_end:
+                if not old_left:
                     break
+                ended = old_end
                 r += 1
                 old_left -= 1
             elif c == "+":
-                if not new_left or new_end:
+                if not new_left:
                     break
+                ended = new_end
                 a += 1
                 new_left -= 1
             elif c == "\\":
@@ -955,8 +1128,19 @@ class _Parser:
                 old_end = old_end or prev in (" ", "-")
                 new_end = new_end or prev in (" ", "+")
                 eof = True
+                marker_at = i
+                ended = False
             else:
                 break
+            if ended:
+                # The hunk goes on after the end of that side's file: the marker is misplaced
+                # (not the count, which the line still fits).
+                self.add(
+                    marker_at + 1,
+                    "misplaced-no-newline-marker",
+                    f"end-of-file marker inside a hunk: line {i + 1} continues that side",
+                )
+                raise _Skip(i + 1)
             prev = c
             i += 1
         if old_left or new_left:
@@ -997,14 +1181,15 @@ class _Parser:
             if r:
                 self.add(hl, "new-file-with-removed-lines", "a new file has removed lines")
                 raise _Skip(i)
-            if follows or old_start or old_count or new_start != 1:
+            # (A context line makes the old count non-zero, refused above with an old start 0.)
+            if follows or old_start or new_start != 1:
                 self.add(hl, "invalid-hunk-range", "a new file needs one hunk '-0,0 +1,N'")
                 raise _Skip(i)
         elif kind == "deleted":
             if a:
                 self.add(hl, "deleted-file-with-added-lines", "a deleted file has added lines")
                 raise _Skip(i)
-            if follows or new_start or new_count or old_start != 1:
+            if follows or new_start or old_start != 1:
                 self.add(hl, "invalid-hunk-range", "a deleted file needs one hunk '-1,N +0,0'")
                 raise _Skip(i)
         if follows and (old_begin < prev_old_end or old_begin <= prev_old_begin):
@@ -1015,6 +1200,24 @@ class _Parser:
                 hl,
                 "hunk-offset-mismatch",
                 "new start disagrees with old start plus the earlier hunks' line delta",
+            )
+            raise _Skip(i)
+        at_top = (old_start == 1 and old_count > 0) or (old_start == 0 and old_count == 0)
+        if (
+            not at_top
+            and self.starts_without_context(hunk)
+            and self.ends_without_context(hunk)
+        ):
+            # What `git diff -U0` writes. Without --unidiff-zero git apply anchors a hunk with
+            # no trailing context at the end of the file: it refuses it there, or (an
+            # insertion) adds the lines at the end instead of where the header says. At the top
+            # of a file, the same bytes are what `git diff` writes for a whole-file change.
+            self.add(
+                hl,
+                "hunk-without-context",
+                "hunk has no context lines: git apply (without --unidiff-zero) anchors it at"
+                " the end of the file, so it refuses the patch or applies it elsewhere; make the"
+                " diff with context (git diff, not -U0)",
             )
             raise _Skip(i)
         return old_begin

@@ -12,7 +12,8 @@ reference names them:
   every one of them is a regular file the reader could read;
 - ``independent-acceptance``: the candidate is at most ``max_candidate_bytes``, parses as strict
   JSON (no duplicate keys) and equals ``required_json`` with type-strict recursive equality
-  (``1``, ``1.0`` and ``true`` all differ, unlike Python's ``==``).
+  (``1``, ``1.0`` and ``true`` all differ, unlike Python's ``==``; floats compare by their
+  canonical form, so ``-0.0`` is not ``0.0``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ _NOTES: Final = (
 
 
 def json_equal(left: Any, right: Any) -> bool:
-    """Type-strict recursive equality of two JSON values (bool, int and float never mix)."""
+    """Type-strict recursive equality of two JSON values: bool, int and float never mix, and
+    floats are equal only when their canonical forms are."""
     if type(left) is not type(right):
         return False
     if isinstance(left, dict):
@@ -60,6 +62,10 @@ def json_equal(left: Any, right: Any) -> bool:
         return len(left) == len(right) and all(
             json_equal(a, b) for a, b in zip(left, right, strict=True)
         )
+    if isinstance(left, float):
+        # -0.0 == 0.0 in Python (and `-1e-400` reads as -0.0), but their canonical forms
+        # (float repr, what the canonical encoder writes) differ: compare those.
+        return repr(left) == repr(right)
     return bool(left == right)
 
 

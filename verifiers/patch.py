@@ -56,6 +56,14 @@ from verifiers.semantics import SemanticAdapter, SemanticOutcome
 
 PATCH_VALIDATOR_IDS: Final = ("result-manifest-schema", "independent-review")
 MAX_DIFF_FINDINGS: Final = 50  # parser findings copied into the result, at most
+# The one finding of check 5, whatever went wrong with which log: recorded under adapters that
+# never change meaning (replay compares it byte for byte), so the reader's detail (which log,
+# which of the five problems) is derived from the check's diagnostics, never from this text
+# (``ledger.store.lookup.finding_details``).
+LOG_FINDING: Final = (
+    "Evaluator-required worker logs are missing/duplicated, lack digests, are oversized, "
+    "missing, or do not match declared digests."
+)
 
 
 def matches_any(path: str, patterns: Sequence[str]) -> bool:
@@ -587,13 +595,7 @@ def _review_logs(
         snapshot, doc, limits.required_log_types, limits.max_log_bytes, locator
     )
     if not logs_ok:
-        findings.append(
-            finding(
-                "provenance",
-                "Evaluator-required worker logs are missing/duplicated, lack digests, are "
-                "oversized, missing, or do not match declared digests.",
-            )
-        )
+        findings.append(finding("provenance", LOG_FINDING))
     return logs_ok, log_payload
 
 
@@ -714,6 +716,7 @@ def _review_evidence(
 
 
 __all__ = [
+    "LOG_FINDING",
     "MAX_DIFF_FINDINGS",
     "PATCH_VALIDATOR_IDS",
     "build_patch_result",

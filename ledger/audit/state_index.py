@@ -102,6 +102,7 @@ class StateIndexCheck:
             "state_calibration",
             {(k,): (int(green), seq) for k, (green, seq) in state.calibration.items()},
         )
+        yield "state_mentions", dict.fromkeys(state.mentions, ())
 
     def _compare(self, table: str, expected: dict[Any, tuple[Any, ...]]) -> str | None:
         """The first difference between ``table`` and ``expected`` (streamed), if any."""
@@ -115,8 +116,9 @@ class StateIndexCheck:
             "state_exposed_contents": "SELECT content, seq, work_unit_id",
             "state_observed": "SELECT sha256, seq",
             "state_calibration": "SELECT adapter_version, green, seq",
+            "state_mentions": "SELECT sha256, seq, object",
         }[table]
-        width = 2 if table == "state_tasks" else 1
+        width = {"state_tasks": 2, "state_mentions": 3}.get(table, 1)
         rows = 0
         for row in self._conn.execute(f"{sql} FROM {table}"):
             rows += 1

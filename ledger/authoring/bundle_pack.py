@@ -21,7 +21,9 @@ honest no-op candidate, which the verifier rejects as ``empty-patch``).
 
 from __future__ import annotations
 
+import os
 import shlex
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +37,10 @@ from ledger.authoring.git_reading import (
 )
 from ledger.authoring.skeleton import PATCH_CANDIDATE, pretty
 from ledger.errors import CommitError, UsageError
-from verifiers.canonical import canonical_digest, sha256_hex_digest
+from verifiers.canonical import INT_MAX, canonical_digest, sha256_hex_digest
 from verifiers.contracts import decode_result_manifest, decode_work_unit
+from verifiers.jsonread import read_json
+from verifiers.reading import read_at_most
 
 MAX_PATCH_BYTES: Final = 16 * 1024 * 1024
 MANIFEST: Final = "result-manifest.json"
@@ -66,6 +70,84 @@ def _work_unit(data: bytes, what: str) -> dict[str, Any]:
         )
     value: dict[str, Any] = decoded.raw
     return value
+
+
+# -- a fresh attempt number (issue 29: three candidates of one task must not read the same) ---
+
+MAX_SIBLINGS: Final = 1000  # entries of the output's folder looked at, at most
+MAX_SIBLING_MANIFEST: Final = 256 * 1024  # a ResultManifest's contract limit
+MAX_SIBLING_BYTES: Final = 16 * 1024 * 1024  # every sibling manifest read, together
+
+
+def next_attempt(out: Path, work_unit_bytes: bytes) -> int:
+    """The attempt number ``bundle pack`` gives a bundle written to ``out`` when none is
+    asked for: one more than the greatest ``attempt`` any other bundle folder beside it (a
+    folder of ``out``'s folder holding ``result-manifest.json``) states for the same WorkUnit
+    id, else 1. Sibling folders are read as hostile (other workers may have written them): no
+    symlink followed, a manifest only if it is a regular file within its contract's limit, at
+    most ``MAX_SIBLINGS`` entries and ``MAX_SIBLING_BYTES`` in all (more: refused, say
+    ``--attempt N``); a manifest that does not read says nothing. ``out`` itself (replaced with
+    --force) does not count."""
+    work_unit_id = _work_unit(work_unit_bytes, "the WorkUnit")["id"]
+    folder = Path(os.path.abspath(out)).parent
+    name = Path(os.path.abspath(out)).name
+    highest, budget = 0, MAX_SIBLING_BYTES
+    try:
+        listing = os.scandir(folder)
+    except OSError:
+        return 1  # no folder yet: writing --out says why it cannot
+    with listing:
+        for seen, item in enumerate(listing, start=1):
+            if seen > MAX_SIBLINGS:
+                raise UsageError(
+                    "usage-error",
+                    f"{folder} holds more than {MAX_SIBLINGS} entries: give --attempt N (the"
+                    " attempt number is otherwise one more than its bundles state)",
+                )
+            if item.name == name or not item.is_dir(follow_symlinks=False):
+                continue
+            data = _sibling_manifest(Path(item.path) / MANIFEST, budget)
+            if data is None:
+                continue
+            budget -= len(data)
+            if budget < 0:
+                raise UsageError(
+                    "usage-error",
+                    f"the bundles in {folder} hold more than {MAX_SIBLING_BYTES} bytes of"
+                    " manifests: give --attempt N",
+                )
+            read = read_json(data, max_bytes=MAX_SIBLING_MANIFEST, max_depth=32)
+            value = read.value if read.ok and isinstance(read.value, dict) else {}
+            attempt = value.get("attempt")
+            if (
+                value.get("work_unit_id") == work_unit_id
+                and isinstance(attempt, int)
+                and not isinstance(attempt, bool)
+                and attempt > highest
+            ):
+                highest = attempt
+    if highest >= INT_MAX:  # the next would have no canonical form
+        raise UsageError(
+            "usage-error", f"a bundle in {folder} states attempt {highest}: give --attempt N"
+        )
+    return highest + 1
+
+
+def _sibling_manifest(path: Path, budget: int) -> bytes | None:
+    """A sibling bundle's manifest bytes (at most its limit and what is left of the budget,
+    plus one), or None when it is not a regular file that can be opened without a link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return read_at_most(fd, min(MAX_SIBLING_MANIFEST, max(budget, 0)) + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _candidate_id(work_unit: Mapping[str, Any]) -> str:

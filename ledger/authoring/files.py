@@ -30,13 +30,16 @@ def write_new_folder(
     *,
     force: bool = False,
     on_written: Callable[[Path], None] | None = None,
+    exists_hint: str = "pass --force to replace it",
 ) -> None:
     """Write ``files`` (folder-relative names) as the folder ``out``, atomically by rename;
-    ``on_written(out)`` once it is in place (the CLI's note for an interrupt)."""
+    ``on_written(out)`` once it is in place (the CLI's note for an interrupt). ``exists_hint``:
+    what the refusal of an existing ``out`` tells to do (a command with no ``--force`` says
+    what it offers instead)."""
     if out.is_symlink():
         raise UsageError("file-exists", f"{out} is a symlink; refusing to write through it")
     if out.exists() and not force:
-        raise UsageError("file-exists", f"{out} already exists (pass --force to replace it)")
+        raise UsageError("file-exists", f"{out} already exists ({exists_hint})")
     if out.exists() and not out.is_dir():
         raise UsageError("file-exists", f"{out} exists and is not a folder; not replaced")
     parent = out.parent
@@ -94,3 +97,29 @@ def write_files(
         done = None if on_written is None else functools.partial(on_written, path)
         mode = 0o600 if path in private else 0o666
         write_atomic(path, data, replace=True, mode=mode, on_written=done)
+
+
+def remove_files(root: Path, names: Collection[str]) -> list[str]:
+    """Delete the ROOT-relative files ``names`` (``remove task``): each only when every folder
+    on its way is a real folder and it is a regular file (a symlink is never followed, nor
+    deleted in place of what it names); the ones deleted, in order."""
+    removed = []
+    for name in names:
+        _check_name(name)
+        path, parts = root, name.split("/")
+        for part in parts[:-1]:
+            path = path / part
+            if path.is_symlink() or not path.is_dir():
+                break
+        else:
+            path = path / parts[-1]
+            if path.is_symlink() or not path.is_file():
+                continue
+            try:
+                path.unlink()
+            except OSError as exc:
+                raise UsageError(
+                    "file-unwritable", f"cannot delete {path}: {exc.strerror}"
+                ) from None
+            removed.append(name)
+    return removed

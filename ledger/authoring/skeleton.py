@@ -12,8 +12,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, get_args
 
+from ledger.documents.cohort import Family, Split, decode_cohort
+from ledger.documents.cohort_folder import PLAN_SALT_EXTENSION, refuse_decode
+from ledger.documents.placeholders import MARKER, placeholder
 from ledger.errors import CommitError, UsageError
 from verifiers.runner import ADAPTERS, VALIDATOR_IDS, VERIFIER_ID
 
@@ -21,8 +25,10 @@ PLAN_VERSIONS: Final = ("0.1", "0.2", "0.3", "0.4")
 COHORT_FILE: Final = "cohort.json"
 WORK_UNITS_DIR: Final = "work-units"
 PLANS_DIR: Final = "evaluators"
-DEFAULT_REPOSITORY: Final = "https://example.org/your/repository.git"
-DEFAULT_REVISION: Final = "0" * 40
+# Without --repository / --revision the skeleton writes placeholders (lint and freeze refuse
+# them) rather than a made-up source a cohort could be frozen with.
+DEFAULT_REPOSITORY: Final = placeholder("the URL of the source repository the task is about")
+DEFAULT_REVISION: Final = placeholder("the commit id of the source revision the task is about")
 FAMILIES: Final = (
     "bug_fix",
     "test_failure",
@@ -43,11 +49,11 @@ BACKEND_WORD: Final[Mapping[str, str]] = {
 }
 # What the plan checks, by version: the field a user edits (a placeholder to replace).
 _SEMANTIC: Final[Mapping[str, dict[str, list[str]]]] = {
-    "0.2": {"required_added_text": ["REPLACE: an exact whole line the patch must add"]},
-    "0.3": {"required_added_substrings": ["REPLACE: text an added line must contain"]},
+    "0.2": {"required_added_text": [placeholder("an exact whole line the patch must add")]},
+    "0.3": {"required_added_substrings": [placeholder("text an added line must contain")]},
     "0.4": {
-        "required_added_substrings": ["REPLACE: text an added line must contain"],
-        "required_removed_substrings": ["REPLACE: text a removed line must contain"],
+        "required_added_substrings": [placeholder("text an added line must contain")],
+        "required_removed_substrings": [placeholder("text a removed line must contain")],
     },
 }
 _VALIDATOR_TYPES: Final[Mapping[str, str]] = {
@@ -92,16 +98,18 @@ def work_unit_doc(
 ) -> dict[str, Any]:
     """A WorkUnit 0.2 with exactly the validators the plan version implements."""
     patch = plan_version != "0.1"
-    allowed = ["REPLACE/path/the/change/may/touch.py"] if patch else [JSON_CANDIDATE_FILE]
+    # Where the source is not known yet, the locator is one placeholder, not two glued by "@".
+    unknown = MARKER in repository or MARKER in revision
+    locator = placeholder("URL@COMMIT of the source") if unknown else f"{repository}@{revision}"
+    path = placeholder("a path or glob the change may touch")
+    allowed = [path] if patch else [JSON_CANDIDATE_FILE]
     return {
         "schema_version": "0.2",
         "id": work_unit_id,
         "version": 1,
         "kind": "coding" if patch else "testing",
-        "objective": "REPLACE: what the worker must achieve, in one or two sentences.",
-        "inputs": [
-            {"id": "source-repository", "type": "git_ref", "locator": f"{repository}@{revision}"}
-        ],
+        "objective": placeholder("what the worker must achieve, in one or two sentences"),
+        "inputs": [{"id": "source-repository", "type": "git_ref", "locator": locator}],
         "outputs": [
             {
                 "id": PATCH_CANDIDATE,
@@ -152,7 +160,7 @@ def work_unit_doc(
         "evidence_requirements": [{"type": "artifact_hash", "required": True}],
         "budget": {"project_spend_usd_max": 0, "paid_fallback_allowed": False},
         "provenance": {
-            "created_by": "REPLACE: who wrote this WorkUnit",
+            "created_by": placeholder("who wrote this WorkUnit"),
             "creator_type": "human",
             "source": repository,
             "source_revision": revision,
@@ -194,7 +202,7 @@ def plan_doc(
     if plan_version == "0.1":
         doc["allowed_files"] = [JSON_CANDIDATE_FILE]
         doc["max_candidate_bytes"] = 65536
-        doc["required_json"] = {"REPLACE": "the exact JSON document the candidate must be"}
+        doc["required_json"] = {placeholder("the exact JSON document the candidate must be"): 0}
         return doc
     backend: dict[str, Any] = {
         "type": "unified_diff",
@@ -209,6 +217,30 @@ def plan_doc(
     return doc
 
 
+@dataclass(frozen=True, slots=True)
+class TaskChoices:
+    """What ``new task`` lets the author choose for a task (the rest is a placeholder or the
+    one value a version allows). ``hidden_salt``: the task's plan is hidden, with this salt."""
+
+    family: str = "bug_fix"
+    split: str = "development"
+    hidden_salt: str | None = None
+
+    def checked(self) -> TaskChoices:
+        _check_choice(self.family, FAMILY_CHOICES, "family")
+        _check_choice(self.split, SPLIT_CHOICES, "split")
+        return self
+
+
+FAMILY_CHOICES: Final = get_args(Family)
+SPLIT_CHOICES: Final = get_args(Split)
+
+
+def _check_choice(value: str, choices: tuple[str, ...], what: str) -> None:
+    if value not in choices:
+        raise UsageError("usage-error", f"{what} {value!r} is not one of {', '.join(choices)}")
+
+
 def task_doc(
     task_id: str,
     plan_version: str,
@@ -216,15 +248,25 @@ def task_doc(
     work_unit: Mapping[str, Any],
     plan: Mapping[str, Any],
     work_unit_path: str,
-    plan_path: str,
+    plan_path: str | None,
     repository: str,
     revision: str,
+    choices: TaskChoices = TaskChoices(),
 ) -> dict[str, Any]:
+    """A cohort task; ``plan_path`` None: its plan is hidden (found by digest, never by path)."""
+    evaluator: dict[str, Any] = {
+        "visibility": "public" if plan_path is not None else "hidden",
+        "plan_id": plan["id"],
+        "plan_digest": "sha256:" + "0" * 64,  # filled by seal
+        "backend": BACKEND_WORD[plan_version],
+    }
+    if plan_path is not None:
+        evaluator["plan_path"] = plan_path
     return {
         "id": task_id,
-        "family": "bug_fix",
+        "family": choices.family,
         "difficulty": "small",
-        "split": "development",
+        "split": choices.split,
         "source": {"repository": repository, "revision": revision},
         "work_unit": {
             "path": work_unit_path,
@@ -232,16 +274,10 @@ def task_doc(
             "id": work_unit["id"],
             "version": work_unit["version"],
         },
-        "evaluator": {
-            "visibility": "public",
-            "plan_id": plan["id"],
-            "plan_digest": "sha256:" + "0" * 64,  # filled by seal
-            "backend": BACKEND_WORD[plan_version],
-            "plan_path": plan_path,
-        },
+        "evaluator": evaluator,
         "declared_structural_signatures": ["single-worker-baseline-v1"],
         "negative_case": {
-            "description": "REPLACE: a wrong change the plan must reject, and why.",
+            "description": placeholder("a wrong change the plan must reject, and why"),
             "expected_category": "correctness",
             "evidence_status": "pending",
         },
@@ -254,8 +290,8 @@ def cohort_doc(cohort_id: str) -> dict[str, Any]:
     return {
         "schema_version": "0.1",
         "id": cohort_id,
-        "title": "REPLACE: a one-line title",
-        "description": "REPLACE: what this cohort measures.",
+        "title": placeholder("a one-line title"),
+        "description": placeholder("what this cohort measures"),
         "stage": "scaffold",
         "minimum_final_tasks": 5,
         "required_families": list(FAMILIES),
@@ -270,6 +306,17 @@ def cohort_doc(cohort_id: str) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """A new task: its entry in cohort.json, its files (cohort-folder-relative path -> bytes)
+    and, for a hidden plan, the plan's file name and bytes (it goes to the hidden-plans
+    folder, never into the cohort folder)."""
+
+    task: dict[str, Any]
+    files: dict[str, bytes]
+    hidden_plan: tuple[str, bytes] | None = None
+
+
 def task_files(
     task_id: str,
     plan_version: str,
@@ -277,29 +324,39 @@ def task_files(
     prefix: str,
     repository: str,
     revision: str,
-) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The cohort task entry of a new task and its two files (folder-relative paths).
+    choices: TaskChoices = TaskChoices(),
+) -> NewTask:
+    """A new task, its WorkUnit and its plan.
 
     ``prefix`` is the cohort folder as seen from ROOT (``""`` when they are the same), so the
     paths inside the task are ROOT-relative."""
     check_id(task_id, "task id")
     check_plan_version(plan_version)
+    choices = choices.checked()
     stem = file_stem(task_id)
     wu_rel = f"{WORK_UNITS_DIR}/{stem}.work-unit.json"
-    plan_rel = f"{PLANS_DIR}/{stem}.evaluator-plan.json"
+    plan_name = f"{stem}.evaluator-plan.json"
+    plan_rel = f"{PLANS_DIR}/{plan_name}"
+    hidden = choices.hidden_salt is not None
     work_unit = work_unit_doc(task_id, plan_version, repository=repository, revision=revision)
     plan = plan_doc(f"{task_id}/evaluator", plan_version, work_unit, revision=revision)
+    if choices.hidden_salt is not None:
+        plan["visibility"] = "hidden"
+        plan["extensions"] = {PLAN_SALT_EXTENSION: choices.hidden_salt}
     task = task_doc(
         task_id,
         plan_version,
         work_unit=work_unit,
         plan=plan,
         work_unit_path=prefix + wu_rel,
-        plan_path=prefix + plan_rel,
+        plan_path=None if hidden else prefix + plan_rel,
         repository=repository,
         revision=revision,
+        choices=choices,
     )
-    return task, {wu_rel: pretty(work_unit), plan_rel: pretty(plan)}
+    if hidden:
+        return NewTask(task, {wu_rel: pretty(work_unit)}, (plan_name, pretty(plan)))
+    return NewTask(task, {wu_rel: pretty(work_unit), plan_rel: pretty(plan)})
 
 
 def new_cohort(
@@ -314,11 +371,12 @@ def new_cohort(
     """Every file of a new cohort folder (folder-relative path -> bytes), digests not yet
     sealed: the caller seals before writing."""
     check_id(cohort_id, "cohort id")
-    task, files = task_files(
+    made = task_files(
         task_id, plan_version, prefix=prefix, repository=repository, revision=revision
     )
+    files = made.files
     cohort = cohort_doc(cohort_id)
-    cohort["tasks"].append(task)
+    cohort["tasks"].append(made.task)
     files[COHORT_FILE] = pretty(cohort)
     files["README.md"] = readme(cohort_id, prefix=prefix).encode()
     return dict(sorted(files.items()))
@@ -330,19 +388,123 @@ def add_task(
     *,
     plan_version: str,
     prefix: str,
-    repository: str,
-    revision: str,
-) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """``cohort`` (plain JSON) with one more task, and the task's new files."""
+    repository: str | None,
+    revision: str | None,
+    choices: TaskChoices = TaskChoices(),
+) -> tuple[dict[str, Any], NewTask]:
+    """``cohort`` (plain JSON) with one more task, and the new task. The source defaults to
+    the cohort's (the one its tasks share), never to a made-up one."""
     tasks = cohort.get("tasks")
     if not isinstance(tasks, list):
         raise CommitError("document-invalid", "cohort.json has no tasks list; run `ledger lint`")
     if any(isinstance(t, dict) and t.get("id") == task_id for t in tasks):
         raise UsageError("task-exists", f"the cohort already has a task {task_id!r}")
-    task, files = task_files(
-        task_id, plan_version, prefix=prefix, repository=repository, revision=revision
+    known_repository, known_revision = cohort_source(tasks)
+    made = task_files(
+        task_id,
+        plan_version,
+        prefix=prefix,
+        repository=_given_or_known(
+            repository, known_repository, "--repository", DEFAULT_REPOSITORY
+        ),
+        revision=_given_or_known(revision, known_revision, "--revision", DEFAULT_REVISION),
+        choices=choices,
     )
-    return {**cohort, "tasks": [*tasks, task]}, files
+    return {**cohort, "tasks": [*tasks, made.task]}, made
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """``remove task``: the cohort without the task, the task's files to delete (ROOT-relative:
+    inside the cohort folder, named by no other task) and the ones kept, with why."""
+
+    cohort: dict[str, Any]
+    removed: tuple[str, ...]
+    kept: tuple[tuple[str, str], ...]
+
+
+def remove_task(cohort: Mapping[str, Any], task_id: str, *, cohort_prefix: str) -> Removal:
+    """``cohort`` (plain JSON) without the task ``task_id``. Refused, before anything is
+    written, when there is no such task, when it is the only one (a cohort holds one at
+    least), or when the cohort left would not decode."""
+    tasks = cohort.get("tasks")
+    if not isinstance(tasks, list):
+        raise CommitError("document-invalid", "cohort.json has no tasks list; run `ledger lint`")
+    gone = [t for t in tasks if isinstance(t, dict) and t.get("id") == task_id]
+    if not gone:
+        raise UsageError("task-unknown", f"the cohort has no task {task_id!r}")
+    left = [t for t in tasks if not (isinstance(t, dict) and t.get("id") == task_id)]
+    if not left:
+        raise UsageError(
+            "usage-error",
+            f"{task_id} is the cohort's only task and a cohort holds one at least:"
+            " add another first, or delete the whole folder",
+        )
+    after = {**cohort, "tasks": left}
+    decoded = decode_cohort(pretty(after))
+    if decoded.value is None:
+        raise refuse_decode("cohort.json without the task", decoded)
+    still = {path for t in left for path in _task_paths(t)}
+    removed: list[str] = []
+    kept: list[tuple[str, str]] = []
+    for task in gone:
+        for path in _task_paths(task):
+            if path in still:
+                kept.append((path, "another task names it"))
+            elif not _inside(path, cohort_prefix):
+                kept.append((path, "outside the cohort folder"))
+            elif path not in removed:
+                removed.append(path)
+        evaluator = task.get("evaluator")
+        if isinstance(evaluator, dict) and evaluator.get("visibility") == "hidden":
+            kept.append((f"hidden plan {evaluator.get('plan_id')}", "in your hidden-plans folder"))
+    return Removal(after, tuple(removed), tuple(kept))
+
+
+def _inside(path: str, cohort_prefix: str) -> bool:
+    """``path`` is a plain ROOT-relative path inside the cohort folder: no ``..``, ``.`` or
+    empty component (decided here, before anything is written, never while deleting)."""
+    parts = path.split("/")
+    plain = not path.startswith("/") and all(part not in ("", ".", "..") for part in parts)
+    return plain and path.startswith(cohort_prefix)
+
+
+def _task_paths(task: Any) -> list[str]:
+    """The ROOT-relative files a task names: its WorkUnit and its public plan."""
+    paths = []
+    for field, key in (("work_unit", "path"), ("evaluator", "plan_path")):
+        part = task.get(field) if isinstance(task, dict) else None
+        value = part.get(key) if isinstance(part, dict) else None
+        if isinstance(value, str):
+            paths.append(value)
+    return paths
+
+
+def cohort_source(tasks: list[Any]) -> tuple[set[str], set[str]]:
+    """The repositories and the revisions a cohort's tasks name as their source."""
+    repositories, revisions = set(), set()
+    for task in tasks:
+        source = task.get("source") if isinstance(task, dict) else None
+        if isinstance(source, dict):
+            if isinstance(source.get("repository"), str):
+                repositories.add(source["repository"])
+            if isinstance(source.get("revision"), str):
+                revisions.add(source["revision"])
+    return repositories, revisions
+
+
+def _given_or_known(given: str | None, known: set[str], option: str, default: str) -> str:
+    if given is not None:
+        return given
+    if len(known) == 1:
+        return next(iter(known))
+    if not known:  # a cohort with no task yet: the author writes it
+        return default
+    raise UsageError(
+        "usage-error",
+        f"the cohort's tasks name {len(known)} different sources ({', '.join(sorted(known))});"
+        f" say which this task is about with {option}",
+    )
 
 
 def readme(cohort_id: str, *, prefix: str) -> str:
@@ -352,14 +514,17 @@ def readme(cohort_id: str, *, prefix: str) -> str:
     )
     return f"""# Cohort `{cohort_id}`
 
-Written by `ledger new cohort`. Every field of every file here is already valid; the values
-that start with `REPLACE` are yours to write. {root_note}
+Written by `ledger new cohort`. Every value that holds `{MARKER}` is a placeholder: the text
+after it says what to write there. `ledger lint` lists every placeholder left (file, JSON
+pointer, what to put there), and `ledger freeze` refuses a cohort that still holds one
+(`placeholder-left`), so nothing the skeleton made up is ever frozen. {root_note}
 
 ## The files
 
-- `cohort.json`: the BenchmarkCohort. `stage` is `scaffold`: freeze it as it is to try the
-  ledger. A cohort whose stage is `frozen` needs at least `minimum_final_tasks` (5) tasks and a
-  task of every family in `required_families` (`bug_fix`, `test_failure`, `bounded_feature`,
+- `cohort.json`: the BenchmarkCohort. `stage` is `scaffold`, your own label (no task minimum
+  yet); what the ledger records decides whether the cohort is frozen, whatever the label says.
+  A cohort whose stage is `frozen` needs at least `minimum_final_tasks` (5) tasks and a task
+  of every family in `required_families` (`bug_fix`, `test_failure`, `bounded_feature`,
   `refactor`, `documentation_contract`); add tasks with `ledger new task`.
   Each task names its WorkUnit (`work_unit.path`, `.digest`, `.id`, `.version`) and its plan
   (`evaluator.plan_path`, `.plan_id`, `.plan_digest`, `.backend`: `unified_diff` for plans
@@ -382,6 +547,7 @@ that start with `REPLACE` are yours to write. {root_note}
     ledger lint DIR          # every contract error at once, with its JSON pointer and fix
     ledger init              # once: a ledger file (./ledger.db)
     ledger calibrate         # once: the verifier's calibration, needed before a freeze
+    ledger rehearse DIR B... # try the plans on sample bundles first: judged, never recorded
     ledger freeze DIR        # commit the cohort before any outcome exists
     ledger bundle pack --repo REPO --base REV --work-unit DIR/work-units/X.work-unit.json --out B
     ledger verify B          # support or reject, recorded
@@ -389,8 +555,9 @@ that start with `REPLACE` are yours to write. {root_note}
 Never edit a digest by hand: `ledger seal` writes them, `ledger digest FILE` shows one.
 Once frozen, a cohort's definition is fixed: a changed definition needs a new cohort id.
 
-A hidden plan (one candidates must not see): keep it outside this folder, set the plan's and
-the task's `visibility` to `hidden` and drop the task's `plan_path`; `ledger seal DIR
---hidden-plans FOLDER` then binds it, gives it its secret salt and seals its digest; pass the
-same `--hidden-plans FOLDER` to `ledger lint` and `ledger freeze`. Keep that folder private.
+A task with a hidden plan (one candidates must not see): `ledger new task DIR --id ID --hidden
+FOLDER` writes its plan into FOLDER (private, outside this folder), salted and bound; pass the
+same `--hidden-plans FOLDER` to `ledger seal`, `ledger lint`, `ledger rehearse` and `ledger
+freeze`. Keep that folder private. `ledger remove task DIR --id ID` takes a task out again
+(before the freeze: a frozen cohort never changes).
 """

@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 
@@ -52,6 +52,8 @@ class _Io:
     now: Callable[[], str] = staticmethod(_system_clock)
     # How long a read of --db waits for a writer (LEDGER_BUSY_TIMEOUT_MS): the app's settings.
     busy_timeout_ms: Callable[[], int] = staticmethod(_default_busy_timeout)
+    # Why a VerificationResult went its way, as `verify` prints it (the app's renderer).
+    reason_lines: Callable[[dict[str, Any]], list[str]] = staticmethod(lambda _doc: [])
 
 
 IO = _Io()
@@ -79,14 +81,17 @@ def register(
     db: Callable[[], str | Path],
     now: Callable[[], str],
     busy_timeout_ms: Callable[[], int],
+    reason_lines: Callable[[dict[str, Any]], list[str]],
 ) -> None:
     """Add the authoring commands to ``app``."""
     IO.say, IO.emit_json, IO.db, IO.now = say, emit_json, db, now
-    IO.busy_timeout_ms = busy_timeout_ms
+    IO.busy_timeout_ms, IO.reason_lines = busy_timeout_ms, reason_lines
     app.add_typer(new_app, name="new")
+    app.add_typer(remove_app, name="remove")
     app.add_typer(bundle_app, name="bundle")
     app.command()(seal)
     app.command()(lint)
+    app.command()(rehearse)
     app.command()(digest)
 
 
@@ -148,11 +153,19 @@ def new_cohort(
         str, typer.Option(help="EvaluatorPlan version of the first task: 0.1, 0.2, 0.3 or 0.4.")
     ] = "0.4",
     repository: Annotated[
-        str, typer.Option(help="URL of the source repository the tasks are about.")
-    ] = "https://example.org/your/repository.git",
+        str | None,
+        typer.Option(
+            help="URL of the source repository the tasks are about (default: a placeholder"
+            " that lint and freeze refuse until you write it)."
+        ),
+    ] = None,
     revision: Annotated[
-        str, typer.Option(help="Source revision (commit) the WorkUnits and plans are bound to.")
-    ] = "0" * 40,
+        str | None,
+        typer.Option(
+            help="Source revision (commit) the WorkUnits and plans are bound to (default: a"
+            " placeholder, as for --repository)."
+        ),
+    ] = None,
     root: RootOpt = Path("."),
     from_fixtures: Annotated[
         Path | None,
@@ -168,8 +181,10 @@ def new_cohort(
     as_json: JsonOpt = False,
 ) -> int:
     """Write a cohort skeleton: cohort.json, one WorkUnit, one plan and a README explaining
-    each field. Every field is valid and every digest sealed: `ledger lint DIR` passes at once.
-    Values starting with REPLACE are yours to write; then `ledger seal DIR`.
+    each field. Every digest is sealed; each value only you can write is a placeholder holding
+    "REPLACE:" (with what to put there), which `ledger lint DIR` lists and `ledger freeze`
+    refuses (placeholder-left). Write them, then `ledger seal DIR`; try the plan on sample
+    bundles with `ledger rehearse DIR BUNDLE...` before you freeze.
 
     With --from-fixtures PLANS --work-units WUS: one cohort (one task) per reference plan in
     PLANS bound to a WorkUnit in WUS, under DIR/<plan name>/; the other plans are listed as
@@ -178,7 +193,7 @@ def new_cohort(
         return _from_fixtures(cohort_dir, from_fixtures, work_units, root, repository, as_json)
     from ledger.authoring.files import write_new_folder
     from ledger.authoring.seal import seal as run_seal
-    from ledger.authoring.skeleton import check_id
+    from ledger.authoring.skeleton import DEFAULT_REPOSITORY, DEFAULT_REVISION, check_id
     from ledger.authoring.skeleton import new_cohort as build
 
     prefix = _prefix(cohort_dir.parent, root) + cohort_dir.name + "/"
@@ -188,11 +203,14 @@ def new_cohort(
         task_id=task_id or f"{cid}/task-001",
         plan_version=plan_version,
         prefix=prefix,
-        repository=repository,
-        revision=revision,
+        repository=DEFAULT_REPOSITORY if repository is None else repository,
+        revision=DEFAULT_REVISION if revision is None else revision,
     )
     written = note_files(cohort_dir)
-    write_new_folder(cohort_dir, files, on_written=written)
+    # No --force: replacing a cohort folder by a skeleton would throw the author's work away.
+    hint = f"new cohort never replaces a folder: add a task with `ledger new task {cohort_dir}"
+    hint += " --id ID`, or choose another folder"
+    write_new_folder(cohort_dir, files, on_written=written, exists_hint=hint)
     sealed = run_seal(cohort_dir, root=root)
     from ledger.authoring.files import write_files
 
@@ -214,16 +232,24 @@ def new_cohort(
 
 
 def _from_fixtures(
-    out: Path, plans: Path, work_units: Path | None, root: Path, repository: str, as_json: bool
+    out: Path,
+    plans: Path,
+    work_units: Path | None,
+    root: Path,
+    repository: str | None,
+    as_json: bool,
 ) -> int:
     from ledger.authoring.files import write_new_folder
     from ledger.authoring.fixtures import from_fixtures
+    from ledger.authoring.skeleton import DEFAULT_REPOSITORY
 
     if work_units is None:
         raise UsageError("usage-error", "--from-fixtures needs --work-units FOLDER")
     _prefix(out.parent, root)  # OUT inside ROOT: the cohorts' paths are ROOT-relative
-    made = from_fixtures(plans, work_units, root=root, prefix="", repository=repository)
-    write_new_folder(out, made.files, on_written=note_files(out))
+    source = DEFAULT_REPOSITORY if repository is None else repository
+    made = from_fixtures(plans, work_units, root=root, prefix="", repository=source)
+    hint = "new cohort never replaces a folder: choose another folder"
+    write_new_folder(out, made.files, on_written=note_files(out), exists_hint=hint)
     if as_json:
         IO.emit_json(
             {
@@ -241,31 +267,12 @@ def _from_fixtures(
     return EXIT_OK
 
 
-@new_app.command("task")
-def new_task(
-    cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
-    task_id: Annotated[str, typer.Option("--id", help="Id of the new task.")],
-    plan_version: Annotated[
-        str, typer.Option(help="EvaluatorPlan version: 0.1, 0.2, 0.3 or 0.4.")
-    ] = "0.4",
-    repository: Annotated[str, typer.Option(help="URL of the source repository.")] = (
-        "https://example.org/your/repository.git"
-    ),
-    revision: Annotated[str, typer.Option(help="Source revision the task is bound to.")] = (
-        "0" * 40
-    ),
-    root: RootOpt = Path("."),
-    as_json: JsonOpt = False,
-) -> int:
-    """Add a task to a cohort: its WorkUnit and plan files, its entry in cohort.json, sealed."""
-    from ledger.authoring.files import write_files
-    from ledger.authoring.seal import seal as run_seal
-    from ledger.authoring.skeleton import add_task, pretty
+def _cohort_json(cohort_dir: Path) -> dict[str, Any]:
+    """cohort.json of ``cohort_dir`` as plain JSON, read as freeze reads it (bounded, strict)."""
     from ledger.documents.cohort_folder import COHORT_FILE, read_relative
     from verifiers.contracts import LIMITS
     from verifiers.jsonread import read_json
 
-    prefix = _prefix(cohort_dir, root)
     limits = LIMITS["benchmark-cohort"]
     data = read_relative(cohort_dir, COHORT_FILE, limits.max_bytes, what="cohort file")
     read = read_json(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
@@ -273,31 +280,197 @@ def new_task(
         raise CommitError(
             "document-invalid", f"{cohort_dir}/{COHORT_FILE} is not a JSON object; run lint"
         )
-    cohort, files = add_task(
-        read.value,
+    value: dict[str, Any] = read.value
+    return value
+
+
+def _refuse_frozen(cohort: dict[str, Any], doing: str) -> None:
+    """Refuse to change the tasks of a cohort id the ledger (--db, read-only) froze: any change
+    of its tasks is a new definition, which that id can never have; checked before a write."""
+    from ledger.authoring.seal import frozen_definitions
+
+    cohort_id = cohort.get("id")
+    frozen = frozen_definitions(IO.db(), busy_timeout_ms=IO.busy_timeout_ms())
+    if isinstance(cohort_id, str) and cohort_id in frozen:
+        raise CommitError(
+            "cohort-already-frozen",
+            f"cohort {cohort_id} is frozen in the ledger; {doing} would give it another"
+            " definition. A changed cohort needs a new id (change /id in cohort.json first)",
+        )
+
+
+def _hidden_folder(folder: Path, cohort_dir: Path) -> Path:
+    """The folder a hidden plan is written into: never inside the cohort folder, which is
+    published with the cohort (a hidden plan there is no longer hidden)."""
+    inside = folder.resolve() == cohort_dir.resolve() or cohort_dir.resolve() in (
+        folder.resolve().parents
+    )
+    if inside:
+        raise UsageError(
+            "folder-unusable",
+            f"--hidden {folder} is inside the cohort folder {cohort_dir}, which is published"
+            " with the cohort: keep hidden plans in a private folder outside it",
+        )
+    return folder
+
+
+@new_app.command("task")
+def new_task(
+    cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
+    task_id: Annotated[str, typer.Option("--id", help="Id of the new task.")],
+    plan_version: Annotated[
+        str, typer.Option(help="EvaluatorPlan version: 0.1, 0.2, 0.3 or 0.4.")
+    ] = "0.4",
+    family: Annotated[
+        str,
+        typer.Option(
+            help="bug_fix, test_failure, bounded_feature, refactor, documentation_contract or"
+            " other."
+        ),
+    ] = "bug_fix",
+    split: Annotated[
+        str,
+        typer.Option(
+            help="development, train, pilot or held_out (a held-out WorkUnit must never have"
+            " been seen)."
+        ),
+    ] = "development",
+    hidden: Annotated[
+        Path | None,
+        typer.Option(
+            "--hidden",
+            metavar="FOLDER",
+            help="Make the task's plan hidden: written into FOLDER (private, outside the"
+            " cohort folder; created 0700), salted and bound; pass the same FOLDER as"
+            " --hidden-plans to seal, lint, rehearse and freeze.",
+        ),
+    ] = None,
+    repository: Annotated[
+        str | None,
+        typer.Option(
+            help="URL of the source repository (default: the one the cohort's tasks name)."
+        ),
+    ] = None,
+    revision: Annotated[
+        str | None,
+        typer.Option(help="Source revision the task is bound to (default: the cohort's)."),
+    ] = None,
+    root: RootOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> int:
+    """Add a task to a cohort: its WorkUnit and plan files, its entry in cohort.json, sealed.
+
+    The task's source is the cohort's (the repository and revision its tasks name) unless
+    --repository / --revision say otherwise; what only you can write (objective, paths, what
+    the patch must add) is a placeholder that lint lists and freeze refuses. Refused
+    (cohort-already-frozen) when the ledger (--db) froze the cohort's id."""
+    from ledger.authoring.files import write_files
+    from ledger.authoring.seal import seal as run_seal
+    from ledger.authoring.skeleton import TaskChoices, add_task, pretty
+    from ledger.documents.cohort_folder import COHORT_FILE
+    from ledger.settings import random_salt
+
+    prefix = _prefix(cohort_dir, root)
+    folder = _hidden_folder(hidden, cohort_dir) if hidden is not None else None
+    choices = TaskChoices(
+        family=family, split=split, hidden_salt=None if folder is None else random_salt()
+    )
+    old = _cohort_json(cohort_dir)
+    cohort, made = add_task(
+        old,
         task_id,
         plan_version=plan_version,
         prefix=prefix,
         repository=repository,
         revision=revision,
+        choices=choices,
     )
-    targets = {cohort_dir / name: body for name, body in files.items()}
-    for path in targets:
+    _refuse_frozen(old, f"adding task {task_id}")
+    targets = {cohort_dir / name: body for name, body in made.files.items()}
+    private: dict[Path, bytes] = {}
+    if folder is not None and made.hidden_plan is not None:
+        name, body = made.hidden_plan
+        private[folder / name] = body
+    for path in (*targets, *private):
         if path.exists() or path.is_symlink():
             raise UsageError("file-exists", f"{path} already exists; not overwritten")
     from ledger.store.files import write_atomic
 
     written = note_files(cohort_dir)
+    if folder is not None:
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError("file-unwritable", f"cannot create {folder}: {exc.strerror}") from None
+    for path, body in sorted(private.items()):  # as secret as the plan: its owner's only
+        write_atomic(
+            path, body, replace=False, mode=0o600, on_written=functools.partial(written, path)
+        )
     for path, body in sorted(targets.items()):
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, body, replace=False, on_written=functools.partial(written, path))
     write_files({cohort_dir / COHORT_FILE: pretty(cohort)}, on_written=written)
+    sealed = run_seal(cohort_dir, root=root, hidden_plans=folder, salts=random_salt)
+    write_files(sealed.writes, on_written=written, private=sealed.private)
+    files = sorted(str(p) for p in (*targets, *private))
+    if as_json:
+        IO.emit_json({"task": task_id, "files": files, "sealed": True})
+    else:
+        where = f"; its hidden plan is in {folder} (pass --hidden-plans {folder})" if folder else ""
+        IO.say(f"added task {task_id} to {cohort_dir} ({', '.join(files)}){where}")
+    return EXIT_OK
+
+
+remove_app = typer.Typer(
+    help="Remove a task from a cohort folder (before it is frozen).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=_SETTINGS,
+)
+
+
+@remove_app.command("task")
+def remove_task(
+    cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
+    task_id: Annotated[str, typer.Option("--id", help="Id of the task to remove.")],
+    root: RootOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> int:
+    """Remove a task from a cohort folder: its entry in cohort.json, and its WorkUnit and plan
+    files when they are inside the cohort folder and no other task names them; then seal.
+
+    Files outside the cohort folder (a reference fixture named in place, a hidden plan) are
+    left as they are and listed. Refused (cohort-already-frozen) when the ledger (--db) froze
+    the cohort's id: a frozen cohort never changes."""
+    from ledger.authoring.files import remove_files, write_files
+    from ledger.authoring.seal import seal as run_seal
+    from ledger.authoring.skeleton import pretty
+    from ledger.authoring.skeleton import remove_task as without
+
+    cohort = _cohort_json(cohort_dir)
+    removal = without(cohort, task_id, cohort_prefix=_prefix(cohort_dir, root))
+    _refuse_frozen(cohort, f"removing task {task_id}")
+    written = note_files(cohort_dir)
+    write_files({cohort_dir / "cohort.json": pretty(removal.cohort)}, on_written=written)
+    removed = remove_files(root, removal.removed)
     sealed = run_seal(cohort_dir, root=root)
     write_files(sealed.writes, on_written=written)
     if as_json:
-        IO.emit_json({"task": task_id, "files": sorted(str(p) for p in targets), "sealed": True})
+        IO.emit_json(
+            {
+                "task": task_id,
+                "removed": removed,
+                "kept": [{"file": f, "reason": why} for f, why in removal.kept],
+                "definition_digest": sealed.definition_digest,
+            }
+        )
     else:
-        IO.say(f"added task {task_id} to {cohort_dir} ({', '.join(sorted(files))})")
+        IO.say(f"removed task {task_id} from {cohort_dir}")
+        for path in removed:
+            IO.say(f"  deleted {path}")
+        for path, why in removal.kept:
+            IO.say(f"  kept {path} ({why})")
+        IO.say(f"definition digest {sealed.definition_digest}")
     return EXIT_OK
 
 
@@ -380,6 +553,97 @@ def lint(
     return _show_report(run_lint(cohort_dir, root=root, hidden_plans=hidden_plans), as_json)
 
 
+REHEARSAL: Final = "rehearsal: not recorded"
+
+
+def rehearse(
+    cohort_dir: Annotated[Path, typer.Argument(help="Cohort folder holding cohort.json.")],
+    bundles: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Sample result bundle folder(s) to judge.", metavar="BUNDLE...", show_default=False
+        ),
+    ],
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
+            " manifest cannot name one (as for verify)."
+        ),
+    ] = None,
+    root: RootOpt = Path("."),
+    hidden_plans: Annotated[
+        Path | None,
+        typer.Option(help="Folder of hidden EvaluatorPlans, matched to tasks by plan_digest."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Try a cohort's plans on sample bundles before freezing: judged, never recorded.
+
+    Each bundle is judged as `ledger verify` would judge it once the cohort is frozen (the same
+    task choice, bundle reader and verifiers), but by the plan the folder holds now. No ledger
+    is opened and nothing is written: every line says "rehearsal: not recorded", and no
+    rehearsal is a verdict (`verify` after `freeze` records one). Exit 0 when every bundle is
+    judged support, 1 when any is not, 2 when any is refused (like a batch verify)."""
+    from ledger.operations.rehearse import Refused
+    from ledger.operations.rehearse import rehearse as run_rehearse
+
+    done = run_rehearse(
+        cohort_dir, bundles, root=root, time=IO.now(), hidden_plans=hidden_plans, task=task
+    )
+    if as_json:
+        IO.emit_json(
+            {
+                "rehearsal": True,
+                "recorded": False,
+                "cohort": done.cohort,
+                "definition_digest": done.definition_digest,
+                "lint_problems": done.lint_problems,
+                "bundles": [_rehearsed_json(b) for b in done.bundles],
+            }
+        )
+        return done.exit_code
+    for b in done.bundles:
+        if isinstance(b, Refused):
+            IO.say(f"{REHEARSAL}: {b.bundle}: REFUSED {b.error.code}: {b.error.message}")
+            continue
+        IO.say(
+            f"{REHEARSAL}: {b.bundle}: {b.outcome.upper()}: {done.cohort} / {b.task}"
+            f" (plan {b.plan_id}, {b.adapter} {b.adapter_version})"
+        )
+        for line in IO.reason_lines(b.verification_result):  # as verify prints them
+            IO.say(f"{REHEARSAL}: {line}")
+    ready = (
+        "lint finds no problem in it"
+        if not done.lint_problems
+        else f"the folder is not ready to freeze: {done.lint_problems} lint problem(s),"
+        " `ledger lint` lists them"
+    )
+    judged = f"{len(done.bundles)} bundle(s) judged by the plans of {cohort_dir}"
+    IO.say(f"{REHEARSAL}: {judged}; {ready}")
+    return done.exit_code
+
+
+def _rehearsed_json(b: Any) -> dict[str, Any]:
+    """One bundle of ``rehearse --json``: its outcome and result named as a rehearsal's, so
+    no reader of verify's ``outcome`` / ``verification_result`` takes it for a verdict."""
+    from ledger.operations.rehearse import Refused
+
+    if isinstance(b, Refused):
+        error = {"code": b.error.code, "message": b.error.message}
+        return {"status": "refused", "bundle": b.bundle, "error": error}
+    return {
+        "status": "rehearsed",
+        "bundle": b.bundle,
+        "task": b.task,
+        "plan": {"id": b.plan_id, "digest": b.plan_digest},
+        "adapter": b.adapter,
+        "adapter_version": b.adapter_version,
+        "rehearsal_outcome": b.outcome,
+        "rehearsal_result": b.verification_result,
+    }
+
+
 def freeze_dry_run(
     db: str | Path,
     cohort_dir: Path,
@@ -452,7 +716,14 @@ def bundle_pack(
     status: Annotated[
         str, typer.Option(help="Worker status: succeeded, failed, error, timeout, cancelled.")
     ] = "succeeded",
-    attempt: Annotated[int, typer.Option(help="Attempt number (1, 2, ...).")] = 1,
+    attempt: Annotated[
+        int | None,
+        typer.Option(
+            help="Attempt number (1, 2, ...; default: one more than any bundle beside --out"
+            " states for the same WorkUnit, else 1).",
+            show_default=False,
+        ),
+    ] = None,
     worker_id: Annotated[str, typer.Option(help="The worker's id.")] = "local-worker",
     summary: Annotated[str, typer.Option(help="The worker's one-line summary.")] = "",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out.")] = False,
@@ -488,13 +759,19 @@ def bundle_pack(
         raise UsageError("folder-unusable", f"--repo {repo} is not a folder")
     if out.exists() and not force:
         raise UsageError("file-exists", f"{out} already exists (pass --force to replace it)")
+    work_unit_bytes = _read_file(work_unit, 4 * 1024 * 1024)
+    if attempt is None:
+        from ledger.authoring.bundle_pack import next_attempt
+
+        # A fresh number, so candidates of one task packed side by side read differently.
+        attempt = next_attempt(out, work_unit_bytes)
     now = IO.now()
     packed = pack(
         git=git,
         repo=repo,
         base=base,
         head=head,
-        work_unit_bytes=_read_file(work_unit, 4 * 1024 * 1024),
+        work_unit_bytes=work_unit_bytes,
         work_unit_name=str(work_unit),
         stdout=_read_file(stdout, MAX_LOG_BYTES) if stdout is not None else b"",
         stderr=_read_file(stderr, MAX_LOG_BYTES) if stderr is not None else b"",
@@ -516,6 +793,7 @@ def bundle_pack(
                 "files_changed": packed.files_changed,
                 "patch_digest": packed.patch_digest,
                 "manifest_digest": packed.manifest_digest,
+                "attempt": attempt,
                 "files": sorted(packed.files),
                 "source_revision": None
                 if packed.source_revision is None
@@ -524,8 +802,8 @@ def bundle_pack(
         )
     else:
         IO.say(
-            f"wrote bundle {out}: {count(packed.files_changed, 'file')} changed"
-            f" ({packed.base[:12]}..{packed.head[:12]})"
+            f"wrote bundle {out}: attempt {attempt}, {count(packed.files_changed, 'file')}"
+            f" changed ({packed.base[:12]}..{packed.head[:12]})"
         )
         if packed.source_revision not in (None, packed.base):
             IO.say(f"source revision {packed.source_revision} is commit {packed.base}")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ledger.cli.wording import count
 from ledger.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -88,10 +89,16 @@ def browse(
         )
         return EXIT_OK
     IO.say(
-        f"wrote {result.out}: {result.verifications} verifications, {result.findings} findings,"
-        f" {result.tasks} tasks of {result.cohorts} cohorts (tree size {result.tree_size},"
+        f"wrote {result.out}: {count(result.verifications, 'verification')},"
+        f" {count(result.findings, 'finding')}, {count(result.tasks, 'task')} of"
+        f" {count(result.cohorts, 'cohort')} (tree size {result.tree_size},"
         f" root {result.root_hash})"
-        + (f"; {result.withheld} hidden plans and results withheld" if result.withheld else "")
+        + (
+            f"; {count(result.withheld, 'hidden plan or result', 'hidden plans and results')}"
+            " withheld"
+            if result.withheld
+            else ""
+        )
     )
     IO.say(f"open it with: datasette -i {result.out} -m {result.metadata}")
     return EXIT_OK

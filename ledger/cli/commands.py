@@ -49,21 +49,22 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring, browse, copy, when, witness
+from ledger.cli import authoring, browse, copy, trust, when, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.render import builtins as msgspec_builtins
 from ledger.cli.render import emit_json as _emit_json
 from ledger.cli.render import error_line, failure, stdout_gone
-from ledger.cli.render import note_appends as _note_appends
+from ledger.cli.render import findings_mode as _findings_mode
+from ledger.cli.render import reason_lines as _reason_lines
 from ledger.cli.render import say as _say
-from ledger.cli.render import say_verification as _say_verification
 from ledger.cli.render import verification_json as _verification_json
 from ledger.cli.render import visible as _visible
 from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
+    from ledger.format.trust import KeyKind
     from ledger.settings import Settings
     from ledger.store.base import Store
 
@@ -202,6 +203,23 @@ SignersOpt = Annotated[
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Replace an existing --out file (default: refuse).")
 ]
+SignOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="The log's signer key file (the .key of `ledger keygen`): sign the checkpoint that"
+        " anchors (needed under the trust file's anchoring policy).",
+        show_default=False,
+    ),
+]
+KeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--key",
+        metavar="KEY",
+        help="The log's verifier key (its .pub file, or the key string): every --checkpoint"
+        " must carry its valid signature (audit: default the trust file's log key).",
+    ),
+]
 
 
 class _State:
@@ -273,14 +291,10 @@ def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Sto
     db = _db()
     if read_only:
         return open_store(db, read_only=True, busy_timeout_ms=settings.busy_timeout_ms)
-    signer = _signer(settings)  # a bad key file refuses before the ledger is opened
-    opened: list[int] = []  # the size when opened: nothing can be appended before that
-    _note_appends(db, opened)
-    ledger = open_store(
-        db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms, signer=signer
-    )
-    opened.append(ledger.size())
-    return ledger
+    from ledger.cli.fast import open_writing
+
+    # A bad key file refuses before the ledger is opened.
+    return open_writing(db, settings, _signer(settings))
 
 
 def _signer(settings: "Settings") -> Any:
@@ -427,22 +441,58 @@ def log(
     as_jsonl: Annotated[
         bool, typer.Option("--jsonl", help="Print JSON Lines: one entry object per line.")
     ] = False,
+    sha: Annotated[
+        str | None,
+        typer.Option(
+            "--sha",
+            help="Only the entries about this sha256 digest (sha256:HEX or bare hex, whole or"
+            " a unique prefix of 8 digits or more): each entry naming an object of it, and the"
+            " verification of each bundle that read it.",
+            metavar="DIGEST",
+        ),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="Only the entries about this task: its bundles and verifications, the freeze"
+            " that committed it and a burn that observed it.",
+            metavar="TASK",
+        ),
+    ] = None,
+    cohort: Annotated[
+        str | None,
+        typer.Option(
+            "--cohort",
+            help="Only the entries about this cohort: its freeze, burn, bundles and"
+            " verifications.",
+            metavar="COHORT",
+        ),
+    ] = None,
     signers: SignersOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """List the entries in seq order, streamed (constant memory, whatever the ledger's size).
 
-    --kind, --since, --tail and --limit select, in that order; an unknown kind is refused
-    (bad-kind). --json prints one document {"entries": [...]}, written as it is read.
+    --kind, --since, --sha, --task, --cohort, --tail and --limit select, in that order; an
+    unknown kind is refused (bad-kind); a --sha prefix of several digests is refused
+    (ref-ambiguous, naming them). --json prints one document {"entries": [...]}, written as it
+    is read.
     A signed entry names its writer's key as NAME+KEYID, marked unverified unless --signers
     lists the keys you trust (then: NOT TRUSTED unless listed and its signature verifies)."""
     if as_json and as_jsonl:
         raise UsageError("usage-error", "give --json or --jsonl, not both")
     trusted = _trusted_signers(signers, as_json or as_jsonl)
-    with _open_ledger(read_only=True) as ledger:
-        entries = ledger.select_entries(
-            kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
-        )
+    with _open_ledger(read_only=True) as ledger, contextlib.ExitStack() as stack:
+        if sha is None and task is None and cohort is None:
+            entries = ledger.select_entries(
+                kinds=tuple(kind or ()), since=since, tail=tail, limit=limit
+            )
+        else:
+            stack.enter_context(ledger.snapshot())  # the lookup and the entries: one head
+            entries = _entries_about(
+                ledger, tuple(kind or ()), since, tail, limit, sha, task, cohort
+            )
         if as_jsonl:
             out = sys.stdout
             try:
@@ -453,12 +503,56 @@ def log(
         elif as_json:
             _stream_json_array("entries", (_entry_json(e) for e in entries))
         else:
+            from ledger.store.lookup import bundle_identity
+
             for e in entries:
+                summary = _summary(e)
+                if e.kind == "bundle.observed" and summary:
+                    # Whose it is: the folder label and what its manifest states.
+                    summary += f": {bundle_identity(ledger, e.payload).words()}"
                 _say(
-                    f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {_summary(e)}"
+                    f"{e.seq:>6}  {e.body.time}  {e.kind:<22} {e.entry_hash[:23]}  {summary}"
                     + _signed_by(e, trusted)
                 )
     return EXIT_OK
+
+
+def _entries_about(
+    ledger: Any,
+    kinds: tuple[str, ...],
+    since: int,
+    tail: int | None,
+    limit: int | None,
+    sha: str | None,
+    task: str | None,
+    cohort: str | None,
+) -> Iterator[Any]:
+    """``log`` with --sha, --task or --cohort: the entries naming an object of the digest (found
+    by the derived state's key, ``Mentions``, never a scan) and the verification of each bundle
+    among them, or every entry of the kinds that name a task or cohort (by the kind index),
+    kept when they name ``task`` and ``cohort``; of those the last ``tail``, the first
+    ``limit``. Constant memory but for the --sha list and the --tail window."""
+    from collections import deque
+    from itertools import islice
+
+    from ledger.format.entries import check_kinds
+    from ledger.state import Mentions
+    from ledger.store.lookup import ABOUT_KINDS, is_about, one_sha256, with_verdicts
+
+    wanted = check_kinds(kinds)
+    source: Iterator[Any]
+    if sha is not None:
+        mentions = Mentions(ledger)
+        digest = one_sha256(sha, mentions.digests)
+        seqs = with_verdicts(ledger, mentions.entries(digest))
+        found = (ledger.entry(seq) for seq in seqs if seq >= since)
+        source = (e for e in found if e is not None and (not wanted or e.kind in wanted))
+    else:
+        source = ledger.entries(kinds=wanted or ABOUT_KINDS, start=since)
+    selected: Iterator[Any] = (e for e in source if is_about(e, task, cohort))
+    if tail is not None:
+        selected = iter(deque(selected, maxlen=tail))
+    return islice(selected, limit)
 
 
 def _entry_json(entry: Any) -> bytes:
@@ -579,7 +673,8 @@ def _summary(entry: Any) -> str:
         if kind == "cohort.burned":
             return f"{p['cohort']}: {p['reason']}"
         if kind == "bundle.observed":
-            return f"{p['task']} ({count(len(p['observations']), 'file')} observed)"
+            files = sum(1 for o in p["observations"] if o["role"] == "file")
+            return f"{p['task']} (manifest and {count(files, 'file')} observed)"
         if kind == "verification.recorded":
             return f"{p['task']}: {p['outcome']} ({p['adapter_version']})"
         if kind == "checkpoint.witnessed":
@@ -599,7 +694,9 @@ def show(
         str,
         typer.Argument(
             help="A seq number, or an entry hash or object address, whole or a unique prefix"
-            " of at least 8 hex digits (blake3:1a2b3c4d, as `ledger log` prints it)."
+            " of at least 8 hex digits (blake3:1a2b3c4d, as `ledger log` prints it), or an"
+            " object's sha256 digest or prefix (sha256:1a2b3c4d), or bare hex digits (any of"
+            " these)."
         ),
     ],
     signers: SignersOpt = None,
@@ -609,18 +706,20 @@ def show(
     attempt, outcome and every finding; --json gives the entry (and a verification's decoded
     result) or the object. A signed entry's writer is NAME+KEYID, marked unverified unless
     --signers lists the keys you trust."""
+    from ledger.state import Mentions
     from ledger.store.lookup import find_ref, verification_result
     from ledger.store.sqlite import StoredObject
 
     trusted = _trusted_signers(signers, as_json)
     with _open_ledger(read_only=True) as ledger, ledger.snapshot():
-        found = find_ref(ledger, ref)
+        found = find_ref(ledger, ref, lambda prefix, n: Mentions(ledger).digests(prefix, n))
         if isinstance(found, StoredObject):
             return _show_object(found, as_json)
         entry = found
         result = (
             verification_result(ledger, entry) if entry.kind == "verification.recorded" else None
         )
+        whose = _whose(ledger, entry)
         if as_json:
             doc: dict[str, Any] = {
                 "seq": entry.seq,
@@ -630,6 +729,9 @@ def show(
             }
             if entry.kind == "verification.recorded":
                 doc["result"] = result
+            if whose is not None:
+                doc["candidate"] = msgspec_builtins(whose[0])
+                doc["same_bytes_as"] = None if whose[1] is None else msgspec_builtins(whose[1])
             _emit_json(doc)
             return EXIT_OK
         _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
@@ -644,6 +746,18 @@ def show(
         elif trusted is not None:
             _say("signer none (unsigned)")
         lines = _entry_lines(entry, result)
+        if lines is not None and whose is not None:
+            identity, first = whose
+            # After the cohort and task lines: whose it is, and whether it is news.
+            said = [f"candidate {identity.words()}"]
+            if identity.manifest_id is not None:
+                said.append(f"manifest id {identity.manifest_id}")
+            if first is not None:
+                said.append(
+                    f"same bytes as entry {first.bundle_entry}, first judged at entry"
+                    f" {first.result_entry} ({first.cohort} / {first.task}: {first.outcome})"
+                )
+            lines[2:2] = said
         if lines is None:  # a kind without a readable form, or a payload not of its shape
             text = json.dumps(_body(entry), ensure_ascii=False, sort_keys=True, indent=2)
             sys.stdout.write(_visible(text, lines=True) + "\n")
@@ -651,6 +765,26 @@ def show(
             for line in lines:
                 _say(line)
     return EXIT_OK
+
+
+def _whose(ledger: Any, entry: Any) -> tuple[Any, Any] | None:
+    """For a bundle.observed entry, or a verification.recorded entry's bundle: (its
+    ``CandidateIdentity``, the first verification of the same bytes when it is an earlier one);
+    None for another kind, or a verification whose bundle entry is not one."""
+    from ledger.state import SameBytes
+    from ledger.store.lookup import bundle_identity
+
+    bundle = entry
+    if entry.kind == "verification.recorded":
+        seq = entry.payload.get("bundle_entry")
+        bundle = ledger.entry(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+    if bundle is None or bundle.kind != "bundle.observed":
+        return None
+    observations = bundle.payload.get("observations")
+    first = (
+        SameBytes(ledger).of(bundle.seq, observations) if isinstance(observations, list) else None
+    )
+    return bundle_identity(ledger, bundle.payload), first
 
 
 def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
@@ -665,6 +799,8 @@ def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
             lines = [
                 f"cohort {p['cohort']}",
                 f"definition digest {p['definition_digest']}",
+                # This entry is what freezes the cohort; the document's stage is a label.
+                f"document stage label {p['stage']} (cohort.json's; this entry froze it)",
                 f"tasks {len(p['tasks'])}:",
             ]
             for t in p["tasks"]:
@@ -718,9 +854,15 @@ def _verification_lines(p: Any, result: dict[str, Any] | None) -> list[str]:
     checks = [c for c in _dicts(result.get("checks")) if c.get("status") != "passed"]
     for check in checks:
         lines.append(f"check {check.get('id')}: {check.get('status')}: {check.get('summary')}")
-    findings = _dicts(result.get("findings"))
+    from ledger.store.lookup import finding_details
+
+    details = finding_details(result)
+    raw = result.get("findings")
+    findings = [
+        (i, f) for i, f in enumerate(raw if isinstance(raw, list) else []) if isinstance(f, dict)
+    ]
     lines.append(f"findings {len(findings)}" + (":" if findings else ""))
-    for item in findings:
+    for index, item in findings:
         where = ""
         if isinstance(item.get("path"), str):
             line = item.get("line")
@@ -728,6 +870,7 @@ def _verification_lines(p: Any, result: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"  {item.get('severity')}/{item.get('category')}: {item.get('summary')}{where}"
         )
+        lines += [f"    {detail}" for detail in details.get(index, ())]
     return lines
 
 
@@ -759,16 +902,24 @@ def status(
             if c.cohort.burned_entry is None
             else f"burned at seq {c.cohort.burned_entry} (frozen at seq {c.cohort.frozen_entry})"
         )
-        _say(
-            f"{c.cohort.cohort}: {since}; {_count(len(c.tasks), 'task')},"
-            f" {_count(c.verified, 'verification')}{_outcomes(c.outcomes)}"
-        )
+        _say(f"{c.cohort.cohort}: {since}; {_count(len(c.tasks), 'task')}, {_judged(c)}")
         for t in c.tasks:
-            _say(
-                f"  {t.task.task}  {t.task.split}: {_count(t.verified, 'verification')}"
-                f"{_outcomes(t.outcomes)}"
-            )
+            _say(f"  {t.task.task}  {t.task.split}: {_judged(t)}")
     return EXIT_OK
+
+
+def _judged(tally: Any) -> str:
+    """``N verifications (outcomes)``; when some judged bytes already judged for their task,
+    the distinct candidates first: ``K candidates (outcomes) in N verifications (M of the same
+    bytes again)``, so a bundle verified twice is not counted as two."""
+    verified = f"{_count(tally.verified, 'verification')}"
+    repeats = tally.verified - tally.candidates
+    if repeats == 0:
+        return verified + _outcomes(tally.outcomes)
+    return (
+        f"{_count(tally.candidates, 'candidate')}{_outcomes(tally.candidate_outcomes)} in"
+        f" {verified} ({repeats} of the same bytes again)"
+    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -789,6 +940,8 @@ def _cohort_status_json(c: Any) -> dict[str, Any]:
         "definition_digest": c.cohort.definition_digest,
         "verified": c.verified,
         "outcomes": c.outcomes,
+        "candidates": c.candidates,
+        "candidate_outcomes": c.candidate_outcomes,
         "tasks": [
             {
                 "task": t.task.task,
@@ -799,6 +952,8 @@ def _cohort_status_json(c: Any) -> dict[str, Any]:
                 "verified": t.verified,
                 "outcomes": t.outcomes,
                 "last_result_entry": t.last_result_entry,
+                "candidates": t.candidates,
+                "candidate_outcomes": t.candidate_outcomes,
             }
             for t in c.tasks
         ],
@@ -870,9 +1025,20 @@ def freeze(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Every error freeze would stop at; write nothing.")
     ] = False,
+    sign: SignOpt = None,
+    unanchored: Annotated[
+        bool,
+        typer.Option(
+            "--unanchored",
+            help="Do not anchor, whatever the trust file's policy (verify then refuses this"
+            " cohort's bundles until `ledger checkpoint --anchor` has anchored it).",
+        ),
+    ] = False,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
-    """Freeze a cohort (its tasks, WorkUnits and plans) before any outcome exists.
+    """Freeze a cohort (its tasks, WorkUnits and plans) before any outcome exists, then anchor
+    it as the trust file's policy asks.
 
     Everything is checked before anything is written; then one transaction stores every document
     and appends cohort.frozen. Re-freezing the identical cohort is a no-op; the same id with
@@ -880,6 +1046,13 @@ def freeze(
     burned is recorded frozen and then burned, with the reason from its extensions. A held-out
     task whose WorkUnit (its digest, id or content) was exposed is refused (workunit-exposed);
     --reuse-exposed records a deliberate reuse of an exposed task's content instead.
+    With an anchoring policy in the trust file (beside the ledger, $LEDGER_TRUST or --trust),
+    freeze then takes a checkpoint signed with --sign, asks the file's witnesses and TSAs, and
+    records their answers, so the freeze is anchored before any verify; if they fail, the
+    freeze stays recorded, nothing else is, and it exits 1 (anchoring-failed): run it again.
+
+    A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
+    COHORT_DIR BUNDLE...` (judged, never recorded).
     """
     from ledger.operations.freeze import freeze as run_freeze
 
@@ -893,9 +1066,18 @@ def freeze(
             reuse_exposed=reuse,
             as_json=as_json,
         )
+    settings = _settings()
+    loaded = trust.resolve(trust_file, writing=True, settings=settings)
+    policy = loaded.trust if loaded is not None and loaded.trust.anchor.required else None
+    # Refused before anything is written: a freeze the policy cannot anchor is not begun.
+    signer_key = _anchor_signer(sign, loaded) if policy is not None and not unanchored else None
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
     try:
-        with _open_ledger(read_only=False) as ledger:
+        with _open_ledger(read_only=False, settings=settings) as ledger:
+            if loaded is not None:
+                from ledger.api import check_trust_origin
+
+                check_trust_origin(loaded, ledger.origin())
             result = run_freeze(
                 ledger,
                 cohort_dir,
@@ -904,15 +1086,79 @@ def freeze(
                 reuse_exposed=reuse,
                 progress=bar.update if bar is not None else None,
             )
+            if bar is not None:
+                bar.close()
+                bar = None
+            anchored_by = _anchor_frozen(ledger, result, policy, signer_key, loaded)
     finally:
         if bar is not None:
             bar.close()
+    trust.mention(loaded)
+    warning = None
+    if anchored_by is None and result.burned_entry is None:
+        warning = _freeze_warning(result, policy)
     if as_json:
-        _emit_json(msgspec_builtins(result))
+        _emit_json(
+            {
+                **msgspec_builtins(result),
+                "anchored_by": anchored_by,
+                "warning": warning,
+                "trust": trust.to_json(loaded),
+            }
+        )
     else:
         _say(result.message)
         _say(f"definition digest {result.definition_digest}")
+        if anchored_by is not None:
+            _say(f"anchored by entry {anchored_by} (a checkpoint holding the freeze)")
+    if warning is not None:
+        _note(f"ledger: warning: {warning}")
     return EXIT_OK
+
+
+def _anchor_signer(sign: Path | None, loaded: Any) -> str:
+    """The log's signer key an anchoring policy needs (``--sign``), checked before anything
+    is written (``ledger.transparency.anchoring.anchor_signer``)."""
+    from ledger.transparency.anchoring import anchor_signer
+
+    signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
+    return anchor_signer(signer, loaded.trust, loaded.source.file)
+
+
+def _anchor_frozen(
+    ledger: Any, result: Any, policy: Any, signer_key: str | None, loaded: Any
+) -> int | None:
+    """The entry anchoring the freeze just made (or found): under a policy one meeting it,
+    taken now when there is none (``anchoring-failed``, exit 1, when the witnesses and TSAs
+    do not give it: the freeze stays); else any recorded one (``verify`` looks the same)."""
+    from ledger.api import anchor_freeze
+    from ledger.operations.verify import recorded_anchor
+
+    if policy is None or signer_key is None:
+        return recorded_anchor(ledger, result.frozen_entry)
+    if result.burned_entry is not None:
+        return None  # a burned cohort accepts no verification: nothing to order
+    try:
+        entry, _ = anchor_freeze(ledger, result.frozen_entry, policy, signer_key, result.message)
+    except LedgerError:
+        trust.mention(loaded)  # the freeze stands: say whose policy it was not anchored by
+        raise
+    return entry
+
+
+def _freeze_warning(result: Any, policy: Any) -> str:
+    from ledger.operations.verify import ANCHOR_FIX
+
+    why = (
+        "--unanchored was given"
+        if policy is not None
+        else "there is no anchoring policy (no trust file, or one without `ledger trust anchor`)"
+    )
+    return (
+        f"cohort {result.cohort} is frozen at seq {result.frozen_entry} but not anchored:"
+        f" {why}. Take an anchored checkpoint before its first verify (`{ANCHOR_FIX}`), or"
+        " `ledger when` can never hold for its verdicts"
+    )
 
 
 def _reuse_exposed(values: list[str]) -> dict[str, str]:
@@ -964,32 +1210,86 @@ def verify(
             " manifest cannot name one."
         ),
     ] = None,
+    findings: Annotated[
+        str | None,
+        typer.Option(
+            "--findings",
+            help="Why, under each verdict: all (every failed check and finding; one bundle's"
+            " default), brief (a verdict that is not support: its most severe findings; a"
+            " batch's default) or none. --json always carries every finding.",
+            metavar="all|brief|none",
+            show_default=False,
+        ),
+    ] = None,
+    unanchored: Annotated[
+        bool,
+        typer.Option(
+            "--unanchored",
+            help="Record the verdict even when the trust file's anchoring policy finds no anchor"
+            " over its plan's freeze (`ledger when` can then never hold for it).",
+        ),
+    ] = False,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Judge a result bundle by the plan the ledger committed for it; record bundle and result.
 
     Exit 0 for support, 1 for any other outcome, 2 when refused (nothing written). Several
     bundles (or --from) are a batch: workers judge them, each pair is appended whole, in
-    order; one line each (JSON Lines with --json), and the exit code is the worst outcome.
-    """
-    paths = list(bundles or ())
-    if from_list is None and len(paths) == 1:
-        from ledger.operations.verify import verify as run_verify
+    order; one line each, with the findings that decided it under it (JSON Lines with
+    --json), and the exit code is the worst outcome.
+    Under the trust file's anchoring policy a bundle whose plan's freeze is not anchored yet is
+    refused (plan-not-anchored); without a policy it is recorded with a warning that `ledger
+    when` cannot hold for it.
 
-        with _open_ledger(read_only=False) as ledger:
-            result = run_verify(ledger, paths[0], cohort=cohort, task=task)
-        if as_json:
-            _emit_json(_verification_json(result))
-            return result.exit_code
-        _say_verification(result)
-        return result.exit_code
+    Before a freeze, `ledger rehearse COHORT_DIR BUNDLE...` judges sample bundles by the plans
+    of a cohort folder and records nothing.
+    """
+    from ledger.api import anchor_rule
+
+    paths = list(bundles or ())
+    settings = _settings()
+    if from_list is None and len(paths) == 1:
+        from ledger.cli.fast import verify_one
+
+        # The typer-free path (``ledger.cli.fast``) runs the same function: one verify.
+        return verify_one(
+            _db(),
+            paths[0],
+            cohort=cohort,
+            task=task,
+            findings=findings,
+            unanchored=unanchored,
+            trust_file=trust_file,
+            as_json=as_json,
+            settings=settings,
+            signer=lambda: _signer(settings),
+        )
+    loaded = trust.resolve(trust_file, writing=True, settings=settings)
+    rule = anchor_rule(loaded.trust if loaded is not None else None, unanchored=unanchored)
     if from_list is None and not paths:
         raise UsageError(
             "usage-error",
             "Missing argument 'BUNDLES...': give a bundle folder, several, or --from FILE"
             " (see `ledger verify --help`)",
         )
-    return _verify_batch(paths, from_list, jobs=jobs, cohort=cohort, task=task, as_json=as_json)
+    return _verify_batch(
+        paths,
+        from_list,
+        jobs=jobs,
+        cohort=cohort,
+        task=task,
+        findings=_findings_mode(findings, "brief"),
+        as_json=as_json,
+        anchors=(rule, loaded),
+    )
+
+
+def _check_trust_origin(loaded: Any, ledger: Any) -> None:
+    if loaded is not None:
+        from ledger.api import check_trust_origin
+
+        check_trust_origin(loaded, ledger.origin())
 
 
 def _read_bundle_list(source: Path) -> bytes:
@@ -1014,9 +1314,12 @@ def _verify_batch(
     jobs: int | None,
     cohort: str | None,
     task: str | None,
+    findings: str,
     as_json: bool,
+    anchors: tuple[Any, Any],
 ) -> int:
-    """One line per bundle as it is recorded, then (text) a summary; the worst exit code.
+    """One line per bundle as it is recorded (text: the findings that decided it under it, as
+    ``findings`` says), then (text) a summary; the worst exit code.
 
     A refusal before the first bundle (a bad list, no ledger) is one error line like any
     command's, compact under --json so the output stays JSON Lines."""
@@ -1029,8 +1332,11 @@ def _verify_batch(
             source = "stdin" if str(from_list) == "-" else str(from_list)
             paths += read_bundle_list(_read_bundle_list(from_list), source=source)
         ledger = _open_ledger(read_only=False)
+        _check_trust_origin(anchors[1], ledger)
     except LedgerError as exc:
         _batch_fail(exc.code, exc.message, exc.exit_code, as_json)
+    trust.mention(anchors[1])
+    warned: set[str] = set()  # each warning once (it names the cohort), not once a bundle
     total = len(paths)
     progress = progress_bar("verify", total)
     if progress is not None:
@@ -1055,6 +1361,7 @@ def _verify_batch(
             )
             if item.earlier is not None:
                 text += f" [already judged at entry {item.earlier.result_entry}]"
+            line["trust"] = trust.to_json(anchors[1])
         if progress is not None:
             progress.clear()
         if as_json:
@@ -1062,6 +1369,13 @@ def _verify_batch(
             _emit_json_line(line)
         else:
             _say(text)
+            if not isinstance(item, LedgerError):
+                for reason in _reason_lines(item.verification_result, findings, item.result_entry):
+                    _say(reason)
+        warning = getattr(item, "warning", None)
+        if warning is not None and warning not in warned:
+            warned.add(warning)
+            _note(f"ledger: warning: {warning}")
         sys.stdout.flush()
         if progress is not None:
             progress.update(len(seen))
@@ -1070,7 +1384,7 @@ def _verify_batch(
     # handler only marks it (each step returns within one judgement's time).
     interrupted: list[int] = []
     previous = signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
-    results = verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task)
+    results = verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task, anchors=anchors[0])
     try:
         for item in results:
             render(item)
@@ -1340,10 +1654,7 @@ def audit(
             help="A checkpoint kept outside the ledger; the ledger must extend it (repeatable).",
         ),
     ] = None,
-    key: Annotated[
-        Path | None,
-        typer.Option(help="Verifier key file: every --checkpoint must carry its valid signature."),
-    ] = None,
+    key: KeyOpt = None,
     from_export: Annotated[
         Path | None,
         typer.Option("--from-export", help="Audit an export (JSON Lines) instead of --db."),
@@ -1354,9 +1665,10 @@ def audit(
             "--signers",
             help="Trusted writer keys, one verifier key a line, and optionally `require` or"
             " `require from SEQ`: report entries signed by other keys, and unsigned ones where"
-            " required.",
+            " required (default: the trust file's writers).",
         ),
     ] = None,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Re-check every hash, link, body, object, tree node, writer signature and commitment rule,
@@ -1366,10 +1678,12 @@ def audit(
     Exit 0 when there is no violation, 1 on any (each listed with seq, kind and code), 2 when
     refused. Only against a kept --checkpoint is the ledger called intact; without one it is
     consistent, not anchored: a full rewrite of the file cannot be detected, so keep one.
-    From 20,000 entries on two CPUs a second process checks the rows; LEDGER_AUDIT_PARALLEL=off
-    (or on) decides instead; the report is the same.
+    With a trust file (--trust, $LEDGER_TRUST), its writers stand for --signers and its log
+    key for --key (given, each flag replaces the file's). From 20,000 entries on two CPUs a
+    second process checks the rows; LEDGER_AUDIT_PARALLEL=off (or on) decides instead; the
+    report is the same.
     """
-    from ledger.api import audit_export, audit_ledger, load_trusted_signers
+    from ledger.api import audit_export, audit_ledger, check_trust_origin, load_trusted_signers
 
     if key is not None and not checkpoint:
         # --key checks the signatures of the given checkpoints; alone it would check nothing
@@ -1379,8 +1693,12 @@ def audit(
             "--key checks the signature of each --checkpoint FILE: give at least one",
         )
     settings = _settings()
-    checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
-    trusted = load_trusted_signers(signers) if signers is not None else None
+    loaded = trust.resolve(trust_file, writing=False, settings=settings)
+    log_key = _key_value(key, "log") if key is not None else _trusted_log_key(loaded)
+    checkpoints = [_load_checkpoint(path, log_key) for path in checkpoint or []]
+    trusted = (
+        load_trusted_signers(signers) if signers is not None else _trusted_writers(loaded)
+    )
     bar = progress_bar("audit")  # at a terminal only, on stderr (ledger/cli/progress.py)
     progress = bar.update if bar is not None else None
 
@@ -1394,9 +1712,12 @@ def audit(
                 progress=progress,
                 parallel=settings.parallel,
                 signers=trusted,
+                trust=None if loaded is None else loaded.trust,
             )
         else:
             with _open_ledger(read_only=True, settings=settings) as ledger:
+                if loaded is not None:
+                    check_trust_origin(loaded, ledger.origin())
                 report, replayed = audit_ledger(
                     ledger,
                     replay=not no_replay,
@@ -1408,11 +1729,33 @@ def audit(
     finally:
         if bar is not None:
             bar.close()
+    trust.mention(loaded)
     if as_json:
-        _emit_json(_audit_json(report, replayed))
+        _emit_json({**_audit_json(report, replayed), "trust": trust.to_json(loaded)})
     else:
         _say_audit(report, replayed)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _key_value(value: str, kind: "KeyKind") -> str:
+    """A key argument through the one key parser (``ledger.api.load_key``): the key string,
+    or the path of its ``.pub`` file."""
+    from ledger.api import load_key
+
+    return load_key(value, kind)
+
+
+def _trusted_log_key(loaded: Any) -> str | None:
+    return None if loaded is None else loaded.trust.log_key
+
+
+def _trusted_writers(loaded: Any) -> Any:
+    """The trust file's writers as ``--signers`` would give them (None: it lists none)."""
+    if loaded is None or not loaded.trust.writers:
+        return None
+    from ledger.format.signing import TrustedSigners
+
+    return TrustedSigners(frozenset(loaded.trust.writers), loaded.trust.require_signed_from)
 
 
 def _audit_json(report: Any, replayed: int) -> dict[str, Any]:
@@ -1497,14 +1840,14 @@ def _read_text_file(path: Path, limit: int, what: str) -> str:
     return read_operator_text(path, limit, what=what)
 
 
-def _load_checkpoint(path: Path, key: Path | None) -> Any:
+def _load_checkpoint(path: Path, key: str | None) -> Any:
+    """A kept checkpoint; with ``key`` (a verifier key string), it must carry its signature."""
     from ledger.transparency.notes import checkpoint_of_note, open_checkpoint
 
     note = _read_text_file(path, 256 * 1024, "checkpoint")
     if key is None:
         return checkpoint_of_note(note)
-    verifier = _read_text_file(key, 64 * 1024, "key").strip()
-    return open_checkpoint(note, [verifier])[0]
+    return open_checkpoint(note, [key])[0]
 
 
 # -- transparency: keys, checkpoints, proofs, export --------------------------------------------
@@ -1560,7 +1903,8 @@ def checkpoint(
         typer.Option(
             "--witness",
             help="URL=VKEY: ask this C2SP tlog-witness to cosign, and record the cosignatures in"
-            " a checkpoint.witnessed entry (repeatable; needs --sign).",
+            " a checkpoint.witnessed entry (repeatable; needs --sign; VKEY: the key string or"
+            " its .pub file).",
         ),
     ] = None,
     quorum: Annotated[
@@ -1582,18 +1926,37 @@ def checkpoint(
             " carries, which proves nothing about who the TSA is).",
         ),
     ] = None,
+    anchor: Annotated[
+        bool,
+        typer.Option(
+            "--anchor",
+            help="Anchor it as the trust file says: ask its witnesses and TSAs, under its"
+            " anchoring policy, and record their answers (needs --sign).",
+        ),
+    ] = False,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Print the current checkpoint (C2SP tlog-checkpoint note: origin, size, base64 root).
 
     Keep it somewhere the ledger's owner cannot rewrite; `ledger audit --checkpoint FILE` later
     proves the ledger only grew since. With --witness, witnesses cosign it, with --tsa, timestamp
-    authorities timestamp it, and the ledger records their answers in one entry.
+    authorities timestamp it, and the ledger records their answers in one entry; --anchor takes
+    the witnesses, TSAs and policy from the trust file (beside the ledger, $LEDGER_TRUST or
+    --trust) instead.
     """
     from ledger.transparency.proofs import checkpoint_note
 
     if out is not None:
         check_output(out, force=force)
+    if anchor:
+        if witness or tsa or quorum or tsa_ca is not None:
+            raise UsageError(
+                "usage-error",
+                "--anchor takes the witnesses, TSAs and quorum from the trust file: add them"
+                " there (`ledger trust add ...`), not with --witness, --tsa, --quorum, --tsa-ca",
+            )
+        return _anchored_checkpoint(sign, trust_file, out, as_json, force=force)
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
     if witness or tsa:
         return _witnessed_checkpoint(
@@ -1633,14 +1996,14 @@ def _witnessed_checkpoint(
     tsa_ca: Path | None,
 ) -> int:
     from ledger.transparency.timestamp import MAX_CA_BYTES, load_roots
-    from ledger.transparency.witnessing import parse_witness_option, witness_checkpoint
+    from ledger.transparency.witnessing import witness_checkpoint
 
     if signer is None:
         which = "--witness" if witness else "--tsa"
         raise UsageError(
             "usage-error", f"{which} needs --sign (witnesses and TSAs are sent the signed note)"
         )
-    targets = [parse_witness_option(value) for value in witness]
+    targets = [_witness_option(value) for value in witness]
     roots = None
     if tsa_ca is not None:
         if not tsas:
@@ -1652,6 +2015,45 @@ def _witnessed_checkpoint(
         done = witness_checkpoint(
             ledger, signer, targets, quorum=quorum, tsas=tsas, tsa_roots=roots
         )
+    return _say_witnessed(done, out, as_json, force=force, loaded=None)
+
+
+def _witness_option(value: str) -> Any:
+    """``--witness URL=VKEY``: VKEY through the one key parser (the key, or its .pub file)."""
+    from ledger.transparency.witnessing import witness_target
+
+    url, sep, vkey = value.partition("=")
+    if not sep:
+        raise UsageError("usage-error", f"--witness {value!r} is not URL=VKEY (http[s]://host...)")
+    return witness_target(url, _key_value(vkey, "witness"), shown=value)
+
+
+def _anchored_checkpoint(
+    sign: Path | None, trust_file: Path | None, out: Path | None, as_json: bool, *, force: bool
+) -> int:
+    """``checkpoint --anchor``: the trust file's witnesses, TSAs and policy."""
+    from ledger.api import check_trust_origin
+    from ledger.transparency.anchoring import anchor_checkpoint
+
+    settings = _settings()
+    loaded = trust.resolve(trust_file, writing=True, settings=settings)
+    if loaded is None:
+        raise UsageError(
+            "usage-error",
+            "--anchor needs a trust file: create one beside the ledger (`ledger trust init`),"
+            " or give --trust FILE",
+        )
+    signer = _anchor_signer(sign, loaded)
+    with _open_ledger(read_only=False, settings=settings) as ledger:
+        check_trust_origin(loaded, ledger.origin())
+        done = anchor_checkpoint(ledger, signer, loaded.trust)
+    return _say_witnessed(done, out, as_json, force=force, loaded=loaded)
+
+
+def _say_witnessed(done: Any, out: Path | None, as_json: bool, *, force: bool, loaded: Any) -> int:
+    """The cosigned note on stdout (and ``--out``), each witness's and TSA's answer."""
+    trust.mention(loaded)
+    targets = done.replies
     cosigned = done.note + "".join(r.cosignature for r in done.replies if r.cosignature)
     if out is not None:  # checked before the witnesses were asked; whole or not at all
         write_output(out, cosigned.encode("utf-8"), force=force)
@@ -1667,6 +2069,7 @@ def _witnessed_checkpoint(
                 "witnesses": [r.to_json() for r in done.replies],
                 "timestamped": done.timestamped,
                 "timestamps": [r.to_json() for r in done.stamps],
+                "trust": trust.to_json(loaded),
             }
         )
     else:
@@ -1820,10 +2223,7 @@ def report(
             " and only then says intact (repeatable).",
         ),
     ] = None,
-    key: Annotated[
-        Path | None,
-        typer.Option(help="Verifier key file: every --checkpoint must carry its valid signature."),
-    ] = None,
+    key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """One static, self-contained HTML page: the audit verdict, the checkpoint, per cohort the
@@ -1837,7 +2237,8 @@ def report(
             "--key checks the signature of each --checkpoint FILE: give at least one",
         )
     check_output(html, force=force)  # before the audit runs
-    checkpoints = [_load_checkpoint(path, key) for path in checkpoint or []]
+    log_key = _key_value(key, "log") if key is not None else None
+    checkpoints = [_load_checkpoint(path, log_key) for path in checkpoint or []]
     settings = _settings()
     with _open_ledger(read_only=True, settings=settings) as ledger:
         page, audited = report_html(
@@ -1873,9 +2274,12 @@ def report(
 def check_attestation_command(
     file: Annotated[Path, typer.Argument(help="A file `ledger attest` wrote.")],
     key: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Option(
-            "--key", help="Verifier key file; repeatable: each attestation must be signed by one."
+            "--key",
+            metavar="KEY",
+            help="The log's verifier key (its .pub file, or the key string); repeatable: each"
+            " attestation must be signed by one (default: the trust file's log key).",
         ),
     ] = None,
     checkpoint: Annotated[
@@ -1886,13 +2290,15 @@ def check_attestation_command(
             " its entry in that tree.",
         ),
     ] = None,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
-    """Check attestations with no ledger file, against what you trust: the log's key (--key:
-    the envelope and the checkpoint are signed by it) or a checkpoint you kept (--checkpoint);
-    with neither, refused (an attestation's own checkpoint proves nothing). Then the inclusion
-    proof, the proven entry, its result and the statement derived again from them.
-    Exit 0 when every one holds, 1 at the first that does not, 2 when refused."""
+    """Check attestations with no ledger file, against what you trust: the log's key (--key,
+    or the trust file's: the envelope and the checkpoint are signed by it) or a checkpoint you
+    kept (--checkpoint); with neither, refused (an attestation's own checkpoint proves
+    nothing). Then the inclusion proof, the proven entry, its result and the statement derived
+    again from them. Exit 0 when every one holds, 1 at the first that does not, 2 when
+    refused."""
     from ledger.interop.attest import (
         MAX_ATTESTATION_BYTES,
         check_attestation,
@@ -1901,7 +2307,8 @@ def check_attestation_command(
     )
     from ledger.transparency.check import MAX_CHECKPOINT_FILE_BYTES
 
-    keys = [_read_text_file(k, 64 * 1024, "key").strip() for k in key or []]
+    loaded = trust.resolve(trust_file, writing=False)
+    keys = _log_keys(key, loaded)
     kept = (
         _read_text_file(checkpoint, MAX_CHECKPOINT_FILE_BYTES, "checkpoint")
         if checkpoint is not None
@@ -1913,20 +2320,43 @@ def check_attestation_command(
     docs = read_attestation_lines(
         read_operator_file(file, MAX_ATTESTATION_BYTES, refuse_larger=False), source=str(file)
     )
-    checks = [check_attestation(doc, keys, checkpoint_note=kept) for doc in docs]
+    try:
+        checks = [check_attestation(doc, keys, checkpoint_note=kept) for doc in docs]
+    except LedgerError as exc:
+        if exc.exit_code == EXIT_FAILED:  # a verdict (one does not hold): say what it rests on
+            trust.mention(loaded)
+        raise
+    trust.mention(loaded)
     if as_json:
-        _emit_json({"valid": True, "attestations": [c.to_json() for c in checks]})
+        _emit_json(
+            {
+                "valid": True,
+                "attestations": [c.to_json() for c in checks],
+                "trust": trust.to_json(loaded),
+            }
+        )
         return EXIT_OK
     for c in checks:
         tied = "" if c.subject_tied else " (result withheld: subject not tied)"
         against = [f"signed by {', '.join(c.signed_by)}"] if c.signed_by else []
         against += ["the tree of your kept checkpoint"] if c.kept_checkpoint else []
+        unchecked = ""
+        if c.unchecked_signatures:
+            # Present and unchecked: neither "signed" nor "not signed" is said of them.
+            unchecked = (
+                f"; the envelope's {count(len(c.unchecked_signatures), 'signature')} by"
+                f" {', '.join(c.unchecked_signatures)} not checked (no --key names"
+                f" {'it' if len(c.unchecked_signatures) == 1 else 'them'})"
+            )
         _say(
             f"entry {c.entry}: {c.outcome} ({c.verification_result}) of "
             f"{c.subject['name']} sha256:{c.subject['digest']['sha256']}{tied}; "
             f"included in the tree of size {c.tree_size}; checked against {' and '.join(against)}"
+            f"{unchecked}"
         )
     return EXIT_OK
+
+
 @app.command("check-result")
 def check_result_command(
     result: Annotated[
@@ -2041,8 +2471,13 @@ def check_proof(
         ),
     ] = None,
     key: Annotated[
-        list[Path] | None,
-        typer.Option("--key", help="Verifier key file: the checkpoint must be signed by it."),
+        list[str] | None,
+        typer.Option(
+            "--key",
+            metavar="KEY",
+            help="The log's verifier key (its .pub file, or the key string): the checkpoint must"
+            " be signed by it (repeatable; default: the trust file's log key).",
+        ),
     ] = None,
     leaf: Annotated[
         Path | None,
@@ -2057,6 +2492,7 @@ def check_proof(
             " carry its valid cosignature (repeatable).",
         ),
     ] = None,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Check a proof offline, with no ledger file (no --db): exit 0 valid, 1 invalid, 2 unusable.
@@ -2074,14 +2510,15 @@ def check_proof(
         MAX_PROOF_BYTES,
     )
 
-    keys = [_read_text_file(path, 64 * 1024, "key").strip() for path in key or []]
+    loaded = trust.resolve(trust_file, writing=False)
+    keys = _log_keys(key, loaded)
     cp = (
         _read_bounded(checkpoint, MAX_CHECKPOINT_FILE_BYTES, "checkpoint")
         if checkpoint is not None
         else None
     )
     body = _read_bounded(leaf, MAX_LEAF_BYTES, "leaf") if leaf is not None else None
-    witness_keys = [_witness_key_value(value) for value in witness_key or []]
+    witness_keys = [_key_value(value, "witness") for value in witness_key or []]
     result = run_check(
         _read_bounded(proof, MAX_PROOF_BYTES, "proof"),
         checkpoint=cp,
@@ -2089,8 +2526,9 @@ def check_proof(
         leaf=body,
         witness_keys=witness_keys,
     )
+    trust.mention(loaded)
     if as_json:
-        _emit_json(result.to_json())
+        _emit_json({**result.to_json(), "trust": trust.to_json(loaded)})
     elif result.valid:
         _say(f"valid: {result.reason}")
         signed = f", signed by {', '.join(result.signed_by)}" if result.signed_by else ""
@@ -2102,10 +2540,13 @@ def check_proof(
     return EXIT_OK if result.valid else EXIT_FAILED
 
 
-def _witness_key_value(value: str) -> str:
-    from ledger.cli.when import witness_key_value
-
-    return witness_key_value(value)
+def _log_keys(given: list[str] | None, loaded: Any) -> list[str]:
+    """The log keys a checkpoint must be signed with: those given (``--key``, each through the
+    one key parser), else the trust file's log key, else none."""
+    if given:
+        return [_key_value(value, "log") for value in given]
+    log_key = _trusted_log_key(loaded)
+    return [log_key] if log_key is not None else []
 
 
 def _read_bounded(path: Path, limit: int, what: str) -> bytes:
@@ -2191,6 +2632,8 @@ authoring.register(
     db=_db,
     now=lambda: _settings().clock(),
     busy_timeout_ms=lambda: _settings().busy_timeout_ms,
+    # every check that did not pass and every finding (a rehearsal names no entry to show)
+    reason_lines=lambda doc: _reason_lines(doc, "all", 0),
 )
 browse.register(
     app, say=_say, emit_json=_emit_json, open_read_only=lambda: _open_ledger(read_only=True)
@@ -2207,6 +2650,20 @@ when.register(
     open_read_only=lambda: _open_ledger(read_only=True),
 )
 copy.register(app, say=_say, emit_json=_emit_json, settings=_settings)
+trust.register(
+    app,
+    say=_say,
+    note=_note,
+    emit_json=_emit_json,
+    db=_db,
+    settings=_settings,
+    origin=lambda: _ledger_origin(),
+)
+
+
+def _ledger_origin() -> str:
+    with _open_ledger(read_only=True) as ledger:
+        return ledger.origin()
 
 
 # -- entry point ---------------------------------------------------------------------------------

@@ -10,10 +10,11 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ledger.cli.output import note_write
-from ledger.errors import EXIT_REFUSED, LedgerError
+from ledger.cli.wording import count
+from ledger.errors import EXIT_REFUSED, LedgerError, UsageError
 
 # C0 (newline and tab included), DEL, C1, the bidi controls (embeddings, overrides, isolates,
 # marks), the line and paragraph separators, and lone surrogates (undecodable file names).
@@ -38,6 +39,11 @@ def visible(text: str, *, lines: bool = False) -> str:
 def say(text: str) -> None:
     """One line of human output on stdout; anything in it that came from input is escaped."""
     sys.stdout.write(visible(text) + "\n")
+
+
+def note(text: str) -> None:
+    """Human progress and notes go to stderr, so stdout stays clean for results."""
+    sys.stderr.write(visible(text) + "\n")
 
 
 def emit_json(value: Any) -> None:
@@ -137,6 +143,8 @@ def verification_json(result: Any) -> dict[str, Any]:
         "runner_version": result.runner_version,
         "verification_result": result.verification_result,
         "earlier": None if result.earlier is None else builtins(result.earlier),
+        "anchored_by": result.anchored_by,
+        "warning": result.warning,
     }
 
 
@@ -151,9 +159,8 @@ def earlier_note(result: Any) -> str | None:
     )
 
 
-def say_verification(result: Any) -> None:
-    """The outcome line, then each check that did not pass and each finding."""
-    doc = result.verification_result
+def say_verification(result: Any, findings: str = "all") -> None:
+    """The outcome line, then why (``reason_lines``)."""
     say(
         f"{result.outcome.upper()}: {result.cohort} / {result.task}"
         f" ({result.adapter} {result.adapter_version}; entries {result.bundle_entry},"
@@ -162,17 +169,107 @@ def say_verification(result: Any) -> None:
     earlier = earlier_note(result)
     if earlier is not None:
         say(earlier)
-    for check in doc.get("checks", []):
-        if check.get("status") != "passed":
-            summary = f": {check['summary']}" if check.get("summary") else ""
-            say(f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}")
-    for item in doc.get("findings", []):
-        where = (
-            f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
-            if (item.get("path"))
-            else ""
+    for line in reason_lines(result.verification_result, findings, result.result_entry):
+        say(line)
+
+
+BRIEF_FINDINGS: Final = 3  # findings under a batch line by default, the most severe first
+_SEVERITY_RANK: Final = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+FINDINGS_MODES: Final = ("all", "brief", "none")
+
+
+def findings_mode(value: str | None, default: str) -> str:
+    if value is None:
+        return default
+    if value not in FINDINGS_MODES:
+        raise UsageError(
+            "usage-error", f"--findings takes {', '.join(FINDINGS_MODES)}, not {value!r}"
         )
-        say(
-            f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
-            f" {item.get('summary') or '-'}{where}"
-        )
+    return value
+
+
+def dicts(value: Any) -> list[dict[str, Any]]:
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+def reason_lines(doc: dict[str, Any], mode: str, result_entry: int) -> list[str]:
+    """Why a verdict went its way, from its VerificationResult: each check that did not pass
+    and each finding (with the detail its check's diagnostics give: which log, which value).
+    ``brief``: for a verdict that is not support, its most severe findings (at most
+    ``BRIEF_FINDINGS``; the failed checks when it has none) and how to see the rest."""
+    from ledger.store.lookup import finding_details
+
+    if mode == "none":
+        return []
+    details = finding_details(doc)
+    checks = [c for c in dicts(doc.get("checks")) if c.get("status") != "passed"]
+    raw = doc.get("findings")
+    found = [
+        (i, f) for i, f in enumerate(raw if isinstance(raw, list) else []) if isinstance(f, dict)
+    ]
+    lines: list[str] = []
+    if mode == "brief":
+        recommendation = doc.get("decision_support")
+        if isinstance(recommendation, dict) and (
+            recommendation.get("recommendation") == "accept_candidate"
+        ):
+            return []
+        ranked = sorted(found, key=lambda pair: _SEVERITY_RANK.get(str(pair[1].get("severity")), 5))
+        shown, left = ranked[:BRIEF_FINDINGS], len(ranked) - BRIEF_FINDINGS
+        if not shown:
+            lines += [check_line(c) for c in checks[:BRIEF_FINDINGS]]
+            left = len(checks) - BRIEF_FINDINGS
+        for index, item in shown:
+            lines.append(finding_line(item))
+            lines += [f"    {d}" for d in details.get(index, ())]
+        if left > 0:
+            what = count(left, "more finding" if shown else "more check")
+            lines.append(f"  ... {what}: `ledger show {result_entry}` (or --findings all)")
+        return lines
+    lines += [check_line(c) for c in checks]
+    for index, item in found:
+        lines.append(finding_line(item))
+        lines += [f"    {d}" for d in details.get(index, ())]
+    return lines
+
+
+def check_line(check: dict[str, Any]) -> str:
+    summary = f": {check['summary']}" if check.get("summary") else ""
+    return f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}"
+
+
+def finding_line(item: dict[str, Any]) -> str:
+    where = (
+        f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
+        if (item.get("path"))
+        else ""
+    )
+    return (
+        f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
+        f" {item.get('summary') or '-'}{where}"
+    )
+
+
+# -- the trust file a command used (every output names it) -------------------------------------
+
+_HOW: Final = {
+    "option": "given with --trust",
+    "environment": "named by $LEDGER_TRUST",
+    "beside-ledger": "found beside the ledger",
+}
+
+
+def trust_line(loaded: Any) -> str | None:
+    """The trust file a command used, as one line (stderr; a statement ``when`` quotes)."""
+    if loaded is None:
+        return None
+    source = loaded.source
+    return f"trust: {source.file} ({_HOW[source.how]}, {source.sha256})"
+
+
+def trust_json(loaded: Any) -> dict[str, str] | None:
+    """The ``trust`` field of a command's ``--json`` output: which file, how found, its digest."""
+    if loaded is None:
+        return None
+    source = loaded.source
+    return {"file": source.file, "how": source.how, "sha256": source.sha256}

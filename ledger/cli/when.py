@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ledger.cli import trust
 from ledger.errors import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from ledger.transparency.anchors import Anchor, WhenStatement
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-MAX_KEY_FILE = 64 * 1024
 MAX_CA_FILE = 256 * 1024
 
 
@@ -52,22 +52,6 @@ def register(
     app.command("when")(when)
 
 
-def witness_key_value(value: str) -> str:
-    """A cosigner verifier key string, or the path of a file holding one (``witness keygen``'s
-    PREFIX.pub)."""
-    from ledger.errors import LedgerError
-    from ledger.transparency.witness import parse_cosigner_key
-
-    try:
-        parse_cosigner_key(value)
-        return value
-    except LedgerError:
-        path = Path(value)
-        if not path.is_file():
-            raise
-    return IO.read_text(path, MAX_KEY_FILE, "key").strip()
-
-
 def when(
     task: Annotated[str, typer.Argument(metavar="TASK", help="The task id (cohort/task).")],
     witness_key: Annotated[
@@ -90,27 +74,35 @@ def when(
         Path | None,
         typer.Option("--from-export", help="Read an export (JSON Lines) instead of --db."),
     ] = None,
+    trust_file: trust.TrustOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """State when TASK's plan was fixed, as outsiders can check: the entry that froze it, the
     earliest checkpoint holding it cosigned by a witness you trust (--witness-key) or
     timestamped by a TSA you trust (--tsa-ca), and for each verification of TASK whether it was
-    appended after that anchor. Exit 0 when every verification was, 1 when one was not (or an
-    anchor's cosignature, timestamp or root does not hold), 2 when refused. Read-only."""
+    appended after that anchor. A trust file (--trust, $LEDGER_TRUST; never the one beside the
+    ledger) gives the witnesses and TSA roots not given as options, and its anchoring policy.
+    Exit 0 when every verification was, 1 when one was not (or an anchor's cosignature,
+    timestamp or root does not hold), 2 when refused. Read-only."""
+    from ledger.api import load_key, when_export
     from ledger.api import when as when_ledger
-    from ledger.api import when_export
 
-    keys = [witness_key_value(value) for value in witness_key or []]
+    loaded = trust.resolve(trust_file, writing=False)
+    keys = [load_key(value, "witness") for value in witness_key or []]
     roots = [IO.read_bytes(path, MAX_CA_FILE, "TSA root") for path in tsa_ca or []]
+    policy = None if loaded is None else loaded.trust
     if from_export is not None:
-        statement = when_export(from_export, task, witness_keys=keys, tsa_roots=roots)
+        statement = when_export(
+            from_export, task, witness_keys=keys, tsa_roots=roots, trust=policy
+        )
     else:
         with IO.open_read_only() as ledger:
-            statement = when_ledger(ledger, task, witness_keys=keys, tsa_roots=roots)
+            statement = when_ledger(ledger, task, witness_keys=keys, tsa_roots=roots, trust=policy)
+    trust.mention(loaded)  # once the statement is made: a refusal stays one line
     if as_json:
-        IO.emit_json(statement.to_json())
+        IO.emit_json({**statement.to_json(), "trust": trust.to_json(loaded)})
     else:
-        for line in statement_lines(statement):
+        for line in statement_lines(statement, trust.line(loaded)):
             IO.say(line)
     return EXIT_OK if statement.holds else EXIT_FAILED
 
@@ -121,12 +113,15 @@ def _times(anchor: "Anchor") -> str:
     return "; ".join(parts)
 
 
-def statement_lines(statement: "WhenStatement") -> list[str]:
-    """The text a reader can quote: the freeze, its anchor, each verification, the verdict."""
+def statement_lines(statement: "WhenStatement", trusted: str | None = None) -> list[str]:
+    """The text a reader can quote: the freeze, its anchor, each verification, the verdict;
+    ``trusted``: the line naming the trust file it was stated against."""
     lines: list[str] = [
         f"ledger {statement.origin}: tree of {statement.tree_size} entries, root"
         f" {statement.root_hash}"
     ]
+    if trusted is not None:
+        lines.append(trusted)
     for freeze in statement.freezes:
         lines.append(
             f"task {statement.task}: plan fixed by entry {freeze.entry} (cohort {freeze.cohort})"
@@ -152,7 +147,13 @@ def statement_lines(statement: "WhenStatement") -> list[str]:
         lines.append(f"verification {verdict.entry} ({verdict.outcome}): {after}; {held}")
     count = len(statement.verifications)
     noun = "verification" if count == 1 else "verifications"
-    if statement.holds:
+    if statement.holds and count == 0:
+        # "each of the 0 verifications" claims nothing and reads as if there were some.
+        lines.append(
+            "when: holds: the plan was in a tree a trusted party saw; no verification of the"
+            " task is recorded yet"
+        )
+    elif statement.holds:
         lines.append(
             f"when: holds: the plan was in a tree a trusted party saw, and each of the {count}"
             f" {noun} was appended after it"

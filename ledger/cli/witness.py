@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ledger.cli.wording import count
 from ledger.errors import EXIT_OK, UsageError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
@@ -146,15 +147,16 @@ def init(
 
 
 def _parse_logs(values: list[str]) -> dict[str, list[str]]:
-    from ledger.transparency.notes import parse_verifier_key
+    from ledger.api import load_key
 
     logs: dict[str, list[str]] = {}
     for value in values:
         origin, sep, vkey = value.partition("=")
         if not sep or not origin or not vkey:
             raise UsageError("usage-error", f"--log {value!r} is not ORIGIN=VKEY")
-        parse_verifier_key(vkey)  # refused now, not at the first request
-        logs.setdefault(origin, []).append(vkey)
+        # The one key parser: the key string or the log's .pub file; refused now, not at the
+        # first request.
+        logs.setdefault(origin, []).append(load_key(vkey, "log"))
     return logs
 
 
@@ -173,7 +175,9 @@ def serve(
     log: Annotated[
         list[str],
         typer.Option(
-            "--log", help="ORIGIN=VKEY: a log to witness and its verifier key (repeatable)."
+            "--log",
+            help="ORIGIN=VKEY: a log to witness and its verifier key (the key string or its"
+            " .pub file; repeatable).",
         ),
     ],
     listen: Annotated[str, typer.Option(help="IPV4:PORT to listen on (port 0: any).")] = (
@@ -239,6 +243,8 @@ def evidence(
         IO.emit_json({"evidence": rows})
     else:
         for row in rows:
-            IO.say(f"{row['code']} {row['origin']} received {row['received']}")
-        IO.say(f"{len(rows)} refused checkpoints kept as evidence")
+            # Stored as POSIX seconds (the JSON keeps them); a person reads the entry-time form.
+            received = datetime.fromtimestamp(row["received"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            IO.say(f"{row['code']} {row['origin']} received {received}")
+        IO.say(f"{count(len(rows), 'refused checkpoint')} kept as evidence")
     return EXIT_OK

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.documents.cohort import BenchmarkCohort, CohortTask, decode_cohort, definition_digest
+from ledger.documents.placeholders import find_placeholders
 from ledger.errors import CommitError, LedgerError, UsageError, from_verifier
 from verifiers.bundle import BundleRootError, read_file_under
 from verifiers.canonical import (
@@ -158,6 +159,39 @@ class _Checks:
                 )
             )
 
+    def placeholders(self, document: object, file: str) -> None:
+        """Every placeholder a skeleton wrote that is still in ``document`` (the JSON of
+        ``file``): nothing the author has yet to write may be frozen. Freeze stops at the
+        first, saying how many there are."""
+        found = find_placeholders(document)
+        fix = "write your own value in its place (then `ledger seal`)"
+        for item in found.listed:
+            message = (
+                f"{file}: {item.pointer or '/'}: a skeleton placeholder is left"
+                f" ({item.text!r}): write {item.what} there"
+            )
+            if not self.collect and found.total > 1:
+                message += f" (and {found.total - 1} more in this file: `ledger lint` lists them)"
+            self.fail(
+                CommitError("placeholder-left", message),
+                file=file,
+                pointer=item.pointer,
+                expected=item.what,
+                fix=fix,
+            )
+        unlisted = found.total - len(found.listed)
+        if unlisted:
+            self.fail(
+                CommitError(
+                    "placeholder-left",
+                    f"{file}: {unlisted} more skeleton placeholders (not listed)",
+                ),
+                file=file,
+                pointer="",
+                expected="no placeholder left",
+                fix=fix,
+            )
+
     def read(
         self, root: Path, relpath: str, limit: int, *, what: str, file: str, pointer: str
     ) -> bytes | None:
@@ -260,6 +294,8 @@ def _load(
     if cohort_bytes is None:
         return None
     decoded = decode_cohort(cohort_bytes)
+    if decoded.raw is not None:
+        checks.placeholders(decoded.raw, cohort_file)
     if decoded.value is None:
         checks.undecodable(cohort_file, cohort_file, decoded, BenchmarkCohort)
         return None
@@ -340,6 +376,17 @@ class _Where:
     task: str  # JSON pointer of the task in it
 
 
+class _HiddenFolder(dict[str, tuple[EvaluatorPlan, LoadedDocument]]):
+    """The hidden plans a cohort's tasks name, by digest, and where they were looked for: the
+    folder, and the digests of every plan in it by plan id (so a task whose plan is there
+    under a stale digest is told to seal, not to pass a folder it passed)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+        self.by_id: dict[str, list[str]] = {}
+
+
 def _load_hidden_plans(
     folder: Path, wanted: set[str], checks: _Checks | None = None
 ) -> Mapping[str, tuple[EvaluatorPlan, LoadedDocument]]:
@@ -355,7 +402,7 @@ def _load_hidden_plans(
         raise CommitError(
             "too-many-files", f"{folder} holds more than {MAX_HIDDEN_PLAN_FILES} plan files"
         )
-    plans: dict[str, tuple[EvaluatorPlan, LoadedDocument]] = {}
+    plans = _HiddenFolder(folder)
     for name in names:
         file = f"{folder}/{name}"
         limit = LIMITS["evaluator-plan"].max_bytes
@@ -367,9 +414,11 @@ def _load_hidden_plans(
             checks.undecodable(file, file, decoded, EvaluatorPlan)
             continue
         doc = _document(decoded)
+        plans.by_id.setdefault(decoded.value.id, []).append(doc.digest)
         # Only the plans a hidden task names are kept: a folder of 10,000 plans of 256 KiB
         # each would otherwise stay in memory whole (several GiB) for one freeze.
         if doc.digest in wanted:
+            checks.placeholders(decoded.raw, file)
             plans[doc.digest] = (decoded.value, doc)
     return plans
 
@@ -442,6 +491,7 @@ def _load_task(
         return None
     plan, plan_raw, plan_doc, plan_file = found
     _check_plan_matches_task(task, plan, plan_doc, checks, at)
+    _check_task_source(task, plan, checks, at)
     _check_hidden_plan_salt(task, plan, plan_file, checks)
     version = _check_plan_backend(task, plan, plan_file, checks, at)
     if version is None:
@@ -494,6 +544,8 @@ def _task_work_unit(
     if wu_bytes is None:
         return None
     wu_read = decode_work_unit(wu_bytes)
+    if wu_read.raw is not None:
+        checks.placeholders(wu_read.raw, task.work_unit.path)
     if wu_read.value is None:
         what = f"{where}: WorkUnit {task.work_unit.path}"
         checks.undecodable(what, task.work_unit.path, wu_read, WorkUnit)
@@ -518,17 +570,7 @@ def _task_plan(
     if evaluator.visibility != "public":
         found = hidden.get(evaluator.plan_digest)
         if found is None:
-            checks.fail(
-                CommitError(
-                    "hidden-plan-missing",
-                    f"{where}: hidden plan {evaluator.plan_digest} not found; pass the folder"
-                    " holding it with --hidden-plans",
-                ),
-                file=at.file,
-                pointer=f"{at.task}/evaluator/plan_digest",
-                expected="a plan with this digest in the --hidden-plans folder",
-                fix="pass --hidden-plans FOLDER, or correct plan_digest (`ledger digest PLAN`)",
-            )
+            _hidden_plan_not_found(task, hidden, checks, at)
             return None
         plan, plan_doc = found
         return plan, None, plan_doc, f"hidden plan {evaluator.plan_digest}"
@@ -554,6 +596,8 @@ def _task_plan(
         if plan_bytes is None:
             return None
         plan_read = decode_evaluator_plan(plan_bytes)
+        if plan_read.raw is not None:
+            checks.placeholders(plan_read.raw, evaluator.plan_path)
         if plan_read.value is None:
             what = f"{where}: plan {evaluator.plan_path}"
             checks.undecodable(what, evaluator.plan_path, plan_read, EvaluatorPlan)
@@ -562,6 +606,58 @@ def _task_plan(
         documents.plans[evaluator.plan_path] = known
     plan, plan_decoded, plan_doc = known
     return plan, plan_decoded.raw, plan_doc, evaluator.plan_path
+
+
+def _hidden_plan_not_found(
+    task: CohortTask,
+    hidden: Mapping[str, tuple[EvaluatorPlan, LoadedDocument]],
+    checks: _Checks,
+    at: _Where,
+) -> None:
+    """Why a hidden task's plan was not found by its digest, and the fix that applies: a plan
+    with its id in the folder passed is a stale digest (seal it), else the folder is wrong
+    or was not passed."""
+    where, evaluator = f"task {task.id}", task.evaluator
+    pointer = f"{at.task}/evaluator/plan_digest"
+    if isinstance(hidden, _HiddenFolder):
+        folder, others = hidden.folder, sorted(set(hidden.by_id.get(evaluator.plan_id, [])))
+        if others:
+            checks.fail(
+                CommitError(
+                    "plan-digest-mismatch",
+                    f"{where}: hidden plan {evaluator.plan_id} in {folder} has digest"
+                    f" {', '.join(others)}, the cohort says {evaluator.plan_digest}",
+                ),
+                file=at.file,
+                pointer=pointer,
+                expected=others[0] if len(others) == 1 else f"one of {', '.join(others)}",
+                fix=f"run `ledger seal COHORT_DIR --hidden-plans {folder}`: it binds the plan and"
+                " writes its digest into the task (keep one plan file per plan id)",
+            )
+            return
+        checks.fail(
+            CommitError(
+                "hidden-plan-missing",
+                f"{where}: no plan in {folder} has digest {evaluator.plan_digest} or id"
+                f" {evaluator.plan_id}",
+            ),
+            file=at.file,
+            pointer=pointer,
+            expected=f"a plan with id {evaluator.plan_id} in {folder}",
+            fix="pass the folder that holds the task's hidden plan as --hidden-plans",
+        )
+        return
+    checks.fail(
+        CommitError(
+            "hidden-plan-missing",
+            f"{where}: hidden plan {evaluator.plan_digest} not found; pass the folder"
+            " holding it with --hidden-plans",
+        ),
+        file=at.file,
+        pointer=pointer,
+        expected="a plan with this digest in the --hidden-plans folder",
+        fix="pass --hidden-plans FOLDER (the folder holding the task's hidden plan)",
+    )
 
 
 def _check_plan_matches_task(
@@ -603,6 +699,28 @@ def _check_plan_matches_task(
             pointer=f"{at.task}/evaluator/visibility",
             expected=plan.visibility,
             fix="make evaluator.visibility the plan's visibility",
+        )
+
+
+def _check_task_source(task: CohortTask, plan: EvaluatorPlan, checks: _Checks, at: _Where) -> None:
+    """The revision a task states as its source is the one its plan is bound to (and so its
+    WorkUnit's, which the binding checks): a task naming another would say the change is
+    about code it is not judged against. (The repository is not compared: a WorkUnit names
+    its source in free text, ``provenance.source``, and a cohort may span repositories.)"""
+    bound = plan.binding.source_revision
+    if task.source.revision != bound:
+        checks.fail(
+            CommitError(
+                "task-source-mismatch",
+                f"task {task.id}: source revision {task.source.revision!r}, but its plan (and"
+                f" WorkUnit) are bound to {bound!r}",
+            ),
+            file=at.file,
+            pointer=f"{at.task}/source/revision",
+            expected=bound,
+            fix="make the task's source.revision the commit its plan and WorkUnit are bound to,"
+            " or bind them to the task's (WorkUnit provenance.source_revision, plan"
+            " binding.source_revision; then `ledger seal`)",
         )
 
 

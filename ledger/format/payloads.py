@@ -99,11 +99,24 @@ class Observation(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     candidate_root: Literal["candidate-root"] | msgspec.UnsetType = msgspec.UNSET
 
 
+# The bundle folder's name as the operator gave it (LEDGER.md section 4, "The bundle folder"):
+# 1 to 255 characters, no '/', no control, bidi or line-separator character, not '.' or '..'.
+# A label for a person, checked by nothing and deciding nothing. ``$(?!\n)``: Python's ``$``
+# alone also matches before a final newline; the pattern is exported as JSON Schema too.
+FOLDER_PATTERN: Final = (
+    r"^(?!\.\.?$)[^/\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+    r"\u2066-\u2069\ud800-\udfff]{1,255}$(?!\n)"
+)
+
+
 class BundleObserved(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
     cohort: str
     cohort_entry: Seq
     task: str
     observations: list[Observation]
+    # Omitted when the folder's name is not a label of that form (and in every entry written
+    # before it existed, so those read byte for byte as they were).
+    folder: Annotated[str, Meta(pattern=FOLDER_PATTERN)] | msgspec.UnsetType = msgspec.UNSET
 
 
 class ResultWorkUnit(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -313,6 +313,9 @@ class AttestationCheck:
     subject_tied: bool  # False: the result was withheld (hidden task), the subject is unproven
     signed_by: list[str] = field(default_factory=list)
     kept_checkpoint: bool = False
+    # The envelope's signatures by a key no --key named (all of them without --key): present,
+    # and checked by nothing, so neither "signed" nor "not signed" may be said of them.
+    unchecked_signatures: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -325,6 +328,7 @@ class AttestationCheck:
             "subject_tied": self.subject_tied,
             "signed_by": self.signed_by,
             "kept_checkpoint": self.kept_checkpoint,
+            "unchecked_signatures": self.unchecked_signatures,
         }
 
 
@@ -465,6 +469,11 @@ def check_attestation(
         subject_tied=tied,
         signed_by=signed_by,
         kept_checkpoint=kept is not None,
+        unchecked_signatures=[
+            sig.keyid
+            for sig in envelope.signatures
+            if sig.keyid not in {f"{k.name}+{k.key_id:08x}" for k in verifiers}
+        ],
     )
 
 

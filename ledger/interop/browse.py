@@ -39,9 +39,11 @@ from ledger.format.payloads import (
     CohortFrozen,
     TypedBody,
 )
+from ledger.state import CandidateCount
 from ledger.store.base import ObjectCorruptError, StoredObject
 from ledger.store.base import Store as Ledger
 from ledger.store.files import PRIVATE_MODE
+from ledger.store.lookup import bundle_identity
 from ledger.transparency.export import hidden_task_objects
 from ledger.transparency.proofs import b64, checkpoint
 from verifiers.contracts.common import LIMITS
@@ -115,6 +117,7 @@ class _ObservationView(msgspec.Struct, frozen=True):
     status: str
     size: int | None
     sha256: str | None
+    object: str | None = None
     # Shown only where the entry has it (a file read below the bundle's candidate-root/).
     candidate_root: str | msgspec.UnsetType = msgspec.UNSET
 
@@ -124,6 +127,7 @@ class _BundleView(msgspec.Struct, frozen=True):
     cohort_entry: int
     task: str
     observations: list[_ObservationView]
+    folder: str | None = None
 
 
 class _Reference(msgspec.Struct, frozen=True):
@@ -322,11 +326,13 @@ class _Builder:
         }
         self.counts = {"bundles": 0, "verifications": 0, "findings": 0}
         self.withheld_rows = 0
+        self.counting: CandidateCount  # made in the build's snapshot, before any entry
 
     def build(self, ledger: Ledger) -> dict[str, int]:
         _create_tables(self.db)
         with ledger.snapshot():
             self.withheld = hidden_task_objects(ledger) if self.public else set()
+            self.counting = CandidateCount(ledger)
             cp = checkpoint(ledger)
             self.origin, self.tree_size, self.root_hash = cp.origin, cp.size, b64(cp.root)
             for seq, _prev, hash_, kind, body in ledger.raw_entries():
@@ -349,9 +355,12 @@ class _Builder:
                 elif isinstance(payload, CohortBurned):
                     cohort = self.cohorts.get(payload.frozen_entry)
                     if cohort is not None:
-                        cohort.update(burned_entry=seq, burned_at=time, burn_reason=payload.reason)
+                        cohort.update(
+                            stage="burned", burned_entry=seq, burned_at=time,
+                            burn_reason=payload.reason,
+                        )  # fmt: skip
                 elif isinstance(payload, _BundleView):
-                    self._bundle(seq, hash_, time, payload)
+                    self._bundle(ledger, seq, hash_, time, payload)
                 elif isinstance(payload, _VerificationView):
                     self._verification(ledger, seq, hash_, time, payload)
         for table in self.buffers:
@@ -418,7 +427,10 @@ class _Builder:
             "entry": seq,
             "cohort": payload.cohort,
             "title": title if isinstance(title, str) else None,
-            "stage": payload.stage,
+            # What the ledger recorded decides the stage (this entry froze it; a cohort.burned
+            # entry burns it); the document's own stage is its author's label, shown as such.
+            "stage": "frozen",
+            "document_stage": payload.stage,
             "definition_digest": payload.definition_digest,
             "frozen_at": time,
             "task_count": len(payload.tasks),
@@ -459,6 +471,7 @@ class _Builder:
                 "adapter": task.adapter,
                 "adapter_version": task.adapter_version,
                 "verifications": 0,
+                "candidates": 0,
                 **dict.fromkeys(_OUTCOMES, 0),
             }
 
@@ -468,8 +481,20 @@ class _Builder:
             raise _malformed(seq, f"it names task {task!r} of no cohort frozen at {cohort_entry}")
         return int(row["id"])
 
-    def _bundle(self, seq: int, hash_: str, time: str, payload: _BundleView) -> None:
+    def _bundle(
+        self, ledger: Ledger, seq: int, hash_: str, time: str, payload: _BundleView
+    ) -> None:
         manifest = next((o for o in payload.observations if o.role == "manifest"), None)
+        observations = msgspec.to_builtins(payload.observations)
+        self.counting.bundle(seq, {"observations": observations})
+        # Whose it is: the folder label, and what its manifest states (withheld with the
+        # manifest of a hidden task in a public view).
+        withheld = manifest is not None and manifest.object in self.withheld
+        shown = {"folder": payload.folder, "observations": [] if withheld else observations}
+        try:
+            identity = bundle_identity(ledger, shown)
+        except ObjectCorruptError as exc:
+            raise ObjectCorruptError("object-corrupt", f"entry {seq}: {exc.message}") from None
         self._add(
             "bundles",
             {
@@ -482,7 +507,10 @@ class _Builder:
                 "task": payload.task,
                 "files": sum(1 for o in payload.observations if o.role == "file"),
                 "manifest_sha256": manifest.sha256 if manifest is not None else None,
-                "observations": _ENCODER.encode(payload.observations).decode("utf-8"),
+                "observations": _ENCODER.encode(
+                    [{k: v for k, v in o.items() if k != "object"} for o in observations]
+                ).decode("utf-8"),
+                **msgspec.to_builtins(identity),
             },
         )
 
@@ -493,6 +521,10 @@ class _Builder:
         task = self.tasks[(payload.cohort_entry, payload.task)]
         task["verifications"] += 1
         task[payload.outcome] += 1
+        new, first = self.counting.verification(
+            {"bundle_entry": payload.bundle_entry, "cohort": payload.cohort, "task": payload.task}
+        )
+        task["candidates"] += new
         row: dict[str, Any] = {
             "seq": seq,
             "recorded_at": time,
@@ -509,6 +541,9 @@ class _Builder:
             "adapter_version": payload.adapter_version,
             "runner_version": payload.runner_version,
             "outcome": payload.outcome,
+            "new_candidate": new,
+            "same_bytes_as": None if first is None else first.bundle_entry,
+            "first_judged_at": None if first is None else first.result_entry,
             "result_object": payload.result.object,
             "result_digest": payload.result.digest,
             "result_withheld": False,
@@ -602,6 +637,7 @@ def _create_tables(db: sqlite_utils.Database) -> None:
             "cohort": str,
             "title": str,
             "stage": str,
+            "document_stage": str,
             "definition_digest": str,
             "frozen_at": str,
             "task_count": int,
@@ -640,6 +676,7 @@ def _create_tables(db: sqlite_utils.Database) -> None:
             "adapter": str,
             "adapter_version": str,
             "verifications": int,
+            "candidates": int,
             **dict.fromkeys(_OUTCOMES, int),
         },
         pk="id",
@@ -657,6 +694,14 @@ def _create_tables(db: sqlite_utils.Database) -> None:
             "files": int,
             "manifest_sha256": str,
             "observations": str,
+            "folder": str,
+            "manifest_id": str,
+            "attempt": int,
+            "worker": str,
+            "worker_type": str,
+            "model": str,
+            "source_revision": str,
+            "head": str,
         },
         pk="seq",
         foreign_keys=[("cohort_entry", "cohorts", "entry"), ("task_id", "tasks", "id")],
@@ -678,6 +723,9 @@ def _create_tables(db: sqlite_utils.Database) -> None:
             "adapter_version": str,
             "runner_version": str,
             "outcome": str,
+            "new_candidate": bool,
+            "same_bytes_as": int,
+            "first_judged_at": int,
             "result_object": str,
             "result_digest": str,
             "result_withheld": bool,
@@ -697,6 +745,8 @@ def _create_tables(db: sqlite_utils.Database) -> None:
             ("task_id", "tasks", "id"),
             ("bundle_entry", "bundles", "seq"),
             ("plan", "plans", "digest"),
+            ("same_bytes_as", "bundles", "seq"),
+            ("first_judged_at", "verifications", "seq"),
         ],
     )
     db.table("findings").create(
@@ -743,12 +793,18 @@ def _metadata(name: str, origin: str, tree_size: int, public: bool) -> dict[str,
                         "label_column": "cohort",
                         "columns": {
                             "entry": "seq of the cohort.frozen entry",
+                            "stage": "frozen or burned: what the ledger recorded",
+                            "document_stage": "the stage cohort.json states (its author's label)",
                             "document": "the BenchmarkCohort document (JSON)",
                         },
                     },
                     "tasks": {
                         "title": "Tasks",
-                        "description": "Each task a freeze committed, with its outcome counts.",
+                        "description": (
+                            "Each task a freeze committed, with its outcome counts (of every"
+                            " verification) and its distinct candidates (a bundle judged again"
+                            " with the same bytes counts once)."
+                        ),
                         "label_column": "task",
                         "facets": ["cohort", "split", "plan_visibility"],
                     },
@@ -764,7 +820,14 @@ def _metadata(name: str, origin: str, tree_size: int, public: bool) -> dict[str,
                         "title": "Bundles",
                         "description": "Each result bundle observed (a bundle.observed entry).",
                         "label_column": "task",
-                        "columns": {"observations": "what was read, file by file (JSON)"},
+                        "columns": {
+                            "observations": "what was read, file by file (JSON)",
+                            "folder": "the bundle folder's name verify was given (a label)",
+                            "manifest_id": "the id its ResultManifest states (unchecked)",
+                            "attempt": "the attempt its ResultManifest states (unchecked)",
+                            "worker": "the worker id its ResultManifest states (unchecked)",
+                            "head": "the head commit `bundle pack` wrote in its manifest",
+                        },
                     },
                     "verifications": {
                         "title": "Verifications",
@@ -781,6 +844,13 @@ def _metadata(name: str, origin: str, tree_size: int, public: bool) -> dict[str,
                             "plan": "digest of the committed plan that judged it",
                             "checks": "the result's checks (JSON)",
                             "result_withheld": "1: a hidden task's result, withheld (public view)",
+                            "new_candidate": (
+                                "1: bytes its task had not judged before; 0: judged again"
+                            ),
+                            "same_bytes_as": (
+                                "the bundle entry first observed with exactly these bytes"
+                            ),
+                            "first_judged_at": "the verification that first judged them",
                         },
                     },
                     "findings": {

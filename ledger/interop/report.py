@@ -19,10 +19,14 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any, Final
 
+import msgspec
+
 from ledger.audit.report import AuditReport
 from ledger.errors import LedgerError, UsageError
+from ledger.format.payloads import CheckpointWitnessed, payload_struct
 from ledger.interop.browse import browse_in_memory
 from ledger.store.base import Store as Ledger
+from ledger.store.lookup import CandidateIdentity
 from ledger.transparency.notes import Checkpoint, format_checkpoint
 
 OUTCOMES: Final = ("support", "reject", "escalate", "insufficient_evidence")
@@ -127,8 +131,9 @@ def render_report(
                 f"the audit read a tree of {audit.tree_size} entries, the view one of {size}",
             )
         note = format_checkpoint(Checkpoint(origin, size, base64.b64decode(root)))
+        recorded = _recorded_note(ledger)  # in the same snapshot (api.report_html holds it)
         return _render(conn, cp_note=note, audit=audit, public=public, cohort=cohort,
-                       origin=origin, size=size, root=root)  # fmt: skip
+                       origin=origin, size=size, root=root, recorded=recorded)  # fmt: skip
     finally:
         conn.close()
 
@@ -143,6 +148,7 @@ def _render(
     origin: str,
     size: int,
     root: str,
+    recorded: str,
 ) -> str:
     cohorts = _rows(conn, "SELECT * FROM cohorts ORDER BY entry")
     if cohort is not None:
@@ -173,12 +179,54 @@ def _render(
         f"{(' (' + _e(', '.join(codes)) + ')') if codes else ''}"
         f" — every hash, order rule and verification re-checked from stored bytes; this"
         f" page shows that tree and nothing else.</p>",
-        f'<h2>Checkpoint</h2><pre id="checkpoint">{_e(cp_note)}</pre>',
+        "<h2>Checkpoint</h2><p>The tree this page shows, as a checkpoint body (not signed:"
+        " the report signs nothing):</p>"
+        f'<pre id="checkpoint">{_e(cp_note)}</pre>',
+        recorded,
     ]
     for c in cohorts:
         out.append(_cohort_section(conn, c, public))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _recorded_note(ledger: Ledger) -> str:
+    """The latest signed checkpoint the ledger recorded (a ``checkpoint.witnessed`` entry): its
+    log-signed note with the witnesses' cosignature lines, as ``checkpoint --witness`` printed
+    it, and its timestamps; what it covers; that the audit checked it against the keys the entry
+    records, and that whose keys those are is the reader's to check."""
+    latest = list(ledger.select_entries(kinds=("checkpoint.witnessed",), tail=1))
+    if not latest:
+        return (
+            '<p id="recorded-note-none">No signed checkpoint is recorded in this ledger'
+            " (<code>ledger checkpoint --sign KEY --witness URL=VKEY</code> or"
+            " <code>--tsa URL</code> records one).</p>"
+        )
+    entry = latest[0]
+    try:
+        payload = payload_struct(entry.kind, entry.payload)
+    except (msgspec.ValidationError, KeyError):
+        payload = None
+    if not isinstance(payload, CheckpointWitnessed):
+        return (
+            f'<p id="recorded-note-none">Entry {entry.seq} records a signed checkpoint whose'
+            " payload does not decode: run <code>ledger audit</code>.</p>"
+        )
+    cosigned = payload.note + "".join(c.cosignature for c in payload.cosignatures)
+    names = [c.witness.split("+", 1)[0] for c in payload.cosignatures]
+    stamps = [f"{t.tsa} at {t.gen_time}" for t in payload.timestamps or ()]
+    said = [f"cosigned by {', '.join(names)}"] if names else []
+    said += [f"timestamped by {', '.join(stamps)}"] if stamps else []
+    return (
+        f'<h3>The latest signed checkpoint recorded</h3><p id="recorded-note-about"'
+        f' data-entry="{entry.seq}" data-tree-size="{payload.tree_size}">Entry {entry.seq}'
+        f" records the log-signed note of the first {payload.tree_size} entries,"
+        f" {_e('; '.join(said))}. The audit above checks that it is a note of this ledger's"
+        " tree and each cosignature against the witness key the entry records beside it;"
+        " whether the log's key and those witness keys are ones you trust is yours to check"
+        " (<code>ledger check-proof NOTE --key LOG.pub --witness-key VKEY</code>).</p>"
+        f'<pre id="recorded-note">{_e(cosigned)}</pre>'
+    )
 
 
 def _verdict(audit: AuditReport) -> str:
@@ -193,11 +241,15 @@ def _verdict(audit: AuditReport) -> str:
 
 def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -> str:
     entry = c["entry"]
-    stage = "burned" if c.get("burned_entry") is not None else (c.get("stage") or "frozen")
+    # The ledger's record decides the stage, never the document's label (LEDGER.md section 15).
+    stage = "burned" if c.get("burned_entry") is not None else "frozen"
+    label = c.get("document_stage")
     tasks = _rows(conn, "SELECT * FROM tasks WHERE cohort_entry = ? ORDER BY id", (entry,))
     verifications = _rows(
         conn,
-        "SELECT v.*, p.schema_version FROM verifications v LEFT JOIN plans p ON p.digest = v.plan"
+        "SELECT v.*, p.schema_version, b.folder, b.manifest_id, b.attempt, b.worker,"
+        " b.worker_type, b.model, b.source_revision, b.head FROM verifications v"
+        " LEFT JOIN plans p ON p.digest = v.plan LEFT JOIN bundles b ON b.seq = v.bundle_entry"
         " WHERE v.cohort_entry = ? ORDER BY v.seq",
         (entry,),
     )
@@ -207,9 +259,12 @@ def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -
         " WHERE v.cohort_entry = ? ORDER BY f.verification, f.position",
         (entry,),
     )
+    # Outcomes of distinct candidates: a bundle judged again with the same bytes is counted
+    # once (it is listed with every verification below, saying which entry it repeats).
     per_task: dict[str, dict[str, int]] = {t["task"]: {} for t in tasks}
     per_version: dict[str, dict[str, int]] = {}
-    for v in verifications:
+    candidates = [v for v in verifications if v["new_candidate"]]
+    for v in candidates:
         counts = per_task.setdefault(v["task"], {})
         counts[v["outcome"]] = counts.get(v["outcome"], 0) + 1
         version = f"plan v{v.get('schema_version') or '?'}"
@@ -221,7 +276,12 @@ def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -
         f"<h2>Cohort <code>{_e(c['cohort'])}</code> ({_e(stage)})</h2>",
         f"<p>Frozen at entry {entry} ({_e(c.get('frozen_at'))}), definition "
         f"<code>{_e(_short(c.get('definition_digest')))}</code>; {len(tasks)} tasks, "
-        f"{len(verifications)} verifications."
+        f"{len(candidates)} distinct candidates in {len(verifications)} verifications."
+        + (
+            f" Its cohort.json's stage label: {_e(label)} (the author's, not the ledger's)."
+            if label is not None and label != stage
+            else ""
+        )
         + (
             f" Burned at entry {_e(c['burned_entry'])}: {_e(c.get('burn_reason'))}."
             if c.get("burned_entry") is not None
@@ -236,11 +296,20 @@ def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -
         task_rows.append(
             f'<tr class="task"><td><code>{_e(t["task"])}</code></td><td>{_e(t["split"])}</td>'
             f"<td><code>{_e(t['plan_id'])}</code> ({_e(t['plan_visibility'])})</td>"
-            f"<td>{sum(counts.values())}</td>{cells}</tr>"
+            f'<td class="candidates">{sum(counts.values())}</td>'
+            f'<td class="verifications">{t["verifications"]}</td>{cells}</tr>'
         )
     parts.append("<h3>Tasks</h3>")
     parts.append(
-        _table(["task", "split", "plan", "verifications", *OUTCOMES], task_rows, f"{slug}-tasks")
+        "<p>Outcomes are counted once per distinct candidate: a bundle verified again with the"
+        " same bytes is one candidate (every verification is listed below).</p>"
+    )
+    parts.append(
+        _table(
+            ["task", "split", "plan", "candidates", "verifications", *OUTCOMES],
+            task_rows,
+            f"{slug}-tasks",
+        )
     )
     parts.append(_chart("Outcomes per task", sorted(per_task.items()), f"{slug}-chart-tasks"))
     parts.append(
@@ -252,9 +321,16 @@ def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -
     rows = []
     for v in verifications:
         outcome = v["outcome"]
+        again = (
+            f'<br><span class="same-bytes">same bytes as entry {_e(v["same_bytes_as"])},'
+            f" first judged at entry {_e(v['first_judged_at'])}</span>"
+            if v.get("same_bytes_as") is not None
+            else ""
+        )
         rows.append(
             f'<tr class="verification" id="entry-{v["seq"]}"><td>{v["seq"]}</td>'
             f"<td>{_e(v['recorded_at'])}</td><td><code>{_e(v['task'])}</code></td>"
+            f'<td class="candidate">{_e(_whose(v))}{again}</td>'
             f'<td class="outcome outcome-{_e(outcome)}">{_e(outcome)}</td>'
             f"<td><code title=\"{_e(v['plan'])}\">{_e(_short(v['plan']))}</code></td>"
             f"<td>{_e(v['bundle_entry'])}</td>"
@@ -263,22 +339,32 @@ def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -
         )
     parts.append("<h3>Verifications</h3>")
     parts.append(
-        "<p>Each verdict names the plan it was judged by (the digest the freeze committed), "
-        "the bundle entry it judged, and its own entry hash.</p>"
+        "<p>Each verdict names whose bundle it judged (the folder <code>verify</code> was given;"
+        " the attempt, worker and head commit its manifest states, unchecked), the plan it was"
+        " judged by (the digest the freeze committed), the bundle entry it judged, and its own"
+        " entry hash; a bundle judged again says which earlier entry had the same bytes.</p>"
     )
     parts.append(
         _table(
-            ["entry", "recorded", "task", "outcome", "plan digest", "bundle entry", "entry hash"],
+            ["entry", "recorded", "task", "candidate", "outcome", "plan digest", "bundle entry",
+             "entry hash"],
             rows,
             f"{slug}-verifications",
         )
-    )
+    )  # fmt: skip
     rejects = [v for v in verifications if v["outcome"] != "support"]
     if rejects:
         parts.append("<h3>Why each verdict that is not support</h3>")
         for v in rejects:
             listed = by_verification.get(v["seq"], [])
-            if v.get("result_withheld"):
+            if v.get("same_bytes_as") is not None:
+                body = (
+                    f"<p>The same bytes as entry {_e(v['same_bytes_as'])}: its findings are"
+                    f" those of entry {_e(v['first_judged_at'])}"
+                    + (" (above)" if v["first_judged_at"] in by_verification else "")
+                    + ".</p>"
+                )
+            elif v.get("result_withheld"):
                 body = "<p>(result withheld: a hidden task, public view)</p>"
             elif not listed:
                 body = f"<p>No finding; the verifier's rationale: {_e(v.get('rationale'))}</p>"
@@ -293,6 +379,13 @@ def _cohort_section(conn: sqlite3.Connection, c: dict[str, Any], public: bool) -
             )
     parts.append("</section>")
     return "".join(parts)
+
+
+def _whose(v: dict[str, Any]) -> str:
+    """A verification's candidate in words (``CandidateIdentity.words``), from its bundle's
+    row: the folder label and what its manifest states."""
+    fields = {name: v.get(name) for name in CandidateIdentity.__struct_fields__}
+    return CandidateIdentity(**fields).words()
 
 
 def _finding(f: dict[str, Any]) -> str:

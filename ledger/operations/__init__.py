@@ -28,6 +28,13 @@ Rules (LEDGER.md section 5, "Rules enforced by structure"; codes in section 11):
    observed in this ledger before the freeze of the cohort it is verified against
    (``outcome_digests``, shared with the audit; ``StateIndex.observed_before``, the derived
    copy of the audit's ``LedgerState.observed_before``).
+10. Anchoring: before ``verify`` records a verdict it looks for an anchor over the freeze of the
+   plan that judged it (``verify.AnchorRule``): under a trust file's anchoring policy, a
+   ``checkpoint.witnessed`` entry meeting the policy (checked by ``ledger.transparency``,
+   passed in by ``ledger.api``), else refused with ``plan-not-anchored``, nothing written
+   (``--unanchored`` records it all the same); without a policy, any such entry whose tree
+   holds the freeze, else the verdict is recorded with a warning that ``ledger when`` can
+   never hold for it.
 
 ``check_result`` writes nothing: it judges a bundle as ``verify`` does (rules 1 and 2's task
 choice, a burned cohort's plan included) and compares the judgement with a VerificationResult

@@ -24,6 +24,7 @@ from typing import Final
 
 from ledger.errors import LedgerError, UsageError
 from ledger.operations.verify import (
+    AnchorRule,
     Judged,
     PlanCache,
     Verdict,
@@ -32,6 +33,7 @@ from ledger.operations.verify import (
     judge,
     record,
     record_group,
+    recorded_anchor,
 )
 from ledger.settings import cpus, idle_cpus
 from ledger.store.base import Store as Ledger
@@ -88,6 +90,7 @@ def verify_many(
     jobs: int | None = None,
     cohort: str | None = None,
     task: str | None = None,
+    anchors: AnchorRule | None = None,
 ) -> BatchRun:
     """Verify each bundle as ``verify`` would, in order; yield its result or its refusal.
 
@@ -107,7 +110,8 @@ def verify_many(
         count = jobs
     if count < 1:
         raise UsageError("usage-error", f"--jobs must be at least 1, not {count}")
-    return BatchRun(ledger, paths, min(count, len(paths)), cohort, task)
+    rule = anchors or AnchorRule(recorded_anchor)  # one for the batch: an anchor found is kept
+    return BatchRun(ledger, paths, min(count, len(paths)), cohort, task, rule)
 
 
 class BatchRun:
@@ -120,10 +124,12 @@ class BatchRun:
         jobs: int,
         cohort: str | None,
         task: str | None,
+        anchors: AnchorRule,
     ) -> None:
         self._ledger = ledger
         self._cohort = cohort
         self._task = task
+        self._anchors = anchors
         # Appended (committed), not yet yielded: what a Ctrl-C must still report.
         self._ready: deque[VerifyResult | LedgerError] = deque()
         self._steps = self._serial(iter(paths), {}) if jobs <= 1 else self._parallel(paths, jobs)
@@ -175,7 +181,7 @@ class BatchRun:
                 yield None
             elif judged is None:
                 with _interrupts_deferred():
-                    self._ready.append(_one(ledger, path, None, cohort, task))
+                    self._ready.append(_one(ledger, path, None, cohort, task, self._anchors))
                 yield None
             else:
                 group.append((path, judged))
@@ -186,9 +192,13 @@ class BatchRun:
         ledger, cohort, task = self._ledger, self._cohort, self._task
         with _interrupts_deferred():
             if len(group) == 1:
-                self._ready.append(_one(ledger, group[0][0], group[0][1], cohort, task))
+                self._ready.append(
+                    _one(ledger, group[0][0], group[0][1], cohort, task, self._anchors)
+                )
             else:
-                self._ready.extend(record_group(ledger, group, cohort=cohort, task=task))
+                self._ready.extend(
+                    record_group(ledger, group, cohort=cohort, task=task, anchors=self._anchors)
+                )
         yield None
 
     def _parallel(self, paths: list[Path], jobs: int) -> Generator[None, None, None]:
@@ -217,7 +227,9 @@ class BatchRun:
                 collected = _collect(ledger, plans, workers.answer(ticket))
                 if not isinstance(collected, Judged):
                     with _interrupts_deferred():
-                        self._ready.append(_one(ledger, path, collected, cohort, task))
+                        self._ready.append(
+                            _one(ledger, path, collected, cohort, task, self._anchors)
+                        )
                     yield None
                     continue
                 # Group commit: the bundles after it already judged with the same time (the
@@ -233,7 +245,9 @@ class BatchRun:
                         break  # the ticket keeps its answer: it is the next head
                     group.append((waiting.popleft()[0], peek))
                 with _interrupts_deferred():
-                    self._ready.extend(record_group(ledger, group, cohort=cohort, task=task))
+                    self._ready.extend(
+                        record_group(ledger, group, cohort=cohort, task=task, anchors=self._anchors)
+                    )
                 yield None
         finally:
             starting.finish(raising=False)  # never stopped while it is still starting them
@@ -292,13 +306,14 @@ def _one(
     judged: Judged | LedgerError | None,
     cohort: str | None,
     task: str | None,
+    anchors: AnchorRule,
 ) -> VerifyResult | LedgerError:
     """One bundle on its own, as ``verify`` does it (``judged`` None: ``judge`` here first,
     or, from a worker, all of it under the lock)."""
     if isinstance(judged, LedgerError):
         return judged
     try:
-        return record(ledger, path, judged, cohort=cohort, task=task)
+        return record(ledger, path, judged, cohort=cohort, task=task, anchors=anchors)
     except LedgerError as exc:
         return exc
 

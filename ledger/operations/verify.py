@@ -2,7 +2,9 @@
 (rules 1, 2, 8 and 9 of ``ledger.operations``).
 """
 
-from collections.abc import Sequence
+import os
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -18,7 +20,16 @@ from ledger.errors import (
     from_verifier,
 )
 from ledger.format.entries import Entry, later_time
-from ledger.state import CommittedTask, StateIndex, TaskLookups, committed_plan, outcome_digests
+from ledger.format.payloads import FOLDER_PATTERN
+from ledger.state import (
+    CommittedTask,
+    EarlierVerification,
+    StateIndex,
+    TaskLookups,
+    committed_plan,
+    first_judgement,
+    outcome_digests,
+)
 from ledger.store.base import Store as Ledger
 from ledger.store.base import Writer
 from verifiers.bundle import (
@@ -40,18 +51,11 @@ OCTETS: Final = "application/octet-stream"
 # -- verify -------------------------------------------------------------------------------------
 
 
-class EarlierVerification(msgspec.Struct, frozen=True):
-    """The verification this ledger already recorded for the same bundle (the same bytes
-    observed at every locator), for whichever task it was."""
-
-    bundle_entry: int
-    result_entry: int
-    cohort: str
-    task: str
-    outcome: str
-
-
 class VerifyResult(msgspec.Struct, frozen=True):
+    """What ``verify`` recorded. ``anchored_by``: the entry that anchors the freeze of the
+    plan that judged it (``AnchorRule``), None when none does yet; ``warning`` then says that
+    ``ledger when`` cannot hold for this verdict."""
+
     outcome: str
     cohort: str
     task: str
@@ -64,10 +68,79 @@ class VerifyResult(msgspec.Struct, frozen=True):
     # Set when the same bundle was already judged here: recorded again all the same (a
     # verify is an event), and said so, so a re-run of a loop is never mistaken for news.
     earlier: EarlierVerification | None = None
+    anchored_by: int | None = None
+    warning: str | None = None
 
     @property
     def exit_code(self) -> int:
         return EXIT_OK if self.outcome == "support" else EXIT_FAILED
+
+
+ANCHOR_FIX: Final = "ledger checkpoint --anchor --sign KEY"
+
+
+class AnchorRule:
+    """What ``verify`` asks of the anchor over a freeze before it records a verdict judged by
+    its plan (operations rule 10; LEDGER.md section 7, "The trust file and the anchoring
+    policy").
+
+    ``find(ledger, freeze_seq)``: the seq of an entry that anchors the freeze, or None (the
+    trust file's policy, checked as ``when`` checks an anchor, passed in by ``ledger.api``;
+    without one, ``recorded_anchor``). ``required``: refuse (``plan-not-anchored``, nothing
+    written) without one; else record, with a warning that ``when`` cannot hold for the
+    verdict. An anchor found stays found (entries are never removed), so it is kept."""
+
+    def __init__(
+        self,
+        find: Callable[[Ledger, int], int | None],
+        *,
+        required: bool = False,
+        fix: str = ANCHOR_FIX,
+    ) -> None:
+        self._find = find
+        self.required = required
+        self.fix = fix
+        self._found: dict[int, int] = {}
+
+    def anchor(self, ledger: Ledger, chosen: CommittedTask) -> int | None:
+        """The anchor of ``chosen``'s freeze, or the refusal when one is required."""
+        seq = self._found.get(chosen.cohort_entry)
+        if seq is None:
+            seq = self._find(ledger, chosen.cohort_entry)
+            if seq is not None:
+                self._found[chosen.cohort_entry] = seq
+        if seq is None and self.required:
+            raise CommitError(
+                "plan-not-anchored",
+                f"cohort {chosen.cohort} was frozen at seq {chosen.cohort_entry}, and no"
+                " checkpoint anchored as the trust file's policy asks holds that freeze yet: a"
+                " verdict recorded now could never be shown to come after its plan"
+                f" (`ledger when` would not hold). Anchor it first: `{self.fix}`"
+                " (or verify --unanchored, knowing that)",
+            )
+        return seq
+
+
+def recorded_anchor(ledger: Ledger, freeze_seq: int) -> int | None:
+    """The first ``checkpoint.witnessed`` entry whose tree holds the freeze at ``freeze_seq``
+    (what ``verify`` looks for without a policy: none means ``when`` can never hold for a
+    verdict recorded now). Its cosignatures and timestamps are not checked here: which
+    witnesses count is the reader's choice."""
+    for entry in ledger.entries(kinds=("checkpoint.witnessed",), start=freeze_seq + 1):
+        size = entry.payload.get("tree_size")
+        if isinstance(size, int) and not isinstance(size, bool) and freeze_seq < size <= entry.seq:
+            return entry.seq
+    return None
+
+
+def unanchored_warning(chosen: CommittedTask) -> str:
+    """What ``verify`` says of a verdict recorded with no anchor over its freeze."""
+    return (
+        f"the freeze of cohort {chosen.cohort} (seq {chosen.cohort_entry}) is not anchored: no"
+        " witnessed or timestamped checkpoint holds it, so `ledger when` can never hold for"
+        f" this verdict (anchor a freeze before its first verify: `{ANCHOR_FIX}`; an anchoring"
+        " policy in the trust file makes freeze do it: `ledger trust anchor`)"
+    )
 
 
 def _manifest_claims(snapshot_manifest: bytes | None) -> tuple[str | None, int | None]:
@@ -241,18 +314,26 @@ def cached_plan(
 
 
 def verify(
-    ledger: Ledger, bundle_dir: Path, *, cohort: str | None = None, task: str | None = None
+    ledger: Ledger,
+    bundle_dir: Path,
+    *,
+    cohort: str | None = None,
+    task: str | None = None,
+    anchors: AnchorRule | None = None,
 ) -> VerifyResult:
     """Judge a bundle by its committed plan and record bundle and result atomically.
 
     The bundle is read and judged before the write lock (``judge``); the lock is held only to
-    re-check what the judgement relied on and append (``record``; operations rule 8)."""
+    re-check what the judgement relied on and append (``record``; operations rule 8).
+    ``anchors``: what is asked of the anchor over the plan's freeze (rule 10; default: nothing
+    is required, and a verdict with none is recorded with a warning)."""
     return record(
         ledger,
         bundle_dir,
         judge(ledger, bundle_dir, cohort=cohort, task=task),
         cohort=cohort,
         task=task,
+        anchors=anchors,
     )
 
 
@@ -298,6 +379,7 @@ def record(
     *,
     cohort: str | None = None,
     task: str | None = None,
+    anchors: AnchorRule | None = None,
 ) -> VerifyResult:
     """Under the write lock: re-check ``judged`` against the state now and append it.
 
@@ -305,10 +387,14 @@ def record(
     judged, or re-run with the writer's time when another writer's entry moved the time on.
     A burn (or anything else that refuses) since judging refuses with its own code; another
     task chosen now: judged again, under the lock. ``judged`` None: all of it under the lock."""
+    rule = anchors or AnchorRule(recorded_anchor)
     with ledger.writer(at=None if judged is None else judged.time) as w:
         state = StateIndex.for_writer(w)
         chosen, snapshot, outcome = _decide(ledger, w, state, bundle_dir, judged, cohort, task)
-        return _recorded(w, state, chosen, snapshot, outcome)
+        anchored_by = rule.anchor(ledger, chosen)
+        return _recorded(
+            w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by
+        )
 
 
 def record_group(
@@ -317,6 +403,7 @@ def record_group(
     *,
     cohort: str | None = None,
     task: str | None = None,
+    anchors: AnchorRule | None = None,
 ) -> list[VerifyResult | LedgerError]:
     """``record`` for consecutive bundles judged with the same time, in one write transaction
     (a batch's group commit): each re-checked under the lock as ``record`` re-checks it, in
@@ -325,6 +412,7 @@ def record_group(
     store's) rolls back the whole group and is raised."""
     if not group:
         return []
+    rule = anchors or AnchorRule(recorded_anchor)
     with ledger.writer(at=group[0][1].time) as w:
         state = StateIndex.for_writer(w)
         results: list[VerifyResult | LedgerError] = []
@@ -333,10 +421,15 @@ def record_group(
                 chosen, snapshot, outcome = _decide(
                     ledger, w, state, bundle_dir, judged, cohort, task
                 )
+                anchored_by = rule.anchor(ledger, chosen)
             except LedgerError as exc:
                 results.append(exc)
                 continue
-            results.append(_recorded(w, state, chosen, snapshot, outcome))
+            results.append(
+                _recorded(
+                    w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by
+                )
+            )
     return results
 
 
@@ -378,9 +471,11 @@ def _recorded(
     chosen: CommittedTask,
     snapshot: BundleSnapshot,
     outcome: RunOutcome | Verdict,
+    folder: str | None,
+    anchored_by: int | None,
 ) -> VerifyResult:
     earlier = earlier_verification(w.ledger, state, snapshot)
-    bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome)
+    bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome, folder)
     return VerifyResult(
         outcome=outcome.outcome,
         cohort=chosen.cohort,
@@ -392,6 +487,8 @@ def _recorded(
         runner_version=outcome.runner_version,
         verification_result=msgspec.json.decode(outcome.result_bytes),
         earlier=earlier,
+        anchored_by=anchored_by,
+        warning=unanchored_warning(chosen) if anchored_by is None else None,
     )
 
 
@@ -399,46 +496,9 @@ def earlier_verification(
     ledger: Ledger, state: StateIndex, snapshot: BundleSnapshot
 ) -> EarlierVerification | None:
     """The first recorded verification of exactly this bundle (every observation the same:
-    locator, status, size, sha256), if this ledger has one.
-
-    Found without a scan: a bundle observed before was the first to observe at least one of
-    its byte strings, unless other bundles saw each of them first (then it is not found, and
-    nothing but this note depends on it). At most one lookup and two entry reads per
-    observation."""
-    described = snapshot_observations(snapshot)
-    firsts = set()
-    for item in described:
-        digest = item.get("sha256")
-        if item.get("status") == "ok" and isinstance(digest, str):
-            seq = state.first_observed(digest)
-            if seq is not None:
-                firsts.add(seq)
-    for seq in sorted(firsts):
-        bundle = ledger.entry(seq)
-        if bundle is None or bundle.kind != "bundle.observed":
-            continue
-        stored = bundle.payload.get("observations")
-        if not isinstance(stored, list) or len(stored) != len(described):
-            continue
-        same = all(
-            isinstance(old, dict) and {k: v for k, v in old.items() if k != "object"} == new
-            for old, new in zip(stored, described, strict=True)
-        )
-        result = ledger.entry(seq + 1)
-        if not same or result is None or result.kind != "verification.recorded":
-            continue
-        p = result.payload
-        fields = (p.get("cohort"), p.get("task"), p.get("outcome"))
-        if p.get("bundle_entry") != seq or not all(isinstance(f, str) for f in fields):
-            continue  # not the pair verify writes: the audit says what it is
-        return EarlierVerification(
-            bundle_entry=seq,
-            result_entry=result.seq,
-            cohort=str(fields[0]),
-            task=str(fields[1]),
-            outcome=str(fields[2]),
-        )
-    return None
+    locator, status, size, sha256), if this ledger has one (``ledger.state.first_judgement``,
+    what ``status``, ``browse`` and the report call the same bytes)."""
+    return first_judgement(snapshot_observations(snapshot), state.first_observed, ledger.entry)
 
 
 def _run(
@@ -514,10 +574,28 @@ def _read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -
     return snapshot
 
 
+def bundle_folder(bundle_dir: Path) -> str | None:
+    """The bundle folder's name as the operator gave it (``bundles/attempt-7/`` ->
+    ``attempt-7``; ``.`` -> the current folder's name), the label ``bundle.observed`` records
+    (LEDGER.md section 4), or None when it is not one (a control or bidi character, an
+    undecodable byte, over 255 characters: the manifest still names the candidate). Lexical:
+    no link is followed, nothing is read."""
+    name = os.path.basename(os.path.abspath(bundle_dir))
+    return name if _FOLDER.search(name) else None
+
+
+_FOLDER: Final = re.compile(FOLDER_PATTERN)
+
+
 def record_verification(
-    w: Writer, chosen: CommittedTask, snapshot: BundleSnapshot, outcome: RunOutcome | Verdict
+    w: Writer,
+    chosen: CommittedTask,
+    snapshot: BundleSnapshot,
+    outcome: RunOutcome | Verdict,
+    folder: str | None = None,
 ) -> tuple[Entry, Entry]:
-    """Store bundle and result; append ``bundle.observed`` then ``verification.recorded``."""
+    """Store bundle and result; append ``bundle.observed`` (naming ``folder``, when given)
+    then ``verification.recorded``."""
     observations = snapshot_observations(snapshot)
     refs: list[str] = []
     items = (snapshot.manifest_observation, *snapshot.files)
@@ -534,6 +612,8 @@ def record_verification(
         "task": chosen.task,
         "observations": observations,
     }
+    if folder is not None:
+        bundle_payload["folder"] = folder
     bundle_entry = w.append("bundle.observed", bundle_payload, refs)
     result_address = w.put_object(outcome.result_bytes, JSON)
     result_payload = {

@@ -73,6 +73,7 @@ STATE_TABLES: Final = (
     "state_exposed_contents",
     "state_observed",
     "state_calibration",
+    "state_mentions",
 )
 
 

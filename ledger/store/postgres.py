@@ -221,6 +221,7 @@ END $$;"""
 # by), nor, without UPDATE or DELETE, lock them against readers (``LOCK TABLE`` in a mode
 # stronger than ROW EXCLUSIVE needs one of them).
 _STATE_INSERT_ONLY: Final = (
+    "state_mentions",
     "state_work_units",
     "state_exposed",
     "state_exposed_ids",

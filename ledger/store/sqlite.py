@@ -507,6 +507,13 @@ CREATE TABLE state_exposed_contents (
     work_unit_id TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE state_observed (sha256 TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+-- sha256 of every object an entry names -> that entry and the object's address (``find``)
+CREATE TABLE state_mentions (
+    sha256 TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    object TEXT NOT NULL,
+    PRIMARY KEY (sha256, seq, object)
+) WITHOUT ROWID;
 CREATE TABLE state_calibration (
     adapter_version TEXT PRIMARY KEY,
     green           INTEGER NOT NULL,

@@ -71,6 +71,20 @@ class Trust:
 
     witnesses: tuple[CosignerKey, ...] = ()
     roots: tuple[x509.Certificate, ...] = ()
+    # The anchoring policy of a trust file (section 7, "The trust file and the anchoring
+    # policy"): an anchor needs at least this many trusted cosignatures and timestamps. Both 0
+    # (no policy): one of either is enough.
+    cosignatures_needed: int = 0
+    timestamps_needed: int = 0
+
+    def enough(self, cosignatures: int, timestamps: int) -> bool:
+        """Whether an entry with these trusted, valid items anchors what its tree holds."""
+        if self.cosignatures_needed or self.timestamps_needed:
+            return (
+                cosignatures >= self.cosignatures_needed
+                and timestamps >= self.timestamps_needed
+            )
+        return cosignatures + timestamps > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,7 +424,10 @@ def when(task: str, entries: Iterable[Entry], trust: Trust) -> WhenStatement:
     anchors: list[Anchor] = []
     ignored = 0
     for cand in candidates:
-        anchor = _anchor(cand, origin, roots, trust, findings, times)
+        size = cand.payload.get("tree_size")
+        at = size if _is_size(size, count) else 0
+        newest = times[(at - 1) * 20 : at * 20].decode("ascii") if at else ""
+        anchor = anchor_of(cand.seq, cand.payload, origin, roots, trust, findings, newest)
         if anchor is None:
             ignored += 1
         elif isinstance(anchor, Anchor):
@@ -483,16 +500,20 @@ class _Refused:
     """An anchor whose trusted material failed a check (its finding is recorded)."""
 
 
-def _anchor(
-    cand: _Candidate,
+def anchor_of(
+    seq: int,
+    payload: dict[str, Any],
     origin: str,
     roots: dict[int, bytes],
     trust: Trust,
     findings: list[Finding],
-    times: bytearray,
+    newest: str,
 ) -> Anchor | _Refused | None:
-    """The anchor ``cand`` is to this reader; None when it carries nothing the reader trusts."""
-    payload = cand.payload
+    """The anchor the ``checkpoint.witnessed`` entry ``seq`` (its ``payload``, decoded as its
+    kind) is to this reader; None when it carries nothing the reader trusts, or less than the
+    reader's policy asks. ``roots``: this ledger's tree root at the sizes entries claim;
+    ``newest``: the latest entry time in the tree of the entry's size."""
+    cand = _Candidate(seq, payload)
     problem, text, note = _checkpoint_problem(cand, origin, roots)
     local: list[Finding] = []
     witnesses, bad_cosig = _trusted_cosignatures(text, payload, trust, cand.seq, local)
@@ -506,7 +527,6 @@ def _anchor(
     if bad_cosig or bad_stamp:
         return _Refused()
     size = int(payload["tree_size"])
-    newest = times[(size - 1) * 20 : size * 20].decode("ascii")
     said = [(f"{w.name}'s cosignature", w.timestamp) for w in witnesses] + [
         (f"{t.tsa}'s timestamp", posix_seconds(t.gen_time)) for t in stamps
     ]
@@ -524,6 +544,8 @@ def _anchor(
         )
     if late:
         return _Refused()
+    if not trust.enough(len(witnesses), len(stamps)):
+        return None  # trusted, but less than the reader's policy asks: it anchors nothing
     return Anchor(
         entry=cand.seq,
         tree_size=int(payload["tree_size"]),
@@ -555,10 +577,18 @@ def _roots_at(leaves: bytearray, sizes: set[int]) -> dict[int, bytes]:
 MAX_TRUSTED: Final = 100  # --witness-key values, and --tsa-ca files
 
 
-def trust_from(witness_keys: Sequence[str], tsa_ca_pems: Sequence[bytes]) -> Trust:
-    """The reader's trust from witness verifier key strings and PEM root files. With neither,
-    no anchor could be trusted and every statement would fail: refused as a usage error
-    (``anchor-trust-missing``) so a forgotten option is not read as "not anchored"."""
+def trust_from(
+    witness_keys: Sequence[str],
+    tsa_ca_pems: Sequence[bytes],
+    *,
+    cosignatures: int = 0,
+    timestamps: int = 0,
+) -> Trust:
+    """The reader's trust from witness verifier key strings and PEM root files, and the
+    anchoring policy (``cosignatures``, ``timestamps``: a trust file's ``anchor``). With
+    neither keys nor roots, no anchor could be trusted and every statement would fail: refused
+    as a usage error (``anchor-trust-missing``) so a forgotten option is not read as "not
+    anchored"."""
     from ledger.transparency.timestamp import load_roots
     from ledger.transparency.witness import parse_cosigner_key
 
@@ -572,4 +602,4 @@ def trust_from(witness_keys: Sequence[str], tsa_ca_pems: Sequence[bytes]) -> Tru
         raise WhenError("usage-error", f"at most {MAX_TRUSTED} witness keys and TSA roots")
     keys = {key.encode(): key for key in map(parse_cosigner_key, witness_keys)}
     roots = tuple(root for pem in tsa_ca_pems for root in load_roots(pem))
-    return Trust(tuple(keys.values()), roots)
+    return Trust(tuple(keys.values()), roots, cosignatures, timestamps)

@@ -20,6 +20,7 @@ codes ``witness-origin-unknown`` (404), ``witness-signature-invalid`` (403),
 from __future__ import annotations
 
 import hashlib
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -124,6 +125,19 @@ class CosignerSigner:
 
     def verifier(self) -> CosignerKey:
         return CosignerKey(self.name, self.key_id, _public_from_seed(self.seed))
+
+
+def witness_url_problem(url: str) -> str | None:
+    """Why ``url`` is not a witness's submission prefix (``http://`` or ``https://``, a host, no
+    query, fragment or ``=``); None when it is one."""
+    try:
+        parts = urllib.parse.urlsplit(url) if "=" not in url else None
+        host = parts.hostname if parts is not None else None
+    except ValueError:  # a malformed IPv6 literal
+        parts = host = None
+    if parts is None or parts.scheme not in ("http", "https") or parts.query or parts.fragment:
+        return "not an http(s) submission prefix without query, fragment or '='"
+    return None if host else "no host"
 
 
 def parse_cosigner_key(vkey: str) -> CosignerKey:

@@ -18,10 +18,11 @@ Rules:
    reported failure.
 4. With ``quorum`` K, fewer than K valid cosignatures refuse the whole step
    (``witness-quorum-not-met``; the quorum counts cosignatures only). Without any TSA at least
-   one cosignature is needed (the same code); with TSAs, at least one cosignature or timestamp
-   (``checkpoint-not-anchored``). Refused, nothing is written. Otherwise one entry is appended,
-   in one transaction: the note, its size and root, each cosignature with its witness key and
-   timestamp, and each timestamp (``timestamps``, omitted when there is none).
+   one cosignature is needed (the same code); with TSAs, at least one cosignature or timestamp,
+   and at least ``timestamps`` timestamps (``checkpoint-not-anchored``). Refused, nothing is
+   written. Otherwise one entry is appended, in one transaction: the note, its size and
+   root, each cosignature with its witness key and timestamp, and each timestamp
+   (``timestamps``, omitted when there is none).
 5. Times: a cosignature or timestamp whose time is before the newest entry it covers (by more
    than the tolerance) is not recorded: the audit would report it (``entry-time-after-anchor``)
    and ``when`` would state a plan fixed before its entry was written.
@@ -35,7 +36,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import time
-import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -74,6 +74,7 @@ from ledger.transparency.witness import (
     format_add_checkpoint,
     parse_cosigner_key,
     verify_cosignature,
+    witness_url_problem,
 )
 
 KIND: Final = "checkpoint.witnessed"
@@ -94,15 +95,19 @@ def parse_witness_option(text: str) -> WitnessTarget:
     """``URL=VKEY``: an ``http://`` or ``https://`` submission prefix (no query, no ``=``) and the
     witness's cosigner verifier key."""
     url, sep, vkey = text.partition("=")
-    parts = urllib.parse.urlsplit(url) if sep else None
-    if (
-        parts is None
-        or parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or parts.query
-        or parts.fragment
-    ):
+    if not sep:
         raise UsageError("usage-error", f"--witness {text!r} is not URL=VKEY (http[s]://host...)")
+    return witness_target(url, vkey, shown=text)
+
+
+def witness_target(url: str, vkey: str, *, shown: str | None = None) -> WitnessTarget:
+    """The witness at submission prefix ``url`` with cosigner verifier key ``vkey`` (a
+    ``--witness`` value, or a witness of the trust file)."""
+    if witness_url_problem(url) is not None:
+        raise UsageError(
+            "usage-error",
+            f"--witness {shown or url!r} is not URL=VKEY (http[s]://host...)",
+        )
     return WitnessTarget(url.rstrip("/"), vkey, parse_cosigner_key(vkey))
 
 
@@ -331,10 +336,12 @@ def witness_checkpoint(
     timeout: float = DEFAULT_TIMEOUT_S,
     tsas: Sequence[str] = (),
     tsa_roots: Sequence[x509.Certificate] | None = None,
+    timestamps: int = 0,
 ) -> WitnessedCheckpoint:
     """Sign the current checkpoint, ask every witness and every TSA, verify, and record
     (rules 1-6). ``tsa_roots``: the roots a timestamp must chain to (``--tsa-ca``); ``None``:
-    the token's own (rule 3)."""
+    the token's own (rule 3). ``timestamps``: the valid timestamps needed besides the quorum
+    (a trust file's anchoring policy; rule 4)."""
     if (not targets and not tsas) or len(targets) > MAX_WITNESSES:
         raise UsageError("usage-error", f"give 1..{MAX_WITNESSES} --witness, or at least one --tsa")
     if len(tsas) > MAX_TSAS:
@@ -347,6 +354,8 @@ def witness_checkpoint(
         raise UsageError("usage-error", f"--quorum must be 0..{len(targets)} (the witnesses given)")
     if tsa_roots is not None and not tsas:
         raise UsageError("usage-error", "--tsa-ca needs --tsa")
+    if not 0 <= timestamps <= len(tsas):
+        raise UsageError("usage-error", f"{timestamps} timestamps needed of {len(tsas)} TSAs")
     for url in tsas:
         check_tsa_url(url)
     cp = checkpoint(ledger)
@@ -385,11 +394,15 @@ def witness_checkpoint(
             replies,
             stamps,
         )
-    if not valid and not stamped:
+    if (not valid and not stamped) or len(stamped) < timestamps:
         raise WitnessQuorumError(
             "checkpoint-not-anchored",
-            f"no witness cosigned and no TSA gave a timestamp that holds ({problems}); nothing"
-            " was written",
+            (
+                f"{len(stamped)} timestamps that hold, {timestamps} needed"
+                if stamped or valid
+                else "no witness cosigned and no TSA gave a timestamp that holds"
+            )
+            + f" ({problems}); nothing was written",
             replies,
             stamps,
         )

@@ -503,6 +503,28 @@ def sig_checkpoint(summary: Any) -> str:
     return ",".join(v if v.startswith(("checkpoint-", "tlog-")) else "ok" for v in summary.values())
 
 
+# The parser against real git (tests/git_oracle.py): a patch the parser accepts must be one git
+# accepts on the base the patch itself describes, with the same paths, counts and kinds, and
+# every line where the parser says git puts it. A patch the parser refuses costs no git call.
+_GIT: Any = None
+
+
+def run_git_diff(data: bytes) -> Any:
+    from git_oracle import Git, judge
+
+    global _GIT
+    if _GIT is None:
+        _GIT = Git(Path(tempfile.mkdtemp(prefix="ledger-fuzz-git-")))
+    judged = judge(_GIT, data)
+    if judged.problems:
+        raise AssertionError(f"parser and git disagree: {judged.problems[0][:300]}")
+    return {"valid": judged.parsed.valid, "codes": list(judged.codes)}
+
+
+def sig_git_diff(summary: Any) -> str:
+    return ",".join(summary["codes"]) or "valid"
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -535,6 +557,7 @@ TARGETS: dict[str, Target] = {
         Target("entry", "entry", run_entry, sig_entry),
         Target("parse_diff_lines", "parse_diff", run_parse_diff_lines, sig_parse_diff),
         Target("open_export", "export", run_open_export, sig_open_export),
+        Target("git_diff", "git_diff", run_git_diff, sig_git_diff, quick=False),
     )
 }
 QUICK_TARGETS: dict[str, Target] = {name: t for name, t in TARGETS.items() if t.quick}
@@ -666,11 +689,11 @@ def guided_loop(target: Target, executions: int, seed: int) -> LoopResult:
 def cleanup() -> None:
     """Remove the fixed folders and forget them, so a later run in the same process (another
     test module on the same worker) makes them again rather than writing into a removed one."""
-    global _BUNDLE_DIR, _COHORT_ROOT, _EXPORT_DIR
-    for folder in (_BUNDLE_DIR, _COHORT_ROOT, _EXPORT_DIR):
+    global _BUNDLE_DIR, _COHORT_ROOT, _EXPORT_DIR, _GIT
+    for folder in (_BUNDLE_DIR, _COHORT_ROOT, _EXPORT_DIR, _GIT and _GIT.tmp):
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-    _BUNDLE_DIR = _COHORT_ROOT = _EXPORT_DIR = None
+    _BUNDLE_DIR = _COHORT_ROOT = _EXPORT_DIR = _GIT = None
 
 
 def _harvest(executions: int) -> None:

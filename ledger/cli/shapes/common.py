@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
 import msgspec
+from msgspec import Meta
 
 
 class OutputShape(NamedTuple):
@@ -14,6 +15,15 @@ class OutputShape(NamedTuple):
     struct: type[msgspec.Struct]
     title: str
     description: str
+
+
+class TrustUsed(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Which trust file a command used (LEDGER.md section 7, "The trust file and the anchoring
+    policy"); a command that read none prints ``null``."""
+
+    file: str  # the path as given or found
+    how: Literal["option", "environment", "beside-ledger"]  # --trust, $LEDGER_TRUST, beside
+    sha256: Annotated[str, Meta(pattern="^sha256:[0-9a-f]{64}$")]  # of the file's bytes
 
 
 class ErrorDetail(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from ledger.cli.shapes.common import ErrorDetail, OutputShape
+from ledger.cli.shapes.common import ErrorDetail, OutputShape, TrustUsed
 from ledger.documents.cohort import BurnNotice
 from ledger.format.payloads import CohortBurned
 from verifiers.contracts import VerificationResult
@@ -69,6 +69,9 @@ class FreezeOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     burned_entry: int | None  # set when cohort.json's stage was burned
     tasks: int
     message: str
+    anchored_by: int | None  # the checkpoint.witnessed entry anchoring the freeze; null: none
+    warning: str | None  # set when it is not anchored: `when` cannot hold until it is
+    trust: TrustUsed | None  # the trust file used (its anchoring policy), null: none
 
 
 class LintProblem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -147,6 +150,9 @@ class VerifyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     runner_version: str
     verification_result: VerificationResult
     earlier: EarlierVerification | None
+    anchored_by: int | None  # the entry anchoring the freeze of the plan that judged it
+    warning: str | None  # set when none does: `ledger when` can never hold for this verdict
+    trust: TrustUsed | None  # the trust file used (its anchoring policy), null: none
 
 
 class VerifyBatchLine(VerifyOutput, frozen=True, forbid_unknown_fields=True):
@@ -214,6 +220,56 @@ class NewTaskOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sealed: Literal[True]
 
 
+class KeptFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    file: str  # a ROOT-relative path, or "hidden plan ID"
+    reason: str
+
+
+class RemoveTaskOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    task: str
+    removed: list[str]  # ROOT-relative files deleted
+    kept: list[KeptFile]  # files the task named that were left, with why
+    definition_digest: str  # the cohort's, sealed without the task
+
+
+class RehearsedPlan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    id: str
+    digest: str  # of the plan as the cohort folder holds it now
+
+
+class RehearsedBundle(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="status", tag="rehearsed"
+):
+    """A bundle judged in rehearsal: its outcome and result named as a rehearsal's (never
+    verify's ``outcome`` / ``verification_result``, so no script takes it for a verdict)."""
+
+    bundle: str
+    task: str
+    plan: RehearsedPlan
+    adapter: str
+    adapter_version: str
+    rehearsal_outcome: Outcome
+    rehearsal_result: VerificationResult
+
+
+class RehearsalRefusal(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="status", tag="refused"
+):
+    """A bundle the rehearsal could not judge (the others go on)."""
+
+    bundle: str
+    error: ErrorDetail
+
+
+class RehearseOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    rehearsal: Literal[True]
+    recorded: Literal[False]  # nothing is, ever: no ledger is opened
+    cohort: str
+    definition_digest: str  # of the folder as it is now
+    lint_problems: int  # what `ledger lint` lists; freeze refuses while it is not 0
+    bundles: list[RehearsedBundle | RehearsalRefusal]
+
+
 class SourceRevision(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: str  # the WorkUnit's provenance.source_revision: a full commit id or a tag
     commit: str  # the commit it names (BASE)
@@ -226,6 +282,7 @@ class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     files_changed: int
     patch_digest: str
     manifest_digest: str
+    attempt: Annotated[int, Meta(ge=1)]  # the manifest's (--attempt, or the next unused beside it)
     files: list[str]
     source_revision: SourceRevision | None  # null when the WorkUnit names none
 
@@ -264,7 +321,8 @@ SHAPES: tuple[OutputShape, ...] = (
         "freeze",
         FreezeOutput,
         "ledger freeze --json",
-        "The frozen cohort, its definition digest, whether this run froze it, the entries.",
+        "The frozen cohort, its definition digest, whether this run froze it, the entries, the "
+        "entry anchoring the freeze (the trust file's policy) or a warning that none does.",
     ),
     OutputShape(
         "freeze-dry-run",
@@ -284,8 +342,9 @@ SHAPES: tuple[OutputShape, ...] = (
         "verify",
         VerifyOutput,
         "ledger verify BUNDLE --json",
-        "The outcome of judging one bundle, the two entries recorded and the "
-        "VerificationResult. Exit 0 for support, 1 otherwise.",
+        "The outcome of judging one bundle, the two entries recorded, the "
+        "VerificationResult, and the entry anchoring its plan's freeze (or a warning that "
+        "`when` cannot hold). Exit 0 for support, 1 otherwise.",
     ),
     OutputShape(
         "verify-batch-line",
@@ -345,6 +404,20 @@ SHAPES: tuple[OutputShape, ...] = (
         NewTaskOutput,
         "ledger new task --json",
         "The task added, its files and that the cohort was sealed.",
+    ),
+    OutputShape(
+        "rehearse",
+        RehearseOutput,
+        "ledger rehearse --json",
+        "Sample bundles judged by an unfrozen cohort folder's plans, never recorded: per bundle "
+        "its task, plan, rehearsal outcome and result, or the refusal.",
+    ),
+    OutputShape(
+        "remove-task",
+        RemoveTaskOutput,
+        "ledger remove task --json",
+        "The task removed, the files deleted with it, the files it named that were kept (with "
+        "why) and the cohort's new definition digest.",
     ),
     OutputShape(
         "bundle-pack",

@@ -12,7 +12,8 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from ledger.cli.shapes.common import ErrorDetail, OutputShape
+from ledger.cli.shapes.common import ErrorDetail, OutputShape, TrustUsed
+from ledger.cli.shapes.operations import EarlierVerification
 from ledger.format.entries import EntryBody
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.common import ContractStruct, refuse
@@ -42,6 +43,21 @@ class LogOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     error: ErrorDetail | UnsetType = UNSET
 
 
+class Candidate(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Whose a bundle is (``ledger.store.lookup.CandidateIdentity``): the folder label verify
+    recorded, and what the bundle's own ResultManifest states (never checked: the verdict says
+    whether the manifest holds); null when not stated or the manifest was not read."""
+
+    folder: str | None
+    manifest_id: str | None
+    attempt: int | None
+    worker: str | None
+    worker_type: str | None
+    model: str | None
+    source_revision: str | None
+    head: str | None  # the head commit `bundle pack` wrote in its manifest extension
+
+
 # ``show REF --json`` of an entry of any kind but verification.recorded (show-verification).
 class ShowEntryOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     seq: int
@@ -50,6 +66,10 @@ class ShowEntryOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     kind: Annotated[str, Meta(extra_json_schema={"not": {"const": "verification.recorded"}})]
     entry_hash: str
     body: EntryBody
+    # Only for a bundle.observed entry: whose it is, and the first verification of the same
+    # bytes when it is an earlier one (null: none found).
+    candidate: Candidate | UnsetType = UNSET
+    same_bytes_as: EarlierVerification | UnsetType | None = UNSET
 
 
 # ``show REF --json`` of a verification.recorded entry.
@@ -61,6 +81,10 @@ class ShowVerificationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=
     # The stored result object decoded, or null when it is missing or does not read as a JSON
     # object (the audit says why).
     result: VerificationResult | None
+    # Whose bundle it judged (read from its bundle.observed entry), and the first verification
+    # of the same bytes when it is an earlier one (null: none found).
+    candidate: Candidate
+    same_bytes_as: EarlierVerification | None
 
 
 # ``show ADDRESS --json`` of a stored object: exactly one of document and body_base64.
@@ -97,9 +121,12 @@ class StatusTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     work_unit: StatusWorkUnit
     plan_id: str
     adapter_version: str
-    verified: Count
+    verified: Count  # every verification recorded (a bundle judged again counts again)
     outcomes: dict[Outcome, int]
     last_result_entry: int | None
+    # Distinct candidates: verifications of bytes this task had not judged before, and theirs.
+    candidates: Count
+    candidate_outcomes: dict[Outcome, int]
 
 
 class StatusCohort(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -110,6 +137,8 @@ class StatusCohort(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     definition_digest: str
     verified: Count
     outcomes: dict[Outcome, int]
+    candidates: Count  # the sum of its tasks' distinct candidates
+    candidate_outcomes: dict[Outcome, int]
     tasks: list[StatusTask]
 
 
@@ -152,6 +181,7 @@ class AuditOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     violation_count: Count
     first_bad_seq: int | None
     violations: list[AuditViolation]
+    trust: TrustUsed | None  # the trust file used (writers, log key), null: none
 
 
 # -- check-patch ----------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from ledger.cli.shapes.common import OutputShape
+from ledger.cli.shapes.common import OutputShape, TrustUsed
 from ledger.format.payloads import Outcome
+from ledger.format.trust import TrustFile
 from verifiers.contracts import ContractStruct
 
 # -- keys -------------------------------------------------------------------------------------
@@ -73,6 +74,7 @@ class WitnessedCheckpointOutput(msgspec.Struct, frozen=True, forbid_unknown_fiel
     witnesses: list[WitnessReplyOutput]
     timestamped: int  # how many TSAs gave a timestamp that holds
     timestamps: list[TsaReplyOutput]  # one per --tsa, in order (empty without --tsa)
+    trust: TrustUsed | None  # --anchor: the trust file whose witnesses and TSAs were asked
 
 
 # -- proofs -----------------------------------------------------------------------------------
@@ -168,6 +170,7 @@ class ProofCheckOutput(ContractStruct, frozen=True, forbid_unknown_fields=True):
     checkpoint_size: int
     signed_by: list[str]  # the keys that verified that checkpoint (empty when not valid)
     cosigned_by: list[str]  # the --witness-key names that cosigned it (empty when not valid)
+    trust: TrustUsed | None  # the trust file whose log key was used, null: none
 
 
 # -- attestations -----------------------------------------------------------------------------
@@ -203,6 +206,8 @@ class AttestationCheckOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=
     subject_tied: bool  # false: the result was withheld (hidden task), the subject is unproven
     signed_by: list[str]  # the --key keys that signed the envelope and its checkpoint
     kept_checkpoint: bool  # its tree is the reader's --checkpoint
+    # The key IDs (as the envelope names them) of its signatures no --key checked.
+    unchecked_signatures: list[str]
 
 
 class CheckAttestationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -211,6 +216,7 @@ class CheckAttestationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=
 
     valid: Literal[True]
     attestations: list[AttestationCheckOutput]
+    trust: TrustUsed | None  # the trust file whose log key was used, null: none
 
 
 # -- export -----------------------------------------------------------------------------------
@@ -360,9 +366,36 @@ class WhenOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     anchors: int  # trusted anchors that checked
     ignored_anchors: int  # checkpoint.witnessed entries carrying nothing the reader trusts
     findings: list[WhenFinding]
+    trust: TrustUsed | None  # the trust file stated against (witnesses, roots, policy)
 
+
+# -- the trust file -----------------------------------------------------------------------------
+
+
+class TrustOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``ledger trust init|add ...|anchor|show --json``: the trust file as it now is."""
+
+    file: str
+    how: Literal["option", "environment", "beside-ledger"]
+    sha256: str  # sha256:<hex> of the file's bytes
+    trust: TrustFile  # schemas/trust-v1.schema.json
+
+
+_TRUST_SHAPES = (
+    ("trust-init", "ledger trust init --json", "The trust file written: origin and log key."),
+    ("trust-add-witness", "ledger trust add witness NAME URL KEY --json", "With the witness."),
+    ("trust-add-tsa", "ledger trust add tsa URL --ca FILE --json", "With the TSA and its roots."),
+    ("trust-add-writer", "ledger trust add writer KEY --json", "With the writer key."),
+    ("trust-anchor", "ledger trust anchor --json", "With the anchoring policy set."),
+    ("trust-show", "ledger trust show --json", "The trust file, its path and digest."),
+)
 
 SHAPES: tuple[OutputShape, ...] = (
+    *(
+        OutputShape(name, TrustOutput, title, description + " The file's path, how it was found"
+                    " and its digest, and the whole trust file.")
+        for name, title, description in _TRUST_SHAPES
+    ),
     OutputShape(
         "keygen",
         KeygenOutput,

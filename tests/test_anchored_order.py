@@ -1,0 +1,303 @@
+"""Issue 28 item 2: the anchored order is the default path. Under the trust file's anchoring
+policy `freeze` anchors the cohort before it returns and `verify` refuses, writing nothing, a
+bundle whose plan's freeze is not anchored yet; without a policy `verify` says plainly that
+`ledger when` can never hold for the verdict (LEDGER.md section 5, rule 10; section 7, "The
+trust file and the anchoring policy").
+
+The failure stopped: following the README (freeze, then verify, no anchored checkpoint between)
+every verdict read "does not hold" for ever, and a retry under a new cohort was refused
+`outcome-before-plan` for the same bytes. Each test runs a real `ledger witness serve` process
+(its own key and state) on 127.0.0.1, or OpenSSL's TSA (tools/tsa.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from trust_helpers import BUNDLES, COHORT, ORIGIN, TASK, World, build_base, frozen_entry
+
+from ledger.format.trust import TrustTsa, split_roots
+from ledger.store.sqlite import Ledger
+from ledger.transparency.notes import sign_checkpoint
+from ledger.transparency.proofs import checkpoint
+from ledger.transparency.witness import cosign, generate_cosigner_key, parse_cosigner_signer
+from tools.tsa import LocalTsa
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_base(tmp_path_factory.mktemp("anchored-base"))
+
+
+@pytest.fixture
+def world(base: Path, tmp_path: Path) -> World:
+    return World.copy_of(base, tmp_path / "world")
+
+
+@pytest.fixture(scope="module")
+def tsa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalTsa, str]]:
+    local = LocalTsa(tmp_path_factory.mktemp("tsa"))
+    url = local.serve()
+    try:
+        yield local, url
+    finally:
+        local.close()
+
+
+def when(world: World, *extra: str) -> tuple[int, dict[str, object]]:
+    out = world.cli("when", TASK, "--trust", str(world.trust_path), *extra, "--json")
+    assert out.code in (0, 1), out.stderr
+    return out.code, json.loads(out.stdout)
+
+
+def test_freeze_under_the_policy_anchors_the_plan_before_any_verdict_and_when_holds(
+    world: World,
+) -> None:
+    witness = world.witness()
+    with witness.serve(clock=None) as server:
+        url = f"http://127.0.0.1:{server.port}"
+        world.write_trust(witnesses=(("w1", url, witness.vkey),), anchor=(1, 0))
+        frozen = world.freeze("--sign", str(world.folder / "log.key"))
+        assert frozen.code == 0, frozen.stderr
+        doc = json.loads(frozen.stdout)
+        freeze_seq = doc["frozen_entry"]
+        # The anchor is the entry right after the freeze: a checkpoint of the tree holding it.
+        assert doc["anchored_by"] == freeze_seq + 1 and doc["warning"] is None
+        assert doc["trust"]["how"] == "beside-ledger"
+        verified = world.verify()
+        assert verified.code == 0, verified.stderr
+        result = json.loads(verified.stdout)
+        assert result["anchored_by"] == freeze_seq + 1 and result["warning"] is None
+        assert "warning" not in verified.stderr
+    code, statement = when(world)
+    assert code == 0 and statement["holds"] is True, statement
+
+
+def test_verify_before_the_anchor_is_refused_writing_nothing_until_checkpoint_anchor(
+    world: World,
+) -> None:
+    witness = world.witness()
+    with witness.serve(clock=None) as server:
+        url = f"http://127.0.0.1:{server.port}"
+        world.write_trust(witnesses=(("w1", url, witness.vkey),), anchor=(1, 0))
+        frozen = world.freeze("--unanchored")
+        assert frozen.code == 0, frozen.stderr
+        doc = json.loads(frozen.stdout)
+        assert doc["anchored_by"] is None and "--unanchored was given" in doc["warning"]
+        before = world.size()
+        refused = world.verify()
+        assert (refused.code, refused.error_code()) == (2, "plan-not-anchored")
+        assert "ledger checkpoint --anchor --sign KEY" in refused.json()["error"]["message"]
+        assert world.size() == before  # nothing written: the bundle was not observed
+        # A refusal is its one line, even with a trust file in use (named once there is output).
+        assert refused.stderr == ""
+        text = world.cli("verify", str(BUNDLES[0]))
+        [line] = text.stderr.splitlines()
+        assert line.startswith("ledger: plan-not-anchored: cohort example/demo was frozen at seq")
+        anchored = world.cli("checkpoint", "--anchor", "--sign", str(world.folder / "log.key"),
+                             "--json")  # fmt: skip
+        assert anchored.code == 0, anchored.stderr
+        entry = anchored.json()["entry"]
+        assert anchored.json()["trust"]["how"] == "beside-ledger"
+        verified = world.verify()
+        assert verified.code == 0, verified.stderr
+        assert verified.json()["anchored_by"] == entry
+    code, statement = when(world)
+    assert code == 0, statement
+
+
+def test_verify_unanchored_records_the_verdict_and_says_when_cannot_hold(world: World) -> None:
+    witness = world.witness()
+    world.write_trust(witnesses=(("w1", "http://127.0.0.1:9", witness.vkey),), anchor=(1, 0))
+    assert world.freeze("--unanchored").code == 0
+    verified = world.verify(BUNDLES[0], "--unanchored")
+    assert verified.code == 0, verified.stderr
+    doc = verified.json()
+    assert doc["anchored_by"] is None
+    assert "`ledger when` can never hold for this verdict" in doc["warning"]
+    assert "ledger: warning: " in verified.stderr
+    code, statement = when(world)
+    assert code == 1
+    assert [f["code"] for f in statement["findings"]] == [  # type: ignore[union-attr,index]
+        "freeze-not-anchored",
+        "verification-not-after-anchor",
+    ]
+
+
+def test_without_a_policy_verify_warns_that_when_can_never_hold_until_an_anchor_exists(
+    world: World,
+) -> None:
+    frozen = world.freeze()
+    assert frozen.code == 0
+    assert frozen.json()["trust"] is None and "there is no anchoring policy" in (
+        frozen.json()["warning"]
+    )
+    first = world.verify(BUNDLES[0])
+    assert first.code == 0, first.stderr
+    assert first.json()["anchored_by"] is None
+    assert "ledger: warning: the freeze of cohort example/demo" in first.stderr
+    assert "`ledger when` can never hold for this verdict" in first.json()["warning"]
+    witness = world.witness()
+    with witness.serve(clock=None) as server:
+        cp = world.cli("checkpoint", "--sign", str(world.folder / "log.key"), "--witness",
+                       f"http://127.0.0.1:{server.port}={witness.vkey}", "--json")  # fmt: skip
+        assert cp.code == 0, cp.stderr
+    second = world.verify(BUNDLES[1])
+    assert second.code == 1, second.stderr  # attempt-2 is a reject
+    assert second.json()["anchored_by"] == cp.json()["entry"]
+    assert second.json()["warning"] is None and "warning" not in second.stderr
+
+
+def test_a_freeze_whose_witness_is_down_stays_frozen_exits_1_and_verify_waits_for_the_anchor(
+    world: World,
+) -> None:
+    witness = world.witness()
+    with witness.serve(clock=None) as server:
+        port = server.port
+    # The witness is gone: nothing listens on its port any more.
+    world.write_trust(witnesses=(("w1", f"http://127.0.0.1:{port}", witness.vkey),), anchor=(1, 0))
+    sign = ("--sign", str(world.folder / "log.key"))
+    failed = world.freeze(*sign)
+    assert (failed.code, failed.error_code()) == (1, "anchoring-failed")
+    message = failed.json()["error"]["message"]
+    assert f"cohort {COHORT} frozen at seq" in message and "NOT anchored" in message
+    assert "witness-quorum-not-met" in message and "witness-unreachable" in message
+    frozen_size = world.size()  # the freeze stays, and nothing else was written
+    with Ledger.open_read_only(world.db) as ledger:
+        assert ledger.entry(frozen_size - 1).kind == "cohort.frozen"  # type: ignore[union-attr]
+    refused = world.verify()
+    assert (refused.code, refused.error_code()) == (2, "plan-not-anchored")
+    with witness.serve(clock=None) as server:
+        world.write_trust(
+            witnesses=(("w1", f"http://127.0.0.1:{server.port}", witness.vkey),), anchor=(1, 0)
+        )
+        again = world.freeze(*sign)  # the same cohort: frozen already, anchored now
+        assert again.code == 0, again.stderr
+        assert again.json()["created"] is False
+        assert again.json()["anchored_by"] == frozen_size
+    assert world.verify().code == 0
+    assert when(world)[0] == 0
+
+
+def test_freeze_under_the_policy_without_the_log_key_writes_nothing(world: World) -> None:
+    witness = world.witness()
+    world.write_trust(witnesses=(("w1", "http://127.0.0.1:9", witness.vkey),), anchor=(1, 0))
+    before = world.size()
+    missing = world.freeze()
+    assert (missing.code, missing.error_code()) == (2, "anchor-key-missing")
+    other = world.cli("keygen", "--out", str(world.folder / "other"), "--name", ORIGIN)
+    assert other.code == 0
+    wrong = world.freeze("--sign", str(world.folder / "other.key"))
+    assert (wrong.code, wrong.error_code()) == (2, "log-key-mismatch")
+    anchor = world.cli("checkpoint", "--anchor", "--sign", str(world.folder / "other.key"))
+    assert (anchor.code, anchor.error_code()) == (2, "log-key-mismatch")
+    assert world.size() == before  # nothing was frozen
+
+
+def test_a_planted_anchor_does_not_open_verify(world: World) -> None:
+    """A writer (or the file's owner) appends checkpoint.witnessed entries over the freeze that
+    only look like the trusted witness's: one by another key of the same name, one by the
+    trusted key's name and ID with a signature that does not verify. Neither is an anchor."""
+    witness = world.witness()
+    world.write_trust(witnesses=(("w1", "http://127.0.0.1:9", witness.vkey),), anchor=(1, 0))
+    assert world.freeze("--unanchored").code == 0
+    skey = world.log_keys()[0]
+    impostor = parse_cosigner_signer(generate_cosigner_key("w1.example/w", bytes(32))[0])
+    with Ledger.open(world.db) as ledger:
+        cp = checkpoint(ledger)
+        note = sign_checkpoint(cp, skey)
+        text = note.split("\n\n", 1)[0] + "\n"
+        look_alike = cosign(text, impostor, 1_800_000_000)
+        label, blob = look_alike.rstrip("\n").rsplit(" ", 1)
+        raw = base64.b64decode(blob)  # key ID (4), time (8), signature: the ID made the trusted's
+        trusted_id = bytes.fromhex(witness.vkey.split("+")[1])
+        forged = f"{label} {base64.b64encode(trusted_id + raw[4:]).decode()}\n"
+        for line in (look_alike, forged):
+            ledger.append(
+                "checkpoint.witnessed",
+                {
+                    "tree_size": cp.size,
+                    "root_hash": base64.b64encode(cp.root).decode("ascii"),
+                    "note": note,
+                    "cosignatures": [
+                        {"witness": witness.vkey, "cosignature": line, "timestamp": 1_800_000_000}
+                    ],
+                },
+                [],
+            )
+    refused = world.verify()
+    assert (refused.code, refused.error_code()) == (2, "plan-not-anchored")
+
+
+def test_a_timestamp_policy_anchors_with_the_tsa(
+    world: World, tsa: tuple[LocalTsa, str]
+) -> None:
+    local, url = tsa
+    roots = split_roots(local.ca_pem.read_bytes(), "ca.pem")
+    world.write_trust(tsas=(TrustTsa(url=url, roots=roots),), anchor=(0, 1))
+    frozen = world.freeze("--sign", str(world.folder / "log.key"))
+    assert frozen.code == 0, frozen.stderr
+    assert frozen.json()["anchored_by"] == frozen_entry(frozen) + 1
+    assert world.verify().code == 0
+    code, statement = when(world)
+    assert code == 0, statement
+    anchor = statement["freezes"][0]["anchor"]  # type: ignore[index]
+    assert [t["tsa"] for t in anchor["timestamps"]] == ["CN=Test TSA"]
+
+
+def test_when_with_the_policy_ignores_an_anchor_below_it(
+    world: World, tsa: tuple[LocalTsa, str]
+) -> None:
+    """Policy: a cosignature and a timestamp. A checkpoint only cosigned (taken by hand, before
+    the policy asked for more) anchors nothing for a reader of this trust file."""
+    local, url = tsa
+    witness = world.witness()
+    roots = split_roots(local.ca_pem.read_bytes(), "ca.pem")
+    assert world.freeze().code == 0
+    with witness.serve(clock=None) as server:
+        wurl = f"http://127.0.0.1:{server.port}"
+        cp = world.cli("checkpoint", "--sign", str(world.folder / "log.key"), "--witness",
+                       f"{wurl}={witness.vkey}")  # fmt: skip
+        assert cp.code == 0, cp.stderr
+        world.write_trust(
+            witnesses=(("w1", wurl, witness.vkey),),
+            tsas=(TrustTsa(url=url, roots=roots),),
+            anchor=(1, 1),
+        )
+        refused = world.verify()
+        assert (refused.code, refused.error_code()) == (2, "plan-not-anchored")
+        assert world.verify(BUNDLES[0], "--unanchored").code == 0
+    code, statement = when(world)
+    assert code == 1 and statement["ignored_anchors"] == 1, statement
+    # The same entries, read with the one witness alone (no policy): the anchor counts.
+    alone = world.cli("when", TASK, "--witness-key", witness.vkey, "--json")
+    assert alone.code == 0, alone.stdout
+
+
+def test_a_batch_refuses_each_bundle_of_an_unanchored_plan(world: World) -> None:
+    witness = world.witness()
+    world.write_trust(witnesses=(("w1", "http://127.0.0.1:9", witness.vkey),), anchor=(1, 0))
+    assert world.freeze("--unanchored").code == 0
+    before = world.size()
+    out = world.cli("verify", *map(str, BUNDLES), "--jobs", "1", "--json")
+    assert out.code == 2
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [line["error"]["code"] for line in lines] == ["plan-not-anchored"] * 2
+    assert world.size() == before
+
+
+def test_checkpoint_anchor_takes_everything_from_the_trust_file(world: World) -> None:
+    sign = ("--sign", str(world.folder / "log.key"))
+    none = world.cli("checkpoint", "--anchor", *sign)
+    assert (none.code, none.error_code()) == (2, "usage-error")
+    assert "--anchor needs a trust file" in none.stderr
+    world.write_trust()
+    empty = world.cli("checkpoint", "--anchor", *sign, "--json")
+    assert (empty.code, empty.error_code()) == (2, "usage-error")
+    assert "names no witness and no TSA" in empty.json()["error"]["message"]
+    mixed = world.cli("checkpoint", "--anchor", *sign, "--tsa", "http://127.0.0.1:9/")
+    assert (mixed.code, mixed.error_code()) == (2, "usage-error")
