@@ -303,16 +303,29 @@ SMALL_PATCH = (
 )
 
 
+SMALL_SEMANTIC = {
+    "required_added_substrings": ["safe_load("],
+    "required_removed_substrings": ["= load("],
+}
+
+
+def small_specs() -> list[examples.TaskSpec]:
+    """The five tasks of ``small_setup``'s cohort."""
+    return [task_spec(i, prefix="small", semantic=SMALL_SEMANTIC) for i in range(5)]
+
+
+def distinct_patch(i: int) -> bytes:
+    """``SMALL_PATCH`` with a context line of its own: bundle ``i`` of a history of distinct
+    attempts (its own patch, manifest and result bytes; still judged support)."""
+    return SMALL_PATCH.replace(b" import os\n", f" import os  # attempt {i}\n".encode(), 1)
+
+
 def small_setup(
     work: Path, ledger_path: Path, *, cohort_id: str = "bench/small"
 ) -> tuple[Ledger, Path]:
     """A ledger with calibration and a one-task cohort, and a small bundle for that task."""
     root = work / "small-root"
-    semantic = {
-        "required_added_substrings": ["safe_load("],
-        "required_removed_substrings": ["= load("],
-    }
-    specs = [task_spec(i, prefix="small", semantic=semantic) for i in range(5)]
+    specs = small_specs()
     folder = write_cohort(root, specs, cohort_id=cohort_id, plan_of=examples.plan_doc)
     bundle = write_bundle(work / "small-bundle", specs[0], SMALL_PATCH)
     ledger, _ = Ledger.create(ledger_path, origin=ORIGIN, clock=fixed_clock)
@@ -350,6 +363,51 @@ def append_pairs(
             for _ in range(step):
                 record_verification(once, chosen, snapshot, outcome)  # type: ignore[arg-type]
         pairs -= step
+
+
+def append_distinct_pairs(
+    ledger: Ledger, work: Path, pairs: int, *, distinct: int | None = None, batch: int = 2000
+) -> None:
+    """Append ``pairs`` pairs of a realistic history: attempt ``i`` is a bundle of its own
+    (``distinct_patch(i % distinct)``: its own patch, manifest and result) for task ``i % 5``
+    of ``small_setup``'s cohort, judged by ``run`` with the committed plan (the clock is fixed,
+    so each stored result is what its replay gives) and recorded through the plain Writer, with
+    the derived state kept as ``verify`` keeps it. ``distinct`` (default: every attempt its
+    own): a pool cycled in order, for the largest ledgers (each attempt costs a run)."""
+    specs = small_specs()
+    state = read_state(ledger)
+    cohort = state.cohorts["bench/small"]
+    tasks = [cohort.tasks[spec.task_id] for spec in specs]
+    plans = [committed_plan(ledger, chosen) for chosen in tasks]
+    folder = work / "distinct-bundle"
+    pool = distinct or pairs
+    start = ledger.size()
+    done = 0
+    judged: dict[int, tuple[Any, Any]] = {}
+    while done < pairs:
+        step = min(batch, pairs - done)
+        with ledger.writer() as w:
+            StateIndex.for_writer(w)
+            # A cycled pool stores the same bytes again: each once per transaction (below).
+            target: Any = w if distinct is None else _StoreOnce(w)
+            for i in range(done, done + step):
+                k = (start // 2 + i) % pool
+                which = k % len(specs)
+                made = judged.get(k)
+                if made is None:
+                    plan, work_unit = plans[which]
+                    write_bundle(folder, specs[which], distinct_patch(k))
+                    snapshot = read_bundle_for_plan(folder, plan)
+                    outcome = run(
+                        plan, work_unit, snapshot, started_at=FIXED_TIME, finished_at=FIXED_TIME
+                    )
+                    if outcome.outcome != "support":
+                        raise RuntimeError(f"attempt {k} was judged {outcome.outcome}")
+                    made = (snapshot, outcome)
+                    if distinct is not None:
+                        judged[k] = made
+                record_verification(target, tasks[which], *made)
+        done += step
 
 
 class _StoreOnce:
@@ -394,6 +452,7 @@ def dump_json(value: Any) -> str:
 
 
 __all__ = [
+    "append_distinct_pairs",
     "append_pairs",
     "copy_ledger",
     "cut_patch",

@@ -85,8 +85,8 @@ class Sizes:
     starts: int
 
 
-FULL = Sizes(700, 600, (14, 52), 5, 6000, 10_000, (10_000, 100_000, 1_000_000), 600, 1000, 20)
-QUICK = Sizes(300, 400, (8, 28), 3, 300, 1_000, (2_000, 20_000), 100, 100, 8)
+FULL = Sizes(700, 600, (14, 52), 5, 6000, 10_000, (10_000, 100_000, 1_000_000), 2000, 1000, 20)
+QUICK = Sizes(300, 400, (8, 28), 3, 300, 1_000, (2_000, 20_000), 200, 100, 8)
 
 
 def median_time(fn: Callable[[], Any], repeat: int) -> float:
@@ -164,13 +164,15 @@ def bench_diff(work: Path, sz: Sizes) -> tuple[list[Row], bytes]:
             ">= 5x faster",
             theirs / ours >= 5,
         ),
+        # Informational (issue 30, goal 5: the "8x git" goal is retired): a C program that
+        # starts in a few ms, against a Python process; the throughput goal is the row above.
         Row(
-            "diff parse vs git apply --numstat",
+            "  same, vs git apply --numstat (info)",
             ms(ours),
             ms(git),
             f"{ours / git:.2f}x git",
-            "<= 8x git",
-            ours / git <= 8,
+            "-",
+            None,
         ),
         # Informational: the parse makes no object per changed line; this is the cost of
         # asking every hunk for all of them (Hunk.added / Hunk.removed).
@@ -1081,6 +1083,78 @@ def proof_times(path: Path, count: int) -> tuple[float, float, float]:
     return statistics.median(inc), statistics.median(con), statistics.median(bare)
 
 
+def build_real_ledgers(work: Path, sz: Sizes) -> dict[int, Path]:
+    """Issue 30, goal 2: realistic histories, each attempt a bundle of its own (its own patch,
+    manifest and result; ``gen.append_distinct_pairs``) across the cohort's five tasks, at
+    20,000 entries and (full run) 1,000,000: one growing file, copied at each size. The 1M
+    ledger cycles a pool of 50,000 distinct attempts (each distinct attempt costs a run)."""
+    sizes = (20_000,) if sz is QUICK else (20_000, 1_000_000)
+    path = work / "real.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    sub = work / "real"
+    sub.mkdir(exist_ok=True)
+    ledger, _ = gen.small_setup(sub, path)
+    out: dict[int, Path] = {}
+    for size in sizes:
+        pairs = (size - ledger.size()) // 2
+        note(f"realistic ledger: appending {pairs} distinct attempts to reach {size} entries")
+        t0 = time.perf_counter()
+        gen.append_distinct_pairs(ledger, sub, pairs, distinct=None if size <= 20_000 else 50_000)
+        note(f"realistic ledger: {ledger.size()} entries ({time.perf_counter() - t0:.1f} s)")
+        check(ledger.size() == size, f"realistic ledger has {ledger.size()} entries, not {size}")
+        target = work / f"real-{size}.db"
+        gen.copy_ledger(path, target)
+        out[size] = target
+    ledger.close()
+    return out
+
+
+def audit_vs_bare(path: Path, size: int, label: str) -> list[Row]:
+    """``ledger audit --no-replay`` (the CLI, as users run it) against the bare loop over the
+    same rows, interleaved three times (medians), and the audit's peak RSS."""
+    audits: list[float] = []
+    bares: list[float] = []
+    peaks: list[float] = []
+    for attempt in range(3):
+        note(f"audit: {label}, bare loop then the CLI in a child process ({attempt + 1}/3)")
+        t0 = time.perf_counter()
+        check(bare_audit_loop(path) == size, "bare loop read the wrong number of rows")
+        bares.append(time.perf_counter() - t0)
+        seconds, peak_mb, out = cli_audit(path)
+        check(out != "FAILED", f"ledger audit --no-replay did not pass on {label}")
+        check(msgspec.json.decode(out).get("ok") is True, "audit JSON does not say ok")
+        audits.append(seconds)
+        peaks.append(peak_mb)
+    seconds, bare, peak_mb = statistics.median(audits), statistics.median(bares), max(peaks)
+    return [
+        Row(
+            f"G2 audit --no-replay {label} (CLI)",
+            f"{seconds:.2f} s",
+            f"{bare:.2f} s bare loop",
+            f"{seconds / bare:.2f}",
+            "<= 1.5x bare",
+            seconds / bare <= 1.5,
+        ),
+        Row(
+            f"G2 audit --no-replay {label} peak RSS",
+            f"{peak_mb:.0f} MB",
+            "-",
+            "-",
+            "<= 200 MB",
+            peak_mb <= 200,
+        ),
+    ]
+
+
+def bench_real(work: Path, sz: Sizes) -> list[Row]:
+    rows: list[Row] = []
+    for size, path in sorted(build_real_ledgers(work, sz).items()):
+        label = f"{size // 1000}k" if size < 1_000_000 else "1M"
+        rows += audit_vs_bare(path, size, f"{label}, distinct attempts")
+    return rows
+
+
 def bench_ledgers(work: Path, sz: Sizes) -> list[Row]:
     ledgers = build_ledgers(work, sz)
     big = max(ledgers)
@@ -1281,11 +1355,11 @@ def _replay_parallel(ledger: Ledger, sz: Sizes) -> list[Row]:
     needs at least on idle cores (no process can finish before its own CPU time, and the
     cores cannot do more than their number of seconds a second): what the row would read on a
     quiet machine, when the machine is shared. An estimate, printed as such."""
-    timed: dict[bool, list[float]] = {True: [], False: []}
-    cpu: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
-    reports: dict[bool, bytes] = {}
+    timed: dict[bool | None, list[float]] = {True: [], False: [], None: []}
+    cpu: dict[bool | None, list[tuple[float, float]]] = {True: [], False: [], None: []}
+    reports: dict[bool | None, bytes] = {}
     for _ in range(3):
-        for parallel in (False, True):
+        for parallel in (False, True, None):  # None: the automatic choice
             rules = CommitmentRules(ledger, replay=True, parallel=parallel)
             own0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
@@ -1300,7 +1374,8 @@ def _replay_parallel(ledger: Ledger, sz: Sizes) -> list[Row]:
             check(rules.replayed == sz.replay_pairs, "not every verification was replayed")
             reports[parallel] = msgspec.json.encode(report)
     check(reports[True] == reports[False], "the parallel replay's report differs")
-    on, off = (sz.replay_pairs / statistics.median(timed[p]) for p in (True, False))
+    check(reports[None] == reports[False], "the automatic replay's report differs")
+    on, off, auto = (sz.replay_pairs / statistics.median(timed[p]) for p in (True, False, None))
     single_cpu = statistics.median(own + kids for own, kids in cpu[False])
     auditor_cpu = statistics.median(own for own, _ in cpu[True])
     workers_cpu = statistics.median(kids for _, kids in cpu[True])
@@ -1314,12 +1389,20 @@ def _replay_parallel(ledger: Ledger, sz: Sizes) -> list[Row]:
     ceiling = _two_process_ceiling()
     return [
         Row(
-            f"audit replay parallel, {cores} CPUs",
+            f"G1 audit replay parallel, {sz.replay_pairs} verifications, {cores} CPUs",
             f"{on:.0f} replays/s",
             f"{off:.0f} /s one process",
             f"{on / off:.2f}",
-            ">= 1.80x, reports equal",
-            on / off >= 1.8,
+            ">= 1.4x, reports equal",
+            on / off >= 1.4,
+        ),
+        Row(
+            "G1 audit replay, automatic choice",
+            f"{auto:.0f} replays/s",
+            f"{off:.0f} /s one process",
+            f"{auto / off:.2f}",
+            ">= 1.0x (3% noise)",
+            auto / off >= 0.97,
         ),
         Row(
             "  same, CPU time (info)",
@@ -1483,10 +1566,15 @@ def bench_start(work: Path, sz: Sizes, diff: bytes) -> list[Row]:
     check(cp.returncode == 0 and json.loads(cp.stdout)["valid"], "check-patch refused git's diff")
     git_cmd = ["git", "apply", "--numstat", str(patch_file)]
     git_kw: dict[str, Any] = {"cwd": work / "empty-folder", "env": gen.git_env(work)}
+    floor = check_start_floor()
     _timed([sys.executable, "-c", "pass"])
-    times: dict[str, list[float]] = {k: [] for k in ("verify", "standin", "cp", "git", "py")}
+    _timed(floor)
+    times: dict[str, list[float]] = {
+        k: [] for k in ("verify", "standin", "cp", "git", "py", "floor")
+    }
     for _ in range(sz.starts):
         times["verify"].append(verify_once())
+        times["floor"].append(_timed(floor))
         times["standin"].append(_timed(standin))
         times["cp"].append(_timed([ledger_cmd, "check-patch", str(patch_file)]))
         times["git"].append(_timed(git_cmd, **git_kw))
@@ -1495,12 +1583,20 @@ def bench_start(work: Path, sz: Sizes, diff: bytes) -> list[Row]:
     mb = len(big) / 1e6
     return [
         Row(
-            "ledger verify, small bundle (recorded)",
+            "G3 ledger verify, small bundle, vs its floor",
+            ms(m["verify"]),
+            f"{ms(m['floor'])} import msgspec, blake3, sqlite3",
+            f"{m['verify'] / m['floor']:.2f}x floor",
+            "<= 1.5x floor",
+            m["verify"] / m["floor"] <= 1.5,
+        ),
+        Row(
+            "G3 ledger verify, small bundle (recorded)",
             ms(m["verify"]),
             f"{ms(m['standin'])} reference stand-in",
             f"{m['standin'] / m['verify']:.2f}x faster",
-            ">= 5x faster",
-            m["standin"] / m["verify"] >= 5,
+            ">= 2.5x faster",
+            m["standin"] / m["verify"] >= 2.5,
         ),
         Row(
             "  same, vs python -c pass",
@@ -1510,91 +1606,178 @@ def bench_start(work: Path, sz: Sizes, diff: bytes) -> list[Row]:
             "-",
             None,
         ),
+        # Informational (issue 30, goal 5: "within 8x git apply" is retired): a C program's
+        # few ms cannot be met from a Python process; parse throughput is the diff row's goal.
         Row(
-            f"ledger check-patch {mb:.1f} MB diff",
+            f"ledger check-patch {mb:.1f} MB diff (info)",
             ms(m["cp"]),
             f"{ms(m['git'])} git apply --numstat",
             f"{m['cp'] / m['git']:.2f}x git",
-            "<= 8x git",
-            m["cp"] / m["git"] <= 8,
+            "-",
+            None,
         ),
     ]
+
+
+# The floor of what a verify must load (issue 30, goal 3): the interpreter, its site (the same
+# one the console script runs under), and the three libraries a verify cannot do without.
+START_FLOOR = "import msgspec, blake3, sqlite3"
+
+
+def check_start_floor() -> list[str]:
+    """The floor command, checked to import what it says."""
+    cmd = [sys.executable, "-c", START_FLOOR + "; print(msgspec.__name__)"]
+    out = subprocess.run(cmd, capture_output=True, check=False, env=START_ENV)
+    check(out.returncode == 0 and out.stdout == b"msgspec\n", "the start-up floor failed")
+    return [sys.executable, "-c", START_FLOOR]
 
 
 # -- 9. batch verify: many small bundles in one process ------------------------------------------
 
 
+def _batch_cli(db: Path, listing: Path, jobs: int | None) -> tuple[float, list[tuple[Any, ...]]]:
+    """``ledger verify --from LIST --json`` (``--jobs N``, or the automatic default): wall
+    seconds, and each line's (bundle, outcome, cohort, task, bundle entry, result entry)."""
+    cmd = [str(BIN / "ledger"), "--db", str(db), "verify", "--from", str(listing), "--json"]
+    if jobs is not None:
+        cmd += ["--jobs", str(jobs)]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, check=False, env=START_ENV)
+    seconds = time.perf_counter() - t0
+    check(out.returncode == 0, f"batch verify exited {out.returncode}: {out.stderr[-300:]!r}")
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    keys = ("bundle", "outcome", "cohort", "task", "bundle_entry", "result_entry")
+    return seconds, [tuple(x.get(k) for k in keys) for x in lines]
+
+
+def _batch_library(db: Path, bundles: list[Path]) -> tuple[float, list[tuple[Any, ...]]]:
+    """The same verifications as library calls in one process (the open included)."""
+    t0 = time.perf_counter()
+    with Ledger.open(db) as ledger:
+        results = [verify(ledger, b) for b in bundles]
+    seconds = time.perf_counter() - t0
+    got = [
+        (str(b), r.outcome, r.cohort, r.task, r.bundle_entry, r.result_entry)
+        for b, r in zip(bundles, results, strict=True)
+    ]
+    return seconds, got
+
+
 def bench_batch(work: Path, sz: Sizes) -> list[Row]:
-    """`ledger verify --from LIST` of N small bundles (the installed console script, end to end:
-    start-up, worker start, judging on every core, N recorded pairs) against N library `verify`
-    calls in one process and against the reference stand-in (one process per bundle)."""
+    """Issue 30, goal 1: ``ledger verify --from LIST`` of N small bundles (the installed console
+    script, end to end) with the automatic worker count against the same command with
+    ``--jobs 1`` (same start-up, same appends) and against N library ``verify`` calls in one
+    process, interleaved, each on a fresh copy of the same ledger; then the automatic mode
+    against ``--jobs 1`` at small sizes (it must never pick the slower path). Every run's
+    lines must equal the library loop's (outcome, task, entry numbers, in bundle order)."""
     n = 200 if sz is QUICK else 1000
+    small_sizes = (5, 20, 60)
+    rounds = 3
     sub = work / "batch"
     sub.mkdir(exist_ok=True)
     template = sub / "template.db"
-    ledger, bundle = gen.small_setup(sub, template)
+    ledger, _ = gen.small_setup(sub, template)
     ledger.close()
     bundles = []
-    for i in range(n):  # N bundle folders, as a harness would leave them
+    for i in range(n):  # N distinct bundle folders, as a harness would leave them
         copy = sub / "bundles" / f"attempt-{i:04d}"
-        shutil.copytree(bundle, copy)
+        gen.write_bundle(copy, gen.small_specs()[i % 5], gen.distinct_patch(i))
         bundles.append(copy)
-    listing = sub / "bundles.txt"
-    listing.write_text("".join(f"{b}\n" for b in bundles), "utf-8")
-    batch_db, serial_db = sub / "batch.db", sub / "serial.db"
-    gen.copy_ledger(template, batch_db)
-    gen.copy_ledger(template, serial_db)
-    cmd = [str(BIN / "ledger"), "--db", str(batch_db), "verify", "--from", str(listing), "--json"]
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, check=False, env=START_ENV)
-    batch_seconds = time.perf_counter() - t0
-    check(out.returncode == 0, f"batch verify exited {out.returncode}: {out.stderr[-300:]!r}")
-    lines = [json.loads(line) for line in out.stdout.splitlines()]
-    check(
-        [(x["bundle"], x["outcome"]) for x in lines] == [(str(b), "support") for b in bundles],
-        "batch verify did not judge every bundle support, in order",
-    )
-    with Ledger.open(serial_db) as serial:
-        t0 = time.perf_counter()
-        outcomes = [verify(serial, b).outcome for b in bundles]
-        serial_seconds = time.perf_counter() - t0
-    check(outcomes == ["support"] * n, "a library verify did not judge support")
-    for path in (batch_db, serial_db):
-        with Ledger.open_read_only(path) as done:
+
+    def listing_of(count: int) -> Path:
+        listing = sub / f"bundles-{count}.txt"
+        listing.write_text("".join(f"{b}\n" for b in bundles[:count]), "utf-8")
+        return listing
+
+    db = sub / "run.db"
+    expected: dict[int, list[tuple[Any, ...]]] = {}
+
+    def timed(count: int, mode: str) -> float:
+        gen.copy_ledger(template, db)  # not timed
+        if mode == "library":
+            seconds, got = _batch_library(db, bundles[:count])
+        else:
+            seconds, got = _batch_cli(db, listing_of(count), None if mode == "auto" else 1)
+        with Ledger.open_read_only(db) as done:
             recorded = sum(1 for _ in done.entries(kinds=["verification.recorded"]))
-        check(recorded == n, f"{path.name} holds {recorded} results, not {n}")
+        check(recorded == count, f"{mode} recorded {recorded} results, not {count}")
+        want = expected.setdefault(count, got)
+        check(got == want, f"batch of {count} ({mode}): lines differ from the first run's")
+        check(all(x[1] == "support" for x in got), f"batch of {count} ({mode}): not all support")
+        return seconds
+
+    timed(n, "library")  # the reference answer (and a warm page cache), not counted
+    times: dict[str, list[float]] = {"auto": [], "one": [], "library": []}
+    for _ in range(rounds):
+        for mode in ("auto", "one", "library"):
+            note(f"batch: {n} bundles, {mode}")
+            times[mode].append(timed(n, mode))
+    m = {k: statistics.median(v) for k, v in times.items()}
+    small: dict[int, tuple[float, float]] = {}
+    for count in small_sizes:
+        timed(count, "library")
+        pairs: dict[str, list[float]] = {"auto": [], "one": []}
+        for _ in range(5):
+            for mode in ("auto", "one"):
+                pairs[mode].append(timed(count, mode))
+        small[count] = (statistics.median(pairs["auto"]), statistics.median(pairs["one"]))
     standin = [
         sys.executable,
         str(STANDIN),
-        *_standin_inputs(sub, serial_db, bundle),
-        str(bundle / "changes.patch"),
+        *_standin_inputs(sub, db, bundles[0]),
+        str(bundles[0] / "changes.patch"),
         str(sub / "standin-out.json"),
     ]
     first = subprocess.run(standin, capture_output=True, check=False, env=START_ENV)
     check(first.returncode == 0, f"stand-in failed: {first.stderr[-500:]!r}")
     standin_seconds = statistics.median(_timed(standin) for _ in range(sz.starts))
-    batch_rate, serial_rate, standin_rate = (
-        n / batch_seconds,
-        n / serial_seconds,
-        1 / standin_seconds,
-    )
+    auto_rate, one_rate, lib_rate = (n / m[k] for k in ("auto", "one", "library"))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    worst = min(small, key=lambda c: small[c][1] / small[c][0])
     return [
         Row(
-            f"batch verify, {n} small bundles, {cores} cores (CLI)",
-            f"{batch_rate:.0f} bundles/s",
-            f"{serial_rate:.0f}/s {n} library verify calls, 1 process",
-            f"{batch_rate / serial_rate:.2f}x",
-            ">= 200 bundles/s",
-            batch_rate >= 200,
+            f"G1 batch verify, {n} small bundles, {cores} cores (CLI, auto)",
+            f"{auto_rate:.0f} bundles/s",
+            f"{one_rate:.0f}/s same command, --jobs 1",
+            f"{auto_rate / one_rate:.2f}x",
+            ">= 1.4x --jobs 1",
+            auto_rate / one_rate >= 1.4,
         ),
         Row(
-            "  same, vs reference stand-in",
-            f"{batch_rate:.0f} bundles/s",
-            f"{standin_rate:.1f}/s stand-in, 1 process per bundle",
-            f"{batch_rate / standin_rate:.1f}x",
+            f"G1 batch --jobs 1, {n} bundles (CLI, start-up included)",
+            f"{m['one']:.2f} s",
+            f"{m['library']:.2f} s library verify calls, 1 process",
+            f"{m['one'] / m['library']:.2f}x",
+            "<= 1.3x library",
+            m["one"] / m["library"] <= 1.3,
+        ),
+        Row(
+            "  same, auto vs the library loop (info)",
+            f"{auto_rate:.0f} bundles/s",
+            f"{lib_rate:.0f}/s library verify calls, 1 process",
+            f"{auto_rate / lib_rate:.2f}x",
+            "-",
+            None,
+        ),
+        Row(
+            "G1 batch auto never slower: "
+            + "/".join(str(c) for c in small_sizes)
+            + " bundles",
+            "/".join(f"{small[c][0] * 1000:.0f}" for c in small_sizes) + " ms",
+            "/".join(f"{small[c][1] * 1000:.0f}" for c in small_sizes) + " ms --jobs 1",
+            f"{small[worst][1] / small[worst][0]:.2f}x worst ({worst})",
+            # Where auto picks one process it runs the very path of --jobs 1: the two differ by
+            # the machine's noise alone, allowed here as 3%.
+            ">= 1.0x each size (3% noise)",
+            all(one / auto >= 0.97 for auto, one in small.values()),
+        ),
+        Row(
+            "  batch vs reference stand-in",
+            f"{auto_rate:.0f} bundles/s",
+            f"{1 / standin_seconds:.1f}/s stand-in, 1 process per bundle",
+            f"{auto_rate * standin_seconds:.1f}x",
             ">= 50x",
-            batch_rate / standin_rate >= 50,
+            auto_rate * standin_seconds >= 50,
         ),
     ]
 
@@ -1747,6 +1930,7 @@ def main(argv: list[str] | None = None) -> int:
         ("cli", lambda: bench_cli(sz)),
         ("start", lambda: bench_start(work, sz, diff_box["diff"])),
         ("ledgers", lambda: bench_ledgers(work, sz)),
+        ("real", lambda: bench_real(work, sz)),
         ("batch", lambda: bench_batch(work, sz)),
         ("browse", lambda: bench_browse(work, sz)),
         # Only when asked (``--only state``): the verify-at-size rows alone, on a ledger of the

@@ -25,7 +25,6 @@ import base64
 import os
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,7 +43,7 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.check_result import ResultCheck
 from ledger.operations.check_result import check_result as _check_result
 from ledger.operations.freeze import freeze
-from ledger.operations.verify import AnchorRule, recorded_anchor, verify
+from ledger.operations.verify import AnchorRule, verify
 from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
 from ledger.state import CohortStatus, StateIndex, TaskStatus, ledger_status
@@ -75,6 +74,16 @@ from ledger.transparency.witnessing import (
     parse_witness_option,
     witness_checkpoint,
 )
+
+# The trust file (found, read, its anchor rule): a module of its own, re-exported here, so a
+# plain verify finds it with the same code without importing this module.
+from ledger.trusting import LoadedTrust as LoadedTrust
+from ledger.trusting import TrustSource as TrustSource
+from ledger.trusting import anchor_rule as anchor_rule
+from ledger.trusting import check_trust_origin as check_trust_origin
+from ledger.trusting import find_trust as find_trust
+from ledger.trusting import load_trust as load_trust
+from ledger.trusting import trust_beside as trust_beside
 
 if TYPE_CHECKING:
     from ledger.format.signing import TrustedSigners, WriterKey
@@ -151,93 +160,6 @@ def load_key(value: str, kind: KeyKind) -> str:
         return parse_key(text.strip(), kind)
     except LedgerError as exc:
         raise LedgerError(exc.code, f"key file {value}: {exc.message}") from None
-
-
-class TrustSource(msgspec.Struct, frozen=True):
-    """Which trust file a command used, and how it found it: ``how`` is ``option``
-    (``--trust``), ``environment`` (``$LEDGER_TRUST``) or ``beside-ledger`` (``<ledger
-    file's stem>.trust.json`` beside the ledger a writing command named)."""
-
-    file: str
-    how: str
-    sha256: str
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedTrust:
-    """A trust file as read (``load_trust``) and where it came from."""
-
-    trust: TrustFile
-    source: TrustSource
-
-
-def trust_beside(db: str | os.PathLike[str]) -> Path | None:
-    """Where the trust file of the SQLite ledger ``db`` is by convention (``ledger.db`` ->
-    ``ledger.trust.json`` in the same folder); None for a PostgreSQL URL (it has no folder)."""
-    from ledger.format.trust import FILE_SUFFIX
-    from ledger.store.opening import postgres_url
-
-    if postgres_url(str(db)) is not None:
-        return None
-    path = Path(db)
-    return path.with_name(path.stem + FILE_SUFFIX)
-
-
-def find_trust(
-    option: str | os.PathLike[str] | None,
-    settings: Settings,
-    *,
-    db: str | os.PathLike[str] | None = None,
-) -> tuple[Path, str] | None:
-    """The trust file a command uses, and how it was found: ``option`` (``--trust``), else
-    ``settings.trust`` (``$LEDGER_TRUST``), else, only for a command that writes to ``db``
-    (``db`` given), the file beside that ledger if there is one. A reading command never
-    takes the file beside the ledger: whoever holds a ledger file can place one beside it
-    (LEDGER.md section 7, SECURITY.md)."""
-    if option is not None:
-        return Path(option), "option"
-    if settings.trust is not None:
-        return Path(settings.trust), "environment"
-    beside = trust_beside(db) if db is not None else None
-    if beside is not None and os.path.lexists(beside):
-        return beside, "beside-ledger"
-    return None
-
-
-def load_trust(path: str | os.PathLike[str], how: str = "option") -> LoadedTrust:
-    """The trust file at ``path``, read bounded (``file-*`` codes) and checked whole
-    (``trust-file-invalid``)."""
-    from ledger.format.trust import MAX_TRUST_BYTES, parse_trust, trust_digest
-    from ledger.operator_files import read_operator_file
-
-    data = read_operator_file(Path(path), MAX_TRUST_BYTES, what="trust file")
-    trust = parse_trust(data, str(path))
-    return LoadedTrust(trust, TrustSource(str(path), how, trust_digest(data)))
-
-
-def check_trust_origin(loaded: LoadedTrust, origin: str) -> None:
-    """A trust file names one ledger: used with another it is ``trust-origin-mismatch``."""
-    from ledger.format.trust import check_origin
-
-    check_origin(loaded.trust, origin, loaded.source.file)
-
-
-def anchor_rule(trust: TrustFile | None, *, unanchored: bool = False) -> AnchorRule:
-    """What ``verify`` asks of the anchor over a plan's freeze (operations rule 10): under the
-    trust file's anchoring policy, an anchor meeting it, else ``plan-not-anchored`` (unless
-    ``unanchored``); without a policy, nothing is required and a verdict with no anchor is
-    recorded with a warning."""
-    if trust is None or not trust.anchor.required:
-        return AnchorRule(recorded_anchor)
-    from ledger.transparency.anchoring import freeze_anchor, policy_trust
-
-    policy = policy_trust(trust)
-
-    def find(ledger: Store, freeze_seq: int) -> int | None:
-        found = freeze_anchor(ledger, freeze_seq, policy)
-        return None if found is None else found.entry
-
-    return AnchorRule(find, required=not unanchored)
 
 
 def anchor_freeze(

@@ -20,6 +20,7 @@ from helpers import (
     REPO_DIR,
     cli_env,
     file_state,
+    fixed_clock,
     ledger_command,
     run_cli,
     run_cli_subprocess,
@@ -337,11 +338,18 @@ def test_burn_while_batch_judges_ahead_refuses_the_rest(frozen: Path, tmp_path: 
 
 
 def _children(pid: int) -> set[int]:
+    # Every thread's children: the batch starts its workers from a thread.
     found: set[int] = set()
     try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        tasks = [t.name for t in Path(f"/proc/{pid}/task").iterdir()]
     except OSError:
         return found
+    kids: list[str] = []
+    for task in tasks:
+        try:
+            kids += Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+        except OSError:
+            continue
     for kid in map(int, kids):
         found |= {kid, *_children(kid)}
     return found
@@ -362,8 +370,10 @@ def test_ctrl_c_during_a_batch_keeps_whole_pairs_and_stops_the_workers(
     listing.write_text("".join(f"{DEMO_BUNDLES[i % 4]}\n" for i in range(400)))
     err_file = tmp_path / "stderr.txt"
     with err_file.open("w") as err_out:
+        # Workers asked for: 400 bundles are below the automatic mode's threshold.
+        command = [*ledger_command(), "--db", str(demo_db), "verify", "--from", str(listing)]
         proc = subprocess.Popen(
-            [*ledger_command(), "--db", str(demo_db), "verify", "--from", str(listing), "--json"],
+            [*command, "--json", "--jobs", "2"],
             stdout=subprocess.PIPE,
             stderr=err_out,
             text=True,
@@ -371,9 +381,14 @@ def test_ctrl_c_during_a_batch_keeps_whole_pairs_and_stops_the_workers(
             start_new_session=True,  # its own process group, as a terminal's foreground job
         )
     assert proc.stdout is not None
+    # The first bundles are judged here while the workers start (a forkserver, then the
+    # workers): lines are read until the forkserver and both workers run.
     printed = [proc.stdout.readline() for _ in range(5)]
     workers = _children(proc.pid)
-    assert workers, "no worker processes"
+    while len(workers) < 3 and len(printed) < 300:
+        printed.append(proc.stdout.readline())
+        workers = _children(proc.pid)
+    assert len(workers) >= 3, "no worker processes"
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at a terminal does
     rest = proc.stdout.read()  # the same buffered reader: no line is lost between the two
     proc.wait(timeout=60)
@@ -442,6 +457,21 @@ def test_progress_bar_only_when_stderr_is_a_terminal(demo_db: Path) -> None:
     assert shown.startswith(b"\rverify ") and "━".encode() in shown
 
 
+def _workers_of(pid: int) -> list[int]:
+    """The batch's worker processes: the forkserver's children (not its resource tracker)."""
+    found = []
+    for child in _children(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            parent = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            parent_cmd = Path(f"/proc/{parent}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"forkserver" in parent_cmd and b"resource_tracker" not in cmdline:
+            found.append(child)
+    return found
+
+
 def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(
     frozen: Path, tmp_path: Path
 ) -> None:
@@ -451,14 +481,15 @@ def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(
     with Ledger.open(frozen, clock=Clock()) as ledger:
         results = verify_many(ledger, [good] * 40, jobs=2, task=TASK)
         first = next(results)
+        # The parent judged the first bundle while its workers started (in a thread): wait
+        # for both before the kill.
+        deadline = time.monotonic() + 60
+        while len(_workers_of(os.getpid())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         killed = 0
-        for child in _children(os.getpid()):
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            parent = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            parent_cmd = Path(f"/proc/{parent}/cmdline").read_bytes()
-            if b"forkserver" in parent_cmd and b"resource_tracker" not in cmdline:
-                os.kill(child, signal.SIGKILL)
-                killed += 1
+        for child in _workers_of(os.getpid()):
+            os.kill(child, signal.SIGKILL)
+            killed += 1
         assert killed == 2
         rest = list(results)
     assert [type(r) for r in [first, *rest]] == [VerifyResult] * 40
@@ -488,6 +519,121 @@ def test_relative_bundle_paths_resolve_where_the_batch_runs(
     refused = got[1]
     assert isinstance(refused, LedgerError)
     assert (refused.code, refused.message) == (single.value.code, single.value.message)
+
+
+# -- the automatic worker count ------------------------------------------------------------------
+
+
+def test_a_small_batch_in_auto_mode_starts_no_worker(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression stopped (issue 30, goal 1): the automatic mode started a worker per core for
+    # any batch, and a few bundles then took 2-3 times as long as with --jobs 1 (the workers'
+    # start costs more than judging in parallel saves). Below PARALLEL_MIN_BUNDLES the batch
+    # runs in this process, with the same results; from it on, workers start.
+    from ledger.operations import batch
+
+    started: list[int] = []
+
+    def start(self: object, ledger_path: str, jobs: int) -> None:
+        started.append(jobs)
+        raise RuntimeError("no worker may start here")
+
+    monkeypatch.setattr(batch._Workers, "start", start)
+    bundles = DEMO_BUNDLES[:3]
+    with Ledger.open(demo_db) as ledger:
+        got = list(verify_many(ledger, bundles))
+    assert started == []
+    assert [r.outcome for r in got if isinstance(r, VerifyResult)] == [
+        "support",
+        "reject",
+        "support",
+    ]
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BUNDLES", len(bundles))
+    monkeypatch.setattr(batch, "default_jobs", lambda: 2)
+    # A machine whose two cores are busy: workers would only wait (no worker either).
+    monkeypatch.setattr(batch, "idle_cpus", lambda: 0.5)
+    with Ledger.open(demo_db) as ledger:
+        assert len(list(verify_many(ledger, bundles))) == 3
+    assert started == []
+    monkeypatch.setattr(batch, "idle_cpus", lambda: 1.5)
+    with Ledger.open(demo_db) as ledger, pytest.raises(RuntimeError, match="no worker"):
+        list(verify_many(ledger, bundles))
+    assert started == [2]
+
+
+def test_a_batch_judges_its_first_bundles_while_its_workers_start(
+    frozen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression stopped (issue 30, goal 1): the parent waited for its workers to start (a
+    # forkserver importing the library: 0.3-1 s) before judging anything, so a batch with
+    # workers lost that time to one in a single process. Here the workers cannot start until
+    # the parent has recorded a bundle itself: a parent that waits never gets them.
+    import threading
+
+    from ledger.operations import batch
+
+    recorded = threading.Event()
+    real_start, real_one = batch._Workers.start, batch._one
+
+    def start(self: batch._Workers, ledger_path: str, jobs: int) -> None:
+        if not recorded.wait(timeout=20):
+            raise RuntimeError("the parent judged nothing while its workers started")
+        real_start(self, ledger_path, jobs)
+
+    def one(*args: object, **kwargs: object) -> object:
+        result = real_one(*args, **kwargs)  # type: ignore[arg-type]
+        recorded.set()
+        return result
+
+    monkeypatch.setattr(batch._Workers, "start", start)
+    monkeypatch.setattr(batch, "_one", one)
+    good = make_bundle(tmp_path, "good")
+    with Ledger.open(frozen, clock=Clock()) as ledger:
+        got = list(verify_many(ledger, [good] * 12, jobs=2, task=TASK))
+    assert [type(r) for r in got] == [VerifyResult] * 12
+    entries = [r.result_entry for r in got if isinstance(r, VerifyResult)]
+    assert entries == sorted(entries) and len(set(entries)) == 12
+    with Ledger.open_read_only(frozen) as ledger:
+        report, _ = api.audit_ledger(ledger)
+    assert report.ok, report.violations
+
+
+def test_one_process_commits_a_seconds_bundles_together(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression stopped (issue 30, goal 1): with --jobs 1 (and the automatic mode below its
+    # threshold) every bundle had a durable commit of its own, several times the cost of
+    # judging a small bundle; the workers' path already committed a second's bundles together.
+    # Now both do: the bundles judged with one clock reading are one transaction, in order.
+    from ledger.operations import batch
+
+    groups: list[int] = []
+    singles: list[Path] = []
+    real_group, real_one = batch.record_group, batch._one
+
+    def group(ledger: Ledger, pairs: list[tuple[Path, object]], **kw: object) -> object:
+        groups.append(len(pairs))
+        return real_group(ledger, pairs, **kw)  # type: ignore[arg-type]
+
+    def one(ledger: Ledger, path: Path, *args: object) -> object:
+        singles.append(path)
+        return real_one(ledger, path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "record_group", group)
+    monkeypatch.setattr(batch, "_one", one)
+    bundles = [*DEMO_BUNDLES, DEMO / "no-such-bundle", DEMO_BUNDLES[0]]
+    with Ledger.open(demo_db, clock=fixed_clock) as ledger:
+        got = list(verify_many(ledger, bundles, jobs=1))
+    # The refusal ends the first group; the bundle after it is alone.
+    assert groups == [5] and singles == [DEMO_BUNDLES[0]]
+    assert [isinstance(r, VerifyResult) for r in got] == [True] * 5 + [False, True]
+    assert isinstance(got[5], LedgerError) and got[5].code == "bundle-not-found"
+    entries = [r.result_entry for r in got if isinstance(r, VerifyResult)]
+    assert entries == sorted(entries) and len(set(entries)) == 6
+    with Ledger.open_read_only(demo_db) as ledger:
+        report, _ = api.audit_ledger(ledger)
+    assert report.ok, report.violations
 
 
 # -- why: the findings under each batch line (issue 29 item 1) ----------------------------------
@@ -546,8 +692,7 @@ def test_a_batch_line_says_why_its_verdict_is_not_support(demo_db: Path, tmp_pat
     block = under(lines, f"{four}: REJECT: ")
     shown = [line for line in block if line.startswith("  finding ")]
     assert [s.split(": ", 1)[1] for s in shown] == [
-        f"{f['summary']}" + (f" [{f['path']}]" if "path" in f else "")
-        for f in four_findings[:3]
+        f"{f['summary']}" + (f" [{f['path']}]" if "path" in f else "") for f in four_findings[:3]
     ]
     assert block[-1] == f"  ... 1 more finding: `ledger show {entries[1]}` (or --findings all)"
     # --findings all: every finding, the log finding with the log that failed and how.

@@ -83,10 +83,35 @@ def test_plain_verify_imports_no_pydantic_rich_or_signing(
     db = shutil.copy(demo_ledger, tmp_path / "l.db")
     proc, modules = imported(["--db", str(db), "verify", str(DEMO_BUNDLE)])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "ledger.operations.verify" in modules and "typer" in modules
+    assert "ledger.operations.verify" in modules
     assert heavy(modules) == set()
     # verify appends (the store keeps the Merkle tree) but neither audits nor reads a cohort.
     assert not {m for m in modules if m.startswith(("ledger.audit", "ledger.documents.cohort_"))}
+
+
+# Loaded by typer and the command tree alone: a plain verify uses none of them (issue 30).
+COMMAND_TREE = ("typer", "click", "shellingham", "subprocess", "ledger.cli.commands")
+
+
+def test_plain_verify_imports_neither_typer_nor_the_command_tree(
+    demo_ledger: Path, tmp_path: Path
+) -> None:
+    # Regression stopped: typer, its vendored click and the command modules were about a third
+    # of a small verify's start-up (issue 30, goal 3), loaded for a command that uses none of
+    # them. Each shape of a plain single-bundle verify runs without them.
+    db = shutil.copy(demo_ledger, tmp_path / "l.db")
+    shapes = (
+        ["--db", str(db), "verify", str(DEMO_BUNDLE)],
+        ["verify", str(DEMO_BUNDLE), f"--db={db}", "--json"],
+        ["--db", "elsewhere.db", "verify", "--json", str(DEMO_BUNDLE), "--db", str(db)],
+    )
+    for args in shapes:
+        proc, modules = imported(args)
+        assert proc.returncode == 0, (args, proc.stderr[-2000:])
+        assert "ledger.operations.verify" in modules
+        loaded = {m for m in modules if m.split(".")[0] in COMMAND_TREE or m in COMMAND_TREE}
+        assert loaded == set(), args
+        assert "secrets" not in modules  # a hidden plan's salt is drawn by freeze alone
 
 
 def test_verify_on_a_terminal_imports_no_rich_either(demo_ledger: Path, tmp_path: Path) -> None:

@@ -126,11 +126,15 @@ def cpus() -> int:
 
 
 def wants_pool(parallel: bool | None, verifications: Callable[[], int]) -> bool:
-    """``parallel`` True / False, or None (``auto``: two CPUs and at least
+    """``parallel`` True / False, or None (``auto``: two CPUs, one of them idle (the cores
+    less the load average, ``idle_cpus``: on busy cores workers only wait), and at least
     ``PARALLEL_MIN_REPLAYS`` verifications, counted only when asked)."""
     if parallel is not None:
         return parallel
-    return cpus() >= 2 and verifications() >= PARALLEL_MIN_REPLAYS
+    # Here, not at the top: a replay worker imports this module and needs none of the store.
+    from ledger.settings import idle_cpus
+
+    return cpus() >= 2 and idle_cpus() >= 1 and verifications() >= PARALLEL_MIN_REPLAYS
 
 
 Deliver = Callable[[ReplayAnswer], None]

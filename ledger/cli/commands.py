@@ -40,11 +40,10 @@ import contextlib
 import functools
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -53,6 +52,14 @@ from ledger import __version__
 from ledger.cli import authoring, browse, copy, trust, when, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
+from ledger.cli.render import builtins as msgspec_builtins
+from ledger.cli.render import emit_json as _emit_json
+from ledger.cli.render import error_line, failure, stdout_gone
+from ledger.cli.render import findings_mode as _findings_mode
+from ledger.cli.render import reason_lines as _reason_lines
+from ledger.cli.render import say as _say
+from ledger.cli.render import verification_json as _verification_json
+from ledger.cli.render import visible as _visible
 from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
@@ -102,7 +109,7 @@ class _LedgerGroup(TyperGroup):
         except typer.Exit:
             raise
         except LedgerError as exc:
-            _fail(exc.code, exc.message, exc.exit_code, as_json)
+            _fail(*_failure_of(exc), as_json)
         except typer.TyperException as exc:  # the parser's: bad option, missing argument
             _usage_error(exc, as_json)
         except (KeyboardInterrupt, typer.Abort):
@@ -110,37 +117,18 @@ class _LedgerGroup(TyperGroup):
             # script's handler raises Interrupted, which passes every except here).
             raise Interrupted() from None
         except BrokenPipeError:
-            # The reader went away (`ledger log | head`): stop quietly. stdout is pointed at
-            # /dev/null so the interpreter's last flush of the lost buffer does not fail too.
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                os.close(devnull)
-            except (OSError, ValueError):
-                pass  # stdout is not a file (in-process use): nothing is flushed to a pipe
+            stdout_gone()  # the reader went away (`ledger log | head`): stop quietly
             raise typer.Exit(EXIT_OK) from None
-        except (MemoryError, RecursionError) as exc:
-            # The machine ran out, not the input: no verdict may be made of that (a reject here
-            # would be a replay-mismatch on a bigger machine), so the readers and judges let it
-            # through and the command fails. Every write is one transaction: none was made.
-            _fail(
-                "resources-exhausted",
-                f"{type(exc).__name__}: the command ran out of memory or stack and stopped;"
-                " what it was writing was not written (run it again with more memory)",
-                EXIT_REFUSED,
-                as_json,
-            )
         except Exception as exc:
-            # A bug, not a refusal: every write is one transaction, so nothing was written.
-            if os.environ.get("LEDGER_DEBUG"):
-                raise
-            _fail(
-                "internal-error",
-                f"{type(exc).__name__}: {exc}; nothing was written (a bug: please report it;"
-                " LEDGER_DEBUG=1 shows the traceback)",
-                EXIT_REFUSED,
-                as_json,
-            )
+            # Resources exhausted, or a bug (LEDGER_DEBUG: raised): ``render.failure``.
+            _fail(*_failure_of(exc), as_json)
+
+
+def _failure_of(exc: Exception) -> tuple[str, str, int]:
+    found = failure(exc)
+    if found is None:
+        raise exc
+    return found
 
 
 # Metavars by click type name: what a person types, not the Python type (`<str>`, `<int range>`).
@@ -303,14 +291,10 @@ def _open_ledger(*, read_only: bool, settings: "Settings | None" = None) -> "Sto
     db = _db()
     if read_only:
         return open_store(db, read_only=True, busy_timeout_ms=settings.busy_timeout_ms)
-    signer = _signer(settings)  # a bad key file refuses before the ledger is opened
-    opened: list[int] = []  # the size when opened: nothing can be appended before that
-    _note_appends(db, opened)
-    ledger = open_store(
-        db, clock=settings.clock, busy_timeout_ms=settings.busy_timeout_ms, signer=signer
-    )
-    opened.append(ledger.size())
-    return ledger
+    from ledger.cli.fast import open_writing
+
+    # A bad key file refuses before the ledger is opened.
+    return open_writing(db, settings, _signer(settings))
 
 
 def _signer(settings: "Settings") -> Any:
@@ -323,61 +307,6 @@ def _signer(settings: "Settings") -> Any:
     from ledger.format.signing import load_writer_key
 
     return load_writer_key(_read_text_file(path, 64 * 1024, "signer key"), str(path))
-
-
-def _note_appends(db: "str | Path", opened: list[int]) -> None:
-    """After Ctrl-C, say what this command appended to ``db`` (read back: a commit may have
-    landed just before the interrupt, and then its entries stay)."""
-
-    def report() -> str:
-        from ledger.store.opening import display_name, open_store
-
-        name = display_name(db)  # a URL's password masked
-        if not opened:
-            return f"nothing was appended to {name}"
-        size = opened[0]
-        with open_store(db, read_only=True, busy_timeout_ms=2000) as ledger:
-            now = ledger.size()
-        if now == size:
-            return f"nothing was appended to {name}"
-        first, last = size, now - 1
-        entries = (
-            f"1 entry (seq {first})"
-            if first == last
-            else f"{now - size} entries (seq {first}-{last})"
-        )
-        return f"{entries} appended to {name} stay, each whole; nothing else was written"
-
-    note_write(report)
-
-
-def _emit_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
-
-
-# C0 (newline and tab included), DEL, C1, the bidi controls (embeddings, overrides, isolates,
-# marks), the line and paragraph separators, and lone surrogates (undecodable file names).
-_TERMINAL_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def _visible(text: str, *, lines: bool = False) -> str:
-    """``text`` safe for a terminal: each unsafe character shown as ``\\xNN`` / ``\\uNNNN``.
-    With ``lines``, ``\\n`` stays a line break (text the CLI itself laid out in lines)."""
-    if lines:
-        return "\n".join(_TERMINAL_UNSAFE.sub(_escape_char, part) for part in text.split("\n"))
-    return _TERMINAL_UNSAFE.sub(_escape_char, text)
-
-
-def _say(text: str) -> None:
-    """One line of human output on stdout; anything in it that came from input is escaped."""
-    sys.stdout.write(_visible(text) + "\n")
 
 
 def _note(text: str) -> None:
@@ -1245,12 +1174,6 @@ def _reuse_exposed(values: list[str]) -> dict[str, str]:
     return reuse
 
 
-def msgspec_builtins(value: Any) -> Any:
-    import msgspec
-
-    return msgspec.to_builtins(value)
-
-
 @app.command()
 def verify(
     bundles: Annotated[
@@ -1271,7 +1194,11 @@ def verify(
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option(help="Worker processes judging a batch (default: one per core).", min=1),
+        typer.Option(
+            help="Worker processes judging a batch (default: one per core from 500 bundles on"
+            " with a core idle, else 1).",
+            min=1,
+        ),
     ] = None,
     cohort: Annotated[
         str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
@@ -1322,23 +1249,24 @@ def verify(
 
     paths = list(bundles or ())
     settings = _settings()
+    if from_list is None and len(paths) == 1:
+        from ledger.cli.fast import verify_one
+
+        # The typer-free path (``ledger.cli.fast``) runs the same function: one verify.
+        return verify_one(
+            _db(),
+            paths[0],
+            cohort=cohort,
+            task=task,
+            findings=findings,
+            unanchored=unanchored,
+            trust_file=trust_file,
+            as_json=as_json,
+            settings=settings,
+            signer=lambda: _signer(settings),
+        )
     loaded = trust.resolve(trust_file, writing=True, settings=settings)
     rule = anchor_rule(loaded.trust if loaded is not None else None, unanchored=unanchored)
-    if from_list is None and len(paths) == 1:
-        from ledger.operations.verify import verify as run_verify
-
-        mode = _findings_mode(findings, "all")
-        with _open_ledger(read_only=False, settings=settings) as ledger:
-            _check_trust_origin(loaded, ledger)
-            result = run_verify(ledger, paths[0], cohort=cohort, task=task, anchors=rule)
-        trust.mention(loaded)
-        if as_json:
-            _emit_json({**_verification_json(result), "trust": trust.to_json(loaded)})
-        else:
-            _say_verification(result, mode)
-        if result.warning is not None:
-            _note(f"ledger: warning: {result.warning}")
-        return result.exit_code
     if from_list is None and not paths:
         raise UsageError(
             "usage-error",
@@ -1362,34 +1290,6 @@ def _check_trust_origin(loaded: Any, ledger: Any) -> None:
         from ledger.api import check_trust_origin
 
         check_trust_origin(loaded, ledger.origin())
-
-
-def _verification_json(result: Any) -> dict[str, Any]:
-    return {
-        "outcome": result.outcome,
-        "cohort": result.cohort,
-        "task": result.task,
-        "bundle_entry": result.bundle_entry,
-        "result_entry": result.result_entry,
-        "adapter": result.adapter,
-        "adapter_version": result.adapter_version,
-        "runner_version": result.runner_version,
-        "verification_result": result.verification_result,
-        "earlier": None if result.earlier is None else msgspec_builtins(result.earlier),
-        "anchored_by": result.anchored_by,
-        "warning": result.warning,
-    }
-
-
-def _earlier_note(result: Any) -> str | None:
-    """The line saying this bundle was judged here before (it is recorded again all the same)."""
-    e = result.earlier
-    if e is None:
-        return None
-    return (
-        f"  already judged in this ledger: entries {e.bundle_entry}, {e.result_entry}"
-        f" ({e.cohort} / {e.task}: {e.outcome}); recorded again"
-    )
 
 
 def _read_bundle_list(source: Path) -> bytes:
@@ -1549,93 +1449,6 @@ def _batch_error(code: str, message: str, as_json: bool) -> None:
         sys.stdout.flush()
     else:
         sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
-
-
-def _say_verification(result: Any, findings: str = "all") -> None:
-    """The outcome line, then why (``_reason_lines``)."""
-    _say(
-        f"{result.outcome.upper()}: {result.cohort} / {result.task}"
-        f" ({result.adapter} {result.adapter_version}; entries {result.bundle_entry},"
-        f" {result.result_entry})"
-    )
-    earlier = _earlier_note(result)
-    if earlier is not None:
-        _say(earlier)
-    for line in _reason_lines(result.verification_result, findings, result.result_entry):
-        _say(line)
-
-
-BRIEF_FINDINGS: Final = 3  # findings under a batch line by default, the most severe first
-_SEVERITY_RANK: Final = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
-FINDINGS_MODES: Final = ("all", "brief", "none")
-
-
-def _findings_mode(value: str | None, default: str) -> str:
-    if value is None:
-        return default
-    if value not in FINDINGS_MODES:
-        raise UsageError(
-            "usage-error", f"--findings takes {', '.join(FINDINGS_MODES)}, not {value!r}"
-        )
-    return value
-
-
-def _reason_lines(doc: dict[str, Any], mode: str, result_entry: int) -> list[str]:
-    """Why a verdict went its way, from its VerificationResult: each check that did not pass
-    and each finding (with the detail its check's diagnostics give: which log, which value).
-    ``brief``: for a verdict that is not support, its most severe findings (at most
-    ``BRIEF_FINDINGS``; the failed checks when it has none) and how to see the rest."""
-    from ledger.store.lookup import finding_details
-
-    if mode == "none":
-        return []
-    details = finding_details(doc)
-    checks = [c for c in _dicts(doc.get("checks")) if c.get("status") != "passed"]
-    raw = doc.get("findings")
-    found = [
-        (i, f) for i, f in enumerate(raw if isinstance(raw, list) else []) if isinstance(f, dict)
-    ]
-    lines: list[str] = []
-    if mode == "brief":
-        recommendation = doc.get("decision_support")
-        if isinstance(recommendation, dict) and (
-            recommendation.get("recommendation") == "accept_candidate"
-        ):
-            return []
-        ranked = sorted(found, key=lambda pair: _SEVERITY_RANK.get(str(pair[1].get("severity")), 5))
-        shown, left = ranked[:BRIEF_FINDINGS], len(ranked) - BRIEF_FINDINGS
-        if not shown:
-            lines += [_check_line(c) for c in checks[:BRIEF_FINDINGS]]
-            left = len(checks) - BRIEF_FINDINGS
-        for index, item in shown:
-            lines.append(_finding_line(item))
-            lines += [f"    {d}" for d in details.get(index, ())]
-        if left > 0:
-            what = count(left, "more finding" if shown else "more check")
-            lines.append(f"  ... {what}: `ledger show {result_entry}` (or --findings all)")
-        return lines
-    lines += [_check_line(c) for c in checks]
-    for index, item in found:
-        lines.append(_finding_line(item))
-        lines += [f"    {d}" for d in details.get(index, ())]
-    return lines
-
-
-def _check_line(check: dict[str, Any]) -> str:
-    summary = f": {check['summary']}" if check.get("summary") else ""
-    return f"  check {check.get('id') or '-'}: {check.get('status') or '-'}{summary}"
-
-
-def _finding_line(item: dict[str, Any]) -> str:
-    where = (
-        f" [{item['path']}{':' + str(item['line']) if item.get('line') else ''}]"
-        if (item.get("path"))
-        else ""
-    )
-    return (
-        f"  finding {item.get('severity') or '-'}/{item.get('category') or '-'}:"
-        f" {item.get('summary') or '-'}{where}"
-    )
 
 
 @app.command()
@@ -2542,6 +2355,8 @@ def check_attestation_command(
             f"{unchecked}"
         )
     return EXIT_OK
+
+
 @app.command("check-result")
 def check_result_command(
     result: Annotated[
@@ -2855,10 +2670,7 @@ def _ledger_origin() -> str:
 
 
 def _fail(code: str, message: str, exit_code: int, as_json: bool) -> NoReturn:
-    if as_json:
-        _emit_json({"error": {"code": code, "message": message}})
-    else:
-        sys.stderr.write(_visible(f"ledger: {code}: {message}") + "\n")
+    error_line(code, message, as_json)
     raise typer.Exit(exit_code)
 
 

@@ -52,6 +52,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args == ["--version"]:
             sys.stdout.write(f"ledger {__version__}\n")
             raise SystemExit(0)
+        # A plain single-bundle verify runs without typer (``fast.py``); any other shape of
+        # arguments goes to typer as always.
+        from ledger.cli import fast
+
+        code = fast.verify(args)
+        if code is not None:
+            raise SystemExit(code)
         from ledger.cli.commands import main as cli_main
 
         cli_main(args)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ledger.cli import render
 from ledger.errors import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -32,11 +33,6 @@ TrustOpt = Annotated[
     ),
 ]
 MAX_CA_FILE = 256 * 1024
-_HOW = {
-    "option": "given with --trust",
-    "environment": "named by $LEDGER_TRUST",
-    "beside-ledger": "found beside the ledger",
-}
 
 
 class _Io:
@@ -94,37 +90,27 @@ def resolve(
     a command that writes to the ``--db`` ledger) the one beside that ledger; None when there
     is none. A reading command never takes the file beside the ledger: whoever holds the
     ledger file can put one there."""
-    from ledger.api import find_trust, load_trust
+    from ledger.trusting import resolve_trust
 
-    found = find_trust(option, settings or IO.settings(), db=IO.db() if writing else None)
-    if found is None:
-        return None
-    path, how = found
-    return load_trust(path, how)
+    return resolve_trust(option, settings or IO.settings(), db=IO.db() if writing else None)
 
 
 def mention(loaded: "LoadedTrust | None") -> None:
     """Say on stderr which trust file the command used (every output names it). Called with
     the output, not before the work: a refusal stays its one line."""
-    if loaded is not None:
-        source = loaded.source
-        IO.note(f"trust: {source.file} ({_HOW[source.how]}, {source.sha256})")
+    said = render.trust_line(loaded)
+    if said is not None:
+        IO.note(said)
 
 
 def to_json(loaded: "LoadedTrust | None") -> dict[str, str] | None:
-    """The ``trust`` field of a command's ``--json`` output: which file, how found, its digest."""
-    if loaded is None:
-        return None
-    source = loaded.source
-    return {"file": source.file, "how": source.how, "sha256": source.sha256}
+    """The ``trust`` field of a command's ``--json`` output (``render.trust_json``)."""
+    return render.trust_json(loaded)
 
 
 def line(loaded: "LoadedTrust | None") -> str | None:
     """The trust file as one line of a statement a reader quotes (``when``)."""
-    if loaded is None:
-        return None
-    source = loaded.source
-    return f"trust: {source.file} ({_HOW[source.how]}, {source.sha256})"
+    return render.trust_line(loaded)
 
 
 # -- the trust file's own commands ------------------------------------------------------------

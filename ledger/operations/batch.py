@@ -13,11 +13,10 @@ in the bundle's place and the batch goes on.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import threading
 from collections import deque
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -36,20 +35,25 @@ from ledger.operations.verify import (
     record_group,
     recorded_anchor,
 )
+from ledger.settings import cpus, idle_cpus
 from ledger.store.base import Store as Ledger
 from ledger.store.opening import open_store
 
 MAX_LIST_BYTES: Final = 4 * 1024 * 1024  # a --from list: ~40,000 paths of 100 bytes
 IN_FLIGHT_PER_JOB: Final = 8  # bundles handed out ahead of the appends: bounds memory
 MAX_GROUP: Final = 32  # pairs appended in one transaction at most
+PARALLEL_MIN_BUNDLES: Final = 500
+"""Below this many bundles the automatic worker count is 1: starting the workers (a forkserver
+that imports the library, then each worker's open and first plan decode: 0.3-1 s of wall time
+on a 2-core machine) costs more than judging in parallel saves on a small bundle's ~2 ms of a
+~10-15 ms verify (the durable append, in the parent either way). Measured with the same command
+A/B on 2 cores (benchmarks/README.md, issue 30): 5, 20, 60 and 200 bundles ran slower with two
+workers than with ``--jobs 1``, 400 about even."""
 
 
 def default_jobs() -> int:
     """The cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    return cpus()
 
 
 def read_bundle_list(data: bytes, *, source: str) -> list[Path]:
@@ -90,13 +94,20 @@ def verify_many(
 ) -> BatchRun:
     """Verify each bundle as ``verify`` would, in order; yield its result or its refusal.
 
-    ``jobs``: worker processes judging in parallel (default: one per core; 1 judges in this
-    process). The pairs are appended here, in bundle order (``BatchRun``). ``close()`` (or
-    Ctrl-C while it runs, then ``close()``) stops the workers; every pair already appended
-    stays, none is half-written, and ``close`` returns the results appended but not yet
-    yielded."""
+    ``jobs``: worker processes judging in parallel (default: one per core from
+    ``PARALLEL_MIN_BUNDLES`` bundles on when a core is idle (``idle_cpus``), else 1; 1 judges
+    in this process; while the
+    workers start, this process judges the first bundles itself). The pairs are appended
+    here, in bundle order (``BatchRun``). ``close()`` (or Ctrl-C while it runs, then
+    ``close()``) stops the workers; every pair already appended stays, none is half-written,
+    and ``close`` returns the results appended but not yet yielded."""
     paths = list(bundles)
-    count = default_jobs() if jobs is None else jobs
+    if jobs is None:
+        # Workers only where they can pay: enough bundles, and at least a core to spare.
+        wanted = len(paths) >= PARALLEL_MIN_BUNDLES and idle_cpus() >= 1
+        count = default_jobs() if wanted else 1
+    else:
+        count = jobs
     if count < 1:
         raise UsageError("usage-error", f"--jobs must be at least 1, not {count}")
     rule = anchors or AnchorRule(recorded_anchor)  # one for the batch: an anchor found is kept
@@ -121,7 +132,7 @@ class BatchRun:
         self._anchors = anchors
         # Appended (committed), not yet yielded: what a Ctrl-C must still report.
         self._ready: deque[VerifyResult | LedgerError] = deque()
-        self._steps = self._serial(paths) if jobs <= 1 else self._parallel(paths, jobs)
+        self._steps = self._serial(iter(paths), {}) if jobs <= 1 else self._parallel(paths, jobs)
 
     def __iter__(self) -> BatchRun:
         return self
@@ -138,18 +149,57 @@ class BatchRun:
         self._ready.clear()
         return left
 
-    def _serial(self, paths: list[Path]) -> Generator[None, None, None]:
+    def _serial(
+        self,
+        paths: Iterator[Path],
+        kept: PlanCache,
+        until: Callable[[], bool] | None = None,
+    ) -> Generator[None, None, None]:
+        """Judged here, in order, and recorded in groups as the workers' judgements are: the
+        bundles judged with the same clock reading (at most ``MAX_GROUP``) in one transaction.
+        A small bundle's durable commit costs several times its judgement, so one commit per
+        bundle made ``--jobs 1`` the commit's speed (issue 30). ``until``: stop (every bundle
+        taken from ``paths`` recorded) once it says so; the rest stay in ``paths``."""
         ledger, cohort, task = self._ledger, self._cohort, self._task
-        kept: PlanCache = {}
-        for path in paths:
+        group: list[tuple[Path, Judged]] = []
+        while until is None or not until():
+            path = next(paths, None)
+            if path is None:
+                break
+            refused: LedgerError | None = None
             try:
                 judged = judge(ledger, path, cohort=cohort, task=task, plans=kept)
             except LedgerError as exc:
-                self._ready.append(exc)
-            else:
+                judged, refused = None, exc
+            if group and (
+                judged is None or judged.time != group[0][1].time or len(group) >= MAX_GROUP
+            ):
+                yield from self._record_group(group)
+                group = []
+            if refused is not None:
+                self._ready.append(refused)
+                yield None
+            elif judged is None:
                 with _interrupts_deferred():
-                    self._ready.append(_one(ledger, path, judged, cohort, task, self._anchors))
-            yield None
+                    self._ready.append(_one(ledger, path, None, cohort, task, self._anchors))
+                yield None
+            else:
+                group.append((path, judged))
+        if group:
+            yield from self._record_group(group)
+
+    def _record_group(self, group: list[tuple[Path, Judged]]) -> Generator[None, None, None]:
+        ledger, cohort, task = self._ledger, self._cohort, self._task
+        with _interrupts_deferred():
+            if len(group) == 1:
+                self._ready.append(
+                    _one(ledger, group[0][0], group[0][1], cohort, task, self._anchors)
+                )
+            else:
+                self._ready.extend(
+                    record_group(ledger, group, cohort=cohort, task=task, anchors=self._anchors)
+                )
+        yield None
 
     def _parallel(self, paths: list[Path], jobs: int) -> Generator[None, None, None]:
         ledger, cohort, task = self._ledger, self._cohort, self._task
@@ -157,8 +207,12 @@ class BatchRun:
         plans: PlanCache = {}
         waiting: deque[tuple[Path, _Ticket | None]] = deque()
         pending = iter(paths)
+        # The workers start in a thread (a forkserver importing the library: 0.3-1 s) while
+        # this process judges and records the first bundles itself, in order (``_serial``).
+        starting = _Starting(workers, ledger.db_target, jobs)
         try:
-            workers.start(ledger.db_target, jobs)
+            yield from self._serial(pending, plans, until=lambda: not starting.running())
+            starting.finish()
             while True:
                 while len(waiting) < jobs * IN_FLIGHT_PER_JOB:
                     upcoming = next(pending, None)
@@ -192,13 +246,36 @@ class BatchRun:
                     group.append((waiting.popleft()[0], peek))
                 with _interrupts_deferred():
                     self._ready.extend(
-                        record_group(
-                            ledger, group, cohort=cohort, task=task, anchors=self._anchors
-                        )
+                        record_group(ledger, group, cohort=cohort, task=task, anchors=self._anchors)
                     )
                 yield None
         finally:
+            starting.finish(raising=False)  # never stopped while it is still starting them
             workers.stop()
+
+
+class _Starting:
+    """``_Workers.start`` run in a thread; ``finish`` waits for it and raises what it raised."""
+
+    def __init__(self, workers: _Workers, ledger_path: str, jobs: int) -> None:
+        self._error: BaseException | None = None
+
+        def start() -> None:
+            try:
+                workers.start(ledger_path, jobs)
+            except BaseException as exc:  # handed to the main thread by ``finish``
+                self._error = exc
+
+        self._thread = threading.Thread(target=start, name="batch-workers-start", daemon=True)
+        self._thread.start()
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def finish(self, *, raising: bool = True) -> None:
+        self._thread.join()
+        if raising and self._error is not None:
+            raise self._error
 
 
 @contextmanager
