@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import REPO_DIR
 from trust_helpers import BUNDLES, COHORT, ORIGIN, TASK, World, build_base, frozen_entry
 
 from ledger.format.trust import TrustTsa, split_roots
@@ -439,3 +440,20 @@ def test_checkpoints_that_anchor_nothing_do_not_hide_a_new_anchor_from_verify(
         result = verify(ledger, BUNDLES[0], anchors=anchor_rule(trust))
         assert (result.outcome, result.anchored_by) == ("support", anchor_seq)
         assert when(ledger, TASK, trust=trust).holds
+
+
+def test_without_a_policy_freeze_never_calls_a_planted_checkpoint_an_anchor(world: World) -> None:
+    """No anchoring policy: nothing names the witnesses a checkpoint must be cosigned by, so a
+    checkpoint.witnessed entry a writer appended (cosigned by a key of its own) is not checked.
+    freeze said "anchored by entry N" of it; it says what the entry is and who checks it."""
+    assert world.freeze().code == 0
+    mine, mine_pub = generate_cosigner_key("mine.example/w", bytes([7]) * 32)
+    _plant(world, _cosigned(world, (mine_pub, mine, "mine.example/w")))
+    planted = world.size() - 1
+    again = world.cli("freeze", "cohorts/demo", "--root", str(REPO_DIR))
+    assert again.code == 0, again.stderr
+    assert "anchored by" not in again.stdout
+    assert (
+        f"entry {planted} is a witnessed checkpoint holding the freeze (its witnesses and TSAs"
+        " are not checked without an anchoring policy: `ledger when` checks them against yours)"
+    ) in again.stdout
