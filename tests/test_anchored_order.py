@@ -18,13 +18,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import REPO_DIR
 from trust_helpers import BUNDLES, COHORT, ORIGIN, TASK, World, build_base, frozen_entry
 
 from ledger.format.trust import TrustTsa, split_roots
 from ledger.store.sqlite import Ledger
 from ledger.transparency.notes import sign_checkpoint
 from ledger.transparency.proofs import checkpoint
-from ledger.transparency.witness import cosign, generate_cosigner_key, parse_cosigner_signer
+from ledger.transparency.witness import (
+    cosign,
+    cosigner_key_id,
+    generate_cosigner_key,
+    parse_cosigner_key,
+    parse_cosigner_signer,
+)
 from tools.tsa import LocalTsa
 
 
@@ -301,3 +308,152 @@ def test_checkpoint_anchor_takes_everything_from_the_trust_file(world: World) ->
     assert "names no witness and no TSA" in empty.json()["error"]["message"]
     mixed = world.cli("checkpoint", "--anchor", *sign, "--tsa", "http://127.0.0.1:9/")
     assert (mixed.code, mixed.error_code()) == (2, "usage-error")
+
+
+def _plant(world: World, payload: dict[str, object]) -> None:
+    """A writer appends a checkpoint.witnessed entry of its making (no witness was asked)."""
+    with Ledger.open(world.db) as ledger:
+        ledger.append("checkpoint.witnessed", payload, [])
+
+
+def _cosigned(world: World, *lines: tuple[str, str, str]) -> dict[str, object]:
+    """A payload over the current tree, signed with the log key, with a cosignature line by
+    each (witness key, signing key, name to label it with) of ``lines``."""
+    with Ledger.open_read_only(world.db) as ledger:
+        cp = checkpoint(ledger)
+    note = sign_checkpoint(cp, world.log_keys()[0])
+    text = note.split("\n\n", 1)[0] + "\n"
+    items = []
+    for vkey, skey, label in lines:
+        line = cosign(text, parse_cosigner_signer(skey), 1_800_000_000)
+        raw = base64.b64decode(line.rstrip("\n").rsplit(" ", 1)[1])
+        key_id = int(vkey.split("+")[1], 16).to_bytes(4, "big")  # relabeled to vkey's name
+        line = f"— {label} {base64.b64encode(key_id + raw[4:]).decode()}\n"
+        items.append({"witness": vkey, "cosignature": line, "timestamp": 1_800_000_000})
+    return {
+        "tree_size": cp.size,
+        "root_hash": base64.b64encode(cp.root).decode("ascii"),
+        "note": note,
+        "cosignatures": items,
+    }
+
+
+def _alias(vkey: str, name: str) -> str:
+    """The witness key ``vkey``'s public key under another name (a valid key of its own)."""
+    key_id = cosigner_key_id(name, parse_cosigner_key(vkey).public_key)
+    return f"{name}+{key_id:08x}+{vkey.split('+', 2)[2]}"
+
+
+def test_one_witness_cosignature_listed_twice_does_not_meet_a_policy_of_two_witnesses(
+    world: World,
+) -> None:
+    """Policy: two witnesses. A writer who holds one witness's genuine cosignature of the tree
+    lists it twice, and once more relabeled to the same key under another name (the signed
+    message names no key). Neither verify nor `when` counts one witness as two."""
+    one, one_pub = generate_cosigner_key("w1.example/w", bytes([1]) * 32)
+    two, two_pub = generate_cosigner_key("w2.example/w", bytes([2]) * 32)
+    world.write_trust(
+        witnesses=(("w1", "http://127.0.0.1:9", one_pub), ("w2", "http://127.0.0.1:8", two_pub)),
+        anchor=(2, 0),
+    )
+    assert world.freeze("--unanchored").code == 0
+    alias_pub = _alias(one_pub, "w9.example/w")
+    mine = (one_pub, one, "w1.example/w")
+    _plant(world, _cosigned(world, mine, mine, (alias_pub, one, "w9.example/w")))
+    refused = world.verify()
+    assert (refused.code, refused.error_code()) == (2, "plan-not-anchored")
+    code, statement = when(world)
+    assert code == 1 and statement["anchors"] == 0 and statement["ignored_anchors"] == 1
+    # A reader naming the key under both names still counts one witness (the file's policy: 2).
+    keyed = world.cli("when", TASK, "--trust", str(world.trust_path), "--witness-key", one_pub,
+                      "--witness-key", alias_pub, "--json")  # fmt: skip
+    assert keyed.code == 1 and keyed.json()["anchors"] == 0, keyed.stdout
+    # Two witnesses do meet it: the count is of witnesses, not blind.
+    _plant(world, _cosigned(world, mine, (two_pub, two, "w2.example/w")))
+    assert world.verify().code == 0
+
+
+def test_a_trust_file_naming_one_witness_key_under_two_names_is_refused(world: World) -> None:
+    one_pub = generate_cosigner_key("w1.example/w", bytes([1]) * 32)[1]
+    world.write_trust(witnesses=(("w1", "http://127.0.0.1:9", one_pub),))
+    alias = _alias(one_pub, "w9.example/w")
+    added = world.cli("trust", "add", "witness", "w9", "http://127.0.0.1:8", alias)
+    assert (added.code, added.error_code()) == (2, "trust-file-invalid")
+    assert added.stderr.endswith(
+        "/witnesses: two witnesses have the same public key (under two names)\n"
+    )
+
+
+def test_one_tsa_at_two_urls_or_its_token_listed_twice_is_one_timestamp_to_the_policy(
+    world: World, tsa: tuple[LocalTsa, str]
+) -> None:
+    """Policy: two timestamps. The trust file lists one TSA at two URLs: freeze asks both and
+    gets two tokens of one TSA, which is one timestamp; a writer who lists one token twice in
+    a copy of an entry does not get two either."""
+    local, url = tsa
+    roots = split_roots(local.ca_pem.read_bytes(), "ca.pem")
+    twice = (TrustTsa(url=url, roots=roots), TrustTsa(url=url + "again", roots=roots))
+    world.write_trust(tsas=twice, anchor=(0, 2))
+    failed = world.freeze("--sign", str(world.folder / "log.key"))
+    assert (failed.code, failed.error_code()) == (1, "anchoring-failed")
+    assert "timestamps that hold from 1 TSAs, 2 needed" in failed.json()["error"]["message"]
+    # A one-TSA checkpoint (no policy asks more), then a copy with its token listed twice.
+    world.trust_path.unlink()
+    one = world.cli("checkpoint", "--sign", str(world.folder / "log.key"), "--tsa", url,
+                    "--tsa-ca", str(local.ca_pem), "--json")  # fmt: skip
+    assert one.code == 0, one.stderr
+    with Ledger.open_read_only(world.db) as ledger:
+        payload = dict(ledger.entry(one.json()["entry"]).payload)  # type: ignore[union-attr]
+    payload["timestamps"] = [*payload["timestamps"], *payload["timestamps"]]
+    _plant(world, payload)
+    world.write_trust(tsas=twice, anchor=(0, 2))
+    refused = world.verify()
+    assert (refused.code, refused.error_code()) == (2, "plan-not-anchored")
+    code, statement = when(world)
+    assert code == 1 and statement["anchors"] == 0, statement
+
+
+def test_checkpoints_that_anchor_nothing_do_not_hide_a_new_anchor_from_verify(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify's search for the anchor over a freeze is bounded (the first MAX_CANDIDATES
+    checkpoint.witnessed entries after it): more checkpoints by a witness the trust file does
+    not name (taken before the policy, or appended by a writer) hid every later anchor, so
+    verify refused for ever what `when` states as ordered, and `checkpoint --anchor`, the fix
+    it names, did not help. The newest are read too. (The bound is lowered here to 2 instead
+    of appending 1,000 entries.)"""
+    from ledger.api import anchor_rule, load_trust, when
+    from ledger.operations.verify import verify
+    from ledger.transparency import anchoring
+
+    one, one_pub = generate_cosigner_key("w1.example/w", bytes([1]) * 32)
+    old, old_pub = generate_cosigner_key("old.example/w", bytes([3]) * 32)
+    world.write_trust(witnesses=(("w1", "http://127.0.0.1:9", one_pub),), anchor=(1, 0))
+    assert world.freeze("--unanchored").code == 0
+    for _ in range(3):
+        _plant(world, _cosigned(world, (old_pub, old, "old.example/w")))
+    _plant(world, _cosigned(world, (one_pub, one, "w1.example/w")))
+    anchor_seq = world.size() - 1
+    monkeypatch.setattr(anchoring, "MAX_CANDIDATES", 2)
+    trust = load_trust(world.trust_path).trust
+    with Ledger.open(world.db) as ledger:
+        result = verify(ledger, BUNDLES[0], anchors=anchor_rule(trust))
+        assert (result.outcome, result.anchored_by) == ("support", anchor_seq)
+        assert when(ledger, TASK, trust=trust).holds
+
+
+def test_without_a_policy_freeze_never_calls_a_planted_checkpoint_an_anchor(world: World) -> None:
+    """No anchoring policy: nothing names the witnesses a checkpoint must be cosigned by, so a
+    checkpoint.witnessed entry a writer appended (cosigned by a key of its own) is not checked.
+    freeze said "anchored by entry N" of it; it says what the entry is and who checks it."""
+    assert world.freeze().code == 0
+    mine, mine_pub = generate_cosigner_key("mine.example/w", bytes([7]) * 32)
+    _plant(world, _cosigned(world, (mine_pub, mine, "mine.example/w")))
+    planted = world.size() - 1
+    again = world.cli("freeze", "cohorts/demo", "--root", str(REPO_DIR))
+    assert again.code == 0, again.stderr
+    assert "anchored by" not in again.stdout
+    assert (
+        f"entry {planted} is a witnessed checkpoint holding the freeze (its witnesses and TSAs"
+        " are not checked without an anchoring policy: `ledger when` checks them against yours)"
+    ) in again.stdout

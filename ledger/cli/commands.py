@@ -1109,8 +1109,15 @@ def freeze(
     else:
         _say(result.message)
         _say(f"definition digest {result.definition_digest}")
-        if anchored_by is not None:
+        if anchored_by is not None and signer_key is not None:
             _say(f"anchored by entry {anchored_by} (a checkpoint holding the freeze)")
+        elif anchored_by is not None:
+            # Without the policy nothing names the witnesses to check it by: not "anchored".
+            _say(
+                f"entry {anchored_by} is a witnessed checkpoint holding the freeze (its"
+                " witnesses and TSAs are not checked without an anchoring policy: `ledger when`"
+                " checks them against yours)"
+            )
     if warning is not None:
         _note(f"ledger: warning: {warning}")
     return EXIT_OK

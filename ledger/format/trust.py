@@ -270,6 +270,10 @@ def _witness_problems(trust: TrustFile) -> Iterator[tuple[str, str]]:
         values = [getattr(w, field) for w in trust.witnesses]
         if len(set(values)) != len(values):
             yield "/witnesses", f"two witnesses have the same {field}"
+    # A cosignature signs no key name: one key under two names is one witness, not two.
+    publics = [w.key.split("+", 2)[-1] for w in trust.witnesses]
+    if len(set(publics)) != len(publics):
+        yield "/witnesses", "two witnesses have the same public key (under two names)"
 
 
 def _tsa_problems(trust: TrustFile) -> Iterator[tuple[str, str]]:

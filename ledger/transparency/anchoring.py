@@ -20,15 +20,22 @@ Rules:
 4. A freeze under the policy is anchored right after it is recorded (``anchor_freeze``); an
    anchoring that fails then leaves the freeze recorded and nothing else: ``anchoring-failed``
    (exit 1), which says the freeze stands, what failed and the command that anchors it.
+5. The search is bounded: the first ``MAX_CANDIDATES`` entries after the freeze, then the last
+   ``MAX_CANDIDATES``, so the newest anchor (the one ``checkpoint --anchor`` just took) is always
+   read, however many checkpoints that anchor nothing came between (taken before the policy,
+   by witnesses the file does not name, or appended by a writer to hide the anchor).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import islice
 from typing import Final
 
 import msgspec
 
 from ledger.errors import EXIT_FAILED, LedgerError, UsageError
+from ledger.format.entries import Entry
 from ledger.format.payloads import CheckpointWitnessed
 from ledger.format.trust import TrustFile
 from ledger.store.base import Store as Ledger
@@ -41,7 +48,9 @@ from ledger.transparency.witnessing import (
     witness_target,
 )
 
-MAX_CANDIDATES: Final = 1000  # checkpoint.witnessed entries looked at after one freeze
+# checkpoint.witnessed entries looked at after one freeze: the first this many, then the last
+# this many (rule 5).
+MAX_CANDIDATES: Final = 1000
 
 
 def policy_trust(trust: TrustFile) -> Trust:
@@ -61,9 +70,7 @@ def freeze_anchor(ledger: Ledger, freeze_seq: int, trust: Trust) -> Anchor | Non
     Reads the ``checkpoint.witnessed`` entries by the kind index, each once: a caller holding a
     snapshot or the write transaction sees one state."""
     origin = ledger.origin()
-    for looked, entry in enumerate(ledger.entries(kinds=(WITNESSED,), start=freeze_seq + 1)):
-        if looked >= MAX_CANDIDATES:
-            break
+    for entry in _candidates(ledger, freeze_seq):
         try:
             payload = msgspec.convert(entry.payload, CheckpointWitnessed)
         except msgspec.ValidationError:
@@ -85,6 +92,21 @@ def freeze_anchor(ledger: Ledger, freeze_seq: int, trust: Trust) -> Anchor | Non
         if isinstance(found, Anchor):
             return found
     return None
+
+
+def _candidates(ledger: Ledger, freeze_seq: int) -> Iterator[Entry]:
+    """The ``checkpoint.witnessed`` entries after the freeze a search reads (rule 5): the first
+    ``MAX_CANDIDATES`` and, when there are more, the last ``MAX_CANDIDATES``."""
+    last = freeze_seq
+    for looked, entry in enumerate(ledger.entries(kinds=(WITNESSED,), start=freeze_seq + 1)):
+        if looked >= MAX_CANDIDATES:
+            break
+        last = entry.seq
+        yield entry
+    else:
+        return
+    tail = ledger.tail_start(MAX_CANDIDATES, kinds=(WITNESSED,), start=last + 1)
+    yield from islice(ledger.entries(kinds=(WITNESSED,), start=tail), MAX_CANDIDATES)
 
 
 def anchor_checkpoint(

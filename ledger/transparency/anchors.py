@@ -233,6 +233,7 @@ def _trusted_cosignatures(
     """(the verified cosignatures by trusted keys, whether one by a trusted key failed)."""
     keys = {(k.name, k.key_id): k for k in trust.witnesses}
     good: list[WitnessTime] = []
+    counted: set[bytes] = set()  # a witness counts once, however often its line is listed
     failed = False
     items = payload.get("cosignatures")
     for item in items if isinstance(items, list) else []:
@@ -264,7 +265,11 @@ def _trusted_cosignatures(
             )
             failed = True
             continue
-        good.append(WitnessTime(key.name, key.encode(), stamp))
+        # One witness is one cosignature: a line listed twice, or the same key under a second
+        # name (the signed message names no key), does not make a quorum of two.
+        if key.public_key not in counted:
+            counted.add(key.public_key)
+            good.append(WitnessTime(key.name, key.encode(), stamp))
     return good, failed
 
 
@@ -298,9 +303,10 @@ def _trusted_timestamps(
         return [], False
     import rfc3161_client  # only a reader who trusts a TSA pays for it
 
-    from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp
+    from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp, tsa_of
 
     good: list[TsaTime] = []
+    counted: set[tuple[bytes, str]] = set()  # a TSA counts once (``tsa_of``)
     failed = False
     for item in items:
         token_text = item.get("token") if isinstance(item, dict) else None
@@ -320,7 +326,9 @@ def _trusted_timestamps(
             findings.append(Finding(ANCHOR_TIMESTAMP_INVALID, seq, exc.message))
             failed = True
             continue
-        good.append(TsaTime(checked.tsa, checked.gen_time, checked.serial))
+        if tsa_of(checked) not in counted:
+            counted.add(tsa_of(checked))
+            good.append(TsaTime(checked.tsa, checked.gen_time, checked.serial))
     return good, failed
 
 

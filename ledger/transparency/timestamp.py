@@ -218,6 +218,18 @@ def _verified(
     )
 
 
+def tsa_of(stamp: Timestamp) -> tuple[bytes, str]:
+    """Which TSA gave ``stamp``, for counting timestamps against a policy: the trusted root its
+    chain holds under and the TSA name its signed token states. Two tokens of one TSA (one
+    listed twice, or asked twice, or at two URLs) are one TSA's word, not two."""
+    return stamp.verified_by, stamp.tsa
+
+
+def distinct_tsas(stamps: Sequence[Timestamp]) -> int:
+    """How many TSAs (``tsa_of``) gave ``stamps``."""
+    return len({tsa_of(stamp) for stamp in stamps})
+
+
 def check_timestamp(
     token: bytes,
     note: str,

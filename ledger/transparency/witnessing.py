@@ -63,6 +63,7 @@ from ledger.transparency.timestamp import (
     check_answer,
     check_recorded_timestamp,
     check_tsa_url,
+    distinct_tsas,
     request_for,
     tsa_answer,
     tsa_post,
@@ -346,7 +347,7 @@ def witness_checkpoint(
         raise UsageError("usage-error", f"give 1..{MAX_WITNESSES} --witness, or at least one --tsa")
     if len(tsas) > MAX_TSAS:
         raise UsageError("usage-error", f"give at most {MAX_TSAS} --tsa")
-    if len({t.vkey for t in targets}) != len(targets):
+    if len({t.key.public_key for t in targets}) != len(targets):
         raise UsageError("usage-error", "the same witness key is given twice")
     if len(set(tsas)) != len(tsas):
         raise UsageError("usage-error", "the same TSA URL is given twice")
@@ -394,11 +395,11 @@ def witness_checkpoint(
             replies,
             stamps,
         )
-    if (not valid and not stamped) or len(stamped) < timestamps:
+    if (not valid and not stamped) or distinct_tsas(stamped) < timestamps:
         raise WitnessQuorumError(
             "checkpoint-not-anchored",
             (
-                f"{len(stamped)} timestamps that hold, {timestamps} needed"
+                f"timestamps that hold from {distinct_tsas(stamped)} TSAs, {timestamps} needed"
                 if stamped or valid
                 else "no witness cosigned and no TSA gave a timestamp that holds"
             )
