@@ -300,18 +300,10 @@ def _refuse_frozen(cohort: dict[str, Any], doing: str) -> None:
 
 
 def _hidden_folder(folder: Path, cohort_dir: Path) -> Path:
-    """The folder a hidden plan is written into: never inside the cohort folder, which is
-    published with the cohort (a hidden plan there is no longer hidden)."""
-    inside = folder.resolve() == cohort_dir.resolve() or cohort_dir.resolve() in (
-        folder.resolve().parents
-    )
-    if inside:
-        raise UsageError(
-            "folder-unusable",
-            f"--hidden {folder} is inside the cohort folder {cohort_dir}, which is published"
-            " with the cohort: keep hidden plans in a private folder outside it",
-        )
-    return folder
+    """The folder a hidden plan is written into: never inside the cohort folder."""
+    from ledger.documents.cohort_folder import outside_cohort
+
+    return outside_cohort(folder, cohort_dir, "--hidden")
 
 
 @new_app.command("task")
