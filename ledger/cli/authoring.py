@@ -611,7 +611,10 @@ def rehearse(
         else f"the folder is not ready to freeze: {done.lint_problems} lint problem(s),"
         " `ledger lint` lists them"
     )
-    judged = f"{len(done.bundles)} bundle(s) judged by the plans of {cohort_dir}"
+    refused = sum(1 for b in done.bundles if isinstance(b, Refused))
+    judged = f"{count(len(done.bundles) - refused, 'bundle')} judged by the plans of {cohort_dir}"
+    if refused:  # a refused bundle was not judged: counted apart
+        judged += f" ({count(refused, 'bundle')} refused)"
     IO.say(f"{REHEARSAL}: {judged}; {ready}")
     return done.exit_code
 
