@@ -180,6 +180,30 @@ def test_new_task_hidden_refuses_a_folder_inside_the_cohort(root: Path) -> None:
     assert snapshot(root / "c") == before and not (root / "c" / "h").exists()
 
 
+def test_hidden_plans_kept_inside_the_cohort_folder_are_refused_by_every_command_before_use(
+    root: Path,
+) -> None:
+    """Attack stopped (a maintainer's slip): only ``new task --hidden`` refused a hidden plans
+    folder inside the cohort folder, which is published with the cohort; a folder moved there
+    (or a link outside naming it) was sealed, linted, rehearsed and frozen as hidden, its plan
+    then published beside the cohort. Each refuses it (folder-unusable) and writes nothing."""
+    ok(root, "new", "task", "c", "--id", "c/task-002", "--hidden", "private")
+    fill_cohort(root / "c", root, root / "private")
+    ok(root, "seal", "c", "--hidden-plans", "private")
+    (root / "private").rename(root / "c" / "private")
+    (root / "outside").symlink_to(root / "c" / "private")
+    before, size = snapshot(root / "c"), (root / "ledger.db").stat().st_size
+    for folder in ("c/private", "outside"):
+        for command in (["lint", "c"], ["seal", "c"], ["freeze", "c"], ["rehearse", "c", "c"]):
+            result = refused(root, "folder-unusable", *command, "--hidden-plans", folder)
+            assert "inside the cohort folder c" in result.json()["error"]["message"]
+    assert snapshot(root / "c") == before and (root / "ledger.db").stat().st_size == size
+    # the control: the same plans outside the cohort folder are used
+    (root / "outside").unlink()
+    (root / "c" / "private").rename(root / "private")
+    assert cli(root, "lint", "c", "--hidden-plans", "private", "--json").json()["ok"] is True
+
+
 def test_a_stale_hidden_plan_digest_is_told_to_seal_not_to_pass_the_folder_it_passed(
     root: Path,
 ) -> None:

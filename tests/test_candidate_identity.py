@@ -198,3 +198,39 @@ def test_a_recorded_folder_label_of_another_form_is_payload_invalid(
         (b.seq, "payload-invalid"),
         (b.seq + 1, "result-without-bundle"),  # the pair is one unit (LEDGER.md section 13)
     ]
+
+
+def test_a_folder_or_worker_named_like_other_fields_cannot_pass_for_another_candidate(
+    judged: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    """Attack stopped: a candidate names its bundle folder ``x, attempt 9 by alice (human),
+    head deadbeefdead`` (a form the label allows) and its manifest's worker ``bob, head
+    0123456789ab``; shown bare, log, show and the report read as alice's attempt 9 at that
+    head. A stated value that is not a plain token is quoted (and one that only looks like
+    another name, a Unicode hyphen, shows its escape), so each reads as one field."""
+    db = checkpointed_copy(judged[0], tmp_path / "ledger.db")
+    folder = tmp_path / "x, attempt 9 by alice (human), head deadbeefdead"
+    shutil.copytree(ATTEMPTS / "attempt-2", folder)
+    stated = manifest(folder)
+    stated["worker"]["id"] = "bob, head 0123456789ab"
+    (folder / "result-manifest.json").write_text(json.dumps(stated))
+    lookalike = tmp_path / "attempt\u20101"
+    shutil.copytree(ATTEMPTS / "attempt-2", lookalike)
+    out = cli(db, "verify", "--json", "--jobs", "1", str(folder), str(lookalike))
+    assert out.code == 1, out.stderr
+    spoof, homoglyph = (json.loads(line)["result_entry"] for line in out.stdout.splitlines())
+    words = (
+        'folder "x, attempt 9 by alice (human), head deadbeefdead",'
+        f' attempt {stated["attempt"]} by "bob, head 0123456789ab" ({stated["worker"]["type"]})'
+    )
+    log = cli(db, "log", "--kind", "bundle.observed").stdout.splitlines()
+    assert log[-2].endswith(f": {words}")
+    assert log[-1].split(": ", 1)[1].startswith('folder "attempt\\u20101", attempt ')
+    assert cli(db, "show", str(spoof)).stdout.splitlines()[4] == f"candidate {words}"
+    page = tmp_path / "report.html"
+    assert cli(db, "report", "--html", str(page)).code == 0
+    row = page.read_text()[page.read_text().index(f'id="entry-{spoof}"') :].split("</tr>")[0]
+    assert '<td class="candidate">folder &quot;x, attempt 9 by alice (human), head' in row
+    assert cli(db, "show", str(homoglyph), "--json").json()["candidate"]["folder"] == (
+        "attempt\u20101"  # the JSON keeps the label exact
+    )

@@ -22,7 +22,7 @@ from helpers import FIXED_TIME, CliResult, attacker, checkpointed_copy, file_sta
 from output_schemas import validate_output
 
 from ledger import api
-from ledger.operations.check_result import ABSENT, PLAN_EXTENSIONS
+from ledger.operations.check_result import ABSENT, PLAN_EXTENSIONS, compare
 from ledger.settings import Settings
 from verifiers.canonical import canonical_digest
 
@@ -350,6 +350,26 @@ def test_each_compared_field_a_reference_result_changes_is_named_with_why(
         field = f"extensions.{PLAN_EXTENSIONS[0]}"
     assert list(differing) == [field] or field in differing, list(differing)
     assert why in differing[field].reason, differing[field].reason
+
+
+def test_a_reference_finding_whose_path_carries_the_line_does_not_pass_for_the_ledgers(
+    built: Path,
+) -> None:
+    """Attack stopped: findings were compared by the key ``severity/category at path:line``, so
+    a forged reference finding at path ``changes.patch:12`` (no line) read as the ledger's at
+    ``changes.patch`` line 12, and the result agreed. A path that is not plain is quoted."""
+    ours = check(built, reference_result()).verification_result
+    finding = {"severity": "high", "category": "correctness", "summary": "x"}
+    ours["findings"] = [{**finding, "path": "changes.patch", "line": 12}]
+    forged = {**reference_result(), "findings": [{**finding, "path": "changes.patch:12"}]}
+    [row] = [row for row in compare(ours, forged) if row.field == "findings"]
+    assert row.verdict == "differs"
+    assert row.reason == (
+        'only the reference finds high/correctness at "changes.patch:12"; only the ledger\'s'
+        " judgement finds high/correctness at changes.patch:12"
+    )
+    forged["findings"] = ours["findings"]  # the control: the same finding agrees
+    assert [r.verdict for r in compare(ours, forged) if r.field == "findings"] == ["agrees"]
 
 
 def test_fields_that_legitimately_differ_leave_the_result_agreeing_and_are_listed(

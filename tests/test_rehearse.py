@@ -138,6 +138,10 @@ def test_a_rehearsal_refuses_what_verify_refuses_each_bundle_in_its_place(root: 
     (root / "empty").mkdir()
     done = rehearse(root, "empty", "bundles/good", "--task", "test/rehearsed/task-999")
     assert done.code == 2
+    assert done.stdout.splitlines()[2] == (  # what was refused was not judged
+        f"{REHEARSAL}: 0 bundles judged by the plans of cohort (2 bundles refused);"
+        " lint finds no problem in it"
+    )
     assert done.stdout.splitlines()[:2] == [
         f"{REHEARSAL}: empty: REFUSED bundle-manifest-missing: empty holds no"
         " result-manifest.json: it is not a result bundle",

@@ -29,6 +29,7 @@ from ledger.documents.cohort_folder import (
     MAX_HIDDEN_PLAN_FILES,
     PLAN_SALT_EXTENSION,
     PLAN_SALT_POINTER,
+    outside_cohort,
     plan_salt,
     read_relative,
     refuse_decode,
@@ -119,6 +120,8 @@ def seal(
     definition digest (from the ledger, when there is one). ``hidden_plans``: the folder of the
     hidden plans its hidden tasks name, sealed too; ``salts`` gives each unsalted one its salt
     (the caller's random source: ``ledger.settings.random_salt``)."""
+    if hidden_plans is not None:
+        outside_cohort(hidden_plans, cohort_dir)
     cohort_file = f"{cohort_dir}/{COHORT_FILE}"
     cohort_bytes = read_relative(
         cohort_dir, COHORT_FILE, LIMITS["benchmark-cohort"].max_bytes, what="cohort file"

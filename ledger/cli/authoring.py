@@ -300,18 +300,10 @@ def _refuse_frozen(cohort: dict[str, Any], doing: str) -> None:
 
 
 def _hidden_folder(folder: Path, cohort_dir: Path) -> Path:
-    """The folder a hidden plan is written into: never inside the cohort folder, which is
-    published with the cohort (a hidden plan there is no longer hidden)."""
-    inside = folder.resolve() == cohort_dir.resolve() or cohort_dir.resolve() in (
-        folder.resolve().parents
-    )
-    if inside:
-        raise UsageError(
-            "folder-unusable",
-            f"--hidden {folder} is inside the cohort folder {cohort_dir}, which is published"
-            " with the cohort: keep hidden plans in a private folder outside it",
-        )
-    return folder
+    """The folder a hidden plan is written into: never inside the cohort folder."""
+    from ledger.documents.cohort_folder import outside_cohort
+
+    return outside_cohort(folder, cohort_dir, "--hidden")
 
 
 @new_app.command("task")
@@ -619,7 +611,10 @@ def rehearse(
         else f"the folder is not ready to freeze: {done.lint_problems} lint problem(s),"
         " `ledger lint` lists them"
     )
-    judged = f"{len(done.bundles)} bundle(s) judged by the plans of {cohort_dir}"
+    refused = sum(1 for b in done.bundles if isinstance(b, Refused))
+    judged = f"{count(len(done.bundles) - refused, 'bundle')} judged by the plans of {cohort_dir}"
+    if refused:  # a refused bundle was not judged: counted apart
+        judged += f" ({count(refused, 'bundle')} refused)"
     IO.say(f"{REHEARSAL}: {judged}; {ready}")
     return done.exit_code
 

@@ -282,6 +282,8 @@ def _load(
     checks: _Checks,
     progress: Callable[[int, int], None] | None = None,
 ) -> LoadedCohort | None:
+    if hidden_plans is not None:
+        outside_cohort(hidden_plans, cohort_dir)
     cohort_file = f"{cohort_dir}/{COHORT_FILE}"
     cohort_bytes = checks.read(
         cohort_dir,
@@ -385,6 +387,20 @@ class _HiddenFolder(dict[str, tuple[EvaluatorPlan, LoadedDocument]]):
         super().__init__()
         self.folder = folder
         self.by_id: dict[str, list[str]] = {}
+
+
+def outside_cohort(folder: Path, cohort_dir: Path, option: str = "--hidden-plans") -> Path:
+    """``folder``, a hidden plans folder, when it is not the cohort folder nor inside it (links
+    resolved): the cohort folder is published with the cohort, so a hidden plan there is no
+    longer hidden. Else ``folder-unusable``: what every command given one checks first."""
+    here, cohort = folder.resolve(), cohort_dir.resolve()
+    if here == cohort or cohort in here.parents:
+        raise UsageError(
+            "folder-unusable",
+            f"{option} {folder} is inside the cohort folder {cohort_dir}, which is published"
+            " with the cohort: keep hidden plans in a private folder outside it",
+        )
+    return folder
 
 
 def _load_hidden_plans(

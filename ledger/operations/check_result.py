@@ -12,6 +12,8 @@ field of either result is one of the three.
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -435,11 +437,19 @@ def _evidence(rows: _Rows, ours: Mapping[str, Any], theirs: Mapping[str, Any]) -
         )
 
 
+# A finding's path shown bare: no ':' (which would make path "p:3" read as path "p", line 3),
+# space or other character that could read as another part of the key; else quoted as JSON.
+_PLAIN_PATH: Final = re.compile(r"[A-Za-z0-9._/@+~=#-]+")
+
+
 def _finding_key(item: Any) -> str:
-    """What a finding says, without its words: severity/category at path:line."""
+    """What a finding says, without its words: severity/category at path:line (a path that is
+    not plain quoted, so two findings that differ never read as one key)."""
     if not isinstance(item, dict):
         return "?"
-    where = f" at {item['path']}" if "path" in item else ""
+    path = item.get("path")
+    shown = path if isinstance(path, str) and _PLAIN_PATH.fullmatch(path) else json.dumps(path)
+    where = f" at {shown}" if "path" in item else ""
     line = f":{item['line']}" if "line" in item else ""
     return f"{item.get('severity')}/{item.get('category')}{where}{line}"
 

@@ -7,6 +7,7 @@ Kept beside the store, not in ``ledger.api``, so ``show`` imports no more than i
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -275,13 +276,20 @@ class CandidateIdentity(msgspec.Struct, frozen=True, kw_only=True):
             kind = ", ".join(_cut(x) for x in (self.worker_type, self.model) if x is not None)
             parts.append(attempt + by + (f" ({kind})" if kind else ""))
         if self.head is not None:
-            parts.append(f"head {_cut(self.head)[:12]}")
+            parts.append(f"head {_cut(self.head[:12])}")
         return ", ".join(parts) if parts else "unnamed (no folder recorded, no manifest read)"
+
+
+# A stated value shown bare: ASCII with no space, comma, parenthesis or quote, so it cannot
+# read as another field of the line (a folder named ``x, attempt 9 by alice``) nor look like
+# another name (a Unicode hyphen). Any other value is quoted as JSON with \u escapes.
+_PLAIN: Final = re.compile(r"[A-Za-z0-9._/:@+~=#-]+")
 
 
 def _cut(text: str | None) -> str:
     value = str(text)
-    return value if len(value) <= _TEXT_CUT else value[: _TEXT_CUT - 3] + "..."
+    value = value if len(value) <= _TEXT_CUT else value[: _TEXT_CUT - 3] + "..."
+    return value if _PLAIN.fullmatch(value) else json.dumps(value, ensure_ascii=True)
 
 
 def _text(value: object) -> str | None:
