@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from commit_helpers import make_bundle, make_cohort, write_json
-from helpers import CliResult, ledger_command
+from helpers import ledger_command
 from helpers import run_cli as run_in_process
 from store_copies import STORES, Built, built_per_store
 
@@ -34,6 +34,7 @@ from ledger.operations.verify import verify
 from ledger.store.opening import open_store
 
 TIME = "2026-11-01T12:00:00Z"
+TASK = "test/cohort-a/task-000"
 Db = Path | str
 
 
@@ -41,14 +42,16 @@ def _env(db: Db) -> dict[str, str | None]:
     return {"LEDGER_DB": str(db), "LEDGER_TIME": TIME}
 
 
-def run_cli(cwd: Path, db: Db, *args: str) -> CliResult:
-    """``ledger ARGS`` on ``db`` (LEDGER_DB) from ``cwd``, in this process."""
-    return run_in_process(list(args), env=_env(db), cwd=cwd)
+def run_cli(cwd: Path, db: Db, *args: str) -> subprocess.CompletedProcess[str]:
+    """``ledger ARGS`` on ``db`` (LEDGER_DB) from ``cwd``, in this process; shaped as the
+    subprocess it replaces (test_cohort_fields.py and test_object_labels.py use it too)."""
+    result = run_in_process(list(args), env=_env(db), cwd=cwd)
+    return subprocess.CompletedProcess(list(args), result.code, result.stdout, result.stderr)
 
 
-def run_cli_process(cwd: Path, db: Db, *args: str) -> CliResult:
+def run_cli_process(cwd: Path, db: Db, *args: str) -> subprocess.CompletedProcess[str]:
     """``ledger ARGS`` as the installed console script, in a fresh interpreter."""
-    proc = subprocess.run(
+    return subprocess.run(
         [*ledger_command(), *args],
         cwd=cwd,
         env={**os.environ, **_env(db)},
@@ -56,7 +59,6 @@ def run_cli_process(cwd: Path, db: Db, *args: str) -> CliResult:
         text=True,
         timeout=120,
     )
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
 @dataclass(frozen=True)
@@ -75,12 +77,12 @@ def build_histories(built: Built) -> Histories:
     cohort = make_cohort(root)
     calibrated = built.target("calibrated")
     for args in (("init", "--origin", "test/ledger"), ("calibrate",)):
-        assert run_cli(root, calibrated, *args).code == 0
+        assert run_cli(root, calibrated, *args).returncode == 0
     frozen = built.copy(calibrated, "frozen")
-    assert run_cli(root, frozen, "freeze", str(cohort)).code == 0
+    assert run_cli(root, frozen, "freeze", str(cohort)).returncode == 0
     verified = built.copy(frozen, "verified")
-    good = str(make_bundle(root, "good"))
-    assert run_cli(root, verified, "verify", good, "--task", "test/cohort-a/task-000").code == 0
+    verdict = run_cli(root, verified, "verify", str(make_bundle(root, "good")), "--task", TASK)
+    assert verdict.returncode == 0, verdict.stderr
     return Histories(built, calibrated, frozen, verified)
 
 
@@ -123,7 +125,7 @@ def entries(db: Db) -> list[dict[str, Any]]:
 
 def audit_json(cwd: Path, db: Db, *extra: str) -> tuple[int, dict[str, Any]]:
     proc = run_cli(cwd, db, "audit", "--json", *extra)
-    return proc.code, json.loads(proc.stdout)
+    return proc.returncode, json.loads(proc.stdout)
 
 
 def codes(report: dict[str, Any]) -> set[str]:
@@ -148,7 +150,7 @@ def test_bundle_for_unknown_workunit_is_refused_and_nothing_written(
     bundle = make_bundle(root, "good")
     before = entries(db)
     proc = run_cli(root, db, "verify", str(bundle), "--json")
-    assert proc.code == 2
+    assert proc.returncode == 2
     assert json.loads(proc.stdout)["error"]["code"] == "no-committed-plan"
     assert entries(db) == before
 
@@ -158,7 +160,7 @@ def test_freeze_without_green_calibration_is_refused(tmp_path: Path) -> None:
     run_cli(tmp_path, db, "init", "--origin", "test/ledger")
     cohort = make_cohort(tmp_path)
     proc = run_cli(tmp_path, db, "freeze", str(cohort))
-    assert proc.code == 2
+    assert proc.returncode == 2
     assert "calibration-missing" in proc.stderr
     assert [e["kind"] for e in entries(db)] == ["ledger.created"]
 
@@ -168,7 +170,7 @@ def test_editing_plan_after_freeze_cannot_change_what_verify_uses(
 ) -> None:
     root, db = workspace
     cohort = make_cohort(root, plan_keys=("v0.2-whole-line",) * 5)
-    assert run_cli(root, db, "freeze", str(cohort)).code == 0
+    assert run_cli(root, db, "freeze", str(cohort)).returncode == 0
     # The attacker rewrites the plan file on disk to demand something the good patch lacks.
     plan_file = root / "plans" / "v0.2-whole-line.json"
     plan = json.loads(plan_file.read_text())
@@ -176,14 +178,14 @@ def test_editing_plan_after_freeze_cannot_change_what_verify_uses(
     write_json(plan_file, plan)
     bundle = make_bundle(root, "good")
     proc = run_cli(root, db, "verify", str(bundle), "--task", "test/cohort-a/task-000", "--json")
-    assert proc.code == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert result["outcome"] == "support"
     committed = entries(db)[2]["payload"]["tasks"][0]["plan"]["digest"]
     assert result["verification_result"]["provenance"]["verifier_config_digest"] == committed
     # Re-freezing the edited folder under the same id is refused (the plan no longer matches).
     refreeze = run_cli(root, db, "freeze", str(cohort))
-    assert refreeze.code == 2 and "plan-digest-mismatch" in refreeze.stderr
+    assert refreeze.returncode == 2 and "plan-digest-mismatch" in refreeze.stderr
 
 
 def test_refreezing_same_id_with_changed_split_is_refused(frozen: tuple[Path, Db]) -> None:
@@ -191,7 +193,7 @@ def test_refreezing_same_id_with_changed_split_is_refused(frozen: tuple[Path, Db
     cohort = make_cohort(root, split="held_out")  # same id, same folder, another definition
     before = entries(db)
     proc = run_cli(root, db, "freeze", str(cohort), "--json")
-    assert proc.code == 2
+    assert proc.returncode == 2
     assert json.loads(proc.stdout)["error"]["code"] == "cohort-already-frozen"
     assert entries(db) == before
 
@@ -201,7 +203,7 @@ def test_refreezing_identical_cohort_is_a_noop(frozen: tuple[Path, Db]) -> None:
     cohort = make_cohort(root)
     before = entries(db)
     proc = run_cli(root, db, "freeze", str(cohort), "--json")
-    assert proc.code == 0
+    assert proc.returncode == 0
     assert json.loads(proc.stdout)["created"] is False
     assert entries(db) == before
 
@@ -209,15 +211,15 @@ def test_refreezing_identical_cohort_is_a_noop(frozen: tuple[Path, Db]) -> None:
 def test_verify_after_burn_is_refused(frozen: tuple[Path, Db]) -> None:
     root, db = frozen
     burn = run_cli(root, db, "burn", "test/cohort-a", "--yes", "--reason", "plans leaked")
-    assert burn.code == 0, burn.stderr
+    assert burn.returncode == 0, burn.stderr
     before = entries(db)
     proc = run_cli(
         root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000"
     )
-    assert proc.code == 2 and "cohort-burned" in proc.stderr
+    assert proc.returncode == 2 and "cohort-burned" in proc.stderr
     assert entries(db) == before
     again = run_cli(root, db, "burn", "test/cohort-a", "--reason", "twice")
-    assert again.code == 2 and "cohort-already-burned" in again.stderr
+    assert again.returncode == 2 and "cohort-already-burned" in again.stderr
 
 
 def test_freezing_exposed_workunit_as_held_out_is_refused(verified: tuple[Path, Db]) -> None:
@@ -225,7 +227,7 @@ def test_freezing_exposed_workunit_as_held_out_is_refused(verified: tuple[Path, 
     outcome_seq = entries(db)[-1]["seq"]
     successor = make_cohort(root, "test/cohort-b", split="held_out")
     proc = run_cli(root, db, "freeze", str(successor))
-    assert proc.code == 2
+    assert proc.returncode == 2
     assert "workunit-exposed" in proc.stderr and f"entry {outcome_seq}" in proc.stderr
 
 
@@ -242,23 +244,23 @@ def test_burn_observed_task_exposes_its_workunit(frozen: tuple[Path, Db]) -> Non
         "--observed-task",
         "test/cohort-a/task-000",
     )
-    assert proc.code == 0
+    assert proc.returncode == 0
     refused = run_cli(root, db, "freeze", str(make_cohort(root, "test/cohort-c", split="held_out")))
-    assert refused.code == 2 and "workunit-exposed" in refused.stderr
+    assert refused.returncode == 2 and "workunit-exposed" in refused.stderr
     allowed = run_cli(root, db, "freeze", str(make_cohort(root, "test/cohort-d", split="train")))
-    assert allowed.code == 0, allowed.stderr
+    assert allowed.returncode == 0, allowed.stderr
 
 
 def test_burn_of_unknown_task_is_refused(frozen: tuple[Path, Db]) -> None:
     root, db = frozen
     proc = run_cli(root, db, "burn", "test/cohort-a", "--reason", "x", "--observed-task", "nope/x")
-    assert proc.code == 2 and "unknown-task" in proc.stderr
+    assert proc.returncode == 2 and "unknown-task" in proc.stderr
 
 
 def test_ambiguous_task_needs_a_choice(frozen: tuple[Path, Db]) -> None:
     root, db = frozen
     proc = run_cli(root, db, "verify", str(make_bundle(root, "good")))
-    assert proc.code == 2 and "cohort-ambiguous" in proc.stderr
+    assert proc.returncode == 2 and "cohort-ambiguous" in proc.stderr
 
 
 def test_verify_output_and_exit_codes(frozen: tuple[Path, Db]) -> None:
@@ -273,7 +275,7 @@ def test_verify_output_and_exit_codes(frozen: tuple[Path, Db]) -> None:
         "test/cohort-a/task-000",
         "--json",
     )
-    assert good.code == 0
+    assert good.returncode == 0
     doc = json.loads(good.stdout)
     assert doc["outcome"] == "support" and doc["cohort"] == "test/cohort-a"
     assert doc["result_entry"] == doc["bundle_entry"] + 1
@@ -281,7 +283,7 @@ def test_verify_output_and_exit_codes(frozen: tuple[Path, Db]) -> None:
     decoy = run_cli_process(
         root, db, "verify", str(make_bundle(root, "decoy")), "--task", "test/cohort-a/task-004"
     )
-    assert decoy.code == 1
+    assert decoy.returncode == 1
     assert decoy.stdout.startswith("REJECT") and "unsafe_call(" in decoy.stdout
 
 
@@ -384,7 +386,7 @@ def test_verify_refuses_a_ledger_whose_state_has_a_malformed_payload(
     proc = run_cli(
         root, db, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000"
     )
-    assert proc.code == 2, proc.stderr
+    assert proc.returncode == 2, proc.stderr
     assert "entry-malformed" in proc.stderr and "ledger audit" in proc.stderr
     assert len(entries(db)) == before
 
@@ -404,7 +406,7 @@ def test_audit_detects_verification_after_burn(verified: tuple[Path, Db]) -> Non
     root, db = verified
     rows = entries(db)
     bundle, result = rows[-2]["payload"], rows[-1]["payload"]
-    assert run_cli(root, db, "burn", "test/cohort-a", "--yes", "--reason", "leak").code == 0
+    assert run_cli(root, db, "burn", "test/cohort-a", "--yes", "--reason", "leak").returncode == 0
     with open_store(db) as ledger, ledger.writer() as w:
         refs = [o["object"] for o in bundle["observations"] if o["object"]]
         b = w.append("bundle.observed", bundle, refs)
