@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck unit browser schemas fixtures bench bench-quick soak fuzz resources mutants clean
+.PHONY: demo test test-fast lint typecheck unit browser schemas fixtures bench bench-quick soak fuzz resources mutants clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,8 +25,20 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict ledger verifiers
 
+# Every core (TEST_JOBS=1 for one process); --dist loadfile keeps a module's tests on one worker,
+# so a history it builds once per module (tests/store_copies.py) is built once.
+TEST_JOBS ?= auto
 unit: $(STAMP) browser
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_JOBS) --dist loadfile
+
+# The inner loop (under 90 s on 2 quiet cores): no campaign, no slow module, nothing on
+# PostgreSQL (the markers come from tests/conftest.py); `make test` still runs them all. Bytecode
+# is written here even where PYTHONDONTWRITEBYTECODE is set: the assertion rewriting of every test
+# module, cached in __pycache__, is most of a repeated run's collection. exec: no sh between make
+# and pytest (shell completion's test finds the user's shell among its ancestors).
+test-fast: $(STAMP)
+	exec env PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(TEST_JOBS) --dist loadfile \
+	  -m "not slow and not postgresql"
 
 # tests/test_report.py renders the HTML report in Debian's headless Chromium: installed here when
 # it is missing (as root, from Debian's packages), never skipped.

@@ -80,3 +80,54 @@ def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
         return tmp_path / "ledger.db"
     url: str = request.getfixturevalue("pg_db")
     return url
+
+
+# The tiers (`make test-fast` is the inner loop: `-m "not slow and not postgresql"`). Marked here
+# from what a test uses, so no test module needs to remember: `postgresql` for every test on the
+# suite's PostgreSQL server (by fixture, or a store parameter), `slow` for the campaigns and the
+# modules that take the longest on their own (their histories, processes, or browser).
+# Chosen by measured time (pytest --durations, issue 31): the 18 slowest modules outside the
+# campaigns, once their PostgreSQL variants are set aside.
+SLOW_MODULES = frozenset(
+    {
+        "test_settings.py",
+        "test_diff_git_differential.py",
+        "test_verifier_properties.py",
+        "test_when_end_to_end.py",
+        "test_canonical.py",
+        "test_cli_basics.py",
+        "test_diff_hostile.py",
+        "test_check_proof.py",
+        "test_timestamped_checkpoint.py",
+        "test_witness_server.py",
+        "test_codes_refusals.py",
+        "test_authoring.py",
+        "test_read_only.py",
+        "test_witnessed_checkpoint.py",
+        "test_log_streaming.py",
+        "test_examples.py",
+        "test_output_pins.py",
+        "test_reader_determinism.py",
+    }
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgresql: runs on the suite's PostgreSQL server")
+    config.addinivalue_line("markers", "slow: a campaign or a slow module (not in test-fast)")
+
+
+def _on_postgresql(item: pytest.Item) -> bool:
+    if {"pg_server", "pg_db"} & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgresql" in callspec.params.values()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _on_postgresql(item):
+            item.add_marker(pytest.mark.postgresql)
+        path = Path(str(item.fspath))
+        if path.parent.name == "campaigns" or path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
