@@ -46,7 +46,7 @@ from ledger.operations.freeze import freeze
 from ledger.operations.verify import AnchorRule, verify
 from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
-from ledger.state import CohortStatus, StateIndex, TaskStatus, ledger_status
+from ledger.state import CohortStatus, StateIndex, TaskStatus, anchor_candidates, ledger_status
 from ledger.store.base import AccessRoles, Store
 from ledger.store.copy import CopyResult, copy_store
 from ledger.store.lookup import find_ref, verification_result
@@ -171,7 +171,8 @@ def anchor_freeze(
     (exit 1; the freeze stays, nothing else is written). ``frozen``: the freeze in words."""
     from ledger.transparency.anchoring import anchor_freeze as run
 
-    return run(ledger, frozen_entry, trust, signer_key, frozen or f"entry {frozen_entry}")
+    frozen = frozen or f"entry {frozen_entry}"
+    return run(ledger, frozen_entry, trust, signer_key, frozen, anchor_candidates)
 
 
 def _signer_of(settings: Settings, signer: EntrySigner | None) -> EntrySigner | None:

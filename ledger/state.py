@@ -21,7 +21,7 @@ The rules themselves are listed in ``ledger.operations`` and LEDGER.md section 5
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
@@ -32,6 +32,7 @@ from ledger.format.entries import Entry
 from ledger.format.payloads import (
     BundleObserved,
     CalibrationRecorded,
+    CheckpointWitnessed,
     CohortBurned,
     CohortFrozen,
     VerificationRecorded,
@@ -201,6 +202,9 @@ class LedgerState:
     # (sha256, seq, address) of every object an entry names (``mentions``): what ``find`` and
     # ``show`` look a sha256 digest up by.
     mentions: set[tuple[str, int, str]] = field(default_factory=set)
+    # seq -> tree size of every checkpoint.witnessed entry whose tree could hold an entry
+    # (``anchored_size``): where ``verify`` looks for the anchor over a freeze.
+    anchors: dict[int, int] = field(default_factory=dict)
 
     def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
         """The entry that exposed this WorkUnit: by its digest, else its id, else its task
@@ -237,6 +241,11 @@ class LedgerState:
     def apply(self, entry: Entry) -> None:
         """Fold one entry in. Payloads are trusted here: the audit checks them separately (a
         payload that is not even its kind's shape raises msgspec.ValidationError or KeyError)."""
+        if entry.kind == ANCHOR_KIND:
+            size = anchored_size(entry)
+            if size is not None:
+                self.anchors[entry.seq] = size
+            return
         payload = payload_struct(entry.kind, entry.payload)
         self.mentions.update((d, entry.seq, o) for d, o in mentions(entry.payload))
         if isinstance(payload, CohortFrozen):
@@ -373,13 +382,31 @@ def _candidate_locator(manifest: bytes | None, artifact_id: str) -> str | None:
     return locator if isinstance(locator, str) else None
 
 
+ANCHOR_KIND: Final = "checkpoint.witnessed"
 STATE_KINDS: Final = (
     "cohort.frozen",
     "cohort.burned",
     "bundle.observed",
     "verification.recorded",
     "calibration.recorded",
+    ANCHOR_KIND,
 )
+
+
+def anchored_size(entry: Entry) -> int | None:
+    """The tree size a ``checkpoint.witnessed`` entry records when that tree could hold an entry
+    (an integer from 1 to the entry's own seq: a checkpoint is of a tree the entry extends),
+    else None. Read from the payload as it is, never refused: a malformed checkpoint anchors
+    nothing (the audit names it) and must not stop the writes; whoever counts an anchor checks
+    its entry (``anchor_candidates``)."""
+    payload = entry.payload  # a mapping, or its Struct as the audit reads it
+    if isinstance(payload, CheckpointWitnessed):
+        size: object = payload.tree_size
+    else:
+        size = payload.get("tree_size") if isinstance(payload, dict) else None
+    if isinstance(size, int) and not isinstance(size, bool) and 0 < size <= entry.seq:
+        return size
+    return None
 
 
 def read_state(ledger: Ledger) -> LedgerState:
@@ -490,6 +517,14 @@ class StateIndex:
 
     def _apply(self, entry: Entry) -> None:
         conn = self._conn
+        if entry.kind == ANCHOR_KIND:
+            size = anchored_size(entry)
+            if size is not None:
+                conn.execute(
+                    "INSERT INTO state_anchors VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (entry.seq, size),
+                )
+            return
         payload = payload_struct(entry.kind, entry.payload)
         for digest, address in mentions(entry.payload):
             conn.execute(
@@ -692,6 +727,20 @@ class StateIndex:
             "SELECT DISTINCT seq FROM state_mentions WHERE sha256 = ? ORDER BY seq", (digest,)
         ).fetchall()
         return [int(row[0]) for row in rows]
+
+    def anchors_holding(
+        self, freeze_seq: int, after: int, limit: int, *, newest: bool = False
+    ) -> list[int]:
+        """The seq of the first (with ``newest`` the last) ``limit`` checkpoint.witnessed
+        entries after ``after`` whose tree holds the entry ``freeze_seq``, in seq order: a
+        range on the table's key."""
+        order = "DESC" if newest else "ASC"
+        rows = self._conn.execute(
+            "SELECT seq FROM state_anchors WHERE seq > ? AND tree_size > ?"
+            f" ORDER BY seq {order} LIMIT ?",
+            (after, freeze_seq, limit),
+        ).fetchall()
+        return sorted(int(row[0]) for row in rows)
 
     def first_observed(self, digest: str) -> int | None:
         """The seq of the first bundle.observed that read these bytes (status ok), if any."""
@@ -1004,6 +1053,65 @@ class Mentions:
         if self._index is not None:
             return self._index.naming(digest)
         return sorted({seq for d, seq, _ in self._fold or () if d == digest})
+
+
+# -- the anchor over a freeze (``verify``, operations rule 10) ------------------------------------
+
+
+MAX_ANCHOR_CANDIDATES: Final = 1000  # checkpoint.witnessed entries looked at after one freeze
+
+
+def anchor_candidates(ledger: Ledger, freeze_seq: int) -> Iterator[Entry]:
+    """Inside ``ledger.snapshot()`` or the write transaction: the ``checkpoint.witnessed``
+    entries whose tree holds the entry ``freeze_seq`` (``anchored_size`` greater than it), in
+    seq order: the first ``MAX_ANCHOR_CANDIDATES`` of them and, when there are more, the last
+    as many, so the newest anchor (the one ``checkpoint --anchor`` just took) is always read
+    however many checkpoints that anchor nothing came between (taken before a policy, by
+    witnesses the trust file does not name, or appended by a writer to hide the anchor). Read
+    one at a time, so a caller that stops at the first it counts reads no more. From the
+    derived state's ``state_anchors`` when it is current (a range on its key, then each
+    candidate's entry by seq), else from the entries of that kind after the freeze (the fold's
+    view of each: the same answer).
+
+    A derived row is not trusted for what it says: each candidate is its own entry, read
+    (checked) and given only when it is a checkpoint whose tree holds the freeze. A row planted
+    or moved makes nothing an anchor; a row removed hides one (``verify`` then warns or
+    refuses), and the audit reports either (``state-index-mismatch``)."""
+    index = StateIndex.current(ledger)
+    last = freeze_seq
+    given = 0
+    for entry in _holding(ledger, index, freeze_seq, freeze_seq):
+        yield entry
+        last = entry.seq
+        given += 1
+        if given >= MAX_ANCHOR_CANDIDATES:
+            break
+    else:
+        return
+    yield from _holding(ledger, index, freeze_seq, last, newest=True)
+
+
+def _holding(
+    ledger: Ledger, index: StateIndex | None, freeze_seq: int, after: int, *, newest: bool = False
+) -> Iterator[Entry]:
+    """The checkpoints after ``after`` whose tree holds ``freeze_seq``, in seq order: the first
+    ``MAX_ANCHOR_CANDIDATES`` of them, or with ``newest`` the last as many."""
+    if index is not None:
+        seqs = index.anchors_holding(freeze_seq, after, MAX_ANCHOR_CANDIDATES, newest=newest)
+        entries: Iterable[Entry] = (e for e in map(ledger.entry, seqs) if e is not None)
+    elif newest:
+        tail = ledger.tail_start(MAX_ANCHOR_CANDIDATES, kinds=(ANCHOR_KIND,), start=after + 1)
+        entries = ledger.entries(kinds=(ANCHOR_KIND,), start=tail)
+    else:
+        entries = ledger.entries(kinds=(ANCHOR_KIND,), start=after + 1)
+    given = 0
+    for entry in entries:
+        size = anchored_size(entry) if entry.kind == ANCHOR_KIND else None
+        if size is not None and size > freeze_seq:
+            yield entry
+            given += 1
+            if given >= MAX_ANCHOR_CANDIDATES:
+                return
 
 
 # -- the status of each cohort (``ledger status``) ------------------------------------------------

@@ -16,6 +16,7 @@ import msgspec
 
 from ledger.operations.verify import AnchorRule, recorded_anchor
 from ledger.settings import Settings
+from ledger.state import anchor_candidates
 
 if TYPE_CHECKING:
     from ledger.format.trust import TrustFile
@@ -114,7 +115,8 @@ def anchor_rule(trust: TrustFile | None, *, unanchored: bool = False) -> AnchorR
     policy = policy_trust(trust)
 
     def find(ledger: Store, freeze_seq: int) -> int | None:
-        found = freeze_anchor(ledger, freeze_seq, policy)
+        candidates = anchor_candidates(ledger, freeze_seq)
+        found = freeze_anchor(ledger, freeze_seq, policy, candidates)
         return None if found is None else found.entry
 
     return AnchorRule(find, required=not unanchored)

@@ -416,15 +416,15 @@ def test_one_tsa_at_two_urls_or_its_token_listed_twice_is_one_timestamp_to_the_p
 def test_checkpoints_that_anchor_nothing_do_not_hide_a_new_anchor_from_verify(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """verify's search for the anchor over a freeze is bounded (the first MAX_CANDIDATES
+    """verify's search for the anchor over a freeze is bounded (the first MAX_ANCHOR_CANDIDATES
     checkpoint.witnessed entries after it): more checkpoints by a witness the trust file does
     not name (taken before the policy, or appended by a writer) hid every later anchor, so
     verify refused for ever what `when` states as ordered, and `checkpoint --anchor`, the fix
     it names, did not help. The newest are read too. (The bound is lowered here to 2 instead
     of appending 1,000 entries.)"""
+    from ledger import state
     from ledger.api import anchor_rule, load_trust, when
     from ledger.operations.verify import verify
-    from ledger.transparency import anchoring
 
     one, one_pub = generate_cosigner_key("w1.example/w", bytes([1]) * 32)
     old, old_pub = generate_cosigner_key("old.example/w", bytes([3]) * 32)
@@ -434,7 +434,7 @@ def test_checkpoints_that_anchor_nothing_do_not_hide_a_new_anchor_from_verify(
         _plant(world, _cosigned(world, (old_pub, old, "old.example/w")))
     _plant(world, _cosigned(world, (one_pub, one, "w1.example/w")))
     anchor_seq = world.size() - 1
-    monkeypatch.setattr(anchoring, "MAX_CANDIDATES", 2)
+    monkeypatch.setattr(state, "MAX_ANCHOR_CANDIDATES", 2)
     trust = load_trust(world.trust_path).trust
     with Ledger.open(world.db) as ledger:
         result = verify(ledger, BUNDLES[0], anchors=anchor_rule(trust))

@@ -386,7 +386,7 @@ def test_the_writer_role_may_not_rewrite_the_derived_rows_later_writes_are_refus
     the tables the fold does update stay writable to it, and ``verify`` by it works."""
     assert _insert_only(ledger_copy.owner) == [
         "state_work_units", "state_exposed", "state_exposed_ids", "state_contents",
-        "state_exposed_contents", "state_observed", "state_mentions",
+        "state_exposed_contents", "state_observed", "state_mentions", "state_anchors",
     ]  # fmt: skip
     verified = _cli(ledger_copy.as_login(WRITER), "verify", str(BUNDLE), "--json")
     assert verified.code == 0 and verified.json()["outcome"] == "support", verified.stderr

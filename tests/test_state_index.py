@@ -10,11 +10,13 @@ column retyped first on PostgreSQL, which its owner may do)."""
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from commit_helpers import FAMILIES, cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import store_attacker, store_state
@@ -25,13 +27,18 @@ import ledger.operations.verify as verify_module
 from ledger.api import audit_ledger
 from ledger.errors import CommitError, StoreError
 from ledger.format.entries import Entry
+from ledger.format.trust import AnchorPolicy, TrustWitness, new_trust
 from ledger.operations.burn import burn
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
-from ledger.state import read_state
+from ledger.state import StateIndex, read_state
 from ledger.store.base import STATE_TABLES, Store
 from ledger.store.opening import create_store, open_store
+from ledger.transparency.notes import generate_key, sign_checkpoint
+from ledger.transparency.proofs import checkpoint
+from ledger.transparency.witness import cosign, generate_cosigner_key, parse_cosigner_signer
+from ledger.trusting import anchor_rule
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
 from verifiers.runner import run as real_run
@@ -101,6 +108,47 @@ def frozen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Db]:
         yield url
 
 
+# Witnesses of the test's own (cosignatures made here, no server): one a trust file names.
+TRUSTED = generate_cosigner_key("trusted.example/w", bytes([1]) * 32)
+STRANGER = generate_cosigner_key("stranger.example/w", bytes([2]) * 32)
+ANCHOR_TIME = 1_800_000_000  # after every entry the Clock writes (2026-05-01)
+
+
+def anchor_here(ledger: Store, cosigner: tuple[str, str] = TRUSTED) -> int:
+    """A checkpoint of the tree as it is now, cosigned by ``cosigner``, appended as
+    ``ledger checkpoint --witness`` records it, with the derived state kept: its seq."""
+    log_key, _ = generate_key(ledger.origin())
+    with ledger.writer() as w:
+        StateIndex.for_writer(w)
+        cp = checkpoint(ledger)
+        note = sign_checkpoint(cp, log_key)
+        line = cosign(
+            note.split("\n\n", 1)[0] + "\n", parse_cosigner_signer(cosigner[0]), ANCHOR_TIME
+        )
+        payload = {
+            "tree_size": cp.size,
+            "root_hash": base64.b64encode(cp.root).decode("ascii"),
+            "note": note,
+            "cosignatures": [
+                {"witness": cosigner[1], "cosignature": line, "timestamp": ANCHOR_TIME}
+            ],
+        }
+        return w.append("checkpoint.witnessed", payload).seq
+
+
+def watch_scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """(start, size) of every ``Store.entries`` read from now on."""
+    starts: list[tuple[int, int]] = []
+    original = Store.entries
+
+    def watched(self: Store, *, kinds: Any = (), start: int = 0) -> Iterator[Entry]:
+        starts.append((start, self.size()))
+        return original(self, kinds=kinds, start=start)
+
+    monkeypatch.setattr(Store, "entries", watched)
+    return starts
+
+
 def drop_state_tables(db: Db) -> None:
     """The store as one written before the derived state existed (store format 2, no tables)."""
     with store_attacker(db, drop_triggers=False) as conn:
@@ -143,6 +191,36 @@ def test_verify_reads_no_history_once_the_derived_state_is_current(
         verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
         burn(ledger, COHORT, reason="published")
     assert starts and all(start == size for start, size in starts), starts
+
+
+def test_verify_finds_the_anchor_over_its_freeze_by_the_derived_state_not_a_scan(
+    frozen: Db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many checkpoints after the freeze: without a policy the first is the anchor, under one
+    the first the trust file's witness cosigned (the stranger's is checked and passed over).
+    Both are found by the derived state's anchors and read by seq: no verify decodes the
+    checkpoints after the freeze (the old code scanned them all on every verify)."""
+    with open_store(frozen, clock=Clock()) as ledger:
+        first = anchor_here(ledger, STRANGER)
+        trusted = anchor_here(ledger, TRUSTED)
+        for _ in range(3):
+            anchor_here(ledger, STRANGER)
+        origin = ledger.origin()
+    trust = msgspec.structs.replace(
+        new_trust(origin),
+        witnesses=(TrustWitness(name="w1", url="http://127.0.0.1:9", key=TRUSTED[1]),),
+        anchor=AnchorPolicy(witnesses=1, timestamps=0),
+    )
+    starts = watch_scans(monkeypatch)
+    with open_store(frozen, clock=Clock()) as ledger:
+        plain = verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
+        policy = verify(
+            ledger, make_bundle(tmp_path, "good", "again"), task=TASK, anchors=anchor_rule(trust)
+        )
+    assert (plain.anchored_by, plain.warning) == (first, None)
+    assert (policy.anchored_by, policy.warning) == (trusted, None)
+    assert starts and all(start == size for start, size in starts), starts
+    assert codes(frozen) == []
 
 
 def test_a_ledger_from_before_the_derived_state_gets_it_on_its_first_write(
@@ -220,6 +298,35 @@ def test_editing_a_derived_row_is_caught_by_the_audit(frozen: Db, name: str, sql
     with store_attacker(frozen) as conn:
         assert conn.execute(sql).rowcount > 0, name
     assert codes(frozen) == ["state-index-mismatch"]
+
+
+@pytest.mark.parametrize(
+    ("name", "sql", "anchored"),
+    [
+        ("hide-anchor", "DELETE FROM state_anchors", True),
+        ("move-anchor", "UPDATE state_anchors SET seq = seq - 1", True),
+        # A row naming the verification after the freeze (a tree that holds it) as an anchor.
+        ("plant-anchor", "INSERT INTO state_anchors VALUES (4, 4)", False),
+    ],
+)
+def test_an_edited_anchor_row_is_caught_by_the_audit_and_never_makes_an_anchor(
+    frozen: Db, tmp_path: Path, name: str, sql: str, anchored: bool
+) -> None:
+    """The anchors a verify looks the freeze's anchor up by are derived rows: hidden or moved,
+    the anchor is not found (verify warns, as it does for a freeze with none: the safe side);
+    planted, the row names an entry that is no checkpoint and verify still warns, since it reads
+    each candidate's own entry. The audit reports every one."""
+    if anchored:
+        with open_store(frozen, clock=Clock()) as ledger:
+            anchor_here(ledger)
+    assert codes(frozen) == []
+    with store_attacker(frozen) as conn:
+        assert conn.execute(sql).rowcount > 0, name
+    assert codes(frozen) == ["state-index-mismatch"]
+    with open_store(frozen, clock=Clock()) as ledger:
+        result = verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
+    assert result.anchored_by is None
+    assert result.warning is not None and "is not anchored" in result.warning
 
 
 def test_an_unburned_derived_row_lets_verify_through_but_not_the_audit(

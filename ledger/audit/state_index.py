@@ -103,6 +103,7 @@ class StateIndexCheck:
             {(k,): (int(green), seq) for k, (green, seq) in state.calibration.items()},
         )
         yield "state_mentions", dict.fromkeys(state.mentions, ())
+        yield "state_anchors", {(k,): (v,) for k, v in state.anchors.items()}
 
     def _compare(self, table: str, expected: dict[Any, tuple[Any, ...]]) -> str | None:
         """The first difference between ``table`` and ``expected`` (streamed), if any."""
@@ -117,6 +118,7 @@ class StateIndexCheck:
             "state_observed": "SELECT sha256, seq",
             "state_calibration": "SELECT adapter_version, green, seq",
             "state_mentions": "SELECT sha256, seq, object",
+            "state_anchors": "SELECT seq, tree_size",
         }[table]
         width = {"state_tasks": 2, "state_mentions": 3}.get(table, 1)
         rows = 0

@@ -26,6 +26,7 @@ from ledger.state import (
     EarlierVerification,
     StateIndex,
     TaskLookups,
+    anchor_candidates,
     committed_plan,
     first_judgement,
     outcome_digests,
@@ -125,12 +126,10 @@ def recorded_anchor(ledger: Ledger, freeze_seq: int) -> int | None:
     """The first ``checkpoint.witnessed`` entry whose tree holds the freeze at ``freeze_seq``
     (what ``verify`` looks for without a policy: none means ``when`` can never hold for a
     verdict recorded now). Its cosignatures and timestamps are not checked here: which
-    witnesses count is the reader's choice."""
-    for entry in ledger.entries(kinds=("checkpoint.witnessed",), start=freeze_seq + 1):
-        size = entry.payload.get("tree_size")
-        if isinstance(size, int) and not isinstance(size, bool) and freeze_seq < size <= entry.seq:
-            return entry.seq
-    return None
+    witnesses count is the reader's choice. Looked up in the derived state when it is current
+    (``anchor_candidates``): no scan of the checkpoints on every verify."""
+    first = next(anchor_candidates(ledger, freeze_seq), None)
+    return None if first is None else first.seq
 
 
 def unanchored_warning(chosen: CommittedTask) -> str:

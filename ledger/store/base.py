@@ -98,6 +98,7 @@ STATE_TABLES: Final = (
     "state_observed",
     "state_calibration",
     "state_mentions",
+    "state_anchors",
 )
 
 

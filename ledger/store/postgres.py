@@ -279,6 +279,7 @@ END $$;"""
 # stronger than ROW EXCLUSIVE needs one of them).
 _STATE_INSERT_ONLY: Final = (
     "state_mentions",
+    "state_anchors",
     "state_work_units",
     "state_exposed",
     "state_exposed_ids",

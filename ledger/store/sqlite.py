@@ -514,6 +514,11 @@ CREATE TABLE state_mentions (
     object TEXT NOT NULL,
     PRIMARY KEY (sha256, seq, object)
 ) WITHOUT ROWID;
+-- every checkpoint.witnessed entry -> the tree size it records (the anchor over a freeze)
+CREATE TABLE state_anchors (
+    seq       INTEGER PRIMARY KEY,
+    tree_size INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE state_calibration (
     adapter_version TEXT PRIMARY KEY,
     green           INTEGER NOT NULL,

@@ -9,7 +9,10 @@ Rules:
    exactly as ``ledger when`` checks an anchor (``anchors.anchor_of``: the note is this origin's
    checkpoint of the stored tree at that size, every trusted cosignature and timestamp verifies
    and none is older than the entries it covers). So a verdict ``verify`` lets through under the
-   policy is one ``when`` states as ordered for a reader trusting the same file.
+   policy is one ``when`` states as ordered for a reader trusting the same file. The entries
+   looked at are the candidates the derived state names (``ledger.state.anchor_candidates``: the
+   first 1000 checkpoints whose tree holds the freeze, each read from its own entry), so a
+   verify does not decode every later checkpoint.
 2. The root a checkpoint is compared with is read from the stored Merkle nodes (the writer's own
    store, as every write reads it); ``when`` and the audit recompute it from the bodies.
 3. Anchoring asks every witness and TSA of the file (``witnessing.witness_checkpoint``), under the
@@ -20,17 +23,16 @@ Rules:
 4. A freeze under the policy is anchored right after it is recorded (``anchor_freeze``); an
    anchoring that fails then leaves the freeze recorded and nothing else: ``anchoring-failed``
    (exit 1), which says the freeze stands, what failed and the command that anchors it.
-5. The search is bounded: the first ``MAX_CANDIDATES`` entries after the freeze, then the last
-   ``MAX_CANDIDATES``, so the newest anchor (the one ``checkpoint --anchor`` just took) is always
-   read, however many checkpoints that anchor nothing came between (taken before the policy,
-   by witnesses the file does not name, or appended by a writer to hide the anchor).
+5. The search is bounded (``ledger.state.anchor_candidates``): the first
+   ``MAX_ANCHOR_CANDIDATES`` entries after the freeze whose tree holds it, then the last as many,
+   so the newest anchor (the one ``checkpoint --anchor`` just took) is always read, however many
+   checkpoints that anchor nothing came between (taken before the policy, by witnesses the file
+   does not name, or appended by a writer to hide the anchor).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from itertools import islice
-from typing import Final
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -48,9 +50,9 @@ from ledger.transparency.witnessing import (
     witness_target,
 )
 
-# checkpoint.witnessed entries looked at after one freeze: the first this many, then the last
-# this many (rule 5).
-MAX_CANDIDATES: Final = 1000
+# (ledger, freeze seq) -> the checkpoint.witnessed entries whose tree holds that freeze, in seq
+# order and bounded (``ledger.state.anchor_candidates``: the derived state's index).
+Candidates = Callable[[Ledger, int], Iterable[Entry]]
 
 
 def policy_trust(trust: TrustFile) -> Trust:
@@ -64,13 +66,19 @@ def policy_trust(trust: TrustFile) -> Trust:
     )
 
 
-def freeze_anchor(ledger: Ledger, freeze_seq: int, trust: Trust) -> Anchor | None:
+def freeze_anchor(
+    ledger: Ledger, freeze_seq: int, trust: Trust, candidates: Iterable[Entry]
+) -> Anchor | None:
     """The earliest entry after ``freeze_seq`` that anchors it for ``trust`` (rule 1), or None.
 
-    Reads the ``checkpoint.witnessed`` entries by the kind index, each once: a caller holding a
-    snapshot or the write transaction sees one state."""
+    ``candidates``: the ``checkpoint.witnessed`` entries whose tree holds the freeze, in seq
+    order and bounded (``ledger.state.anchor_candidates``, from the derived state, passed in
+    by the api); each is checked here from its own entry, and the first that meets the policy
+    ends the search. A caller holding a snapshot or the write transaction sees one state."""
     origin = ledger.origin()
-    for entry in _candidates(ledger, freeze_seq):
+    for entry in candidates:
+        if entry.kind != WITNESSED:
+            continue
         try:
             payload = msgspec.convert(entry.payload, CheckpointWitnessed)
         except msgspec.ValidationError:
@@ -93,20 +101,6 @@ def freeze_anchor(ledger: Ledger, freeze_seq: int, trust: Trust) -> Anchor | Non
             return found
     return None
 
-
-def _candidates(ledger: Ledger, freeze_seq: int) -> Iterator[Entry]:
-    """The ``checkpoint.witnessed`` entries after the freeze a search reads (rule 5): the first
-    ``MAX_CANDIDATES`` and, when there are more, the last ``MAX_CANDIDATES``."""
-    last = freeze_seq
-    for looked, entry in enumerate(ledger.entries(kinds=(WITNESSED,), start=freeze_seq + 1)):
-        if looked >= MAX_CANDIDATES:
-            break
-        last = entry.seq
-        yield entry
-    else:
-        return
-    tail = ledger.tail_start(MAX_CANDIDATES, kinds=(WITNESSED,), start=last + 1)
-    yield from islice(ledger.entries(kinds=(WITNESSED,), start=tail), MAX_CANDIDATES)
 
 
 def anchor_checkpoint(
@@ -158,14 +152,20 @@ def anchor_signer(signer_key: str | None, trust: TrustFile, where: str) -> str:
 
 
 def anchor_freeze(
-    ledger: Ledger, frozen_entry: int, trust: TrustFile, signer_key: str, frozen: str
+    ledger: Ledger,
+    frozen_entry: int,
+    trust: TrustFile,
+    signer_key: str,
+    frozen: str,
+    candidates: Candidates,
 ) -> tuple[int | None, WitnessedCheckpoint | None]:
     """The entry that anchors the freeze at ``frozen_entry`` as ``trust``'s policy asks: one
     already recorded, else a checkpoint anchored now (returned too; rule 4). ``frozen``: what
-    the freeze did, in words, for the refusal."""
+    the freeze did, in words, for the refusal; ``candidates``: as ``freeze_anchor``'s, of a
+    ledger and a freeze."""
     policy = policy_trust(trust)
     with ledger.snapshot():
-        found = freeze_anchor(ledger, frozen_entry, policy)
+        found = freeze_anchor(ledger, frozen_entry, policy, candidates(ledger, frozen_entry))
     if found is not None:
         return found.entry, None
     try:
