@@ -7,17 +7,25 @@ as the console script runs it), in a folder of this test's own making, with the 
 CAPITALISED placeholders filled in (``URL``, ``SHA``, ``REPO``, ``BRANCH``, ``X``,
 ``WITNESS_URL``, ``TSA_URL``); a placeholder this test cannot fill fails it, so the README
 cannot name a step the walk skips. A note line (``#   edit ...``) is done by hand here, as a
-user would: the JSON edits. Nothing else runs: the git repository the candidate works in, the
-witness and the TSA are the world outside the ledger (a real ``ledger witness serve`` process,
-tests/witness_helpers.py, and OpenSSL's TSA, tools/tsa.py), started here as the README's
-``WITNESS_URL`` and ``TSA_URL`` stand for them.
+user would: the JSON edits, the hidden plan's too. Nothing else runs: the git repository the
+candidate works in, the witness and the TSA are the world outside the ledger (a real ``ledger
+witness serve`` process, tests/witness_helpers.py, and OpenSSL's TSA, tools/tsa.py), started
+here as the README's ``WITNESS_URL`` and ``TSA_URL`` stand for them.
 
-To extend the walk (hidden plans, placeholders refused, ...): add the lines to README.md's path
-and, when a line needs something from outside the ledger, a hook in ``BEFORE`` or ``NOTES``.
+The path holds a hidden task (``new task --hidden``) and the skeleton's placeholders: the `lint`
+before the edits must exit 1 listing, as ``placeholder-left``, exactly the ``REPLACE:`` values a
+scan of the skeleton's files finds, and the README's own `freeze` line, tried then, must be
+refused with nothing written (the cohort id stays usable: the same line freezes it later). The
+hidden task's candidate is judged and `when` holds for it too; the public export the path writes
+carries neither the hidden plan's body nor its salt.
+
+To extend the walk: add the lines to README.md's path and, when a line needs something from
+outside the ledger, a hook in ``BEFORE`` or ``NOTES``.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shlex
@@ -33,8 +41,12 @@ import pytest
 from helpers import FIXED_TIME, REPO_DIR, CliResult, run_cli
 from witness_helpers import Log, Witness
 
+from ledger.documents.cohort_folder import PLAN_SALT_EXTENSION
+from ledger.documents.placeholders import MARKER
 from ledger.store.sqlite import Ledger
 from tools.tsa import LocalTsa
+from verifiers.canonical import canonical_bytes
+from verifiers.contracts.common import escape_pointer
 
 README = REPO_DIR / "README.md"
 PLACEHOLDER = re.compile(r"\b[A-Z][A-Z_]*\b")
@@ -109,6 +121,7 @@ class Walk:
     tsa_url: str
     values: dict[str, str] = field(default_factory=dict)
     results: list[tuple[Step, CliResult]] = field(default_factory=list)
+    edited: bool = False  # the README's edit note is done: no placeholder is left
 
     def fill(self, arg: str) -> str:
         def value(match: re.Match[str]) -> str:
@@ -144,15 +157,16 @@ def give_tsa_root(walk: Walk) -> None:
 
 
 def edit_cohort(walk: Walk) -> None:
-    """The README's note: write what the REPLACE values stand for, in every task."""
+    """The README's note: write what the REPLACE: values stand for, in every task, the hidden
+    plan's too."""
     cohort = walk.work / "mine"
     for path in sorted(cohort.glob("work-units/*.json")):
         _edit(path, _scope)
-    for path in sorted(cohort.glob("evaluators/*.json")):
+    for path in sorted([*cohort.glob("evaluators/*.json"), *walk.work.glob("hidden/*.json")]):
         _edit(path, _semantics)
     _edit(cohort / "cohort.json", lambda doc: None)
-    names = sorted(p.name for p in cohort.glob("work-units/*.work-unit.json"))
-    walk.values["X"] = names[0].removesuffix(".work-unit.json")
+    assert not skeleton_placeholders(walk.work), "the walk's edits left a placeholder"
+    walk.edited = True
 
 
 def _scope(doc: dict[str, Any]) -> None:
@@ -178,9 +192,78 @@ def _written(value: Any) -> Any:
         return {k: _written(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_written(v) for v in value]
-    if isinstance(value, str) and value.startswith("REPLACE"):
+    if isinstance(value, str) and value.startswith(MARKER):
         return "written by the maintainer of the README walk"
     return value
+
+
+def skeleton_placeholders(work: Path) -> set[tuple[str, str]]:
+    """(file, JSON pointer) of every string or key holding the marker in the cohort's documents
+    and the hidden plans: what the skeleton left for the user to write."""
+    found: set[tuple[str, str]] = set()
+
+    def scan(name: str, value: Any, pointer: str) -> None:
+        if isinstance(value, str) and MARKER in value:
+            found.add((name, pointer))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                scan(name, item, f"{pointer}/{i}")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                at = f"{pointer}/{escape_pointer(key)}"
+                if MARKER in key:
+                    found.add((name, at))
+                scan(name, item, at)
+
+    for path in sorted([*work.glob("mine/**/*.json"), *work.glob("hidden/*.json")]):
+        scan(path.relative_to(work).as_posix(), json.loads(path.read_text()), "")
+    return found
+
+
+def placeholders_listed_and_refused(walk: Walk, linted: CliResult, freeze: Step) -> None:
+    """The `lint` before the edits: exit 1, every placeholder the skeleton wrote listed (and
+    nothing else); the README's `freeze` line, tried now, refused with nothing written."""
+    left = skeleton_placeholders(walk.work)
+    names = {name for name, _ in left}  # the cohort's own placeholders and the hidden plan's
+    assert "mine/cohort.json" in names and any(n.startswith("hidden/") for n in names), left
+    assert linted.code == 1, (linted.stdout, linted.stderr)
+    listed = set(re.findall(r"^(\S+): (\S*): placeholder-left: ", linted.stdout, re.M))
+    assert listed == left, (sorted(listed ^ left), linted.stdout)
+    assert linted.stdout.rstrip().endswith(f"\n{len(left)} errors"), linted.stdout
+    with Ledger.open_read_only(walk.work / "ledger.db") as ledger:
+        size = ledger.size()
+    refused = walk.ledger(*(walk.fill(arg) for arg in freeze.argv))
+    assert refused.code == 2, (refused.stdout, refused.stderr)
+    assert refused.stderr.startswith("ledger: placeholder-left: "), refused.stderr
+    assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    with Ledger.open_read_only(walk.work / "ledger.db") as ledger:
+        assert ledger.size() == size and ledger.count_kind("cohort.frozen") == 0
+
+
+def hidden_plan_kept_hidden(walk: Walk, task: str) -> None:
+    """The hidden plan stays in its private folder, outside the published cohort, and the
+    public export carries neither its body nor its salt, raw or in any base64 body."""
+    (plan_path,) = walk.work.glob("hidden/*.json")
+    plan = json.loads(plan_path.read_text())
+    salt = plan["extensions"][PLAN_SALT_EXTENSION]
+    assert plan["visibility"] == "hidden" and len(salt) == 64, plan
+    assert plan_path.parent.stat().st_mode & 0o777 == 0o700
+    assert plan_path.stat().st_mode & 0o777 == 0o600
+    secrets = (salt, canonical_bytes(plan).decode())
+    cohort = json.loads((walk.work / "mine" / "cohort.json").read_text())
+    (digest,) = [t["evaluator"]["plan_digest"] for t in cohort["tasks"] if t["id"] == task]
+    published = [p.read_text() for p in (walk.work / "mine").rglob("*") if p.is_file()]
+    lines = [json.loads(line) for line in (walk.work / "ledger.jsonl").read_text().splitlines()]
+    assert lines[0]["public"] is True
+    bodies = [
+        base64.b64decode(line["body"]).decode("utf-8", "replace")
+        for line in lines[1:]
+        if "body" in line
+    ]
+    for text in [*published, *bodies, (walk.work / "ledger.jsonl").read_text()]:
+        assert not any(secret in text for secret in secrets)
+    withheld = {line["sha256"] for line in lines if line.get("withheld")}  # by the bytes' sha256
+    assert digest in withheld, (digest, withheld)
 
 
 def branch_holds_the_change(walk: Walk) -> None:
@@ -231,6 +314,13 @@ def walk(tmp_path: Path) -> Iterator[Walk]:
 def test_the_readme_path_followed_literally_ends_with_when_holding(walk: Walk) -> None:
     steps = readme_path(README.read_text("utf-8"))
     assert any(s.argv[:1] == ("when",) for s in steps), "the README's path states no `when`"
+    hidden = [s.argv for s in steps if s.argv[:2] == ("new", "task") and "--hidden" in s.argv]
+    assert len(hidden) == 1, "the README's path makes no hidden task (new task --hidden)"
+    hidden_task = hidden[0][hidden[0].index("--id") + 1]
+    freezes = [s for s in steps if s.argv[:1] == ("freeze",)]
+    assert len(freezes) == 1, "the README's path freezes once"
+    assert any(MARKER in s.text for s in steps), "the README's edit note names another marker"
+    linted_before_edits = 0
     for step in steps:
         if not step.argv:
             hooks = [hook for prefix, hook in NOTES.items() if step.text.startswith(prefix)]
@@ -242,19 +332,29 @@ def test_the_readme_path_followed_literally_ends_with_when_holding(walk: Walk) -
                 hook(walk)
         result = walk.ledger(*(walk.fill(arg) for arg in step.argv))
         walk.results.append((step, result))
-        assert result.code == 0, (step.line, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
+        if step.argv[0] == "lint" and not walk.edited:
+            placeholders_listed_and_refused(walk, result, freezes[0])
+            linted_before_edits += 1
+            continue
+        assert result.code == 0, (step.line, result.stdout, result.stderr)
+    assert linted_before_edits == 1, "the README's path lints no skeleton before its edits"
 
     outcome = {step.argv[0]: result for step, result in walk.results}
-    frozen = next(r for s, r in walk.results if s.argv[0] == "freeze")
+    frozen = outcome["freeze"]
     assert "anchored by entry" in frozen.stdout, frozen.stdout  # the policy anchored it
     verified = outcome["verify"]
-    assert verified.stdout.startswith("SUPPORT:"), verified.stdout
     assert "warning" not in verified.stderr  # its plan was anchored before it
-    when = outcome["when"]
-    assert when.stdout.rstrip().splitlines()[-1].startswith("when: holds:"), when.stdout
-    assert "trust: ledger.trust.json (given with --trust" in when.stdout
-    assert "cosigned by w.example/1" in when.stdout and "timestamped by CN=Test TSA" in when.stdout
+    whens = {s.argv[1]: r for s, r in walk.results if s.argv[0] == "when"}
+    assert hidden_task in whens and len(whens) == 2, whens
+    for task, when in whens.items():  # the hidden task's verdict too
+        assert f": SUPPORT: mine / {task} (" in verified.stdout, verified.stdout
+        last = when.stdout.rstrip().splitlines()[-1]
+        assert last.startswith("when: holds:") and "each of the 1 verification" in last, last
+        assert "trust: ledger.trust.json (given with --trust" in when.stdout
+        assert "cosigned by w.example/1" in when.stdout
+        assert "timestamped by CN=Test TSA" in when.stdout
     assert outcome["audit"].stdout.startswith("consistent (not anchored)")
+    hidden_plan_kept_hidden(walk, hidden_task)
     checked = outcome["check-attestation"].stdout
     assert "(PASSED)" in checked and "signed by" in checked, checked
