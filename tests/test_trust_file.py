@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 from helpers import REPO_DIR, run_cli
 from output_schemas import validate_output
-from trust_helpers import BUNDLES, ORIGIN, TASK, World, build_base
+from trust_helpers import BUNDLES, COHORT, ORIGIN, TASK, World, build_base
 
 from ledger.api import load_key
 from ledger.errors import LedgerError
@@ -396,3 +396,44 @@ def test_the_schema_file_is_the_format_the_reader_accepts(ca_pem: str) -> None:
         parse_trust(json.dumps(doc).encode(), "t")
     )
     assert encode_trust(new_trust(ORIGIN)).decode().endswith("}\n")
+
+
+def test_a_proof_or_attestation_of_another_ledger_signed_by_a_shared_log_key_is_refused(
+    world: World,
+) -> None:
+    """One log key reused by two ledgers: the key checks the signature of either's checkpoint,
+    so only the trust file's origin tells them apart. Ledger A's trust file (its origin, the
+    shared key) must refuse what ledger B (this one) proves and attests, and name the origin
+    where it accepts."""
+    cosigned = _cosigned_history(world)
+    shared = world.write_trust(origin="a.example/ledger", path=world.folder / "a.json")
+    own = world.write_trust(path=world.folder / "b.json")
+    signed = world.folder / "signed.txt"
+    assert world.cli("checkpoint", "--sign", str(world.folder / "log.key"), "--out",
+                     str(signed)).code == 0  # fmt: skip
+    tlog = world.folder / "p.tlog"
+    proved = world.cli("prove", "1", "--checkpoint", str(signed), "--tlog")
+    assert proved.code == 0, proved.stderr
+    tlog.write_text(proved.stdout)
+    attested = world.folder / "a.jsonl"
+    assert world.cli("attest", "--cohort", COHORT, "--out", str(attested), "--sign",
+                     str(world.folder / "log.key")).code == 0  # fmt: skip
+    cases = [
+        ["check-proof", str(tlog), "--leaf", str(world.folder / "leaf.bin")],
+        ["check-proof", str(cosigned), "--witness-key", W_KEY],
+        ["check-attestation", str(attested)],
+    ]
+    with Ledger.open_read_only(world.db) as ledger:
+        (world.folder / "leaf.bin").write_bytes(ledger.entry(1).body_bytes)
+    for args in cases:
+        for json_flag in ([], ["--json"]):
+            out = world.cli(*args, "--trust", str(shared), *json_flag)
+            assert (out.code, out.error_code()) == (2, "trust-origin-mismatch"), (args, out)
+            assert "'a.example/ledger', not 'trust.example/ledger'" in out.stderr + out.stdout
+        accepted = world.cli(*args, "--trust", str(own))
+        assert accepted.code == 0, (args, accepted.stderr)
+        assert ORIGIN in accepted.stdout, (args, accepted.stdout)  # whose entry it is
+        as_json = world.cli(*args, "--trust", str(own), "--json")
+        validate_output(args[0], as_json.json())
+        origins = [a["origin"] for a in as_json.json().get("attestations", [as_json.json()])]
+        assert origins and set(origins) == {ORIGIN}, args

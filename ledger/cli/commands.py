@@ -1292,11 +1292,17 @@ def verify(
     )
 
 
+def _check_trust_origin_of(loaded: Any, origin: str) -> None:
+    """``trust-origin-mismatch`` when a trust file was given and names another origin."""
+    if loaded is not None:
+        from ledger.trusting import check_trust_origin
+
+        check_trust_origin(loaded, origin)
+
+
 def _check_trust_origin(loaded: Any, ledger: Any) -> None:
     if loaded is not None:
-        from ledger.api import check_trust_origin
-
-        check_trust_origin(loaded, ledger.origin())
+        _check_trust_origin_of(loaded, ledger.origin())
 
 
 def _read_bundle_list(source: Path) -> bytes:
@@ -2333,6 +2339,10 @@ def check_attestation_command(
         if exc.exit_code == EXIT_FAILED:  # a verdict (one does not hold): say what it rests on
             trust.mention(loaded)
         raise
+    for c in checks:
+        # A log key may sign for two ledgers: the trust file's origin says whose entries it
+        # vouches for, so another ledger's attestation is refused before anything is said.
+        _check_trust_origin_of(loaded, c.origin)
     trust.mention(loaded)
     if as_json:
         _emit_json(
@@ -2356,7 +2366,7 @@ def check_attestation_command(
                 f" {'it' if len(c.unchecked_signatures) == 1 else 'them'})"
             )
         _say(
-            f"entry {c.entry}: {c.outcome} ({c.verification_result}) of "
+            f"entry {c.entry} of {c.origin}: {c.outcome} ({c.verification_result}) of "
             f"{c.subject['name']} sha256:{c.subject['digest']['sha256']}{tied}; "
             f"included in the tree of size {c.tree_size}; checked against {' and '.join(against)}"
             f"{unchecked}"
@@ -2533,6 +2543,9 @@ def check_proof(
         leaf=body,
         witness_keys=witness_keys,
     )
+    if result.origin is not None:
+        # The trust file names one ledger; its log key may sign for another (as for attestations).
+        _check_trust_origin_of(loaded, result.origin)
     trust.mention(loaded)
     if as_json:
         _emit_json({**result.to_json(), "trust": trust.to_json(loaded)})
