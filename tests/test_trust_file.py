@@ -437,3 +437,81 @@ def test_a_proof_or_attestation_of_another_ledger_signed_by_a_shared_log_key_is_
         validate_output(args[0], as_json.json())
         origins = [a["origin"] for a in as_json.json().get("attestations", [as_json.json()])]
         assert origins and set(origins) == {ORIGIN}, args
+
+
+def test_two_interleaved_trust_edits_never_lose_one(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack stopped (a lost update): `trust add` read the file, and another edit landing
+    before its write was overwritten, silently dropping (say) a witness or writer. The other
+    edit is made certain here: it runs between this command's read and its write. The slower
+    edit refuses `file-changed` and writes nothing; run again, it keeps both."""
+    import ledger.cli.trust as trust_cli
+
+    trust = world.write_trust(path=world.folder / "t.json")
+    first, second = generate_key("one.example/w")[1], generate_key("two.example/w")[1]
+    real_read = trust_cli._read
+    interleaved: list[int] = []
+
+    def read_then_another_edit(option: Path | None) -> Any:
+        got = real_read(option)
+        if not interleaved:
+            interleaved.append(1)
+            other = world.cli("trust", "add", "writer", second, "--trust", str(trust))
+            assert other.code == 0, other.stderr
+        return got
+
+    monkeypatch.setattr(trust_cli, "_read", read_then_another_edit)
+    lost = world.cli("trust", "add", "writer", first, "--trust", str(trust))
+    assert lost.code == 2, lost.stdout  # before: written over the other edit, exit 0
+    assert lost.error_code() == "file-changed", lost.stderr
+    assert "changed since it was read" in lost.stderr
+    assert parse_trust(trust.read_bytes(), "t").writers == (second,)  # the other edit stands
+    again = world.cli("trust", "add", "writer", first, "--trust", str(trust))
+    assert again.code == 0, again.stderr
+    assert parse_trust(trust.read_bytes(), "t").writers == (second, first)  # nothing lost
+
+
+def test_a_trust_edit_while_another_holds_the_lock_is_refused(world: World) -> None:
+    """The comparison and the rename run under a lock on the folder: an edit that finds it
+    held refuses at once rather than write between another's comparison and rename."""
+    import fcntl
+    import os
+
+    trust = world.write_trust(path=world.folder / "t.json")
+    before = trust.read_bytes()
+    folder = os.open(world.folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        busy = world.cli("trust", "anchor", "--witnesses", "0", "--trust", str(trust))
+    finally:
+        os.close(folder)
+    assert busy.code == 2, busy.stdout
+    assert busy.error_code() == "file-changed", busy.stderr
+    assert "another command is changing it" in busy.stderr
+    assert trust.read_bytes() == before
+    assert world.cli("trust", "anchor", "--trust", str(trust)).code == 0  # lock released
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o077])
+def test_the_trust_file_is_written_readable_by_all_and_writable_by_its_owner_alone(
+    world: World, umask: int
+) -> None:
+    """Attack stopped: under umask 000 the rewritten trust file was writable by anyone on the
+    machine, who could name their own witnesses. It holds public keys only: mode 0644 exactly,
+    whatever the umask, from `init` and every edit."""
+    import os
+    import stat
+
+    path = world.folder / "t.json"
+    old = os.umask(umask)
+    try:
+        made = world.cli("trust", "init", "--trust", str(path))
+        assert made.code == 0, made.stderr
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        added = world.cli("trust", "add", "writer", LOG_KEY, "--trust", str(path))
+        assert added.code == 0, added.stderr
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
+    assert not [p for p in world.folder.iterdir() if p.name.endswith(".tmp")]  # none left
