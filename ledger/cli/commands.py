@@ -1050,6 +1050,7 @@ def freeze(
     freeze then takes a checkpoint signed with --sign, asks the file's witnesses and TSAs, and
     records their answers, so the freeze is anchored before any verify; if they fail, the
     freeze stays recorded, nothing else is, and it exits 1 (anchoring-failed): run it again.
+    --sign without a policy (or with --unanchored) is refused: it would sign nothing.
 
     A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
     COHORT_DIR BUNDLE...` (judged, never recorded).
@@ -1069,6 +1070,21 @@ def freeze(
     settings = _settings()
     loaded = trust.resolve(trust_file, writing=True, settings=settings)
     policy = loaded.trust if loaded is not None and loaded.trust.anchor.required else None
+    if sign is not None and (policy is None or unanchored):
+        # --sign asks for an anchor; taken silently as nothing, the user believes the freeze
+        # anchored. Nothing names the witnesses and TSAs to ask without a policy.
+        why = (
+            "--unanchored was given"
+            if policy is not None
+            else "there is no anchoring policy (no trust file, or one without `ledger trust"
+            " anchor`), so no witness or TSA to ask"
+        )
+        raise UsageError(
+            "usage-error",
+            f"--sign signs the checkpoint that anchors the freeze under the trust file's"
+            f" anchoring policy, and {why}: nothing would be signed. Set a policy (`ledger"
+            " trust anchor --witnesses K --timestamps T`) or freeze without --sign",
+        )
     # Refused before anything is written: a freeze the policy cannot anchor is not begun.
     signer_key = _anchor_signer(sign, loaded) if policy is not None and not unanchored else None
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
