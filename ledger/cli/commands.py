@@ -750,8 +750,8 @@ def show(
             identity, first = whose
             # After the cohort and task lines: whose it is, and whether it is news.
             said = [f"candidate {identity.words()}"]
-            if identity.manifest_id is not None:
-                said.append(f"manifest id {identity.manifest_id}")
+            if (manifest_id := identity.manifest_id_words()) is not None:
+                said.append(f"manifest id {manifest_id}")
             if first is not None:
                 said.append(
                     f"same bytes as entry {first.bundle_entry}, first judged at entry"
