@@ -457,3 +457,34 @@ def test_without_a_policy_freeze_never_calls_a_planted_checkpoint_an_anchor(worl
         f"entry {planted} is a witnessed checkpoint holding the freeze (its witnesses and TSAs"
         " are not checked without an anchoring policy: `ledger when` checks them against yours)"
     ) in again.stdout
+
+
+def test_freeze_with_sign_but_nothing_to_anchor_by_is_refused_writing_nothing(
+    world: World,
+) -> None:
+    """Attack stopped (a silent no-op): `freeze --sign KEY` with no anchoring policy (no trust
+    file, or one without `trust anchor`), or with --unanchored, froze and ignored --sign, so a
+    user who asked for a signed anchor believed the freeze anchored. Refused before anything is
+    written, saying why and what to do; without --sign it freezes (with its warning)."""
+    key = str(world.folder / "log.key")
+    policy_less = world.write_trust(path=world.folder / "no-policy.json")
+    witness_kept = world.write_trust(
+        witnesses=(("w1", "http://127.0.0.1:1", world.witness().vkey),),
+        anchor=(1, 0),
+        path=world.folder / "policy.json",
+    )
+    before = world.size()
+    for extra, why in (
+        ((), "there is no anchoring policy"),
+        (("--trust", str(policy_less)), "there is no anchoring policy"),
+        (("--trust", str(witness_kept), "--unanchored"), "--unanchored was given"),
+    ):
+        refused = world.freeze("--sign", key, *extra)
+        assert refused.code == 2, (extra, refused.stdout)  # before: frozen, --sign ignored
+        assert refused.error_code() == "usage-error", extra
+        message = refused.json()["error"]["message"]
+        assert why in message and "`ledger trust anchor" in message, message
+        assert world.size() == before, extra  # nothing frozen
+    frozen = world.freeze("--trust", str(policy_less))
+    assert frozen.code == 0, frozen.stderr
+    assert "there is no anchoring policy" in frozen.json()["warning"]

@@ -234,3 +234,25 @@ def test_a_folder_or_worker_named_like_other_fields_cannot_pass_for_another_cand
     assert cli(db, "show", str(homoglyph), "--json").json()["candidate"]["folder"] == (
         "attempt\u20101"  # the JSON keeps the label exact
     )
+
+
+def test_a_long_or_field_like_manifest_id_is_cut_and_quoted_in_show(
+    judged: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    """Attack stopped: `show`'s `manifest id` line printed the candidate's stated id whole
+    (escaped, never cut), so a manifest could fill a reader's screen or write an id that reads
+    as other fields (`x, attempt 9 by alice`). It is cut at 80 characters and quoted like every
+    other stated value; `--json` keeps it whole."""
+    db = checkpointed_copy(judged[0], tmp_path / "ledger.db")
+    folder = tmp_path / "long-id"
+    shutil.copytree(ATTEMPTS / "attempt-2", folder)
+    stated = manifest(folder)
+    stated["id"] = "x, attempt 9 by alice (human) " + "A" * 20_000
+    (folder / "result-manifest.json").write_text(json.dumps(stated))
+    out = cli(db, "verify", "--json", str(folder))
+    assert out.code == 1, out.stderr  # judged (a reject), recorded with its manifest
+    seq = out.json()["result_entry"]
+    [line] = [x for x in cli(db, "show", str(seq)).stdout.splitlines() if "manifest id" in x]
+    assert line == "manifest id " + json.dumps(stated["id"][:77] + "...")
+    assert len(line) < 100
+    assert cli(db, "show", str(seq), "--json").json()["candidate"]["manifest_id"] == stated["id"]

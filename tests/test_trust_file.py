@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 from helpers import REPO_DIR, run_cli
 from output_schemas import validate_output
-from trust_helpers import BUNDLES, ORIGIN, TASK, World, build_base
+from trust_helpers import BUNDLES, COHORT, ORIGIN, TASK, World, build_base
 
 from ledger.api import load_key
 from ledger.errors import LedgerError
@@ -396,3 +396,122 @@ def test_the_schema_file_is_the_format_the_reader_accepts(ca_pem: str) -> None:
         parse_trust(json.dumps(doc).encode(), "t")
     )
     assert encode_trust(new_trust(ORIGIN)).decode().endswith("}\n")
+
+
+def test_a_proof_or_attestation_of_another_ledger_signed_by_a_shared_log_key_is_refused(
+    world: World,
+) -> None:
+    """One log key reused by two ledgers: the key checks the signature of either's checkpoint,
+    so only the trust file's origin tells them apart. Ledger A's trust file (its origin, the
+    shared key) must refuse what ledger B (this one) proves and attests, and name the origin
+    where it accepts."""
+    cosigned = _cosigned_history(world)
+    shared = world.write_trust(origin="a.example/ledger", path=world.folder / "a.json")
+    own = world.write_trust(path=world.folder / "b.json")
+    signed = world.folder / "signed.txt"
+    assert world.cli("checkpoint", "--sign", str(world.folder / "log.key"), "--out",
+                     str(signed)).code == 0  # fmt: skip
+    tlog = world.folder / "p.tlog"
+    proved = world.cli("prove", "1", "--checkpoint", str(signed), "--tlog")
+    assert proved.code == 0, proved.stderr
+    tlog.write_text(proved.stdout)
+    attested = world.folder / "a.jsonl"
+    assert world.cli("attest", "--cohort", COHORT, "--out", str(attested), "--sign",
+                     str(world.folder / "log.key")).code == 0  # fmt: skip
+    cases = [
+        ["check-proof", str(tlog), "--leaf", str(world.folder / "leaf.bin")],
+        ["check-proof", str(cosigned), "--witness-key", W_KEY],
+        ["check-attestation", str(attested)],
+    ]
+    with Ledger.open_read_only(world.db) as ledger:
+        (world.folder / "leaf.bin").write_bytes(ledger.entry(1).body_bytes)
+    for args in cases:
+        for json_flag in ([], ["--json"]):
+            out = world.cli(*args, "--trust", str(shared), *json_flag)
+            assert (out.code, out.error_code()) == (2, "trust-origin-mismatch"), (args, out)
+            assert "'a.example/ledger', not 'trust.example/ledger'" in out.stderr + out.stdout
+        accepted = world.cli(*args, "--trust", str(own))
+        assert accepted.code == 0, (args, accepted.stderr)
+        assert ORIGIN in accepted.stdout, (args, accepted.stdout)  # whose entry it is
+        as_json = world.cli(*args, "--trust", str(own), "--json")
+        validate_output(args[0], as_json.json())
+        origins = [a["origin"] for a in as_json.json().get("attestations", [as_json.json()])]
+        assert origins and set(origins) == {ORIGIN}, args
+
+
+def test_two_interleaved_trust_edits_never_lose_one(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack stopped (a lost update): `trust add` read the file, and another edit landing
+    before its write was overwritten, silently dropping (say) a witness or writer. The other
+    edit is made certain here: it runs between this command's read and its write. The slower
+    edit refuses `file-changed` and writes nothing; run again, it keeps both."""
+    import ledger.cli.trust as trust_cli
+
+    trust = world.write_trust(path=world.folder / "t.json")
+    first, second = generate_key("one.example/w")[1], generate_key("two.example/w")[1]
+    real_read = trust_cli._read
+    interleaved: list[int] = []
+
+    def read_then_another_edit(option: Path | None) -> Any:
+        got = real_read(option)
+        if not interleaved:
+            interleaved.append(1)
+            other = world.cli("trust", "add", "writer", second, "--trust", str(trust))
+            assert other.code == 0, other.stderr
+        return got
+
+    monkeypatch.setattr(trust_cli, "_read", read_then_another_edit)
+    lost = world.cli("trust", "add", "writer", first, "--trust", str(trust))
+    assert lost.code == 2, lost.stdout  # before: written over the other edit, exit 0
+    assert lost.error_code() == "file-changed", lost.stderr
+    assert "changed since it was read" in lost.stderr
+    assert parse_trust(trust.read_bytes(), "t").writers == (second,)  # the other edit stands
+    again = world.cli("trust", "add", "writer", first, "--trust", str(trust))
+    assert again.code == 0, again.stderr
+    assert parse_trust(trust.read_bytes(), "t").writers == (second, first)  # nothing lost
+
+
+def test_a_trust_edit_while_another_holds_the_lock_is_refused(world: World) -> None:
+    """The comparison and the rename run under a lock on the folder: an edit that finds it
+    held refuses at once rather than write between another's comparison and rename."""
+    import fcntl
+    import os
+
+    trust = world.write_trust(path=world.folder / "t.json")
+    before = trust.read_bytes()
+    folder = os.open(world.folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        busy = world.cli("trust", "anchor", "--witnesses", "0", "--trust", str(trust))
+    finally:
+        os.close(folder)
+    assert busy.code == 2, busy.stdout
+    assert busy.error_code() == "file-changed", busy.stderr
+    assert "another command is changing it" in busy.stderr
+    assert trust.read_bytes() == before
+    assert world.cli("trust", "anchor", "--trust", str(trust)).code == 0  # lock released
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o077])
+def test_the_trust_file_is_written_readable_by_all_and_writable_by_its_owner_alone(
+    world: World, umask: int
+) -> None:
+    """Attack stopped: under umask 000 the rewritten trust file was writable by anyone on the
+    machine, who could name their own witnesses. It holds public keys only: mode 0644 exactly,
+    whatever the umask, from `init` and every edit."""
+    import os
+    import stat
+
+    path = world.folder / "t.json"
+    old = os.umask(umask)
+    try:
+        made = world.cli("trust", "init", "--trust", str(path))
+        assert made.code == 0, made.stderr
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        added = world.cli("trust", "add", "writer", LOG_KEY, "--trust", str(path))
+        assert added.code == 0, added.stderr
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
+    assert not [p for p in world.folder.iterdir() if p.name.endswith(".tmp")]  # none left

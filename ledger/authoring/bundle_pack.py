@@ -83,61 +83,92 @@ def next_attempt(out: Path, work_unit_bytes: bytes) -> int:
     """The attempt number ``bundle pack`` gives a bundle written to ``out`` when none is
     asked for: one more than the greatest ``attempt`` any other bundle folder beside it (a
     folder of ``out``'s folder holding ``result-manifest.json``) states for the same WorkUnit
-    id, else 1. Sibling folders are read as hostile (other workers may have written them): no
-    symlink followed, a manifest only if it is a regular file within its contract's limit, at
-    most ``MAX_SIBLINGS`` entries and ``MAX_SIBLING_BYTES`` in all (more: refused, say
-    ``--attempt N``); a manifest that does not read says nothing. ``out`` itself (replaced with
-    --force) does not count."""
+    id, else 1. Sibling folders are read as hostile (other workers may have written them): each
+    opened relative to the open folder with no symlink followed (a folder swapped for a link
+    after the listing is not entered), its manifest relative to that (``sibling_manifest``),
+    only if it is a regular file within its contract's limit, at most ``MAX_SIBLINGS`` entries
+    and ``MAX_SIBLING_BYTES`` in all (more: ``attempt-needed``, say ``--attempt N``); a
+    manifest that does not read says nothing. ``out`` itself (replaced with --force) does not
+    count."""
     work_unit_id = _work_unit(work_unit_bytes, "the WorkUnit")["id"]
     folder = Path(os.path.abspath(out)).parent
     name = Path(os.path.abspath(out)).name
     highest, budget = 0, MAX_SIBLING_BYTES
     try:
-        listing = os.scandir(folder)
+        # The folder the operator named (links in its path are theirs); what is inside is not.
+        folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return 1  # no folder yet: writing --out says why it cannot
-    with listing:
-        for seen, item in enumerate(listing, start=1):
-            if seen > MAX_SIBLINGS:
-                raise UsageError(
-                    "usage-error",
-                    f"{folder} holds more than {MAX_SIBLINGS} entries: give --attempt N (the"
-                    " attempt number is otherwise one more than its bundles state)",
-                )
-            if item.name == name or not item.is_dir(follow_symlinks=False):
-                continue
-            data = _sibling_manifest(Path(item.path) / MANIFEST, budget)
-            if data is None:
-                continue
-            budget -= len(data)
-            if budget < 0:
-                raise UsageError(
-                    "usage-error",
-                    f"the bundles in {folder} hold more than {MAX_SIBLING_BYTES} bytes of"
-                    " manifests: give --attempt N",
-                )
-            read = read_json(data, max_bytes=MAX_SIBLING_MANIFEST, max_depth=32)
-            value = read.value if read.ok and isinstance(read.value, dict) else {}
-            attempt = value.get("attempt")
-            if (
-                value.get("work_unit_id") == work_unit_id
-                and isinstance(attempt, int)
-                and not isinstance(attempt, bool)
-                and attempt > highest
-            ):
-                highest = attempt
+    try:
+        with os.scandir(folder_fd) as listing:
+            for seen, item in enumerate(listing, start=1):
+                if seen > MAX_SIBLINGS:
+                    raise UsageError(
+                        "attempt-needed",
+                        f"{folder} holds more than {MAX_SIBLINGS} entries: give --attempt N"
+                        " (the attempt number is otherwise one more than its bundles state)",
+                    )
+                if item.name == name or not item.is_dir(follow_symlinks=False):
+                    continue  # a cheap first filter; the open below is what decides
+                data = _sibling(folder_fd, item.name, budget)
+                if data is None:
+                    continue
+                budget -= len(data)
+                if budget < 0:
+                    raise UsageError(
+                        "attempt-needed",
+                        f"the bundles in {folder} hold more than {MAX_SIBLING_BYTES} bytes of"
+                        " manifests: give --attempt N",
+                    )
+                read = read_json(data, max_bytes=MAX_SIBLING_MANIFEST, max_depth=32)
+                value = read.value if read.ok and isinstance(read.value, dict) else {}
+                attempt = value.get("attempt")
+                if (
+                    value.get("work_unit_id") == work_unit_id
+                    and isinstance(attempt, int)
+                    and not isinstance(attempt, bool)
+                    and attempt > highest
+                ):
+                    highest = attempt
+    finally:
+        os.close(folder_fd)
     if highest >= INT_MAX:  # the next would have no canonical form
         raise UsageError(
-            "usage-error", f"a bundle in {folder} states attempt {highest}: give --attempt N"
+            "attempt-needed", f"a bundle in {folder} states attempt {highest}: give --attempt N"
         )
     return highest + 1
 
 
-def _sibling_manifest(path: Path, budget: int) -> bytes | None:
-    """A sibling bundle's manifest bytes (at most its limit and what is left of the budget,
-    plus one), or None when it is not a regular file that can be opened without a link."""
+def _sibling(folder_fd: int, name: str, budget: int) -> bytes | None:
+    """The manifest of the sibling ``name`` of the open folder ``folder_fd``: the sibling opened
+    relative to the folder as a folder and never through a link (``O_NOFOLLOW``: a link, even
+    one put in place of a folder after the listing, is not entered), then read by
+    ``sibling_manifest``; None when it is not such a folder."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(
+            name,
+            os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+            dir_fd=folder_fd,
+        )
+    except OSError:
+        return None
+    try:
+        return sibling_manifest(fd, budget)
+    finally:
+        os.close(fd)
+
+
+def sibling_manifest(sibling_fd: int, budget: int) -> bytes | None:
+    """The ``result-manifest.json`` of the open folder ``sibling_fd``, opened relative to it
+    (so what is read is in that folder, whatever its path names by now): at most its limit and
+    what is left of the budget, plus one; None when it is not a regular file that can be opened
+    without a link."""
+    try:
+        fd = os.open(
+            MANIFEST,
+            os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
+            dir_fd=sibling_fd,
+        )
     except OSError:
         return None
     try:

@@ -750,8 +750,8 @@ def show(
             identity, first = whose
             # After the cohort and task lines: whose it is, and whether it is news.
             said = [f"candidate {identity.words()}"]
-            if identity.manifest_id is not None:
-                said.append(f"manifest id {identity.manifest_id}")
+            if (manifest_id := identity.manifest_id_words()) is not None:
+                said.append(f"manifest id {manifest_id}")
             if first is not None:
                 said.append(
                     f"same bytes as entry {first.bundle_entry}, first judged at entry"
@@ -1050,6 +1050,7 @@ def freeze(
     freeze then takes a checkpoint signed with --sign, asks the file's witnesses and TSAs, and
     records their answers, so the freeze is anchored before any verify; if they fail, the
     freeze stays recorded, nothing else is, and it exits 1 (anchoring-failed): run it again.
+    --sign without a policy (or with --unanchored) is refused: it would sign nothing.
 
     A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
     COHORT_DIR BUNDLE...` (judged, never recorded).
@@ -1069,6 +1070,21 @@ def freeze(
     settings = _settings()
     loaded = trust.resolve(trust_file, writing=True, settings=settings)
     policy = loaded.trust if loaded is not None and loaded.trust.anchor.required else None
+    if sign is not None and (policy is None or unanchored):
+        # --sign asks for an anchor; taken silently as nothing, the user believes the freeze
+        # anchored. Nothing names the witnesses and TSAs to ask without a policy.
+        why = (
+            "--unanchored was given"
+            if policy is not None
+            else "there is no anchoring policy (no trust file, or one without `ledger trust"
+            " anchor`), so no witness or TSA to ask"
+        )
+        raise UsageError(
+            "usage-error",
+            f"--sign signs the checkpoint that anchors the freeze under the trust file's"
+            f" anchoring policy, and {why}: nothing would be signed. Set a policy (`ledger"
+            " trust anchor --witnesses K --timestamps T`) or freeze without --sign",
+        )
     # Refused before anything is written: a freeze the policy cannot anchor is not begun.
     signer_key = _anchor_signer(sign, loaded) if policy is not None and not unanchored else None
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
@@ -1292,11 +1308,17 @@ def verify(
     )
 
 
+def _check_trust_origin_of(loaded: Any, origin: str) -> None:
+    """``trust-origin-mismatch`` when a trust file was given and names another origin."""
+    if loaded is not None:
+        from ledger.trusting import check_trust_origin
+
+        check_trust_origin(loaded, origin)
+
+
 def _check_trust_origin(loaded: Any, ledger: Any) -> None:
     if loaded is not None:
-        from ledger.api import check_trust_origin
-
-        check_trust_origin(loaded, ledger.origin())
+        _check_trust_origin_of(loaded, ledger.origin())
 
 
 def _read_bundle_list(source: Path) -> bytes:
@@ -2333,6 +2355,10 @@ def check_attestation_command(
         if exc.exit_code == EXIT_FAILED:  # a verdict (one does not hold): say what it rests on
             trust.mention(loaded)
         raise
+    for c in checks:
+        # A log key may sign for two ledgers: the trust file's origin says whose entries it
+        # vouches for, so another ledger's attestation is refused before anything is said.
+        _check_trust_origin_of(loaded, c.origin)
     trust.mention(loaded)
     if as_json:
         _emit_json(
@@ -2356,7 +2382,7 @@ def check_attestation_command(
                 f" {'it' if len(c.unchecked_signatures) == 1 else 'them'})"
             )
         _say(
-            f"entry {c.entry}: {c.outcome} ({c.verification_result}) of "
+            f"entry {c.entry} of {c.origin}: {c.outcome} ({c.verification_result}) of "
             f"{c.subject['name']} sha256:{c.subject['digest']['sha256']}{tied}; "
             f"included in the tree of size {c.tree_size}; checked against {' and '.join(against)}"
             f"{unchecked}"
@@ -2533,6 +2559,9 @@ def check_proof(
         leaf=body,
         witness_keys=witness_keys,
     )
+    if result.origin is not None:
+        # The trust file names one ledger; its log key may sign for another (as for attestations).
+        _check_trust_origin_of(loaded, result.origin)
     trust.mention(loaded)
     if as_json:
         _emit_json({**result.to_json(), "trust": trust.to_json(loaded)})

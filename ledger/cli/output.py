@@ -109,10 +109,23 @@ def output_file(path: Path, *, force: bool, private: bool = False) -> Iterator[T
                 pass  # the write failed already; atomic_output removes the temporary file
 
 
-def write_output(path: Path, data: bytes, *, force: bool, private: bool = False) -> None:
+def write_output(
+    path: Path, data: bytes, *, force: bool, private: bool = False, public: bool = False
+) -> None:
     """``data`` as ``path``, whole or not at all; ``private``: mode 0600, for a secret or
-    content that may not be public (LEDGER.md section 11, "Output files")."""
-    from ledger.store.files import PRIVATE_MODE, write_atomic
+    content that may not be public (LEDGER.md section 11, "Output files"); ``public``: mode
+    0644 exactly, for public material others read and nobody else may change (a trust file)."""
+    from ledger.store.files import PRIVATE_MODE, PUBLIC_MODE, write_atomic
 
-    mode = PRIVATE_MODE if private else 0o666
-    write_atomic(path, data, replace=force, mode=mode, on_written=_noted(path))
+    mode = PRIVATE_MODE if private else PUBLIC_MODE if public else 0o666
+    write_atomic(path, data, replace=force, mode=mode, exact_mode=public, on_written=_noted(path))
+
+
+def rewrite_public_output(path: Path, read_sha256: str, data: bytes, *, limit: int) -> None:
+    """``data`` as ``path`` (mode 0644 exactly), only if it still holds the bytes of digest
+    ``read_sha256`` that were read and edited; else ``file-changed`` (``rewrite_unchanged``)."""
+    from ledger.store.files import PUBLIC_MODE, rewrite_unchanged
+
+    rewrite_unchanged(
+        path, read_sha256, data, limit=limit, mode=PUBLIC_MODE, on_written=_noted(path)
+    )

@@ -175,13 +175,19 @@ def _required(trust: "TrustFile") -> str:
     return f" (every entry from seq {trust.require_signed_from} must be signed by one)"
 
 
-def _write(trust: "TrustFile", path: Path, *, force: bool) -> str:
-    """Write ``trust`` (checked whole first) as ``path``; its digest."""
-    from ledger.cli.output import write_output
-    from ledger.format.trust import check_trust, encode_trust, trust_digest
+def _write(trust: "TrustFile", path: Path, *, force: bool, read: str | None = None) -> str:
+    """Write ``trust`` (checked whole first) as ``path``, mode 0644 (public keys only; nobody
+    else may change it); its digest. ``read``: the digest of the bytes the edit was made from:
+    written only if the file still holds them, else ``file-changed`` (two edits never lose
+    one)."""
+    from ledger.cli.output import rewrite_public_output, write_output
+    from ledger.format.trust import MAX_TRUST_BYTES, check_trust, encode_trust, trust_digest
 
     data = encode_trust(check_trust(trust, str(path)))
-    write_output(path, data, force=force)
+    if read is None:
+        write_output(path, data, force=force, public=True)
+    else:
+        rewrite_public_output(path, read, data, limit=MAX_TRUST_BYTES)
     return trust_digest(data)
 
 
@@ -198,11 +204,11 @@ def _update(option: Path | None, as_json: bool, **changes: Any) -> int:
     the result whole, write it back in place and show it."""
     import msgspec
 
-    current, path, how, _ = _read(option)
+    current, path, how, read = _read(option)
     changed = msgspec.structs.replace(
         current, **{field: change(getattr(current, field)) for field, change in changes.items()}
     )
-    digest = _write(changed, path, force=True)
+    digest = _write(changed, path, force=True, read=read)
     _show(changed, path, how, digest, as_json, verb="updated")
     return EXIT_OK
 

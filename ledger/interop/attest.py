@@ -311,6 +311,9 @@ class AttestationCheck:
     verification_result: str
     subject: dict[str, Any]
     subject_tied: bool  # False: the result was withheld (hidden task), the subject is unproven
+    # The checkpoint's origin: one log key may sign for two ledgers, so the key alone does not
+    # say whose entry this is (a reader's trust file names its ledger's origin).
+    origin: str
     signed_by: list[str] = field(default_factory=list)
     kept_checkpoint: bool = False
     # The envelope's signatures by a key no --key named (all of them without --key): present,
@@ -320,6 +323,7 @@ class AttestationCheck:
     def to_json(self) -> dict[str, Any]:
         return {
             "valid": True,
+            "origin": self.origin,
             "entry": self.entry,
             "tree_size": self.tree_size,
             "outcome": self.outcome,
@@ -467,6 +471,7 @@ def check_attestation(
         verification_result=expected["predicate"]["verificationResult"],
         subject=expected["subject"][0],
         subject_tied=tied,
+        origin=cp.origin,
         signed_by=signed_by,
         kept_checkpoint=kept is not None,
         unchecked_signatures=[

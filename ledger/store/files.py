@@ -17,6 +17,7 @@ the file is in place): it is delivered, as usual, just after.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import signal
 import stat
@@ -27,10 +28,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ledger.errors import UsageError
+from verifiers.reading import read_at_most
 
 # The mode of an output that may hold what not everyone may read (a hidden plan, a withheld
 # result, a secret key): the owner's alone, whatever the umask (which can only take bits away).
 PRIVATE_MODE = 0o600
+# The mode of a file of public material others must read and nobody else may change (a trust
+# file: public keys, URLs, root certificates), set exactly: a umask of 000 would otherwise make
+# it writable by anyone, who could then name their own witnesses.
+PUBLIC_MODE = 0o644
 
 
 def check_target(path: Path, *, replace: bool) -> None:
@@ -87,12 +93,14 @@ def atomic_output(
     *,
     replace: bool,
     mode: int = 0o666,
+    exact_mode: bool = False,
     on_written: Callable[[], None] | None = None,
 ) -> Iterator[BinaryIO]:
     """A binary handle on a temporary file; on a clean exit it becomes ``path`` (see above).
 
     ``mode`` is passed to ``open`` (the umask applies): ``PRIVATE_MODE`` for anything that may
-    hold non-public content (a secret key, a full export or view)."""
+    hold non-public content (a secret key, a full export or view); ``exact_mode``: set to
+    ``mode`` whatever the umask (``PUBLIC_MODE``)."""
     check_target(path, replace=replace)
     parent = path.parent
     temp = parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
@@ -107,6 +115,8 @@ def atomic_output(
         handle = os.fdopen(fd, "wb")
     finished = False
     try:
+        if exact_mode:
+            os.fchmod(handle.fileno(), mode)
         yield handle
         handle.flush()
         os.fsync(handle.fileno())
@@ -155,8 +165,77 @@ def write_atomic(
     *,
     replace: bool,
     mode: int = 0o666,
+    exact_mode: bool = False,
     on_written: Callable[[], None] | None = None,
 ) -> None:
     """``data`` as the file ``path``, whole or not at all (see ``atomic_output``)."""
-    with atomic_output(path, replace=replace, mode=mode, on_written=on_written) as handle:
+    with atomic_output(
+        path, replace=replace, mode=mode, exact_mode=exact_mode, on_written=on_written
+    ) as handle:
         handle.write(data)
+
+
+def rewrite_unchanged(
+    path: Path,
+    read_sha256: str,
+    data: bytes,
+    *,
+    limit: int,
+    mode: int,
+    on_written: Callable[[], None] | None = None,
+) -> None:
+    """``data`` as ``path`` (``write_atomic``, replacing, mode ``mode`` exactly), only if
+    ``path`` still holds the bytes the caller read and edited (``read_sha256``, ``sha256:HEX``):
+    else ``file-changed`` and nothing is written. The comparison and the rename run under an
+    exclusive lock on the folder (``flock``, released by the kernel if the process dies), so of
+    two commands that read the same bytes the second to take the lock finds other bytes and
+    refuses: a lost update is impossible between commands that edit this way, and an edit by
+    any other program after the read is refused too, up to the rename."""
+    import hashlib
+
+    parent = path.parent
+    try:
+        folder = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError("file-unwritable", f"cannot write {path}: {exc.strerror}") from None
+    try:
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(
+                "file-changed", _changed(path, "another command is changing it")
+            ) from None
+        except OSError as exc:
+            raise UsageError(
+                "file-unwritable", f"cannot lock {parent} to write {path}: {exc.strerror}"
+            ) from None
+        now = _current_bytes(path, limit)
+        if now is None or "sha256:" + hashlib.sha256(now).hexdigest() != read_sha256:
+            raise UsageError("file-changed", _changed(path, "it changed since it was read"))
+        write_atomic(path, data, replace=True, mode=mode, exact_mode=True, on_written=on_written)
+    finally:
+        os.close(folder)  # releases the lock
+
+
+def _changed(path: Path, why: str) -> str:
+    return (
+        f"{path} not written: {why} (nothing was lost; run the command again to edit what it"
+        " holds now)"
+    )
+
+
+def _current_bytes(path: Path, limit: int) -> bytes | None:
+    """What ``path`` holds now (at most ``limit + 1`` bytes; a link is read through, as the
+    first read was), or None when it is gone or not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return read_at_most(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

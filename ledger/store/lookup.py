@@ -279,6 +279,11 @@ class CandidateIdentity(msgspec.Struct, frozen=True, kw_only=True):
             parts.append(f"head {_cut(self.head[:12])}")
         return ", ".join(parts) if parts else "unnamed (no folder recorded, no manifest read)"
 
+    def manifest_id_words(self) -> str | None:
+        """The manifest's ``id`` for a text line, cut and quoted as every stated value is
+        (``--json`` has it whole); None: not stated."""
+        return None if self.manifest_id is None else _cut(self.manifest_id)
+
 
 # A stated value shown bare: ASCII with no space, comma, parenthesis or quote, so it cannot
 # read as another field of the line (a folder named ``x, attempt 9 by alice``) nor look like

@@ -198,6 +198,7 @@ class AttestationCheckOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=
     """One attestation that holds."""
 
     valid: Literal[True]
+    origin: str  # the checkpoint's origin: the ledger the entry is of (the trust file's)
     entry: int  # the verification.recorded seq
     tree_size: int
     outcome: Outcome
