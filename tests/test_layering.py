@@ -22,13 +22,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "operator files": ("ledger.operator_files",),
     "format": ("ledger.format",),
     "documents": ("ledger.documents",),
-    "primitives": (
-        "ledger.transparency.exchange",
-        "ledger.transparency.merkle",
-        "ledger.transparency.notes",
-        "ledger.transparency.timestamp",
-        "ledger.transparency.witness",
-    ),
+    "tlog": ("ledger.tlog",),
     "store": ("ledger.store",),
     "state": ("ledger.state",),
     "operations": ("ledger.operations",),
@@ -45,20 +39,20 @@ BASE = {"errors", "verifiers"}
 ALLOWED: dict[str, set[str]] = {
     "verifiers": set(),
     "errors": {"verifiers"},
-    "format": BASE | {"primitives"},  # signing.py: the note keys of section 7
+    "format": BASE | {"tlog"},  # signing.py: the note keys of section 7
     "documents": BASE,
-    "primitives": {"errors"},
+    "tlog": {"errors"},
     "operator files": BASE,
     "settings": BASE | {"format"},
-    "store": BASE | {"settings", "format", "primitives"},
+    "store": BASE | {"settings", "format", "tlog"},
     "state": BASE | {"settings", "store", "format", "documents"},
     "operations": BASE | {"settings", "state", "store", "format", "documents"},
-    "audit": BASE | {"settings", "state", "store", "format", "documents", "primitives"},
-    "transparency": BASE | {"settings", "store", "format", "primitives"},
+    "audit": BASE | {"settings", "state", "store", "format", "documents", "tlog"},
+    "transparency": BASE | {"settings", "store", "format", "tlog"},
     "authoring": BASE | {"settings", "state", "store", "format", "documents"},
 }
 ALLOWED["interop"] = BASE | {"settings", "audit", "transparency", "state", "store"}
-ALLOWED["interop"] |= {"format", "documents", "primitives"}
+ALLOWED["interop"] |= {"format", "documents", "tlog"}
 _BELOW_API = {p for p in PARTS if p not in ("api", "cli", "root", "tools")}
 ALLOWED["api"] = _BELOW_API
 ALLOWED["cli"] = _BELOW_API | {"api", "root"}
@@ -242,8 +236,8 @@ def test_the_audit_importing_the_write_path_is_refused() -> None:
         {
             "ledger.audit.rules": {"ledger.operations.verify", "ledger.state"},
             "verifiers.runner": {"ledger.store.sqlite"},
-            "ledger.store.sqlite": {"ledger.transparency.merkle", "tools.examples"},
-            "ledger.transparency.notes": {"ledger.transparency.merkle"},
+            "ledger.store.sqlite": {"ledger.tlog.merkle", "tools.examples"},
+            "ledger.tlog.notes": {"ledger.tlog.merkle"},
         }
     )
     assert wrong == [

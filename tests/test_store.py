@@ -81,7 +81,7 @@ def test_chain_links_every_entry_to_the_one_before(tmp_path: Path) -> None:
 
 
 def _mth(leaves: list[bytes]) -> bytes:
-    """RFC 9162 Merkle tree hash, written out independently of ledger.transparency.merkle."""
+    """RFC 9162 Merkle tree hash, written out independently of ledger.tlog.merkle."""
     if len(leaves) == 1:
         return hashlib.sha256(b"\x00" + leaves[0]).digest()
     k = 1

@@ -180,7 +180,7 @@ def test_owner_rewriting_the_head_stops_every_write_naming_the_seq(tmp_path: Pat
 
 def _with_leaf(conn: object, seq: int) -> None:
     """The row's stored leaf node made its (rewritten) body's."""
-    from ledger.transparency import merkle
+    from ledger.tlog import merkle
 
     (body, nodes) = conn.execute(  # type: ignore[attr-defined]
         "SELECT body, nodes FROM entries WHERE seq = ?", (seq,)
@@ -241,7 +241,7 @@ def test_entry_spliced_in_from_another_chain_is_refused_by_its_prev_link(
 def test_prove_refuses_a_row_rewritten_whole_with_its_leaf(demo: Demo, tmp_path: Path) -> None:
     """The body, its hash, the next row's link and its own stored leaf all rewritten: the
     stored tree's root still covers the old body, so ``prove`` refuses rather than prove it."""
-    from ledger.transparency import merkle
+    from ledger.tlog import merkle
 
     db = _forged(demo, tmp_path, recompute_hash=True)
     with attacker(db) as conn:

@@ -71,7 +71,7 @@ from ledger.format.entries import (
 from ledger.format.payloads import PAYLOADS, LedgerCreated, TypedBody
 from ledger.store.base import Db
 from ledger.store.base import Store as Ledger
-from ledger.transparency.notes import Checkpoint
+from ledger.tlog.notes import Checkpoint
 from verifiers.canonical import (
     blake3_address,
     checking_decoder,

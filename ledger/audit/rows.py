@@ -27,7 +27,7 @@ from ledger.audit.report import (
 )
 from ledger.format.entries import GENESIS_PREV
 from ledger.store.base import Db
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from verifiers.canonical import blake3_address, is_canonical
 
 

@@ -59,9 +59,9 @@ from ledger.state import (
 )
 from ledger.store.base import ObjectCorruptError, StoredObject
 from ledger.store.base import Store as Ledger
-from ledger.transparency import merkle
-from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
-from ledger.transparency.witness import WitnessError, parse_cosigner_key, verify_cosignature
+from ledger.tlog import merkle
+from ledger.tlog.notes import CheckpointError, parse_checkpoint, split_note
+from ledger.tlog.witness import WitnessError, parse_cosigner_key, verify_cosignature
 from verifiers.canonical import MAX_DEPTH, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
@@ -445,7 +445,7 @@ class CommitmentRules:
         self, entry: Entry, note: str, stamps: list[Timestamped], report: Report
     ) -> list[tuple[str, int]]:  # fmt: skip
         # Imported here: rfc3161-client is loaded only by an audit that meets a timestamp.
-        from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp
+        from ledger.tlog.timestamp import TimestampError, check_recorded_timestamp
 
         times: list[tuple[str, int]] = []
         for index, item in enumerate(stamps):

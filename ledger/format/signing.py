@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from ledger.errors import UsageError
 from ledger.format.entries import SIGNED_FORMAT, signed_message
 from ledger.format.payloads import EntrySignature
-from ledger.transparency.notes import (
+from ledger.tlog.notes import (
     CheckpointError,
     _b64decode,
     parse_signer_key,

@@ -59,7 +59,7 @@ from ledger.format.entries import (
     valid_time,
 )
 from ledger.settings import BUSY_TIMEOUT_MS
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from verifiers.canonical import INT_MAX, INT_MIN, blake3_address, sha256_hex_digest
 
 MAX_OBJECT_BYTES: Final = 256 * 1024 * 1024

@@ -27,7 +27,7 @@ from ledger.format.entries import GENESIS_KIND, GENESIS_PREV, Clock, system_cloc
 from ledger.settings import BUSY_TIMEOUT_MS
 from ledger.store.base import Store, Writer, _row_entry, _StoredNodes
 from ledger.store.opening import create_store, postgres_url
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from verifiers.canonical import blake3_address
 
 MEDIA_TYPES: Final = ("application/json", "application/octet-stream")

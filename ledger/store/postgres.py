@@ -77,7 +77,7 @@ from ledger.store.base import (
     display_name,
 )
 from ledger.store.sqlite import APPLICATION_ID, ENTRY_COLUMNS, STATE_SCHEMA, STORE_FORMAT
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 
 # The roles of a ledger made before each ledger had its own (no such column in ledger_meta):
 # shared by every such ledger of the cluster, and kept, since its logins are members of them.

@@ -27,7 +27,7 @@ from ledger.errors import StoreError, UsageError
 from ledger.format.entries import Entry, check_body_depth
 from ledger.store.base import Store
 from ledger.store.sqlite import MAX_OBJECT_BYTES, SCHEMA, Ledger, _Connection, _split_sql
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from ledger.transparency.proofs import b64, checkpoint
 from verifiers.jsonread import INT_MAX, read_json
 

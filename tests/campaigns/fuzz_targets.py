@@ -462,14 +462,14 @@ _FUZZ_SEED = bytes(range(32))
 
 
 def _keys() -> tuple[str, str]:
-    from ledger.transparency.notes import signer_from_seed, verifier_key_for
+    from ledger.tlog.notes import signer_from_seed, verifier_key_for
 
     signer = signer_from_seed("fuzz.example/log", _FUZZ_SEED)
     return signer, verifier_key_for(signer)
 
 
 def run_checkpoint(data: bytes) -> Any:
-    from ledger.transparency.notes import (
+    from ledger.tlog.notes import (
         CheckpointError,
         checkpoint_of_note,
         open_checkpoint,

@@ -39,8 +39,8 @@ from ledger.audit import engine as audit_engine
 from ledger.audit.report import AuditReport
 from ledger.errors import StoreError
 from ledger.format.entries import KINDS
-from ledger.transparency import merkle
-from ledger.transparency.notes import Checkpoint
+from ledger.tlog import merkle
+from ledger.tlog.notes import Checkpoint
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 SEED = 20260201

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ledger.errors import LedgerError
-from ledger.transparency.merkle import HASH_SIZE, MAX_TREE_SIZE, verify_inclusion
+from ledger.tlog.merkle import HASH_SIZE, MAX_TREE_SIZE, verify_inclusion
 
 MAX_CHECKPOINT_BYTES: Final = 64 * 1024
 # Room for the spec's minimum of 16 signatures even at post-quantum sizes (about 5 kB each).

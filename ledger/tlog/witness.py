@@ -29,8 +29,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ledger.errors import LedgerError
-from ledger.transparency.merkle import EMPTY_ROOT, HASH_SIZE, verify_consistency
-from ledger.transparency.notes import (
+from ledger.tlog.merkle import EMPTY_ROOT, HASH_SIZE, verify_consistency
+from ledger.tlog.notes import (
     MAX_KEY_CHARS,
     MAX_NOTE_BYTES,
     SIGNATURE_PREFIX,
