@@ -54,7 +54,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Self
 
 from ledger.errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
 from ledger.format.entries import (
@@ -248,6 +248,21 @@ class Ledger(Store):
         )
         ledger._holds_read_lock = locked
         return ledger
+
+    @classmethod
+    def in_memory(
+        cls, label: Path, *, clock: Clock, triggers: bool
+    ) -> tuple[Self, sqlite3.Connection]:
+        """A private ledger in memory with this store's tables, empty, and the connection that
+        loads rows into it as they come (the export reader's). ``triggers=False`` leaves out the
+        append-only triggers, so that a tampered export loads and the audit says what is wrong
+        with it. ``label`` names it in messages; nothing touches the disk, and closing the
+        connection discards it."""
+        conn = sqlite3.connect(":memory:", isolation_level=None, factory=_Connection)
+        for statement in _split_sql(SCHEMA):
+            if triggers or not statement.startswith("CREATE TRIGGER"):
+                conn.execute(statement)
+        return cls(label, conn, clock=clock), conn
 
     @classmethod
     def create(
