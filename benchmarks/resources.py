@@ -476,8 +476,8 @@ result = definition_digest(d.value)[:15] if d.value else [(e.path, e.message) fo
 """
 ENTRY_CALL = """
 from ledger.audit.engine import _check_body
-from ledger.audit.report import _Collector
-c = _Collector()
+from ledger.audit.report import Collector
+c = Collector()
 e = _check_body(1, "blake3:" + "0" * 64, "h", "calibration.recorded", data, None, c, 0,
                       canonical=True)
 result = sorted({v.code for _, v in c.kept}) or "entry"

@@ -25,7 +25,7 @@ from ledger.audit.replay import (
     answer,
     wants_pool,
 )
-from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Violation, _Collector
+from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Collector, Violation
 from ledger.documents.cohort import decode_burn_notice, decode_cohort, definition_digest
 from ledger.errors import LedgerError
 from ledger.format.entries import (
@@ -1109,8 +1109,8 @@ class CommitmentRules:
             outcome=payload.outcome,
             runner_version=payload.runner_version,
         )
-        pool = self._replay_pool() if isinstance(report, _Collector) else None
-        if pool is None or not isinstance(report, _Collector):
+        pool = self._replay_pool() if isinstance(report, Collector) else None
+        if pool is None or not isinstance(report, Collector):
             self._replayed(entry, answer(job, self._decodings), report)
             return
         # Reported later, where this pass would have reported it: the position is taken now.

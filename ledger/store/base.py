@@ -287,7 +287,7 @@ def _checked_entry(row: Sequence[Any]) -> Entry:
     next row's link (and the stored leaf); a chain rewritten from there to the head, nodes and
     all, is what only a checkpoint kept elsewhere shows (``ledger audit --checkpoint``)."""
     seq, prev, hash_, kind, leaf, body, before, after = row
-    entry = _row_entry(seq, hash_, body)
+    entry = row_entry(seq, hash_, body)
     # One BLAKE3 and one SHA-256 of the body: the cost of the check (LEDGER.md section 2).
     if entry_hash(body) != hash_:
         raise EntryCorruptError(
@@ -313,7 +313,7 @@ def _checked_entry(row: Sequence[Any]) -> Entry:
     return entry
 
 
-def _checked_head(row: Sequence[Any]) -> Entry:
+def checked_head(row: Sequence[Any]) -> Entry:
     """The head a write is about to extend, checked as every read is: a head that is not
     what its row says (a writer's garbage row, a rewritten body) is never built on."""
     try:
@@ -326,7 +326,7 @@ def _checked_head(row: Sequence[Any]) -> Entry:
         ) from None
 
 
-def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
+def row_entry(seq: int, hash_: str, body: bytes) -> Entry:
     """The decoded entry of a row's body (``entry-malformed`` when it does not decode):
     nothing is compared; ``_checked_entry`` is the read that checks."""
     # A row the ledger did not write (tampered file) must fail closed, never as a traceback.
@@ -376,9 +376,9 @@ class Store:
         self._clock = clock
         self.busy_timeout_ms = busy_timeout_ms  # the wait for the lock this connection uses
         self.read_only = read_only
-        # What this connection last committed (see ``_Tip``). A write transaction takes it, and
+        # What this connection last committed (see ``Tip``). A write transaction takes it, and
         # only a successful commit puts it back: a rollback or an error leaves None (re-read).
-        self._tip: _Tip | None = None
+        self._tip: Tip | None = None
         self._cursor: Executes = conn  # the write path's statements
         # The scratch tables of the snapshot open on this store, None outside one.
         self._snapshot_scratch: frozenset[str] | None = None
@@ -425,7 +425,7 @@ class Store:
         """The backend's read transaction (``snapshot`` without the nesting)."""
         raise NotImplementedError
 
-    def _start_write(self, tip: _Tip | None) -> None:
+    def _start_write(self, tip: Tip | None) -> None:
         """Begin the write transaction and take the one write lock (``ledger-busy`` past the
         busy timeout). ``tip``: what this connection last committed (None: unknown), which a
         backend may bring up to date in the same round trip (``_current_tip``)."""
@@ -446,7 +446,7 @@ class Store:
         committed since it was last read (a backend that cannot tell returns a new value)."""
         raise NotImplementedError
 
-    def _current_tip(self, tip: _Tip | None) -> _Tip:
+    def _current_tip(self, tip: Tip | None) -> Tip:
         """Under the write lock: the head and edge as stored now. ``tip`` (what this connection
         last committed) is kept when ``_data_version`` says nobody committed since; else both
         are read again."""
@@ -495,7 +495,7 @@ class Store:
 
     def head(self) -> Entry | None:
         row = self._conn.execute(_HEAD_READ).fetchone()
-        return None if row is None else _checked_head(row)
+        return None if row is None else checked_head(row)
 
     def entry(self, seq: int) -> Entry | None:
         if not INT_MIN <= seq <= INT_MAX:  # SQLite integers are 64-bit; no such entry
@@ -734,7 +734,7 @@ class Store:
 
     def now(self) -> str:
         """The ledger clock's time, checked as a Writer checks it (one reading)."""
-        return _check_clock(self._clock())
+        return check_clock(self._clock())
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -797,17 +797,17 @@ class Store:
                 raise failure from None
             raise
 
-    def _read_tip(self, data_version: int) -> _Tip:
+    def _read_tip(self, data_version: int) -> Tip:
         """The head and the tree's right edge as stored (inside the write transaction)."""
         row = self._conn.execute(_HEAD_READ).fetchone()
         if row is None:
-            return _Tip(data_version, -1, GENESIS_PREV, None, merkle.CompactRange())
-        head = _checked_head(row)
-        edge = merkle.CompactRange.from_source(head.seq + 1, _StoredNodes(self))
-        return _Tip(data_version, head.seq, head.entry_hash, head.body.time, edge)
+            return Tip(data_version, -1, GENESIS_PREV, None, merkle.CompactRange())
+        head = checked_head(row)
+        edge = merkle.CompactRange.from_source(head.seq + 1, StoredNodes(self))
+        return Tip(data_version, head.seq, head.entry_hash, head.body.time, edge)
 
 
-class _Tip:
+class Tip:
     """The head (seq, hash, time) and the Merkle right edge of the tree it ends.
 
     ``data_version`` is the backend's ``Store._data_version()`` when they were read (SQLite:
@@ -828,7 +828,7 @@ class _Tip:
         self.edge = edge
 
 
-class _StoredNodes:
+class StoredNodes:
     """The stored tree as a ``merkle.NodeSource``."""
 
     def __init__(self, ledger: Store) -> None:
@@ -842,7 +842,7 @@ class Writer:
     """Writes inside one write transaction (under the store's write lock). Obtain from
     ``Store.writer()``: the entry body is built here, once, for every backend."""
 
-    def __init__(self, ledger: Store, tip: _Tip | None = None, *, at: str | None = None) -> None:
+    def __init__(self, ledger: Store, tip: Tip | None = None, *, at: str | None = None) -> None:
         self._ledger = ledger
         self._conn = ledger._conn
         self._cursor = ledger._cursor
@@ -856,7 +856,7 @@ class Writer:
         # commitment state of ``ledger.state`` keeps itself current through it).
         self.on_append: Callable[[Entry], None] | None = None
         # The clock is read once per transaction: every entry of one write shares its time.
-        clock_time = _check_clock(ledger._clock()) if at is None else _check_clock(at)
+        clock_time = check_clock(ledger._clock()) if at is None else check_clock(at)
         self.time = later_time(clock_time, tip.time)
 
     @property
@@ -963,7 +963,7 @@ class Writer:
         """Append an entry body made elsewhere, byte for byte (``ledger copy``): it must decode
         and name the next seq and the head's hash as its prev; UsageError
         (``entry-not-next``) else. Its hash and Merkle nodes are computed here."""
-        entry = _row_entry(self._tip.seq + 1, entry_hash(body), body)
+        entry = row_entry(self._tip.seq + 1, entry_hash(body), body)
         tip = self._tip
         if entry.body.seq != tip.seq + 1 or entry.body.prev != tip.hash:
             raise UsageError(
@@ -978,12 +978,13 @@ class Writer:
         self._run_hook(entry)
         return entry
 
-    def _kept_tip(self) -> _Tip | None:
+    def _kept_tip(self) -> Tip | None:
         """The tip to keep once this transaction has committed; None when it may be off."""
         return self._tip if self._tip_exact else None
 
 
-def _check_clock(clock_time: str) -> str:
+def check_clock(clock_time: str) -> str:
+    """``clock_time`` when it is a real UTC time, else ``bad-time`` (every store checks it)."""
     # A library caller's clock is checked as LEDGER_TIME is: a bogus time, once written, would
     # pin every later entry to it (times never go backwards).
     if not isinstance(clock_time, str) or not valid_time(clock_time):

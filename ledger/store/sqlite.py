@@ -71,10 +71,10 @@ from ledger.store.base import (
     STATE_TABLES,
     Store,
     StoredObject,
+    Tip,
     Writer,
-    _check_clock,
-    _row_entry,
-    _Tip,
+    check_clock,
+    row_entry,
 )
 
 # Shared with the PostgreSQL store (``ledger.store.base``); named here too, where callers have
@@ -89,7 +89,7 @@ __all__ = [
     "Ledger",
     "StoredObject",
     "Writer",
-    "_row_entry",
+    "row_entry",
 ]
 
 APPLICATION_ID: Final = 0x4C444752  # "LDGR"
@@ -291,7 +291,7 @@ class Ledger(Store):
         timeout = check_busy_timeout(busy_timeout_ms)
         p = Path(path)
         _check_ledger_path(p, must_exist=False)
-        _check_clock(clock())  # a malformed clock is refused before the file is created
+        check_clock(clock())  # a malformed clock is refused before the file is created
         deadline = time.monotonic() + timeout / 1000
         delay = 0.005
         while True:
@@ -453,7 +453,7 @@ class Ledger(Store):
             return _db_error(self.path, exc, self.busy_timeout_ms)
         return None
 
-    def _start_write(self, tip: _Tip | None) -> None:
+    def _start_write(self, tip: Tip | None) -> None:
         """``BEGIN IMMEDIATE``: SQLite's one write lock, waited for up to the busy timeout
         (``tip`` is checked afterwards by ``PRAGMA data_version``)."""
         try:
