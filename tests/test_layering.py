@@ -224,6 +224,15 @@ def test_the_folder_rules_catch_what_they_forbid() -> None:
     assert folders[BOTTOM] - BOTTOM_MAY_IMPORT == {"ledger/state.py"}
 
 
+def test_one_store_backend_never_imports_the_other() -> None:
+    """The backends are siblings: what both need is in ``ledger/store/base.py`` (the PostgreSQL
+    store took ``APPLICATION_ID``, ``STORE_FORMAT``, ``ENTRY_COLUMNS`` and ``STATE_SCHEMA``
+    from the SQLite one)."""
+    backends = {"ledger.store.sqlite", "ledger.store.postgres"}
+    crossing = [f"{m} imports {t}" for m in sorted(backends) for t in GRAPH[m] & backends - {m}]
+    assert not crossing, crossing
+
+
 # Private names (``_x``) one ledger module imports from another, each with why it is left.
 PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     # check-result and rehearse judge a bundle by verify's own reading of it, on purpose (one

@@ -100,6 +100,77 @@ STATE_TABLES: Final = (
     "state_mentions",
 )
 
+# What both stores share: the identity and layout a ledger database declares (SQLite in its
+# header, PostgreSQL in ``ledger_meta``), the columns of its entries, and the derived state's
+# tables (SQLite's DDL; ``ledger.store.postgres`` derives its own from it).
+APPLICATION_ID: Final = 0x4C444752  # "LDGR"
+# The file's layout (``PRAGMA user_version``), not the entry body format (``entries.FORMAT``).
+# 1: Merkle nodes in a ``tree`` table; 2: in ``entries.nodes`` (rule 5).
+STORE_FORMAT: Final = 2
+
+# The columns of ``entries`` a ledger of this format has (format 1 had no ``nodes``).
+ENTRY_COLUMNS: Final = ("seq", "prev_hash", "entry_hash", "kind", "nodes", "body")
+
+# Derived from the entries, never a source of truth (LEDGER.md section 2, "Derived state"): a
+# fold of the commitment kinds kept in the same transaction as each append (``ledger.state``),
+# so a write looks its state up by key instead of re-reading the history. Created by the first
+# write of a ledger that lacks them (a store format 2 file from before them, an import); not
+# in ``SCHEMA``, so a file made from ``SCHEMA`` (an export's) has none; checked by the audit.
+STATE_SCHEMA: Final = """
+CREATE TABLE state_meta (
+    id      INTEGER PRIMARY KEY CHECK (id = 0),
+    through INTEGER NOT NULL           -- the last seq folded in (-1: none)
+);
+CREATE TABLE state_cohorts (
+    cohort            TEXT PRIMARY KEY,
+    frozen_entry      INTEGER NOT NULL,
+    definition_digest TEXT NOT NULL,
+    burned_entry      INTEGER
+) WITHOUT ROWID;
+CREATE TABLE state_tasks (
+    cohort            TEXT NOT NULL,
+    task              TEXT NOT NULL,
+    cohort_entry      INTEGER NOT NULL,
+    split             TEXT NOT NULL,
+    work_unit_id      TEXT NOT NULL,
+    work_unit_version INTEGER NOT NULL,
+    work_unit_digest  TEXT NOT NULL,
+    work_unit_object  TEXT NOT NULL,
+    plan_id           TEXT NOT NULL,
+    plan_digest       TEXT NOT NULL,
+    plan_object       TEXT NOT NULL,
+    plan_version      TEXT NOT NULL,
+    adapter           TEXT NOT NULL,
+    adapter_version   TEXT NOT NULL,
+    PRIMARY KEY (cohort, task)
+) WITHOUT ROWID;
+CREATE INDEX state_tasks_task ON state_tasks (task);
+CREATE INDEX state_tasks_work_unit ON state_tasks (work_unit_id, work_unit_version);
+CREATE TABLE state_work_units (digest TEXT PRIMARY KEY, id TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed (digest TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed_ids (id TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_contents (digest TEXT PRIMARY KEY, content TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed_contents (
+    content      TEXT PRIMARY KEY,
+    seq          INTEGER NOT NULL,
+    work_unit_id TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE state_observed (sha256 TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+-- sha256 of every object an entry names -> that entry and the object's address (``find``)
+CREATE TABLE state_mentions (
+    sha256 TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    object TEXT NOT NULL,
+    PRIMARY KEY (sha256, seq, object)
+) WITHOUT ROWID;
+CREATE TABLE state_calibration (
+    adapter_version TEXT PRIMARY KEY,
+    green           INTEGER NOT NULL,
+    seq             INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO state_meta (id, through) VALUES (0, -1);
+"""
+
 
 # The fallback, for library callers that pass a URL through a ``Path`` (``pathlib`` folds ``//``
 # into ``/``): recognised by its scheme and one or more slashes, given its ``//`` back. What

@@ -65,8 +65,12 @@ from ledger.format.entries import (
 )
 from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
 from ledger.store.base import (
+    APPLICATION_ID,
+    ENTRY_COLUMNS,
     MAX_OBJECT_BYTES,
+    STATE_SCHEMA,
     STATE_TABLES,
+    STORE_FORMAT,
     AccessRoles,
     DbCursor,
     Store,
@@ -76,7 +80,6 @@ from ledger.store.base import (
     checked_head,
     display_name,
 )
-from ledger.store.sqlite import APPLICATION_ID, ENTRY_COLUMNS, STATE_SCHEMA, STORE_FORMAT
 from ledger.tlog import merkle
 
 # The roles of a ledger made before each ledger had its own (no such column in ledger_meta):
