@@ -13,7 +13,7 @@ under ``RLIMIT_AS`` (``--max-memory-mib``, default 4096) and a time guard, so a 
 bounded shows up as ``MemoryError`` / ``timeout`` in the table instead of taking the machine.
 
 Limits are read from the code (``verifiers.diff.DEFAULT_MAX_PATCH_BYTES``,
-``verifiers.contracts.LIMITS``, ``ledger.transparency.notes.MAX_*``,
+``verifiers.contracts.LIMITS``, ``ledger.tlog.notes.MAX_*``,
 ``ledger.transparency.export.MAX_EXPORT_LINE``, ...), so a run after a limit changes measures the
 new one. An export line is measured at its limit (``--quick``: 8 MiB); the table says which size
 was used.
@@ -368,14 +368,14 @@ def _proof_limit() -> int:
 
 
 def _keys() -> tuple[str, str]:
-    from ledger.transparency.notes import signer_from_seed, verifier_key_for
+    from ledger.tlog.notes import signer_from_seed, verifier_key_for
 
     signer = signer_from_seed("bench.example/log", bytes(range(32)))
     return signer, verifier_key_for(signer)
 
 
 def _note(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
-    from ledger.transparency.notes import (
+    from ledger.tlog.notes import (
         MAX_NOTE_BYTES,
         MAX_SIGNATURES,
         SIGNATURE_PREFIX,
@@ -396,7 +396,7 @@ def _note(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
 
 
 def _key(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
-    from ledger.transparency.notes import MAX_KEY_CHARS
+    from ledger.tlog.notes import MAX_KEY_CHARS
 
     _, verifier = _keys()
     rest = verifier.split("+", 1)[1]
@@ -407,7 +407,7 @@ def _key(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
 
 
 def _checkpoint(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
-    from ledger.transparency.notes import MAX_CHECKPOINT_BYTES
+    from ledger.tlog.notes import MAX_CHECKPOINT_BYTES
 
     head = "bench.example/log\n5\n" + base64.b64encode(bytes(range(32))).decode() + "\n"
     room = int(MAX_CHECKPOINT_BYTES) - len(head)
@@ -416,7 +416,7 @@ def _checkpoint(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
 
 
 def _tlog_proof(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
-    from ledger.transparency.notes import (
+    from ledger.tlog.notes import (
         MAX_PROOF_HASHES,
         MAX_SIGNATURES,
         MAX_TLOG_PROOF_BYTES,
@@ -460,7 +460,7 @@ def _entry_body(_tmp: Path, _quick: bool) -> tuple[bytes, str]:
     return body, f"{_fmt_size(MAX_ENTRY_BYTES)} limit ({len(body):,} B)"
 
 
-CHECKPOINT_SETUP = "from ledger.transparency import notes as cp"
+CHECKPOINT_SETUP = "from ledger.tlog import notes as cp"
 PROOF_SETUP = (
     "from ledger.errors import LedgerError\nfrom ledger.transparency.check import _parse_json"
 )
@@ -476,8 +476,8 @@ result = definition_digest(d.value)[:15] if d.value else [(e.path, e.message) fo
 """
 ENTRY_CALL = """
 from ledger.audit.engine import _check_body
-from ledger.audit.report import _Collector
-c = _Collector()
+from ledger.audit.report import Collector
+c = Collector()
 e = _check_body(1, "blake3:" + "0" * 64, "h", "calibration.recorded", data, None, c, 0,
                       canonical=True)
 result = sorted({v.code for _, v in c.kept}) or "entry"

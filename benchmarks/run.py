@@ -46,7 +46,7 @@ from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.state import read_state
 from ledger.store.sqlite import Ledger
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from ledger.transparency import proofs as transparency
 from tools import examples
 from verifiers.canonical import blake3_address, canonical_bytes, is_canonical, sha256_hex_digest

@@ -95,7 +95,7 @@ def _ledger_seeds() -> None:
 def _checkpoint_seeds() -> None:
     from fuzz_targets import _keys
 
-    from ledger.transparency.notes import (
+    from ledger.tlog.notes import (
         Checkpoint,
         format_checkpoint,
         format_tlog_proof,

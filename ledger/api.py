@@ -52,12 +52,14 @@ from ledger.store.copy import CopyResult, copy_store
 from ledger.store.lookup import find_ref, verification_result
 from ledger.store.opening import create_store, open_store
 from ledger.store.sqlite import Ledger
+from ledger.tlog.notes import Checkpoint
+from ledger.tlog.timestamp import Timestamp, check_recorded_timestamp, load_roots
+from ledger.tlog.witness import verify_cosignature
 from ledger.transparency.anchors import Trust, WhenStatement, trust_from
 from ledger.transparency.anchors import when as _when
 from ledger.transparency.check import ProofCheck
 from ledger.transparency.check import check_proof as _check_proof
 from ledger.transparency.export import export, hidden_task_objects, open_export
-from ledger.transparency.notes import Checkpoint
 from ledger.transparency.proofs import (
     check_origin,
     checkpoint,
@@ -65,8 +67,6 @@ from ledger.transparency.proofs import (
     prove_consistency,
     prove_inclusion,
 )
-from ledger.transparency.timestamp import Timestamp, check_recorded_timestamp, load_roots
-from ledger.transparency.witness import verify_cosignature
 from ledger.transparency.witnessing import (
     TsaReply,
     WitnessedCheckpoint,

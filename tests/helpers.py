@@ -158,7 +158,7 @@ def rewrite_and_reseal(conn: Any, seq: int, body: bytes) -> None:
     own checks then pass (the hash, the links, the leaf and the tree); what still shows it is a
     checkpoint kept elsewhere, the audit's body checks, and what the reader itself decodes."""
     from ledger.format.entries import GENESIS_PREV
-    from ledger.transparency import merkle
+    from ledger.tlog import merkle
     from verifiers.canonical import blake3_address
 
     before = conn.execute("SELECT entry_hash FROM entries WHERE seq = ?", (seq - 1,)).fetchone()

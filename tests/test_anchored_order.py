@@ -23,15 +23,15 @@ from trust_helpers import BUNDLES, COHORT, ORIGIN, TASK, World, build_base, froz
 
 from ledger.format.trust import TrustTsa, split_roots
 from ledger.store.sqlite import Ledger
-from ledger.transparency.notes import sign_checkpoint
-from ledger.transparency.proofs import checkpoint
-from ledger.transparency.witness import (
+from ledger.tlog.notes import sign_checkpoint
+from ledger.tlog.witness import (
     cosign,
     cosigner_key_id,
     generate_cosigner_key,
     parse_cosigner_key,
     parse_cosigner_signer,
 )
+from ledger.transparency.proofs import checkpoint
 from tools.tsa import LocalTsa
 
 

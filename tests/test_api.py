@@ -11,7 +11,7 @@ from commit_helpers import make_bundle, make_cohort
 
 from ledger import api
 from ledger.errors import LedgerError
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 
 
 def test_the_whole_job_in_process(tmp_path: Path) -> None:

@@ -20,12 +20,12 @@ from ledger.audit.engine import audit
 from ledger.errors import UsageError
 from ledger.format.entries import GENESIS_PREV
 from ledger.store.sqlite import Ledger
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from ledger.transparency.proofs import LedgerNodes
 
 
 def _mth(leaves: list[bytes]) -> bytes:
-    """RFC 9162 Merkle tree hash, written out independently of ledger.transparency.merkle."""
+    """RFC 9162 Merkle tree hash, written out independently of ledger.tlog.merkle."""
     if len(leaves) == 1:
         return hashlib.sha256(b"\x00" + leaves[0]).digest()
     k = 1

@@ -34,7 +34,7 @@ from test_export import HIDDEN_TASK
 from verdict_ledger import SignedVerdicts, signed_verdict_ledger
 
 from ledger.interop.attest import pae
-from ledger.transparency.notes import parse_verifier_key
+from ledger.tlog.notes import parse_verifier_key
 
 # The predicate's fields as https://slsa.dev/spec/v1.0/verification_summary lists them (its
 # "Schema" and "Fields" sections). Not the in-toto library's vsa/v1 protobuf: that one has
@@ -449,8 +449,8 @@ def reforge(
     kept (or ``result`` carried), the tree of the right size built around the changed leaf
     with a checkpoint of its own, envelope and checkpoint signed with ``signer`` (a signer
     key's text: the log's own key for an insider), else both unsigned."""
-    from ledger.transparency import merkle
-    from ledger.transparency.notes import (
+    from ledger.tlog import merkle
+    from ledger.tlog.notes import (
         Checkpoint,
         format_checkpoint,
         parse_signer_key,
@@ -719,7 +719,7 @@ def test_no_mutated_attestation_ends_in_anything_but_a_verdict_or_a_refusal(
 
 
 def _seed(signer: str) -> bytes:
-    from ledger.transparency.notes import parse_signer_key
+    from ledger.tlog.notes import parse_signer_key
 
     return parse_signer_key(signer).seed
 

@@ -73,16 +73,16 @@ def test_an_append_between_the_two_snapshots_is_noticed(
     path = tmp_path / "ledger.db"
     make_ledger(path, 30)
     expected = _report(path, parallel=False)
-    real_start = worker._RowWorker.start
+    real_start = worker.RowWorker.start
 
     def start_after_an_append(
         conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int, timeout: int
-    ) -> worker._RowWorker | None:
+    ) -> worker.RowWorker | None:
         with Ledger.open(path) as writer:  # the auditor's snapshot has begun
             append_entries(writer, 1, tag="late")
         return real_start(conn, wanted_sizes, upto, timeout)
 
-    monkeypatch.setattr(worker._RowWorker, "start", staticmethod(start_after_an_append))
+    monkeypatch.setattr(worker.RowWorker, "start", staticmethod(start_after_an_append))
     assert _report(path, parallel=True) == expected
     assert _report(path, parallel=False) != expected  # the late entry is there for the next audit
 
@@ -171,19 +171,19 @@ def _swap_at_start(monkeypatch: pytest.MonkeyPatch, path: Path, original: Path) 
     (its connection holds the file open), the file at the path is replaced by ``original``,
     and the worker, which opens the path, reads that. This is what an owner who puts the
     honest rows back the moment the worker starts achieves, without the timing."""
-    real_start = worker._RowWorker.start
+    real_start = worker.RowWorker.start
     started: list[int] = []
 
     def start_on_the_original(
         conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int, timeout: int
-    ) -> worker._RowWorker | None:
+    ) -> worker.RowWorker | None:
         os.replace(original, path)
         worker = real_start(conn, wanted_sizes, upto, timeout)
         assert worker is not None
         started.append(upto)
         return worker
 
-    monkeypatch.setattr(worker._RowWorker, "start", staticmethod(start_on_the_original))
+    monkeypatch.setattr(worker.RowWorker, "start", staticmethod(start_on_the_original))
     return started
 
 
@@ -242,7 +242,7 @@ def test_an_honest_file_gives_the_worker_the_same_digest(
     def no_second_pass(conn: sqlite3.Connection, rows: object) -> RowResult:
         raise AssertionError("the auditor checked the rows again")
 
-    monkeypatch.setattr(engine, "_check_all_rows", no_second_pass)
+    monkeypatch.setattr(engine, "check_all_rows", no_second_pass)
     with Ledger.open(path) as ledger:
         report = audit(ledger, parallel=True)
     assert report.ok, report.violations
@@ -323,7 +323,7 @@ def _no_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object) -> None:
         raise AssertionError("a row worker was started for a PostgreSQL ledger")
 
-    monkeypatch.setattr(worker._RowWorker, "start", staticmethod(refuse))
+    monkeypatch.setattr(worker.RowWorker, "start", staticmethod(refuse))
 
 
 def test_tampered_postgresql_ledger_gives_the_sqlite_report_with_no_row_worker(

@@ -29,8 +29,8 @@ from helpers import (
 from ledger import api
 from ledger.errors import LedgerError
 from ledger.store.sqlite import Ledger
+from ledger.tlog.notes import Checkpoint, format_checkpoint, format_tlog_proof
 from ledger.transparency.check import MAX_PROOF_BYTES, ProofCheck, check_proof
-from ledger.transparency.notes import Checkpoint, format_checkpoint, format_tlog_proof
 from ledger.transparency.proofs import checkpoint
 
 ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}

@@ -1,4 +1,4 @@
-"""Checkpoints, signed notes, note keys and tlog proofs (ledger.transparency.notes)."""
+"""Checkpoints, signed notes, note keys and tlog proofs (ledger.tlog.notes)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from ledger.errors import LedgerError
-from ledger.transparency.merkle import MemoryNodes, inclusion_proof, leaf_hash
-from ledger.transparency.notes import (
+from ledger.tlog.merkle import MemoryNodes, inclusion_proof, leaf_hash
+from ledger.tlog.notes import (
     Checkpoint,
     CheckpointError,
     checkpoint_of_note,

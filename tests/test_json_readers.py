@@ -67,7 +67,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         " audit's budget: LEDGER.md section 13); a result that repeats a key differs from its"
         " replay's canonical bytes (replay-mismatch)"
     ),
-    ("ledger/audit/worker.py", "_RowWorker.result"): "the audit's own row worker's answer",
+    ("ledger/audit/worker.py", "RowWorker.result"): "the audit's own row worker's answer",
     ("ledger/audit/worker.py", "main"): "the audit's own instructions to its row worker",
     ("ledger/operations/verify.py", "_recorded"): "the verifier's own canonical output",
     ("ledger/operations/burn.py", "plan_burn"): (

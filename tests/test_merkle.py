@@ -1,4 +1,4 @@
-"""Unit tests of ledger.transparency.merkle: hashing, the stored-node model, batched reads,
+"""Unit tests of ledger.tlog.merkle: hashing, the stored-node model, batched reads,
 refusals."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ledger.errors import LedgerError
-from ledger.transparency.merkle import (
+from ledger.tlog.merkle import (
     EMPTY_ROOT,
     CompactRange,
     MemoryNodes,

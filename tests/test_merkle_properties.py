@@ -10,7 +10,7 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.transparency.merkle import (
+from ledger.tlog.merkle import (
     MemoryNodes,
     consistency_proof,
     inclusion_proof,
@@ -25,7 +25,7 @@ TREE = MemoryNodes(BODIES)
 
 # ---------------------------------------------------------------------------------------------
 # Reference definitions, written from RFC 9162 section 2.1 without looking at
-# ledger.transparency.merkle.
+# ledger.tlog.merkle.
 
 
 def _h(data: bytes) -> bytes:

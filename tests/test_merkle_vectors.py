@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ledger.transparency.merkle import (
+from ledger.tlog.merkle import (
     EMPTY_ROOT,
     MemoryNodes,
     consistency_proof,

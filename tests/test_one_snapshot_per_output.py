@@ -136,7 +136,7 @@ def test_prove_carries_the_checkpoint_note_it_checked_not_a_second_read(
     from helpers import run_cli
 
     from ledger import operator_files
-    from ledger.transparency.notes import Checkpoint, format_checkpoint
+    from ledger.tlog.notes import Checkpoint, format_checkpoint
 
     _, db = sqlite_verdicts
     with open_store(db, read_only=True) as ledger:

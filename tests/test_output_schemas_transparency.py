@@ -24,7 +24,7 @@ from verdict_ledger import SignedVerdicts, signed_verdict_ledger
 from witness_helpers import FORK, HONEST, START_TIMEOUT_S, Log, Server, Witness
 
 from ledger.store.sqlite import Ledger
-from ledger.transparency.notes import format_checkpoint
+from ledger.tlog.notes import format_checkpoint
 from ledger.transparency.proofs import checkpoint as checkpoint_at
 
 ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}

@@ -345,7 +345,7 @@ def test_a_signed_history_is_the_same_evidence_on_postgresql_and_sqlite(
     """Writer signatures (format 2) are built by the one Writer both stores share: the same
     signed history gives the same signed entries on both, and both audit intact against a
     trusted list that requires every entry signed."""
-    from ledger.transparency.notes import signer_from_seed, verifier_key_for
+    from ledger.tlog.notes import signer_from_seed, verifier_key_for
 
     key = signer_from_seed("writer.example/ci-1", bytes(range(32)))
     key_file = tmp_path / "writer.key"

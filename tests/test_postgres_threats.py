@@ -48,7 +48,7 @@ from pg_server import PgServer
 from ledger.store.base import MAX_OBJECT_BYTES, STATE_TABLES
 from ledger.store.postgres import SCHEMA_VERSION, PostgresLedger
 from ledger.store.sqlite import APPLICATION_ID
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from verifiers.canonical import blake3_address, canonical_bytes
 
 

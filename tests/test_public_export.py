@@ -23,7 +23,7 @@ from helpers import FIXED_TIME, CliResult, run_cli
 from ledger import api
 from ledger.audit.rules import SKIP_NOT_REQUESTED, SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from ledger.errors import LedgerError
-from ledger.transparency.notes import Checkpoint
+from ledger.tlog.notes import Checkpoint
 from verifiers.calibration import GOOD_PATCH, PLANS, patch_bundle
 from verifiers.canonical import canonical_bytes
 

@@ -289,14 +289,14 @@ def test_hijacked_pythonpath_does_not_reach_the_audit_worker(
     path = tmp_path / "l.db"
     api.init_ledger(path, origin="test/settings")
     answers: list[object] = []
-    real_result = worker._RowWorker.result
+    real_result = worker.RowWorker.result
 
-    def recorded(self: worker._RowWorker, count: int, last: tuple[int, str] | None) -> object:
+    def recorded(self: worker.RowWorker, count: int, last: tuple[int, str] | None) -> object:
         answer = real_result(self, count, last)
         answers.append(answer)
         return answer
 
-    monkeypatch.setattr(worker._RowWorker, "result", recorded)
+    monkeypatch.setattr(worker.RowWorker, "result", recorded)
     monkeypatch.setenv("PYTHONPATH", str(evil))
     monkeypatch.chdir(tmp_path / "cwd")
     with api.open_ledger(path, read_only=True) as ledger:

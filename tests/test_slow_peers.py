@@ -26,9 +26,9 @@ from helpers import ORIGIN, append_one, fixed_clock
 from witness_helpers import HONEST, Log
 
 from ledger.store.sqlite import Ledger
-from ledger.transparency.notes import generate_key
-from ledger.transparency.timestamp import TimestampError, ask_tsa
-from ledger.transparency.witness import (
+from ledger.tlog.notes import generate_key
+from ledger.tlog.timestamp import TimestampError, ask_tsa
+from ledger.tlog.witness import (
     generate_cosigner_key,
     parse_cosigner_key,
     parse_cosigner_signer,

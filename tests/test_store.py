@@ -81,7 +81,7 @@ def test_chain_links_every_entry_to_the_one_before(tmp_path: Path) -> None:
 
 
 def _mth(leaves: list[bytes]) -> bytes:
-    """RFC 9162 Merkle tree hash, written out independently of ledger.transparency.merkle."""
+    """RFC 9162 Merkle tree hash, written out independently of ledger.tlog.merkle."""
     if len(leaves) == 1:
         return hashlib.sha256(b"\x00" + leaves[0]).digest()
     k = 1
@@ -462,3 +462,25 @@ def test_a_ledger_whose_owner_deleted_every_entry_is_refused_as_not_a_ledger(
     for args in (["checkpoint"], ["init"]):
         result = run_cli(["--db", str(ledger_path), *args])
         assert (result.code, result.error_code()) == (2, "not-a-ledger"), result.stderr
+
+
+@pytest.mark.parametrize("triggers", [True, False])
+def test_an_in_memory_ledger_is_append_only_unless_it_loads_unchecked_rows(
+    tmp_path: Path, triggers: bool
+) -> None:
+    """``Ledger.in_memory``, the export reader's store: with its triggers an entry out of order
+    is refused as a file ledger refuses it; without them (an export being loaded for the audit
+    to judge) it goes in, and nothing is written beside the label."""
+    ledger, conn = Ledger.in_memory(tmp_path / "x.jsonl", clock=fixed_clock, triggers=triggers)
+    row = (5, "sha256:" + "0" * 64, "sha256:" + "1" * 64, "genesis", b"", b"{}")
+    insert = "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)"
+    try:
+        if triggers:
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                conn.execute(insert, row)
+        else:
+            conn.execute(insert, row)
+        assert ledger.size() == (0 if triggers else 6)
+    finally:
+        conn.close()
+    assert list(tmp_path.iterdir()) == []

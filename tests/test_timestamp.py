@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.transparency.timestamp import (
+from ledger.tlog.timestamp import (
     MAX_RESPONSE_BYTES,
     TimestampError,
     ask_tsa,

@@ -24,7 +24,7 @@ from helpers import AUDIT, ORIGIN, append_one, fixed_clock, run_cli
 from witness_helpers import Log, Witness
 
 from ledger.store.sqlite import Ledger
-from ledger.transparency.timestamp import check_timestamp, load_roots
+from ledger.tlog.timestamp import check_timestamp, load_roots
 from tools.tsa import POLICY, LocalTsa
 
 
@@ -358,7 +358,7 @@ def _audit_codes(setup: Setup) -> list[str]:
 
 
 def _current(setup: Setup) -> dict[str, object]:
-    from ledger.transparency.notes import sign_checkpoint
+    from ledger.tlog.notes import sign_checkpoint
     from ledger.transparency.proofs import checkpoint
 
     with Ledger.open_read_only(setup.db) as ledger:
@@ -385,9 +385,9 @@ def test_an_entry_written_before_timestamps_reads_and_audits_intact(setup: Setup
     """A checkpoint.witnessed entry of the earlier format (no ``timestamps``) decodes to the
     same body bytes and audits intact."""
     from ledger.format.payloads import CheckpointWitnessed, decode_payload
-    from ledger.transparency.notes import format_checkpoint
+    from ledger.tlog.notes import format_checkpoint
+    from ledger.tlog.witness import cosign, parse_cosigner_signer
     from ledger.transparency.proofs import checkpoint
-    from ledger.transparency.witness import cosign, parse_cosigner_signer
 
     witness = Witness(setup.root / "w1", setup.log, name="w1.example/w")
     with Ledger.open_read_only(setup.db) as ledger:
@@ -415,7 +415,7 @@ def test_an_entry_written_before_timestamps_reads_and_audits_intact(setup: Setup
 
 def _stamped(url: str, note: str) -> dict[str, object]:
     """A real timestamp over ``note`` from the TSA at ``url``, as a payload item."""
-    from ledger.transparency.timestamp import ask_tsa, check_answer, request_for
+    from ledger.tlog.timestamp import ask_tsa, check_answer, request_for
 
     query = request_for(note)
     token = ask_tsa(url, query.as_bytes(), timeout=30)
@@ -503,7 +503,7 @@ def test_a_recorded_token_that_carries_no_root_is_flagged(setup: Setup) -> None:
     config = leaf_only.folder / "tsa.cnf"
     config.write_text(config.read_text().replace("certs = $dir/ca.pem", "certs = $dir/tsa.pem"))
     base = _current(setup)
-    from ledger.transparency.timestamp import request_for
+    from ledger.tlog.timestamp import request_for
 
     query = request_for(str(base["note"]))
     token = leaf_only.reply(query.as_bytes())
@@ -519,7 +519,7 @@ def test_a_recorded_token_that_carries_no_root_is_flagged(setup: Setup) -> None:
 def _leaf_only_item(setup: Setup, tsa: LocalTsa) -> tuple[dict[str, object], dict[str, object]]:
     """(the current checkpoint's payload base, a timestamp item over its note from ``tsa``,
     recorded with the root it was checked under, as ``checkpoint --tsa-ca`` records it)."""
-    from ledger.transparency.timestamp import request_for
+    from ledger.tlog.timestamp import request_for
 
     base = _current(setup)
     query = request_for(str(base["note"]))
@@ -582,7 +582,7 @@ def test_a_reader_checks_a_recorded_timestamp_against_the_roots_it_trusts(
     setup: Setup, tsa: tuple[LocalTsa, str]
 ) -> None:
     from ledger.format.payloads import Timestamped
-    from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp
+    from ledger.tlog.timestamp import TimestampError, check_recorded_timestamp
 
     local, url = tsa
     note = str(_current(setup)["note"])

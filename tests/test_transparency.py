@@ -1,7 +1,7 @@
 """Checkpoints and proofs through the CLI (LEDGER.md "Merkle tree, checkpoints and proofs").
 
 Every proof the CLI prints is checked by an RFC 9162 verifier written here from the recursive
-definitions (MTH, PATH, SUBPROOF), independent of ``ledger.transparency.merkle``. The attacks are
+definitions (MTH, PATH, SUBPROOF), independent of ``ledger.tlog.merkle``. The attacks are
 played with plain sqlite3 on a copy of the file: a rewrite whose chain is recomputed, a full
 rewrite (chain and tree), and a truncation; each is named with the test that stops it.
 """
@@ -35,8 +35,8 @@ from helpers import (
 )
 
 from ledger.store.sqlite import Ledger
-from ledger.transparency import merkle
-from ledger.transparency.notes import (
+from ledger.tlog import merkle
+from ledger.tlog.notes import (
     CheckpointError,
     checkpoint_of_note,
     parse_tlog_proof,

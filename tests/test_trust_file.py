@@ -22,9 +22,9 @@ from ledger.api import load_key
 from ledger.errors import LedgerError
 from ledger.format.trust import MAX_TRUST_BYTES, encode_trust, new_trust, parse_trust
 from ledger.store.sqlite import Ledger
-from ledger.transparency.notes import generate_key, sign_checkpoint
+from ledger.tlog.notes import generate_key, sign_checkpoint
+from ledger.tlog.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 from ledger.transparency.proofs import checkpoint
-from ledger.transparency.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 from tools.tsa import LocalTsa
 
 SCHEMA = json.loads((REPO_DIR / "schemas" / "trust-v1.schema.json").read_text())

@@ -180,7 +180,7 @@ def test_owner_rewriting_the_head_stops_every_write_naming_the_seq(tmp_path: Pat
 
 def _with_leaf(conn: object, seq: int) -> None:
     """The row's stored leaf node made its (rewritten) body's."""
-    from ledger.transparency import merkle
+    from ledger.tlog import merkle
 
     (body, nodes) = conn.execute(  # type: ignore[attr-defined]
         "SELECT body, nodes FROM entries WHERE seq = ?", (seq,)
@@ -241,7 +241,7 @@ def test_entry_spliced_in_from_another_chain_is_refused_by_its_prev_link(
 def test_prove_refuses_a_row_rewritten_whole_with_its_leaf(demo: Demo, tmp_path: Path) -> None:
     """The body, its hash, the next row's link and its own stored leaf all rewritten: the
     stored tree's root still covers the old body, so ``prove`` refuses rather than prove it."""
-    from ledger.transparency import merkle
+    from ledger.tlog import merkle
 
     db = _forged(demo, tmp_path, recompute_hash=True)
     with attacker(db) as conn:
@@ -263,13 +263,13 @@ def test_prove_refuses_a_row_rewritten_whole_with_its_leaf(demo: Demo, tmp_path:
 
 # SQL that reads the body column of the entries table.
 ENTRY_BODY_SQL = re.compile(r"\b(?:FROM|JOIN)\s+entries\b")
-RAW_ACCESSORS = frozenset({"unchecked_entry_rows", "_row_entry"})
+RAW_ACCESSORS = frozenset({"unchecked_entry_rows", "row_entry"})
 # (module, function) -> why it may read entry bodies (or call a raw accessor, or build an
 # Entry) without the checked read. Anything else found fails the test.
 ALLOWED: dict[tuple[str, str], str] = {
     ("store/base.py", "<module>"): "_ENTRY_READ, the checked read's own SQL",
     ("store/base.py", "_checked_entry"): "the check itself",
-    ("store/base.py", "_row_entry"): "the decode alone, behind the check and the raw row checks",
+    ("store/base.py", "row_entry"): "the decode alone, behind the check and the raw row checks",
     ("store/base.py", "Store.unchecked_entry_rows"): "the raw accessor (copy, an export's audit)",
     ("store/base.py", "Writer.append"): "the write: builds the Entry it appends",
     ("store/base.py", "Writer.append_verbatim"): "the write of a body given (copy): decodes it",
@@ -316,7 +316,7 @@ def test_the_entry_read_scan_finds_what_it_looks_for() -> None:
     source = """
 def sneaky(conn, ledger):
     conn.execute("SELECT seq, body FROM entries WHERE seq = ?", (1,))
-    return list(ledger.unchecked_entry_rows()), _row_entry(1, "h", b"")
+    return list(ledger.unchecked_entry_rows()), row_entry(1, "h", b"")
 
 class Reader:
     def joined(self, conn):
@@ -325,7 +325,7 @@ class Reader:
     assert entry_reads(source) == {
         ("sneaky", "SQL reading entries.body"),
         ("sneaky", "calls unchecked_entry_rows"),
-        ("sneaky", "calls _row_entry"),
+        ("sneaky", "calls row_entry"),
         ("Reader.joined", "SQL reading entries.body"),
         ("Reader.joined", "makes an Entry"),
     }

@@ -15,10 +15,10 @@ from helpers import FIXED_TIME, CliResult, make_ledger, run_cli
 from output_schemas import validate_output
 
 from ledger.store.sqlite import Ledger
+from ledger.tlog.notes import format_checkpoint, generate_key, sign_checkpoint
+from ledger.tlog.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 from ledger.transparency.check import check_proof
-from ledger.transparency.notes import format_checkpoint, generate_key, sign_checkpoint
 from ledger.transparency.proofs import checkpoint
-from ledger.transparency.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 
 ORIGIN = "test.example/cosigned"
 W1 = generate_cosigner_key("w1.example/w", b"\x01" * 32)

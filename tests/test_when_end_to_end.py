@@ -28,15 +28,15 @@ from output_schemas import validate_output
 from witness_helpers import Log, Server, Witness
 
 from ledger.store.sqlite import Ledger
-from ledger.transparency.notes import sign_checkpoint
-from ledger.transparency.proofs import checkpoint
-from ledger.transparency.witness import (
+from ledger.tlog.notes import sign_checkpoint
+from ledger.tlog.witness import (
     cosign,
     format_add_checkpoint,
     generate_cosigner_key,
     parse_cosigner_key,
     parse_cosigner_signer,
 )
+from ledger.transparency.proofs import checkpoint
 from tools.tsa import LocalTsa
 
 ORIGIN = "when.example/ledger"
@@ -406,7 +406,7 @@ def test_a_cosigned_checkpoint_of_another_history_anchors_nothing_in_this_file(
 def test_a_forked_ledger_presented_to_a_witness_is_refused_and_the_refusal_is_evidence(
     world: World, tmp_path: Path
 ) -> None:
-    from ledger.transparency.notes import checkpoint_of_note, open_note
+    from ledger.tlog.notes import checkpoint_of_note, open_note
 
     world.freeze()
     fork = tmp_path / "fork.db"
@@ -492,8 +492,8 @@ def _append_anchor(
     db: Path, note: str, cosignatures: list[tuple[str, str]], timestamp: int | None = None
 ) -> None:
     """Record a checkpoint.witnessed entry as a writer other than `checkpoint --witness` would."""
-    from ledger.transparency.notes import checkpoint_of_note
-    from ledger.transparency.witness import parse_cosignature
+    from ledger.tlog.notes import checkpoint_of_note
+    from ledger.tlog.witness import parse_cosignature
 
     cp = checkpoint_of_note(note)
     items = []
@@ -596,7 +596,7 @@ def test_an_anchor_that_is_not_this_ledger_s_checkpoint_fails_the_statement(
     """A writer records a genuine cosignature by a trusted witness (its key file, here) beside
     a checkpoint that is not this ledger's tree: another origin, a payload root or size other
     than the note's, a note that does not parse, a tree larger than the entry's own seq."""
-    from ledger.transparency.notes import Checkpoint, format_checkpoint
+    from ledger.tlog.notes import Checkpoint, format_checkpoint
 
     frozen = world.freeze()
     with Ledger.open_read_only(world.db) as ledger:
@@ -637,7 +637,7 @@ def test_an_anchor_older_than_the_entries_it_covers_fixes_nothing(world: World, 
     entry written with a clock at 9999-12-31, covered by a cosignature made today. `when`
     does not state "fixed by" from an anchor older than an entry it covers: the anchor is not
     used and the contradiction is a finding (the statement does not hold, exit 1)."""
-    from ledger.transparency.notes import format_checkpoint
+    from ledger.tlog.notes import format_checkpoint
 
     world.freeze()
     at = 978_307_200  # 2001-01-01T00:00:00Z

@@ -20,10 +20,10 @@ from verdict_ledger import build_verdict_ledger
 from ledger import api
 from ledger.errors import LedgerError
 from ledger.store.sqlite import Ledger
+from ledger.tlog.notes import format_checkpoint, sign_checkpoint, signer_from_seed
+from ledger.tlog.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 from ledger.transparency.export import export
-from ledger.transparency.notes import format_checkpoint, sign_checkpoint, signer_from_seed
 from ledger.transparency.proofs import checkpoint
-from ledger.transparency.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 
 ORIGIN = "test.example/when-hostile"
 TASK = "test/cohort-a/task-000"

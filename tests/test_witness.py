@@ -1,4 +1,4 @@
-"""The witness's pure side (ledger.transparency.witness): cosignature/v1 bytes, the
+"""The witness's pure side (ledger.tlog.witness): cosignature/v1 bytes, the
 add-checkpoint grammar and the decision, against the C2SP spec text, its examples, a
 transparency-dev test vector, and an independent verifier written here from the spec.
 """
@@ -13,9 +13,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ledger.transparency.merkle import MemoryNodes, consistency_proof
-from ledger.transparency.notes import Checkpoint, generate_key, sign_checkpoint
-from ledger.transparency.witness import (
+from ledger.tlog.merkle import MemoryNodes, consistency_proof
+from ledger.tlog.notes import Checkpoint, generate_key, sign_checkpoint
+from ledger.tlog.witness import (
     Answer,
     CosignerSigner,
     Head,

@@ -17,8 +17,8 @@ import pytest
 from helpers import cli_env, ledger_command, run_cli
 from witness_helpers import FORK, HONEST, ORIGIN, START_TIMEOUT_S, Log, Server, Witness
 
-from ledger.transparency.notes import generate_key
-from ledger.transparency.witness import MAX_REQUEST_BYTES, format_add_checkpoint
+from ledger.tlog.notes import generate_key
+from ledger.tlog.witness import MAX_REQUEST_BYTES, format_add_checkpoint
 
 
 @pytest.fixture

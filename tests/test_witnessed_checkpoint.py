@@ -15,8 +15,8 @@ from helpers import AUDIT, ORIGIN, append_one, fixed_clock, run_cli
 from witness_helpers import Log, Witness
 
 from ledger.store.sqlite import Ledger
-from ledger.transparency.notes import checkpoint_of_note, format_checkpoint
-from ledger.transparency.witness import (
+from ledger.tlog.notes import checkpoint_of_note, format_checkpoint
+from ledger.tlog.witness import (
     cosign,
     parse_cosigner_key,
     parse_cosigner_signer,
@@ -212,7 +212,7 @@ def _append_witnessed(
     """Append a checkpoint.witnessed entry for the current tree, cosigned locally by w1's key at
     ``at`` (stated as ``stated_timestamp``, default the same), with ``change`` applied to the
     payload (what a buggy or dishonest writer would record)."""
-    from ledger.transparency.notes import sign_checkpoint
+    from ledger.tlog.notes import sign_checkpoint
     from ledger.transparency.proofs import checkpoint
 
     ledger = Ledger.open(setup.db, clock=fixed_clock)
@@ -274,7 +274,7 @@ def test_the_audit_flags_a_timestamp_other_than_the_cosignature_s(setup: Setup) 
 
 
 def test_the_audit_flags_a_witnessed_root_that_is_not_the_ledger_s(setup: Setup) -> None:
-    from ledger.transparency.notes import Checkpoint, sign_checkpoint
+    from ledger.tlog.notes import Checkpoint, sign_checkpoint
 
     forged = Checkpoint(ORIGIN, 5, b"\x07" * 32)
     _append_witnessed(
@@ -334,7 +334,7 @@ def test_the_audit_flags_a_witnessed_note_that_does_not_parse(setup: Setup) -> N
 
 
 def test_the_audit_flags_a_witnessed_checkpoint_of_another_origin(setup: Setup) -> None:
-    from ledger.transparency.notes import Checkpoint, generate_key, sign_checkpoint
+    from ledger.tlog.notes import Checkpoint, generate_key, sign_checkpoint
 
     ledger = Ledger.open_read_only(setup.db)
     try:
@@ -354,7 +354,7 @@ def test_the_audit_flags_a_root_hash_other_than_the_note_s(setup: Setup) -> None
 
 
 def test_the_audit_flags_a_witnessed_checkpoint_that_covers_its_own_entry(setup: Setup) -> None:
-    from ledger.transparency.notes import Checkpoint, sign_checkpoint
+    from ledger.tlog.notes import Checkpoint, sign_checkpoint
 
     ahead = Checkpoint(ORIGIN, 6, b"\x02" * 32)  # the entry is seq 5: a tree of 6 includes it
     _append_witnessed(
@@ -372,7 +372,7 @@ def test_asking_no_witness_is_refused_by_the_library_too(tmp_path: Path) -> None
     """The CLI only asks when --witness is given; a library caller with none gets the same
     refusal, and nothing is written."""
     from ledger.errors import UsageError
-    from ledger.transparency.notes import generate_key
+    from ledger.tlog.notes import generate_key
     from ledger.transparency.witnessing import witness_checkpoint
 
     ledger, _ = Ledger.create(tmp_path / "l.db", origin="test.example/none")
@@ -386,8 +386,8 @@ def test_asking_no_witness_is_refused_by_the_library_too(tmp_path: Path) -> None
 
 def test_asking_more_witnesses_than_the_limit_is_refused(tmp_path: Path) -> None:
     from ledger.errors import UsageError
-    from ledger.transparency.notes import generate_key
-    from ledger.transparency.witness import generate_cosigner_key
+    from ledger.tlog.notes import generate_key
+    from ledger.tlog.witness import generate_cosigner_key
     from ledger.transparency.witnessing import (
         MAX_WITNESSES,
         parse_witness_option,

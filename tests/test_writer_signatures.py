@@ -55,8 +55,8 @@ from ledger.format.entries import (
 )
 from ledger.format.signing import WriterKey, signature_problem
 from ledger.store.opening import create_store, open_store
-from ledger.transparency import merkle
-from ledger.transparency.notes import sign_note, signer_from_seed, verifier_key_for
+from ledger.tlog import merkle
+from ledger.tlog.notes import sign_note, signer_from_seed, verifier_key_for
 from verifiers.canonical import canonical_bytes
 
 Db = Path | str  # a SQLite file, or a PostgreSQL database's URL
@@ -236,7 +236,7 @@ def test_signed_body_is_the_unsigned_fields_plus_signature_over_the_documented_b
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    from ledger.transparency.notes import parse_verifier_key
+    from ledger.tlog.notes import parse_verifier_key
 
     public = Ed25519PublicKey.from_public_bytes(parse_verifier_key(key.key).public_key)
     public.verify(b64decode(signature["sig"]), message)  # raises if not the documented bytes
@@ -736,7 +736,7 @@ def test_signed_log_and_show_outputs_hold_to_their_published_schemas(
 def test_trusted_signers_beyond_the_bounds_are_refused_before_use() -> None:
     from ledger.errors import UsageError
     from ledger.format.signing import MAX_SIGNERS_BYTES, MAX_TRUSTED_KEYS, parse_trusted_signers
-    from ledger.transparency.notes import VerifierKey, key_id, parse_verifier_key
+    from ledger.tlog.notes import VerifierKey, key_id, parse_verifier_key
 
     public = parse_verifier_key(verifier_key_for(ALICE)).public_key
     many = [

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from helpers import cli_env, ledger_command, run_cli
 
-from ledger.transparency.merkle import MemoryNodes, consistency_proof
-from ledger.transparency.notes import Checkpoint, generate_key, sign_checkpoint
-from ledger.transparency.witness import (
+from ledger.tlog.merkle import MemoryNodes, consistency_proof
+from ledger.tlog.notes import Checkpoint, generate_key, sign_checkpoint
+from ledger.tlog.witness import (
     format_add_checkpoint,
     parse_cosigner_key,
     verify_cosignature,

@@ -18,7 +18,6 @@ from typing import Any, Final
 import msgspec
 
 from ledger.audit.report import (
-    _RECENT_REFS,
     AFTER_ROWS,
     BAD_FORMAT,
     BODY_MALFORMED,
@@ -38,25 +37,26 @@ from ledger.audit.report import (
     P_BODY,
     P_CANONICAL,
     P_RULES,
+    RECENT_REFS,
     REFS_INVALID,
     TIME_INVALID,
     TIME_REGRESSED,
     UNKNOWN_KIND,
     AuditReport,
+    Collector,
     EntryObserver,
     Violation,
-    _Collector,
 )
 from ledger.audit.rows import (
-    _ROWS_SQL,
+    ROWS_SQL,
+    RowChecks,
     RowDigest,
     RowResult,
-    _as_bytes,
-    _check_all_rows,
-    _RowChecks,
+    check_all_rows,
+    column_bytes,
 )
 from ledger.audit.state_index import StateIndexCheck
-from ledger.audit.worker import _RowWorker, _wants_worker
+from ledger.audit.worker import RowWorker, wants_worker
 from ledger.format.entries import (
     FORMATS,
     GENESIS_KIND,
@@ -71,7 +71,7 @@ from ledger.format.entries import (
 from ledger.format.payloads import PAYLOADS, LedgerCreated, TypedBody
 from ledger.store.base import Db
 from ledger.store.base import Store as Ledger
-from ledger.transparency.notes import Checkpoint
+from ledger.tlog.notes import Checkpoint
 from verifiers.canonical import (
     blake3_address,
     checking_decoder,
@@ -107,8 +107,8 @@ def audit(
         head = conn.execute("SELECT max(seq) FROM entries").fetchone()[0]
         upto = head if isinstance(head, int) else -1
         worker = (
-            _RowWorker.start(conn, wanted_sizes, upto, ledger.busy_timeout_ms)
-            if _wants_worker(conn, parallel)
+            RowWorker.start(conn, wanted_sizes, upto, ledger.busy_timeout_ms)
+            if wants_worker(conn, parallel)
             else None
         )
         try:
@@ -149,7 +149,7 @@ def audit_snapshot(ledger: Ledger) -> AbstractContextManager[Db]:
 
 def _audit_snapshot(
     conn: Db,
-    worker: _RowWorker | None,
+    worker: RowWorker | None,
     derived: StateIndexCheck,
     observers: list[EntryObserver],
     progress: Callable[[int, int], None] | None,
@@ -160,8 +160,8 @@ def _audit_snapshot(
 ) -> AuditReport:
     """One pass over the rows (bodies, rules; the row checks too unless a worker has them),
     the row checks' answer, then everything that needs the whole file, then the checkpoints."""
-    report = _Collector()
-    inline = None if worker is not None else _RowChecks(report, wanted_sizes)
+    report = Collector()
+    inline = None if worker is not None else RowChecks(report, wanted_sizes)
     # With a worker, what this process read, to prove the worker read the same (``RowDigest``).
     seen = RowDigest() if worker is not None else None
     count, last = _entry_pass(conn, report, inline, seen, observers, derived, progress, total)
@@ -198,8 +198,8 @@ def _audit_snapshot(
 
 def _entry_pass(
     conn: Db,
-    report: _Collector,
-    inline: _RowChecks | None,
+    report: Collector,
+    inline: RowChecks | None,
     seen: RowDigest | None,
     observers: list[EntryObserver],
     derived: StateIndexCheck,
@@ -214,13 +214,13 @@ def _entry_pass(
     recent_refs: set[str] = set()
     count = 0
     last: tuple[int, str] | None = None
-    for seq, row_prev, row_hash, row_kind, body, nodes in conn.scan(_ROWS_SQL):
+    for seq, row_prev, row_hash, row_kind, body, nodes in conn.scan(ROWS_SQL):
         if inline is not None:
             data = inline.chain(seq, row_prev, row_hash, row_kind, body)
         else:
             if seen is not None:
                 seen.add(seq, row_prev, row_hash, row_kind, nodes, body)
-            data = _as_bytes(body)
+            data = column_bytes(body)
         entry = _check_body(
             seq,
             row_prev,
@@ -249,7 +249,7 @@ def _entry_pass(
         if len(ref_buffer) >= 10_000:
             conn.executemany(_ADD_REF, ref_buffer)
             ref_buffer.clear()
-            if len(recent_refs) > _RECENT_REFS:
+            if len(recent_refs) > RECENT_REFS:
                 recent_refs.clear()
         last = (seq, row_hash)
         count += 1
@@ -264,9 +264,9 @@ def _entry_pass(
 
 def _row_answer(
     conn: Db,
-    report: _Collector,
-    worker: _RowWorker | None,
-    inline: _RowChecks | None,
+    report: Collector,
+    worker: RowWorker | None,
+    inline: RowChecks | None,
     seen: RowDigest | None,
     count: int,
     last: tuple[int, str] | None,
@@ -285,7 +285,7 @@ def _row_answer(
     if rows is None:
         # Inline from the start, or the worker gave no usable answer: check here.
         if inline is None:
-            rows = _check_all_rows(conn, _RowChecks(report, wanted_sizes))
+            rows = check_all_rows(conn, RowChecks(report, wanted_sizes))
         else:
             rows = inline.finish()
     else:
@@ -308,7 +308,7 @@ def _row_answer(
 
 def _whole_file_checks(
     conn: Db,
-    report: _Collector,
+    report: Collector,
     observers: list[EntryObserver],
     derived: StateIndexCheck,
     withheld: Collection[str],
@@ -433,7 +433,7 @@ def _check_body(
     row_kind: str,
     body: bytes,
     prev_time: str | None,
-    collector: _Collector,
+    collector: Collector,
     row: int,
     *,
     canonical: bool,

@@ -4,7 +4,7 @@ A replay needs nothing from any other verification: the stored plan, WorkUnit an
 (read and hashed by the auditor, as one process reads them), the entry's time and the stored
 result. ``ReplayJob`` carries exactly those bytes to a worker process, which decodes, judges and
 compares (``answer``) and sends back at most one violation. The auditor reserves the place in
-the report where one sequential pass would have reported it (``_Collector.reserve``) before the
+the report where one sequential pass would have reported it (``Collector.reserve``) before the
 job leaves, so the report is byte for byte the single-process one. At most ``in_flight`` jobs
 (and their bytes) are held at once: memory does not grow with the ledger. A pool that fails in
 any way (a worker killed, a job that cannot be sent) is dropped: that job and every later one is

@@ -13,7 +13,7 @@ import msgspec
 from ledger.format.entries import Entry
 
 MAX_REPORTED: Final = 1000
-_RECENT_REFS: Final = 50_000  # addresses remembered to skip repeated TEMP inserts (~6 MB)
+RECENT_REFS: Final = 50_000  # addresses remembered to skip repeated TEMP inserts (~6 MB)
 # The only media types the ledger writes (documents, and bundle files as read).
 MEDIA_TYPES: Final = frozenset({"application/json", "application/octet-stream"})
 
@@ -121,7 +121,10 @@ AFTER_ROWS: Final = 1 << 62
 Position = tuple[int, int, int]
 
 
-class _Collector:
+class Collector:
+    """Where every check of one audit pass reports its violations (rows, rules, replays), each
+    kept at the position this pass reaches it, so the report is in one order whoever found it."""
+
     def __init__(self) -> None:
         self.kept: list[tuple[Position, Violation]] = []
         self.count = 0
@@ -156,6 +159,6 @@ class _Collector:
         self.kept.sort(key=lambda item: item[0])
         del self.kept[MAX_REPORTED:]
 
-    def at(self, row: int, phase: int) -> _Collector:
+    def at(self, row: int, phase: int) -> Collector:
         self.row, self.phase = row, phase
         return self

@@ -22,12 +22,12 @@ from ledger.audit.report import (
     PREV_MISMATCH,
     SEQ_GAP,
     TREE_MISMATCH,
+    Collector,
     Violation,
-    _Collector,
 )
 from ledger.format.entries import GENESIS_PREV
 from ledger.store.base import Db
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from verifiers.canonical import blake3_address, is_canonical
 
 
@@ -46,13 +46,14 @@ class RowResult(msgspec.Struct, frozen=True):
     digest: bytes = b""  # ``RowDigest`` of every row the worker read (empty when inline)
 
 
-def _as_bytes(body: object) -> bytes:
+def column_bytes(body: object) -> bytes:
+    """A body column as the bytes the audit hashes, whatever a tampered row stored there."""
     # Another SQLite storage class is hashed in its text form (never bytes(int), which would
     # allocate that many zero bytes).
     return body if isinstance(body, bytes) else str(body).encode("utf-8", "surrogatepass")
 
 
-_ROWS_SQL: Final = "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries ORDER BY seq"
+ROWS_SQL: Final = "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries ORDER BY seq"
 # The worker reads exactly the rows of the auditor's snapshot: those up to its head.
 _ROWS_UPTO_SQL: Final = (
     "SELECT seq, prev_hash, entry_hash, kind, body, nodes FROM entries WHERE seq <= ? ORDER BY seq"
@@ -134,7 +135,7 @@ def _tagged(value: object) -> bytes:
     return _HEAD(tag, len(data)) + data
 
 
-class _RowChecks:
+class RowChecks:
     """The checks of each row that need no decoded entry: the chain, canonical form (when
     asked), and the stored Merkle nodes against the ones recomputed from the bodies.
 
@@ -142,7 +143,7 @@ class _RowChecks:
     by ``audit`` or, on big ledgers, by a second process (``ledger.audit.worker``).
     """
 
-    def __init__(self, report: _Collector, wanted_sizes: Collection[int]) -> None:
+    def __init__(self, report: Collector, wanted_sizes: Collection[int]) -> None:
         self.report = report
         self.wanted_sizes = set(wanted_sizes)
         self.rows = 0
@@ -174,7 +175,7 @@ class _RowChecks:
                     f"body is stored as {type(body).__name__}, not a BLOB",
                 )
             )
-        data = _as_bytes(body)
+        data = column_bytes(body)
         if seq != self._expected_seq:
             report(
                 Violation(
@@ -260,7 +261,7 @@ def check_rows(conn: Db, wanted_sizes: Collection[int], upto: int) -> RowResult:
     """Every row check over the rows of ``conn``'s snapshot up to seq ``upto``, with the
     ``RowDigest`` of those rows: the worker's whole job."""
     digest = RowDigest()
-    rows = _RowChecks(_Collector(), wanted_sizes)
+    rows = RowChecks(Collector(), wanted_sizes)
     for seq, row_prev, row_hash, row_kind, body, nodes in conn.scan(_ROWS_UPTO_SQL, (upto,)):
         digest.add(seq, row_prev, row_hash, row_kind, nodes, body)
         data = rows.chain(seq, row_prev, row_hash, row_kind, body)
@@ -269,8 +270,10 @@ def check_rows(conn: Db, wanted_sizes: Collection[int], upto: int) -> RowResult:
     return msgspec.structs.replace(rows.finish(), digest=digest.digest())
 
 
-def _check_all_rows(conn: Db, rows: _RowChecks) -> RowResult:
-    for seq, row_prev, row_hash, row_kind, body, nodes in conn.scan(_ROWS_SQL):
+def check_all_rows(conn: Db, rows: RowChecks) -> RowResult:
+    """Every row of ``entries`` through ``rows``, in this process (``check_rows`` is the worker's,
+    up to the auditor's head)."""
+    for seq, row_prev, row_hash, row_kind, body, nodes in conn.scan(ROWS_SQL):
         data = rows.chain(seq, row_prev, row_hash, row_kind, body)
         rows.canonical(seq, row_kind, data)
         rows.tree(seq, row_hash, row_kind, data, nodes)

@@ -25,7 +25,7 @@ from ledger.audit.replay import (
     answer,
     wants_pool,
 )
-from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Violation, _Collector
+from ledger.audit.report import OBJECT_DIGEST_MISMATCH, Collector, Violation
 from ledger.documents.cohort import decode_burn_notice, decode_cohort, definition_digest
 from ledger.errors import LedgerError
 from ledger.format.entries import (
@@ -59,9 +59,9 @@ from ledger.state import (
 )
 from ledger.store.base import ObjectCorruptError, StoredObject
 from ledger.store.base import Store as Ledger
-from ledger.transparency import merkle
-from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
-from ledger.transparency.witness import WitnessError, parse_cosigner_key, verify_cosignature
+from ledger.tlog import merkle
+from ledger.tlog.notes import CheckpointError, parse_checkpoint, split_note
+from ledger.tlog.witness import WitnessError, parse_cosigner_key, verify_cosignature
 from verifiers.canonical import MAX_DEPTH, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
@@ -445,7 +445,7 @@ class CommitmentRules:
         self, entry: Entry, note: str, stamps: list[Timestamped], report: Report
     ) -> list[tuple[str, int]]:  # fmt: skip
         # Imported here: rfc3161-client is loaded only by an audit that meets a timestamp.
-        from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp
+        from ledger.tlog.timestamp import TimestampError, check_recorded_timestamp
 
         times: list[tuple[str, int]] = []
         for index, item in enumerate(stamps):
@@ -1109,8 +1109,8 @@ class CommitmentRules:
             outcome=payload.outcome,
             runner_version=payload.runner_version,
         )
-        pool = self._replay_pool() if isinstance(report, _Collector) else None
-        if pool is None or not isinstance(report, _Collector):
+        pool = self._replay_pool() if isinstance(report, Collector) else None
+        if pool is None or not isinstance(report, Collector):
             self._replayed(entry, answer(job, self._decodings), report)
             return
         # Reported later, where this pass would have reported it: the position is taken now.

@@ -1,4 +1,4 @@
-"""The audit's row checks in a process of their own (``main``, started by ``_RowWorker``).
+"""The audit's row checks in a process of their own (``main``, started by ``RowWorker``).
 
 Started by ``ledger.audit.engine.audit`` on big ledgers. It reads ``[upto, checkpoint sizes,
 busy timeout ms]`` (JSON) from stdin, checks every row up to seq ``upto`` of its own read-only
@@ -37,7 +37,7 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _wants_worker(conn: Db, parallel: bool | None) -> bool:
+def wants_worker(conn: Db, parallel: bool | None) -> bool:
     """``parallel``: True / False, or None (``auto``: from ``PARALLEL_MIN_ROWS`` entries on two
     CPUs). The caller decides; ``LEDGER_AUDIT_PARALLEL`` is read at the edge (ledger.settings)."""
     if parallel is False or not conn.main_file():
@@ -48,7 +48,7 @@ def _wants_worker(conn: Db, parallel: bool | None) -> bool:
     return isinstance(head, int) and head + 1 >= PARALLEL_MIN_ROWS and _cpus() >= 2
 
 
-class _RowWorker:
+class RowWorker:
     """The row checks in a second process (``ledger.audit.worker.main``), on its own
     read-only snapshot of the rows up to this snapshot's head. The second process opens the
     file by its path, later: whoever owns the file can show it other bytes. Its answer is used
@@ -67,7 +67,7 @@ class _RowWorker:
         wanted_sizes: Collection[int],
         upto: int,
         busy_timeout_ms: int,
-    ) -> _RowWorker | None:
+    ) -> RowWorker | None:
         # The folder holding this ``ledger`` package: the child imports the same code (a copy
         # under test, a checkout) whatever the environment or the working folder holds.
         package_root = str(Path(__file__).resolve().parent.parent.parent)

@@ -1871,7 +1871,7 @@ def _read_text_file(path: Path, limit: int, what: str) -> str:
 
 def _load_checkpoint(path: Path, key: str | None) -> Any:
     """A kept checkpoint; with ``key`` (a verifier key string), it must carry its signature."""
-    from ledger.transparency.notes import checkpoint_of_note, open_checkpoint
+    from ledger.tlog.notes import checkpoint_of_note, open_checkpoint
 
     note = _read_text_file(path, 256 * 1024, "checkpoint")
     if key is None:
@@ -1893,7 +1893,7 @@ def keygen(
 ) -> int:
     """Create an Ed25519 key pair for signing checkpoints (--sign) or the entries a writer
     appends (ledger --signer PREFIX.key); C2SP signed-note key format."""
-    from ledger.transparency.notes import generate_key
+    from ledger.tlog.notes import generate_key
 
     if name is None:
         with _open_ledger(read_only=True) as ledger:
@@ -2024,7 +2024,7 @@ def _witnessed_checkpoint(
     tsas: list[str],
     tsa_ca: Path | None,
 ) -> int:
-    from ledger.transparency.timestamp import MAX_CA_BYTES, load_roots
+    from ledger.tlog.timestamp import MAX_CA_BYTES, load_roots
     from ledger.transparency.witnessing import witness_checkpoint
 
     if signer is None:
@@ -2145,7 +2145,7 @@ def prove(
     as_json: JsonOpt = False,
 ) -> int:
     """Inclusion proof of one entry, or consistency proof from an old checkpoint (RFC 9162)."""
-    from ledger.transparency.notes import checkpoint_of_note, format_checkpoint, format_tlog_proof
+    from ledger.tlog.notes import checkpoint_of_note, format_checkpoint, format_tlog_proof
     from ledger.transparency.proofs import check_origin, prove_consistency, prove_inclusion
 
     if (seq is None) == (consistency is None):

@@ -1,7 +1,7 @@
 """The witness commands: ``ledger witness keygen``, ``init``, ``serve`` and ``evidence``
 (LEDGER.md section 7, "Witness").
 
-Thin wrappers over ``ledger.transparency.witness`` (the decision, cosignatures) and
+Thin wrappers over ``ledger.tlog.witness`` (the decision, cosignatures) and
 ``ledger.transparency.witness_server`` (the state and the HTTP server). ``register`` adds them to
 the ``ledger`` app with the app's renderers, so this module does not import
 ``ledger.cli.commands`` and errors are rendered once, by ``ledger.cli.commands.main``.
@@ -78,7 +78,7 @@ def _posix_clock() -> Callable[[], int]:
 
 
 def _signer(path: Path) -> Any:
-    from ledger.transparency.witness import parse_cosigner_signer
+    from ledger.tlog.witness import parse_cosigner_signer
 
     return parse_cosigner_signer(IO.read_text(path, MAX_KEY_FILE, "key").strip())
 
@@ -96,7 +96,7 @@ def keygen(
     as_json: JsonOpt = False,
 ) -> int:
     """Create a witness key pair (signed-note key strings, cosignature/v1 type 0x04)."""
-    from ledger.transparency.witness import generate_cosigner_key
+    from ledger.tlog.witness import generate_cosigner_key
 
     secret_path = out.with_name(out.name + ".key")
     public_path = out.with_name(out.name + ".pub")

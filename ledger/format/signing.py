@@ -27,9 +27,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from ledger.errors import UsageError
 from ledger.format.entries import SIGNED_FORMAT, signed_message
 from ledger.format.payloads import EntrySignature
-from ledger.transparency.notes import (
+from ledger.tlog.notes import (
     CheckpointError,
-    _b64decode,
+    decode_b64,
     parse_signer_key,
     parse_verifier_key,
 )
@@ -99,7 +99,7 @@ def signature_problem(body: bytes, signature: EntrySignature) -> str | None:
     if isinstance(public, str):
         return f"the signature names no valid verifier key ({public})"
     try:
-        raw = _b64decode(signature.sig, "entry-signature-invalid", "the signature")
+        raw = decode_b64(signature.sig, "entry-signature-invalid", "the signature")
     except CheckpointError as exc:
         return exc.message
     if len(raw) != SIGNATURE_BYTES:

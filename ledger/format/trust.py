@@ -49,7 +49,7 @@ MAX_ROOTS: Final = 8  # PEM roots per TSA
 MAX_ROOT_CHARS: Final = 32 * 1024  # one PEM certificate (a recorded root is at most 16 KiB DER)
 MAX_WRITERS: Final = 1000
 MAX_URL_CHARS: Final = 2048
-MAX_KEY_CHARS: Final = 4096  # as ledger.transparency.notes
+MAX_KEY_CHARS: Final = 4096  # as ledger.tlog.notes
 
 KeyKind = Literal["log", "writer", "witness"]
 KEY_WORDS: Final[dict[str, str]] = {
@@ -173,14 +173,14 @@ def _located(message: str) -> tuple[str, str]:
 def _key_problem(text: str, kind: KeyKind) -> str | None:
     """Why ``text`` is not a key of ``kind`` (None when it is one)."""
     if kind == "witness":
-        from ledger.transparency.witness import parse_cosigner_key
+        from ledger.tlog.witness import parse_cosigner_key
 
         try:
             parse_cosigner_key(text)
         except LedgerError as exc:
             return exc.message
         return None
-    from ledger.transparency.notes import parse_verifier_key
+    from ledger.tlog.notes import parse_verifier_key
 
     try:
         parse_verifier_key(text)
@@ -204,7 +204,7 @@ def parse_key(text: str, kind: KeyKind) -> str:
 
 
 def _url_problem(url: str, kind: Literal["witness", "tsa"]) -> str | None:
-    from ledger.transparency.witness import witness_url_problem
+    from ledger.tlog.witness import witness_url_problem
 
     if len(url) > MAX_URL_CHARS:
         return f"a URL of more than {MAX_URL_CHARS} characters"

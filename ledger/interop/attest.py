@@ -39,9 +39,8 @@ from ledger.errors import LedgerError, UsageError
 from ledger.format.entries import decode_body
 from ledger.format.payloads import VerificationRecorded
 from ledger.store.base import Store as Ledger
-from ledger.transparency import merkle
-from ledger.transparency.export import hidden_task_objects
-from ledger.transparency.notes import (
+from ledger.tlog import merkle
+from ledger.tlog.notes import (
     Checkpoint,
     CheckpointError,
     checkpoint_of_note,
@@ -51,6 +50,7 @@ from ledger.transparency.notes import (
     parse_verifier_key,
     sign_checkpoint,
 )
+from ledger.transparency.export import hidden_task_objects
 from ledger.transparency.proofs import b64, checkpoint, prove_inclusion
 from verifiers.contracts.verification_result import (
     RECOMMENDATION_OUTCOMES,

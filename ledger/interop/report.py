@@ -27,7 +27,7 @@ from ledger.format.payloads import CheckpointWitnessed, payload_struct
 from ledger.interop.browse import browse_in_memory
 from ledger.store.base import Store as Ledger
 from ledger.store.lookup import CandidateIdentity
-from ledger.transparency.notes import Checkpoint, format_checkpoint
+from ledger.tlog.notes import Checkpoint, format_checkpoint
 
 OUTCOMES: Final = ("support", "reject", "escalate", "insufficient_evidence")
 COLOURS: Final = {

@@ -59,7 +59,7 @@ from ledger.format.entries import (
     valid_time,
 )
 from ledger.settings import BUSY_TIMEOUT_MS
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from verifiers.canonical import INT_MAX, INT_MIN, blake3_address, sha256_hex_digest
 
 MAX_OBJECT_BYTES: Final = 256 * 1024 * 1024
@@ -100,6 +100,82 @@ STATE_TABLES: Final = (
     "state_mentions",
     "state_anchors",
 )
+
+# What both stores share: the identity and layout a ledger database declares (SQLite in its
+# header, PostgreSQL in ``ledger_meta``), the columns of its entries, and the derived state's
+# tables (SQLite's DDL; ``ledger.store.postgres`` derives its own from it).
+APPLICATION_ID: Final = 0x4C444752  # "LDGR"
+# The file's layout (``PRAGMA user_version``), not the entry body format (``entries.FORMAT``).
+# 1: Merkle nodes in a ``tree`` table; 2: in ``entries.nodes`` (rule 5).
+STORE_FORMAT: Final = 2
+
+# The columns of ``entries`` a ledger of this format has (format 1 had no ``nodes``).
+ENTRY_COLUMNS: Final = ("seq", "prev_hash", "entry_hash", "kind", "nodes", "body")
+
+# Derived from the entries, never a source of truth (LEDGER.md section 2, "Derived state"): a
+# fold of the commitment kinds kept in the same transaction as each append (``ledger.state``),
+# so a write looks its state up by key instead of re-reading the history. Created by the first
+# write of a ledger that lacks them (a store format 2 file from before them, an import); not
+# in ``SCHEMA``, so a file made from ``SCHEMA`` (an export's) has none; checked by the audit.
+STATE_SCHEMA: Final = """
+CREATE TABLE state_meta (
+    id      INTEGER PRIMARY KEY CHECK (id = 0),
+    through INTEGER NOT NULL           -- the last seq folded in (-1: none)
+);
+CREATE TABLE state_cohorts (
+    cohort            TEXT PRIMARY KEY,
+    frozen_entry      INTEGER NOT NULL,
+    definition_digest TEXT NOT NULL,
+    burned_entry      INTEGER
+) WITHOUT ROWID;
+CREATE TABLE state_tasks (
+    cohort            TEXT NOT NULL,
+    task              TEXT NOT NULL,
+    cohort_entry      INTEGER NOT NULL,
+    split             TEXT NOT NULL,
+    work_unit_id      TEXT NOT NULL,
+    work_unit_version INTEGER NOT NULL,
+    work_unit_digest  TEXT NOT NULL,
+    work_unit_object  TEXT NOT NULL,
+    plan_id           TEXT NOT NULL,
+    plan_digest       TEXT NOT NULL,
+    plan_object       TEXT NOT NULL,
+    plan_version      TEXT NOT NULL,
+    adapter           TEXT NOT NULL,
+    adapter_version   TEXT NOT NULL,
+    PRIMARY KEY (cohort, task)
+) WITHOUT ROWID;
+CREATE INDEX state_tasks_task ON state_tasks (task);
+CREATE INDEX state_tasks_work_unit ON state_tasks (work_unit_id, work_unit_version);
+CREATE TABLE state_work_units (digest TEXT PRIMARY KEY, id TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed (digest TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed_ids (id TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_contents (digest TEXT PRIMARY KEY, content TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE state_exposed_contents (
+    content      TEXT PRIMARY KEY,
+    seq          INTEGER NOT NULL,
+    work_unit_id TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE state_observed (sha256 TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+-- sha256 of every object an entry names -> that entry and the object's address (``find``)
+CREATE TABLE state_mentions (
+    sha256 TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    object TEXT NOT NULL,
+    PRIMARY KEY (sha256, seq, object)
+) WITHOUT ROWID;
+-- every checkpoint.witnessed entry -> the tree size it records (the anchor over a freeze)
+CREATE TABLE state_anchors (
+    seq       INTEGER PRIMARY KEY,
+    tree_size INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE state_calibration (
+    adapter_version TEXT PRIMARY KEY,
+    green           INTEGER NOT NULL,
+    seq             INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO state_meta (id, through) VALUES (0, -1);
+"""
 
 
 # The fallback, for library callers that pass a URL through a ``Path`` (``pathlib`` folds ``//``
@@ -288,7 +364,7 @@ def _checked_entry(row: Sequence[Any]) -> Entry:
     next row's link (and the stored leaf); a chain rewritten from there to the head, nodes and
     all, is what only a checkpoint kept elsewhere shows (``ledger audit --checkpoint``)."""
     seq, prev, hash_, kind, leaf, body, before, after = row
-    entry = _row_entry(seq, hash_, body)
+    entry = row_entry(seq, hash_, body)
     # One BLAKE3 and one SHA-256 of the body: the cost of the check (LEDGER.md section 2).
     if entry_hash(body) != hash_:
         raise EntryCorruptError(
@@ -314,7 +390,7 @@ def _checked_entry(row: Sequence[Any]) -> Entry:
     return entry
 
 
-def _checked_head(row: Sequence[Any]) -> Entry:
+def checked_head(row: Sequence[Any]) -> Entry:
     """The head a write is about to extend, checked as every read is: a head that is not
     what its row says (a writer's garbage row, a rewritten body) is never built on."""
     try:
@@ -327,7 +403,7 @@ def _checked_head(row: Sequence[Any]) -> Entry:
         ) from None
 
 
-def _row_entry(seq: int, hash_: str, body: bytes) -> Entry:
+def row_entry(seq: int, hash_: str, body: bytes) -> Entry:
     """The decoded entry of a row's body (``entry-malformed`` when it does not decode):
     nothing is compared; ``_checked_entry`` is the read that checks."""
     # A row the ledger did not write (tampered file) must fail closed, never as a traceback.
@@ -377,9 +453,9 @@ class Store:
         self._clock = clock
         self.busy_timeout_ms = busy_timeout_ms  # the wait for the lock this connection uses
         self.read_only = read_only
-        # What this connection last committed (see ``_Tip``). A write transaction takes it, and
+        # What this connection last committed (see ``Tip``). A write transaction takes it, and
         # only a successful commit puts it back: a rollback or an error leaves None (re-read).
-        self._tip: _Tip | None = None
+        self._tip: Tip | None = None
         self._cursor: Executes = conn  # the write path's statements
         # The scratch tables of the snapshot open on this store, None outside one.
         self._snapshot_scratch: frozenset[str] | None = None
@@ -426,7 +502,7 @@ class Store:
         """The backend's read transaction (``snapshot`` without the nesting)."""
         raise NotImplementedError
 
-    def _start_write(self, tip: _Tip | None) -> None:
+    def _start_write(self, tip: Tip | None) -> None:
         """Begin the write transaction and take the one write lock (``ledger-busy`` past the
         busy timeout). ``tip``: what this connection last committed (None: unknown), which a
         backend may bring up to date in the same round trip (``_current_tip``)."""
@@ -447,7 +523,7 @@ class Store:
         committed since it was last read (a backend that cannot tell returns a new value)."""
         raise NotImplementedError
 
-    def _current_tip(self, tip: _Tip | None) -> _Tip:
+    def _current_tip(self, tip: Tip | None) -> Tip:
         """Under the write lock: the head and edge as stored now. ``tip`` (what this connection
         last committed) is kept when ``_data_version`` says nobody committed since; else both
         are read again."""
@@ -496,7 +572,7 @@ class Store:
 
     def head(self) -> Entry | None:
         row = self._conn.execute(_HEAD_READ).fetchone()
-        return None if row is None else _checked_head(row)
+        return None if row is None else checked_head(row)
 
     def entry(self, seq: int) -> Entry | None:
         if not INT_MIN <= seq <= INT_MAX:  # SQLite integers are 64-bit; no such entry
@@ -735,7 +811,7 @@ class Store:
 
     def now(self) -> str:
         """The ledger clock's time, checked as a Writer checks it (one reading)."""
-        return _check_clock(self._clock())
+        return check_clock(self._clock())
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -798,17 +874,17 @@ class Store:
                 raise failure from None
             raise
 
-    def _read_tip(self, data_version: int) -> _Tip:
+    def _read_tip(self, data_version: int) -> Tip:
         """The head and the tree's right edge as stored (inside the write transaction)."""
         row = self._conn.execute(_HEAD_READ).fetchone()
         if row is None:
-            return _Tip(data_version, -1, GENESIS_PREV, None, merkle.CompactRange())
-        head = _checked_head(row)
-        edge = merkle.CompactRange.from_source(head.seq + 1, _StoredNodes(self))
-        return _Tip(data_version, head.seq, head.entry_hash, head.body.time, edge)
+            return Tip(data_version, -1, GENESIS_PREV, None, merkle.CompactRange())
+        head = checked_head(row)
+        edge = merkle.CompactRange.from_source(head.seq + 1, StoredNodes(self))
+        return Tip(data_version, head.seq, head.entry_hash, head.body.time, edge)
 
 
-class _Tip:
+class Tip:
     """The head (seq, hash, time) and the Merkle right edge of the tree it ends.
 
     ``data_version`` is the backend's ``Store._data_version()`` when they were read (SQLite:
@@ -829,7 +905,7 @@ class _Tip:
         self.edge = edge
 
 
-class _StoredNodes:
+class StoredNodes:
     """The stored tree as a ``merkle.NodeSource``."""
 
     def __init__(self, ledger: Store) -> None:
@@ -843,7 +919,7 @@ class Writer:
     """Writes inside one write transaction (under the store's write lock). Obtain from
     ``Store.writer()``: the entry body is built here, once, for every backend."""
 
-    def __init__(self, ledger: Store, tip: _Tip | None = None, *, at: str | None = None) -> None:
+    def __init__(self, ledger: Store, tip: Tip | None = None, *, at: str | None = None) -> None:
         self._ledger = ledger
         self._conn = ledger._conn
         self._cursor = ledger._cursor
@@ -857,7 +933,7 @@ class Writer:
         # commitment state of ``ledger.state`` keeps itself current through it).
         self.on_append: Callable[[Entry], None] | None = None
         # The clock is read once per transaction: every entry of one write shares its time.
-        clock_time = _check_clock(ledger._clock()) if at is None else _check_clock(at)
+        clock_time = check_clock(ledger._clock()) if at is None else check_clock(at)
         self.time = later_time(clock_time, tip.time)
 
     @property
@@ -964,7 +1040,7 @@ class Writer:
         """Append an entry body made elsewhere, byte for byte (``ledger copy``): it must decode
         and name the next seq and the head's hash as its prev; UsageError
         (``entry-not-next``) else. Its hash and Merkle nodes are computed here."""
-        entry = _row_entry(self._tip.seq + 1, entry_hash(body), body)
+        entry = row_entry(self._tip.seq + 1, entry_hash(body), body)
         tip = self._tip
         if entry.body.seq != tip.seq + 1 or entry.body.prev != tip.hash:
             raise UsageError(
@@ -979,12 +1055,13 @@ class Writer:
         self._run_hook(entry)
         return entry
 
-    def _kept_tip(self) -> _Tip | None:
+    def _kept_tip(self) -> Tip | None:
         """The tip to keep once this transaction has committed; None when it may be off."""
         return self._tip if self._tip_exact else None
 
 
-def _check_clock(clock_time: str) -> str:
+def check_clock(clock_time: str) -> str:
+    """``clock_time`` when it is a real UTC time, else ``bad-time`` (every store checks it)."""
     # A library caller's clock is checked as LEDGER_TIME is: a bogus time, once written, would
     # pin every later entry to it (times never go backwards).
     if not isinstance(clock_time, str) or not valid_time(clock_time):

@@ -25,9 +25,9 @@ from typing import Any, Final
 from ledger.errors import StoreError, UsageError
 from ledger.format.entries import GENESIS_KIND, GENESIS_PREV, Clock, system_clock
 from ledger.settings import BUSY_TIMEOUT_MS
-from ledger.store.base import Store, Writer, _row_entry, _StoredNodes
+from ledger.store.base import Store, StoredNodes, Writer, row_entry
 from ledger.store.opening import create_store, postgres_url
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from verifiers.canonical import blake3_address
 
 MEDIA_TYPES: Final = ("application/json", "application/octet-stream")
@@ -62,7 +62,7 @@ def _check_source(src: Store) -> tuple[int, int, bytes]:
         if not isinstance(body, bytes) or not isinstance(nodes, bytes):
             raise _damaged(f"entry {seq}", "is not stored as bytes")
         try:
-            entry = _row_entry(seq, row_hash, body)
+            entry = row_entry(seq, row_hash, body)
         except StoreError:
             raise _damaged(f"entry {seq}", "does not decode") from None
         if blake3_address(body) != row_hash:
@@ -100,7 +100,7 @@ def _check_source(src: Store) -> tuple[int, int, bytes]:
 
 def _root(store: Store) -> bytes:
     size = store.size()
-    return merkle.CompactRange.from_source(size, _StoredNodes(store)).root()
+    return merkle.CompactRange.from_source(size, StoredNodes(store)).root()
 
 
 def copy_store(

@@ -65,19 +65,22 @@ from ledger.format.entries import (
 )
 from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
 from ledger.store.base import (
+    APPLICATION_ID,
+    ENTRY_COLUMNS,
     MAX_OBJECT_BYTES,
+    STATE_SCHEMA,
     STATE_TABLES,
+    STORE_FORMAT,
     AccessRoles,
     DbCursor,
     Store,
+    Tip,
     Writer,
-    _check_clock,
-    _checked_head,
-    _Tip,
+    check_clock,
+    checked_head,
     display_name,
 )
-from ledger.store.sqlite import APPLICATION_ID, ENTRY_COLUMNS, STATE_SCHEMA, STORE_FORMAT
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 
 # The roles of a ledger made before each ledger had its own (no such column in ledger_meta):
 # shared by every such ledger of the cluster, and kept, since its logins are members of them.
@@ -460,11 +463,11 @@ class _Deferred:
         self.execute = db.defer
 
 
-def _caught_up(tip: _Tip, rows: Sequence[tuple[Any, ...]], version: int) -> _Tip | None:
+def _caught_up(tip: Tip, rows: Sequence[tuple[Any, ...]], version: int) -> Tip | None:
     """``tip`` brought up to date by the rows from its own seq on (``_CATCH_UP_ROWS``): the
     first must be ``tip`` itself, each next the next seq with a whole leaf hash, the last the
     head (its body read for the time). None otherwise: the caller reads head and edge again.
-    The head is checked as every read checks an entry (``_checked_head``: it is what is built
+    The head is checked as every read checks an entry (``checked_head``: it is what is built
     on); the links of the rows before it are the trigger's and the audit's to check: the entry
     appended next names the stored head's hash as its prev, whatever the rows before it say."""
     if not rows or rows[0][0] != tip.seq or rows[0][2] != tip.hash:
@@ -481,8 +484,8 @@ def _caught_up(tip: _Tip, rows: Sequence[tuple[Any, ...]], version: int) -> _Tip
         return None  # the last row read is not the head: further behind than ``_CATCH_UP``
     if len(rows) > 1:
         # The head as ``_ENTRY_READ`` gives a row: the row before's hash, none after it.
-        time = _checked_head((*rows[-1], rows[-2][2], None)).body.time
-    return _Tip(version, seq, hash_, time, edge)
+        time = checked_head((*rows[-1], rows[-2][2], None)).body.time
+    return Tip(version, seq, hash_, time, edge)
 
 
 def _display(url: str) -> str:
@@ -661,7 +664,7 @@ class PostgresLedger(Store):
         self._versions = itertools.count()
         self._cursor = _Deferred(self._conn)
         # The tip ``_start_write`` was given and the rows its round trip read from it on.
-        self._catch_up: tuple[_Tip, list[tuple[Any, ...]]] | None = None
+        self._catch_up: tuple[Tip, list[tuple[Any, ...]]] | None = None
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -707,7 +710,7 @@ class PostgresLedger(Store):
                 f"origin {origin!r} must be 1-255 characters of letters, digits and ._/:-",
             )
         timeout = check_busy_timeout(busy_timeout_ms)
-        _check_clock(clock())
+        check_clock(clock())
         conn = _connect(url, timeout, read_only=False)
         ledger = cls(url, conn, clock=clock, busy_timeout_ms=timeout, signer=signer)
         roles: AccessRoles | None = None
@@ -786,7 +789,7 @@ class PostgresLedger(Store):
                 except psycopg.Error:
                     self._rollback_quietly()  # TEMP tables go with the session anyway
 
-    def _start_write(self, tip: _Tip | None) -> None:
+    def _start_write(self, tip: Tip | None) -> None:
         """The advisory lock, waited for up to the busy timeout, and the rows appended since
         ``tip``: one round trip (rule 3). Each statement of the pipeline takes its snapshot
         when it starts, so the rows are read after the lock is held."""
@@ -811,7 +814,7 @@ class PostgresLedger(Store):
             self._rollback_quietly()
             raise self._refusal(exc) from None
 
-    def _current_tip(self, tip: _Tip | None) -> _Tip:
+    def _current_tip(self, tip: Tip | None) -> Tip:
         catch_up, self._catch_up = self._catch_up, None
         version = next(self._versions)
         if tip is not None and catch_up is not None and catch_up[0] is tip:

@@ -54,7 +54,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Self
 
 from ledger.errors import EXIT_REFUSED, LedgerError, StoreError, UsageError
 from ledger.format.entries import (
@@ -67,14 +67,18 @@ from ledger.format.entries import (
 )
 from ledger.settings import BUSY_TIMEOUT_MS, check_busy_timeout
 from ledger.store.base import (
+    APPLICATION_ID,
+    ENTRY_COLUMNS,
     MAX_OBJECT_BYTES,
+    STATE_SCHEMA,
     STATE_TABLES,
+    STORE_FORMAT,
     Store,
     StoredObject,
+    Tip,
     Writer,
-    _check_clock,
-    _row_entry,
-    _Tip,
+    check_clock,
+    row_entry,
 )
 
 # Shared with the PostgreSQL store (``ledger.store.base``); named here too, where callers have
@@ -89,13 +93,8 @@ __all__ = [
     "Ledger",
     "StoredObject",
     "Writer",
-    "_row_entry",
+    "row_entry",
 ]
-
-APPLICATION_ID: Final = 0x4C444752  # "LDGR"
-# The file's layout (``PRAGMA user_version``), not the entry body format (``entries.FORMAT``).
-# 1: Merkle nodes in a ``tree`` table; 2: in ``entries.nodes`` (rule 5).
-STORE_FORMAT: Final = 2
 
 SCHEMA: Final = f"""
 CREATE TABLE objects (
@@ -135,8 +134,6 @@ BEGIN SELECT RAISE(ABORT, 'ledger: entries are immutable'); END;
 """
 
 EXPECTED_TABLES: Final = ("entries", "objects")
-# The columns of ``entries`` a ledger of this format has (format 1 had no ``nodes``).
-ENTRY_COLUMNS: Final = ("seq", "prev_hash", "entry_hash", "kind", "nodes", "body")
 
 # SQLite's lock bytes in the main file (os_unix.c): PENDING_BYTE, RESERVED_BYTE = +1, then the
 # SHARED range of 510 bytes. EXCLUSIVE (a writer's checkpoint on its last close, or a rollback
@@ -250,6 +247,21 @@ class Ledger(Store):
         return ledger
 
     @classmethod
+    def in_memory(
+        cls, label: Path, *, clock: Clock, triggers: bool
+    ) -> tuple[Self, sqlite3.Connection]:
+        """A private ledger in memory with this store's tables, empty, and the connection that
+        loads rows into it as they come (the export reader's). ``triggers=False`` leaves out the
+        append-only triggers, so that a tampered export loads and the audit says what is wrong
+        with it. ``label`` names it in messages; nothing touches the disk, and closing the
+        connection discards it."""
+        conn = sqlite3.connect(":memory:", isolation_level=None, factory=_Connection)
+        for statement in _split_sql(SCHEMA):
+            if triggers or not statement.startswith("CREATE TRIGGER"):
+                conn.execute(statement)
+        return cls(label, conn, clock=clock), conn
+
+    @classmethod
     def create(
         cls,
         path: str | os.PathLike[str],
@@ -276,7 +288,7 @@ class Ledger(Store):
         timeout = check_busy_timeout(busy_timeout_ms)
         p = Path(path)
         _check_ledger_path(p, must_exist=False)
-        _check_clock(clock())  # a malformed clock is refused before the file is created
+        check_clock(clock())  # a malformed clock is refused before the file is created
         deadline = time.monotonic() + timeout / 1000
         delay = 0.005
         while True:
@@ -438,7 +450,7 @@ class Ledger(Store):
             return _db_error(self.path, exc, self.busy_timeout_ms)
         return None
 
-    def _start_write(self, tip: _Tip | None) -> None:
+    def _start_write(self, tip: Tip | None) -> None:
         """``BEGIN IMMEDIATE``: SQLite's one write lock, waited for up to the busy timeout
         (``tip`` is checked afterwards by ``PRAGMA data_version``)."""
         try:
@@ -461,71 +473,6 @@ class Ledger(Store):
 
 
 # -- the derived commitment state's tables -------------------------------------------------
-
-# Derived from the entries, never a source of truth (LEDGER.md section 2, "Derived state"): a
-# fold of the commitment kinds kept in the same transaction as each append (``ledger.state``),
-# so a write looks its state up by key instead of re-reading the history. Created by the first
-# write of a ledger that lacks them (a store format 2 file from before them, an import); not
-# in ``SCHEMA``, so a file made from ``SCHEMA`` (an export's) has none; checked by the audit.
-STATE_SCHEMA: Final = """
-CREATE TABLE state_meta (
-    id      INTEGER PRIMARY KEY CHECK (id = 0),
-    through INTEGER NOT NULL           -- the last seq folded in (-1: none)
-);
-CREATE TABLE state_cohorts (
-    cohort            TEXT PRIMARY KEY,
-    frozen_entry      INTEGER NOT NULL,
-    definition_digest TEXT NOT NULL,
-    burned_entry      INTEGER
-) WITHOUT ROWID;
-CREATE TABLE state_tasks (
-    cohort            TEXT NOT NULL,
-    task              TEXT NOT NULL,
-    cohort_entry      INTEGER NOT NULL,
-    split             TEXT NOT NULL,
-    work_unit_id      TEXT NOT NULL,
-    work_unit_version INTEGER NOT NULL,
-    work_unit_digest  TEXT NOT NULL,
-    work_unit_object  TEXT NOT NULL,
-    plan_id           TEXT NOT NULL,
-    plan_digest       TEXT NOT NULL,
-    plan_object       TEXT NOT NULL,
-    plan_version      TEXT NOT NULL,
-    adapter           TEXT NOT NULL,
-    adapter_version   TEXT NOT NULL,
-    PRIMARY KEY (cohort, task)
-) WITHOUT ROWID;
-CREATE INDEX state_tasks_task ON state_tasks (task);
-CREATE INDEX state_tasks_work_unit ON state_tasks (work_unit_id, work_unit_version);
-CREATE TABLE state_work_units (digest TEXT PRIMARY KEY, id TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE state_exposed (digest TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE state_exposed_ids (id TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE state_contents (digest TEXT PRIMARY KEY, content TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE state_exposed_contents (
-    content      TEXT PRIMARY KEY,
-    seq          INTEGER NOT NULL,
-    work_unit_id TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE state_observed (sha256 TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
--- sha256 of every object an entry names -> that entry and the object's address (``find``)
-CREATE TABLE state_mentions (
-    sha256 TEXT NOT NULL,
-    seq    INTEGER NOT NULL,
-    object TEXT NOT NULL,
-    PRIMARY KEY (sha256, seq, object)
-) WITHOUT ROWID;
--- every checkpoint.witnessed entry -> the tree size it records (the anchor over a freeze)
-CREATE TABLE state_anchors (
-    seq       INTEGER PRIMARY KEY,
-    tree_size INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE state_calibration (
-    adapter_version TEXT PRIMARY KEY,
-    green           INTEGER NOT NULL,
-    seq             INTEGER NOT NULL
-) WITHOUT ROWID;
-INSERT INTO state_meta (id, through) VALUES (0, -1);
-"""
 
 
 def create_state_tables(conn: sqlite3.Connection) -> None:

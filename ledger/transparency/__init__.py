@@ -1,3 +1,5 @@
-"""Transparency: the Merkle tree, signed notes and checkpoints, proofs, and exports
-(LEDGER.md section 7). Witness cosignatures and timestamps belong here too.
+"""Transparency over a stored ledger (LEDGER.md section 7): checkpoints and proofs of the stored
+tree, export and its strict reader, offline proof checks, witnessing and timestamping a
+checkpoint, the witness server, ``ledger when`` and the anchoring policy. The primitives they use
+(tree, notes, cosignatures, timestamps) are ``ledger.tlog``, below the store.
 """

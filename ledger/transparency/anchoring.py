@@ -114,7 +114,7 @@ def anchor_checkpoint(
             "the trust file names no witness and no TSA to anchor with (`ledger trust add"
             " witness NAME URL KEY`, `ledger trust add tsa URL --ca FILE`)",
         )
-    from ledger.transparency.timestamp import load_roots
+    from ledger.tlog.timestamp import load_roots
 
     roots = [root for pem in trust.tsa_roots() for root in load_roots(pem)]
     return witness_checkpoint(
@@ -132,7 +132,7 @@ def anchor_checkpoint(
 def anchor_signer(signer_key: str | None, trust: TrustFile, where: str) -> str:
     """The log's signer key an anchoring needs (rule 3), checked before anything is written:
     given, and the trust file's log key's (``where`` names the file)."""
-    from ledger.transparency.notes import verifier_key_for
+    from ledger.tlog.notes import verifier_key_for
 
     if signer_key is None:
         raise UsageError(

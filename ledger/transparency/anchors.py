@@ -38,9 +38,9 @@ from ledger.format.payloads import (
     LedgerCreated,
     VerificationRecorded,
 )
-from ledger.transparency import merkle
-from ledger.transparency.notes import CheckpointError, parse_checkpoint, split_note
-from ledger.transparency.witness import (
+from ledger.tlog import merkle
+from ledger.tlog.notes import CheckpointError, parse_checkpoint, split_note
+from ledger.tlog.witness import (
     CosignerKey,
     WitnessError,
     parse_cosignature,
@@ -303,7 +303,7 @@ def _trusted_timestamps(
         return [], False
     import rfc3161_client  # only a reader who trusts a TSA pays for it
 
-    from ledger.transparency.timestamp import TimestampError, check_recorded_timestamp, tsa_of
+    from ledger.tlog.timestamp import TimestampError, check_recorded_timestamp, tsa_of
 
     good: list[TsaTime] = []
     counted: set[tuple[bytes, str]] = set()  # a TSA counts once (``tsa_of``)
@@ -597,8 +597,8 @@ def trust_from(
     neither keys nor roots, no anchor could be trusted and every statement would fail: refused
     as a usage error (``anchor-trust-missing``) so a forgotten option is not read as "not
     anchored"."""
-    from ledger.transparency.timestamp import load_roots
-    from ledger.transparency.witness import parse_cosigner_key
+    from ledger.tlog.timestamp import load_roots
+    from ledger.tlog.witness import parse_cosigner_key
 
     if not witness_keys and not tsa_ca_pems:
         raise WhenError(

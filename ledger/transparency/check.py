@@ -29,8 +29,8 @@ from typing import Any, Final
 
 from ledger.errors import LedgerError
 from ledger.format.entries import MAX_ENTRY_BYTES
-from ledger.transparency import merkle
-from ledger.transparency.notes import (
+from ledger.tlog import merkle
+from ledger.tlog.notes import (
     MAX_NOTE_BYTES,
     MAX_SIGNATURES,
     MAX_TLOG_PROOF_BYTES,
@@ -43,7 +43,7 @@ from ledger.transparency.notes import (
     parse_tlog_proof,
     parse_verifier_key,
 )
-from ledger.transparency.witness import (
+from ledger.tlog.witness import (
     CosignerKey,
     WitnessError,
     parse_cosignature,

@@ -26,8 +26,8 @@ import msgspec
 from ledger.errors import StoreError, UsageError
 from ledger.format.entries import Entry, check_body_depth
 from ledger.store.base import Store
-from ledger.store.sqlite import MAX_OBJECT_BYTES, SCHEMA, Ledger, _Connection, _split_sql
-from ledger.transparency import merkle
+from ledger.store.sqlite import MAX_OBJECT_BYTES, Ledger
+from ledger.tlog import merkle
 from ledger.transparency.proofs import b64, checkpoint
 from verifiers.jsonread import INT_MAX, read_json
 
@@ -351,11 +351,9 @@ def open_export(path: Path) -> ExportLedger:
     """Load an export into a private in-memory ledger (no triggers: a tampered export must load
     so the audit can say what is wrong with it). Each entry's Merkle nodes (``entries.nodes``,
     store rule 5) are recomputed from the bodies; the export itself carries none."""
-    conn = sqlite3.connect(":memory:", isolation_level=None, factory=_Connection)
-    for statement in _split_sql(SCHEMA):
-        if not statement.startswith("CREATE TRIGGER"):
-            conn.execute(statement)
-    ledger = ExportLedger(path, conn, clock=lambda: "1970-01-01T00:00:00Z")
+    ledger, conn = ExportLedger.in_memory(
+        path, clock=lambda: "1970-01-01T00:00:00Z", triggers=False
+    )
     ledger.withheld = {}
     compact = merkle.CompactRange(0, [])
     header_seen = False

@@ -21,8 +21,8 @@ from typing import Any
 
 from ledger.errors import LedgerError, StoreError, UsageError
 from ledger.store.base import Store as Ledger
-from ledger.transparency import merkle
-from ledger.transparency.notes import Checkpoint, format_checkpoint, sign_checkpoint
+from ledger.tlog import merkle
+from ledger.tlog.notes import Checkpoint, format_checkpoint, sign_checkpoint
 
 
 def b64(data: bytes) -> str:

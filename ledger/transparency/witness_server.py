@@ -1,5 +1,5 @@
 """The witness's state store (SQLite, ``synchronous=FULL``) and its HTTP server (standard library)
-for C2SP tlog-witness ``add-checkpoint``. The decision itself is ``ledger.transparency.witness``.
+for C2SP tlog-witness ``add-checkpoint``. The decision itself is ``ledger.tlog.witness``.
 
 State: per origin the head last cosigned, a journal with one row per head that grew (each row
 hash-chained to the one before), and the log-signed notes refused as inconsistent (evidence).
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.errors import LedgerError
-from ledger.transparency.witness import (
+from ledger.tlog.witness import (
     MAX_REQUEST_BYTES,
     TEXT_MEDIA,
     Answer,

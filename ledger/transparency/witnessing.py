@@ -27,7 +27,7 @@ Rules:
    than the tolerance) is not recorded: the audit would report it (``entry-time-after-anchor``)
    and ``when`` would state a plan fixed before its entry was written.
 6. Bounded: every witness and TSA is asked at once, under one deadline over the whole of every
-   exchange (``ledger.transparency.exchange``: connect, send, receive; a witness's one retry
+   exchange (``ledger.tlog.exchange``: connect, send, receive; a witness's one retry
    included), and each answer is read up to 64 KiB.
 """
 
@@ -53,11 +53,10 @@ from ledger.format.entries import (
 )
 from ledger.format.payloads import MAX_TIMESTAMPS, Timestamped
 from ledger.store.base import Store as Ledger
-from ledger.transparency import merkle
-from ledger.transparency.exchange import Answer, Post, post_all
-from ledger.transparency.notes import Checkpoint, sign_checkpoint
-from ledger.transparency.proofs import LedgerNodes, checkpoint
-from ledger.transparency.timestamp import (
+from ledger.tlog import merkle
+from ledger.tlog.exchange import Answer, Post, post_all
+from ledger.tlog.notes import Checkpoint, sign_checkpoint
+from ledger.tlog.timestamp import (
     Timestamp,
     TimestampError,
     check_answer,
@@ -68,7 +67,7 @@ from ledger.transparency.timestamp import (
     tsa_answer,
     tsa_post,
 )
-from ledger.transparency.witness import (
+from ledger.tlog.witness import (
     TLOG_SIZE_MEDIA,
     CosignerKey,
     WitnessError,
@@ -77,6 +76,7 @@ from ledger.transparency.witness import (
     verify_cosignature,
     witness_url_problem,
 )
+from ledger.transparency.proofs import LedgerNodes, checkpoint
 
 KIND: Final = "checkpoint.witnessed"
 MAX_ANSWER_BYTES: Final = 64 * 1024

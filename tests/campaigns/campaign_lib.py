@@ -32,7 +32,7 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.store.sqlite import Ledger
-from ledger.transparency.notes import Checkpoint
+from ledger.tlog.notes import Checkpoint
 from ledger.transparency.proofs import checkpoint
 
 REPO = Path(__file__).resolve().parents[2]

@@ -367,7 +367,7 @@ def sig_read_json(summary: Any) -> str:
 
 # Entry decoder: the audit's body check (``audit._check_body``: a violation or an Entry, never
 # an exception), its typed payload (``payloads.payload_struct``: ValidationError/KeyError are its
-# documented refusals) and the store's row reader (``store._row_entry``: StoreError only). The
+# documented refusals) and the store's row reader (``store.row_entry``: StoreError only). The
 # row's seq, prev and kind are read from the body when it names them, so the deeper checks run.
 _ROW_KINDS = (
     "ledger.created",
@@ -393,12 +393,12 @@ def _row_fields(data: bytes) -> tuple[int, str, str]:
 
 def run_entry(data: bytes) -> Any:
     from ledger.audit.engine import _check_body
-    from ledger.audit.report import _Collector
+    from ledger.audit.report import Collector
     from ledger.format.payloads import payload_struct
-    from ledger.store.sqlite import _row_entry
+    from ledger.store.sqlite import row_entry
 
     seq, prev, kind = _row_fields(data)
-    collector = _Collector()
+    collector = Collector()
     entry = _check_body(
         seq, prev, "blake3:" + "0" * 64, kind, data, None, collector, 0, canonical=True
     )
@@ -410,7 +410,7 @@ def run_entry(data: bytes) -> Any:
         except (msgspec.ValidationError, KeyError) as exc:
             payload = f"refused: {type(exc).__name__}"
     try:
-        stored = _row_entry(seq, "blake3:" + "0" * 64, data).kind
+        stored = row_entry(seq, "blake3:" + "0" * 64, data).kind
     except LedgerError as exc:
         stored = exc.code
     return {"entry": entry is not None, "codes": codes, "payload": payload, "stored": stored}
@@ -462,14 +462,14 @@ _FUZZ_SEED = bytes(range(32))
 
 
 def _keys() -> tuple[str, str]:
-    from ledger.transparency.notes import signer_from_seed, verifier_key_for
+    from ledger.tlog.notes import signer_from_seed, verifier_key_for
 
     signer = signer_from_seed("fuzz.example/log", _FUZZ_SEED)
     return signer, verifier_key_for(signer)
 
 
 def run_checkpoint(data: bytes) -> Any:
-    from ledger.transparency.notes import (
+    from ledger.tlog.notes import (
         CheckpointError,
         checkpoint_of_note,
         open_checkpoint,

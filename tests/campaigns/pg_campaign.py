@@ -23,7 +23,7 @@ from ledger.audit.rules import CommitmentRules
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.store.postgres import PostgresLedger
-from ledger.transparency.notes import Checkpoint
+from ledger.tlog.notes import Checkpoint
 
 DEMO_COHORT = "example/demo"
 # The demo bundles of the demo cohort (the successor cohort's bundles need its own freeze).

@@ -43,7 +43,7 @@ from test_campaign_tamper import Base, Edit, accepted, b3, read_base
 
 from ledger.api import copy_ledger
 from ledger.store.postgres import PostgresLedger
-from ledger.transparency import merkle
+from ledger.tlog import merkle
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 SEED = 20260221

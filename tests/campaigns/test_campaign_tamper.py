@@ -39,8 +39,8 @@ from ledger.audit import engine as audit_engine
 from ledger.audit.report import AuditReport
 from ledger.errors import StoreError
 from ledger.format.entries import KINDS
-from ledger.transparency import merkle
-from ledger.transparency.notes import Checkpoint
+from ledger.tlog import merkle
+from ledger.tlog.notes import Checkpoint
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 SEED = 20260201
@@ -559,7 +559,7 @@ def test_row_checks_in_a_second_process_give_the_same_report(
             _, checkpoints, replay = EDITS[name](base, conn, rng)
         alone = full_audit(path, replay=replay, checkpoints=checkpoints, parallel=False)
         with monkeypatch.context() as patched:
-            patched.setattr(audit_engine, "_RowChecks", _NoRowChecksHere)
+            patched.setattr(audit_engine, "RowChecks", _NoRowChecksHere)
             split = full_audit(path, replay=replay, checkpoints=checkpoints, parallel=True)
         assert msgspec.json.encode(split) == msgspec.json.encode(alone), f"{name} edit {i}"
 

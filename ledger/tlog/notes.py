@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ledger.errors import LedgerError
-from ledger.transparency.merkle import HASH_SIZE, MAX_TREE_SIZE, verify_inclusion
+from ledger.tlog.merkle import HASH_SIZE, MAX_TREE_SIZE, verify_inclusion
 
 MAX_CHECKPOINT_BYTES: Final = 64 * 1024
 # Room for the spec's minimum of 16 signatures even at post-quantum sizes (about 5 kB each).
@@ -52,17 +52,18 @@ class CheckpointError(LedgerError):
 # Small strict helpers.
 
 
-def _b64encode(data: bytes) -> str:
+def encode_b64(data: bytes) -> str:
+    """Standard base64 with padding: how notes, keys and cosignatures write bytes."""
     return base64.b64encode(data).decode("ascii")
 
 
-def _b64decode(text: str, code: str, what: str) -> bytes:
+def decode_b64(text: str, code: str, what: str) -> bytes:
     """Standard base64 with padding, canonical (re-encodes to the same text), nothing else."""
     try:
         raw = base64.b64decode(text.encode("ascii"), validate=True)
     except (UnicodeEncodeError, binascii.Error, ValueError):
         raise CheckpointError(code, f"{what} is not standard base64") from None
-    if _b64encode(raw) != text:
+    if encode_b64(raw) != text:
         raise CheckpointError(code, f"{what} is not canonical standard base64")
     return raw
 
@@ -142,7 +143,7 @@ def _check_line(line: object, code: str, what: str) -> None:
 def format_checkpoint(cp: Checkpoint) -> str:
     """The checkpoint note text: origin, decimal size, base64 root, extension lines; each line
     ends with a newline."""
-    lines = [cp.origin, str(cp.size), _b64encode(cp.root), *cp.extensions]
+    lines = [cp.origin, str(cp.size), encode_b64(cp.root), *cp.extensions]
     return "".join(line + "\n" for line in lines)
 
 
@@ -172,7 +173,7 @@ def parse_checkpoint(text: str) -> Checkpoint:
     if _has_control(text):
         raise CheckpointError(code, "checkpoint contains control characters")
     size = _parse_decimal(lines[1], code, "tree size")
-    root = _b64decode(lines[2], code, "root hash")
+    root = decode_b64(lines[2], code, "root hash")
     if len(root) != HASH_SIZE:
         raise CheckpointError(code, f"root hash is {len(root)} bytes, not {HASH_SIZE}")
     return Checkpoint(lines[0], size, root, tuple(lines[3:]))
@@ -189,7 +190,7 @@ class VerifierKey:
     public_key: bytes  # 32 raw Ed25519 bytes
 
     def encode(self) -> str:
-        return f"{self.name}+{self.key_id:08x}+{_b64encode(bytes([ALG_ED25519]) + self.public_key)}"
+        return f"{self.name}+{self.key_id:08x}+{encode_b64(bytes([ALG_ED25519]) + self.public_key)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,13 +200,13 @@ class SignerKey:
     seed: bytes  # 32-byte Ed25519 private seed
 
     def public_key(self) -> bytes:
-        return _public_from_seed(self.seed)
+        return public_from_seed(self.seed)
 
     def verifier(self) -> VerifierKey:
         return VerifierKey(self.name, self.key_id, self.public_key())
 
     def encode(self) -> str:
-        return f"PRIVATE+KEY+{self.name}+{self.key_id:08x}+" + _b64encode(
+        return f"PRIVATE+KEY+{self.name}+{self.key_id:08x}+" + encode_b64(
             bytes([ALG_ED25519]) + self.seed
         )
 
@@ -218,7 +219,8 @@ def key_id(name: str, public_key: bytes) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-def _public_from_seed(seed: bytes) -> bytes:
+def public_from_seed(seed: bytes) -> bytes:
+    """The Ed25519 public key of a 32-byte seed (note signers and cosigners alike)."""
     return (
         Ed25519PrivateKey.from_private_bytes(seed)
         .public_key()
@@ -249,7 +251,7 @@ def parse_verifier_key(vkey: str) -> VerifierKey:
     if not is_valid_key_name(name):
         raise CheckpointError(code, f"verifier key name {name!r} is not a valid note key name")
     kid = _parse_hash16(hash16)
-    key = _b64decode(key64, code, "verifier public key")
+    key = decode_b64(key64, code, "verifier public key")
     if len(key) != 1 + 32 or key[0] != ALG_ED25519:
         raise CheckpointError(code, "verifier key is not an Ed25519 (0x01) 32-byte public key")
     if key_id(name, key[1:]) != kid:
@@ -268,11 +270,11 @@ def parse_signer_key(skey: str) -> SignerKey:
     if not is_valid_key_name(name):
         raise CheckpointError(code, f"signer key name {name!r} is not a valid note key name")
     kid = _parse_hash16(hash16)
-    key = _b64decode(key64, code, "signer seed")
+    key = decode_b64(key64, code, "signer seed")
     if len(key) != 1 + 32 or key[0] != ALG_ED25519:
         raise CheckpointError(code, "signer key is not an Ed25519 (0x01) 32-byte seed")
     seed = key[1:]
-    if key_id(name, _public_from_seed(seed)) != kid:
+    if key_id(name, public_from_seed(seed)) != kid:
         raise CheckpointError(code, "signer key ID does not match its name and public key")
     return SignerKey(name, kid, seed)
 
@@ -283,7 +285,7 @@ def signer_from_seed(name: str, seed: bytes) -> str:
         raise CheckpointError("checkpoint-key-malformed", f"{name!r} is not a valid note key name")
     if not isinstance(seed, bytes) or len(seed) != 32:
         raise CheckpointError("checkpoint-key-malformed", "an Ed25519 seed is 32 bytes")
-    return SignerKey(name, key_id(name, _public_from_seed(seed)), seed).encode()
+    return SignerKey(name, key_id(name, public_from_seed(seed)), seed).encode()
 
 
 def generate_key(name: str) -> tuple[str, str]:
@@ -321,7 +323,7 @@ def sign_note(text: str, signer_key: str) -> str:
     text = _check_note_text(text)
     signer = parse_signer_key(signer_key)
     sig = Ed25519PrivateKey.from_private_bytes(signer.seed).sign(text.encode("utf-8"))
-    line = f"{SIGNATURE_PREFIX}{signer.name} {_b64encode(signer.key_id.to_bytes(4, 'big') + sig)}"
+    line = f"{SIGNATURE_PREFIX}{signer.name} {encode_b64(signer.key_id.to_bytes(4, 'big') + sig)}"
     return f"{text}\n{line}\n"
 
 
@@ -359,7 +361,7 @@ def split_note(note: str) -> tuple[str, list[NoteSignature]]:
         name, sep, b64 = line[len(SIGNATURE_PREFIX) :].partition(" ")
         if not sep or not is_valid_key_name(name) or " " in b64:
             raise CheckpointError(code, "signature line must be '— <key name> <base64>'")
-        raw = _b64decode(b64, code, "signature")
+        raw = decode_b64(b64, code, "signature")
         if len(raw) < 5:
             raise CheckpointError(code, "signature is shorter than a key ID and one byte")
         sigs.append(NoteSignature(name, int.from_bytes(raw[:4], "big"), raw[4:]))
@@ -469,9 +471,9 @@ def format_tlog_proof(
     checkpoint_of_note(checkpoint_note)  # refuse to wrap something that is not a checkpoint
     lines = [TLOG_PROOF_HEADER]
     if extra:
-        lines.append(f"extra {_b64encode(extra)}")
+        lines.append(f"extra {encode_b64(extra)}")
     lines.append(f"index {index}")
-    lines.extend(_b64encode(h) for h in proof_hashes)
+    lines.extend(encode_b64(h) for h in proof_hashes)
     return "".join(line + "\n" for line in lines) + "\n" + checkpoint_note
 
 
@@ -489,7 +491,7 @@ def parse_tlog_proof(text: str) -> TlogProof:
     pos = 1
     extra: bytes | None = None
     if pos < len(lines) and lines[pos].startswith("extra "):
-        extra = _b64decode(lines[pos][len("extra ") :], code, "extra data")
+        extra = decode_b64(lines[pos][len("extra ") :], code, "extra data")
         if not extra:
             raise CheckpointError(code, "extra line must carry data")
         pos += 1
@@ -502,7 +504,7 @@ def parse_tlog_proof(text: str) -> TlogProof:
         raise CheckpointError(code, f"tlog proof has more than {MAX_PROOF_HASHES} hashes")
     proof: list[bytes] = []
     for line in hashes:
-        h = _b64decode(line, code, "proof hash")
+        h = decode_b64(line, code, "proof hash")
         if len(h) != HASH_SIZE:
             raise CheckpointError(code, "proof hash is not 32 bytes")
         proof.append(h)

@@ -9,7 +9,7 @@ note, and so the tree it commits to, existed by ``gen_time``. What it does not: 
 was judged in private before.
 
 The request and the checks are pure (bytes in, values out); ``ask_tsa`` is the one function
-that does I/O (one ``ledger.transparency.exchange`` POST: a deadline over the whole exchange,
+that does I/O (one ``ledger.tlog.exchange`` POST: a deadline over the whole exchange,
 the answer read bounded). ``check_recorded_timestamp`` checks a
 timestamp as a ``checkpoint.witnessed`` entry records it (the audit's check, and a reader's
 against the roots it trusts).
@@ -31,7 +31,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
 from ledger.errors import LedgerError
-from ledger.transparency.exchange import Answer, Post, post
+from ledger.tlog.exchange import Answer, Post, post
 
 MAX_RESPONSE_BYTES: Final = 64 * 1024  # a TimeStampResp with its certificate: a few KiB
 MAX_CA_BYTES: Final = 256 * 1024

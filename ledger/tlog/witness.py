@@ -29,20 +29,20 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ledger.errors import LedgerError
-from ledger.transparency.merkle import EMPTY_ROOT, HASH_SIZE, verify_consistency
-from ledger.transparency.notes import (
+from ledger.tlog.merkle import EMPTY_ROOT, HASH_SIZE, verify_consistency
+from ledger.tlog.notes import (
     MAX_KEY_CHARS,
     MAX_NOTE_BYTES,
     SIGNATURE_PREFIX,
     Checkpoint,
     CheckpointError,
-    _b64decode,
-    _b64encode,
-    _public_from_seed,
+    decode_b64,
+    encode_b64,
     is_valid_key_name,
     parse_checkpoint,
     parse_signer_key,
     parse_verifier_key,
+    public_from_seed,
     signer_from_seed,
     split_note,
 )
@@ -65,13 +65,13 @@ class WitnessError(LedgerError):
         super().__init__(code, message)
 
 
-_b64 = _b64encode
+_b64 = encode_b64
 
 
 def _unb64(text: str, code: str, what: str) -> bytes:
     """The signed-note module's strict base64 (standard, padded, canonical), as a WitnessError."""
     try:
-        return _b64decode(text, code, what)
+        return decode_b64(text, code, what)
     except CheckpointError as exc:
         raise WitnessError(exc.code, exc.message) from None
 
@@ -124,7 +124,7 @@ class CosignerSigner:
     seed: bytes
 
     def verifier(self) -> CosignerKey:
-        return CosignerKey(self.name, self.key_id, _public_from_seed(self.seed))
+        return CosignerKey(self.name, self.key_id, public_from_seed(self.seed))
 
 
 def witness_url_problem(url: str) -> str | None:
@@ -168,7 +168,7 @@ def parse_cosigner_signer(skey: str) -> CosignerSigner:
         signer = parse_signer_key(skey)
     except CheckpointError as exc:
         raise WitnessError("witness-key-malformed", exc.message) from None
-    public = _public_from_seed(signer.seed)
+    public = public_from_seed(signer.seed)
     return CosignerSigner(signer.name, cosigner_key_id(signer.name, public), signer.seed)
 
 
