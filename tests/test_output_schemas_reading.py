@@ -35,6 +35,7 @@ class Built:
     db: Path  # calibrated, two cohorts (one hidden, then burned), support and reject verdicts
     found: dict[str, tuple[int, str]]  # task or bundle family -> (result entry, outcome)
     damaged: Path  # a copy: one result object deleted, one entry hash overwritten
+    result_missing: Path  # a copy: the same result object deleted, every entry as written
 
 
 def cli(db: Path, *args: str) -> CliResult:
@@ -61,7 +62,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     with attacker(damaged) as conn:
         conn.execute("DELETE FROM objects WHERE digest = ?", (result_object,))
         conn.execute("UPDATE entries SET entry_hash = X'FF' WHERE seq = 3")
-    return Built(root, db, found, damaged)
+    # Apart: a rewritten entry hash makes every read of its neighbour refuse (entry-corrupt).
+    result_missing = checkpointed_copy(db, root / "result-missing.db")
+    with attacker(result_missing) as conn:
+        conn.execute("DELETE FROM objects WHERE digest = ?", (result_object,))
+    return Built(root, db, found, damaged, result_missing)
 
 
 def entry_payload(db: Path, seq: int) -> dict[str, Any]:
@@ -186,7 +191,7 @@ def test_show_json_of_a_verification_holds_its_verification_result(
 
 def test_show_json_of_a_verification_whose_result_is_missing_gives_null(built: Built) -> None:
     seq, _ = built.found["good"]
-    result = cli(built.damaged, "show", str(seq), "--json")
+    result = cli(built.result_missing, "show", str(seq), "--json")
     assert result.code == 0, result.stderr
     doc = result.json()
     assert doc["result"] is None

@@ -35,9 +35,9 @@ from ledger.operations.verify import verify
 from ledger.state import StateIndex, read_state
 from ledger.store.base import STATE_TABLES, Store
 from ledger.store.opening import create_store, open_store
-from ledger.transparency.notes import generate_key, sign_checkpoint
+from ledger.tlog.notes import generate_key, sign_checkpoint
+from ledger.tlog.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 from ledger.transparency.proofs import checkpoint
-from ledger.transparency.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 from ledger.trusting import anchor_rule
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest
