@@ -211,6 +211,17 @@ SignOpt = Annotated[
         show_default=False,
     ),
 ]
+# verify and check-result pick the plan alike: the same options, said the same way.
+CohortOpt = Annotated[
+    str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
+]
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
+        " manifest cannot name one."
+    ),
+]
 KeyOpt = Annotated[
     str | None,
     typer.Option(
@@ -1224,16 +1235,8 @@ def verify(
             min=1,
         ),
     ] = None,
-    cohort: Annotated[
-        str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
-    ] = None,
-    task: Annotated[
-        str | None,
-        typer.Option(
-            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
-            " manifest cannot name one."
-        ),
-    ] = None,
+    cohort: CohortOpt = None,
+    task: TaskOpt = None,
     findings: Annotated[
         str | None,
         typer.Option(
@@ -2402,16 +2405,8 @@ def check_result_command(
     bundle: Annotated[
         Path, typer.Option("--bundle", help="The result bundle the VerificationResult judged.")
     ],
-    cohort: Annotated[
-        str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
-    ] = None,
-    task: Annotated[
-        str | None,
-        typer.Option(
-            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
-            " manifest cannot name one."
-        ),
-    ] = None,
+    cohort: CohortOpt = None,
+    task: TaskOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Judge the bundle again by the plan the ledger committed for it and say, field by field,
