@@ -465,7 +465,8 @@ def test_freeze_with_sign_but_nothing_to_anchor_by_is_refused_writing_nothing(
     """Attack stopped (a silent no-op): `freeze --sign KEY` with no anchoring policy (no trust
     file, or one without `trust anchor`), or with --unanchored, froze and ignored --sign, so a
     user who asked for a signed anchor believed the freeze anchored. Refused before anything is
-    written, saying why and what to do; without --sign it freezes (with its warning)."""
+    written, saying why and what to do; without --sign it freezes (with its warning). The dry
+    run ("every error freeze would stop at") refuses it the same way: it passed it."""
     key = str(world.folder / "log.key")
     policy_less = world.write_trust(path=world.folder / "no-policy.json")
     witness_kept = world.write_trust(
@@ -478,6 +479,9 @@ def test_freeze_with_sign_but_nothing_to_anchor_by_is_refused_writing_nothing(
         ((), "there is no anchoring policy"),
         (("--trust", str(policy_less)), "there is no anchoring policy"),
         (("--trust", str(witness_kept), "--unanchored"), "--unanchored was given"),
+        (("--dry-run",), "there is no anchoring policy"),  # before: a clean dry run
+        (("--dry-run", "--trust", str(policy_less)), "there is no anchoring policy"),
+        (("--dry-run", "--trust", str(witness_kept), "--unanchored"), "--unanchored was given"),
     ):
         refused = world.freeze("--sign", key, *extra)
         assert refused.code == 2, (extra, refused.stdout)  # before: frozen, --sign ignored
@@ -485,6 +489,8 @@ def test_freeze_with_sign_but_nothing_to_anchor_by_is_refused_writing_nothing(
         message = refused.json()["error"]["message"]
         assert why in message and "`ledger trust anchor" in message, message
         assert world.size() == before, extra  # nothing frozen
+    rehearsed = world.freeze("--dry-run", "--trust", str(policy_less))
+    assert rehearsed.code == 0, rehearsed.stdout  # without --sign the dry run finds nothing
     frozen = world.freeze("--trust", str(policy_less))
     assert frozen.code == 0, frozen.stderr
     assert "there is no anchoring policy" in frozen.json()["warning"]

@@ -417,7 +417,7 @@ def test_manifest_changed_between_its_two_reads_is_refused(
     that changes it in between (here: right after the first read) gets a refusal, not a verdict
     on bytes other than those that chose the plan."""
     bundle = make_bundle(tmp_path, "good")
-    first_read = verify_module._read_manifest_only
+    first_read = verify_module.read_manifest_only
 
     def read_then_change(bundle_dir: Path) -> bytes | None:
         probe = first_read(bundle_dir)
@@ -425,7 +425,7 @@ def test_manifest_changed_between_its_two_reads_is_refused(
         manifest.write_bytes(manifest.read_bytes() + b"\n")
         return probe
 
-    monkeypatch.setattr(verify_module, "_read_manifest_only", read_then_change)
+    monkeypatch.setattr(verify_module, "read_manifest_only", read_then_change)
     refused(
         tmp_path, frozen, "bundle-changed", "verify", str(bundle), "--task", f"{COHORT}/task-000"
     )

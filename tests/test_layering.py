@@ -233,15 +233,9 @@ def test_one_store_backend_never_imports_the_other() -> None:
     assert not crossing, crossing
 
 
-# Private names (``_x``) one ledger module imports from another, each with why it is left.
-PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
-    # check-result and rehearse judge a bundle by verify's own reading of it, on purpose (one
-    # code, LEDGER.md section 14). verify.py is being changed on another branch while this
-    # rule lands: naming its helpers public is left to after that merge.
-    ("ledger.operations.verify", "_manifest_claims"): "verify's reading, shared on purpose",
-    ("ledger.operations.verify", "_read_manifest_only"): "verify's reading, shared on purpose",
-    ("ledger.operations.verify", "_read_snapshot"): "verify's reading, shared on purpose",
-}
+# Private names (``_x``) one ledger module imports from another, each with why it is left
+# (none now: verify's three bundle readers, which check-result and rehearse share, are public).
+PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _private(name: str) -> bool:

@@ -211,6 +211,17 @@ SignOpt = Annotated[
         show_default=False,
     ),
 ]
+# verify and check-result pick the plan alike: the same options, said the same way.
+CohortOpt = Annotated[
+    str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
+]
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
+        " manifest cannot name one."
+    ),
+]
 KeyOpt = Annotated[
     str | None,
     typer.Option(
@@ -1058,16 +1069,8 @@ def freeze(
     from ledger.operations.freeze import freeze as run_freeze
 
     reuse = _reuse_exposed(reuse_exposed or [])
-    if dry_run:  # lint + the ledger-state checks, read-only (ledger/cli/authoring.py)
-        return authoring.freeze_dry_run(
-            _db(),
-            cohort_dir,
-            root=root,
-            hidden_plans=hidden_plans,
-            reuse_exposed=reuse,
-            as_json=as_json,
-        )
     settings = _settings()
+    # Read (never written) before the dry run too: it refuses what freeze would.
     loaded = trust.resolve(trust_file, writing=True, settings=settings)
     policy = loaded.trust if loaded is not None and loaded.trust.anchor.required else None
     if sign is not None and (policy is None or unanchored):
@@ -1084,6 +1087,15 @@ def freeze(
             f"--sign signs the checkpoint that anchors the freeze under the trust file's"
             f" anchoring policy, and {why}: nothing would be signed. Set a policy (`ledger"
             " trust anchor --witnesses K --timestamps T`) or freeze without --sign",
+        )
+    if dry_run:  # lint + the ledger-state checks, read-only (ledger/cli/authoring.py)
+        return authoring.freeze_dry_run(
+            _db(),
+            cohort_dir,
+            root=root,
+            hidden_plans=hidden_plans,
+            reuse_exposed=reuse,
+            as_json=as_json,
         )
     # Refused before anything is written: a freeze the policy cannot anchor is not begun.
     signer_key = _anchor_signer(sign, loaded) if policy is not None and not unanchored else None
@@ -1223,16 +1235,8 @@ def verify(
             min=1,
         ),
     ] = None,
-    cohort: Annotated[
-        str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
-    ] = None,
-    task: Annotated[
-        str | None,
-        typer.Option(
-            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
-            " manifest cannot name one."
-        ),
-    ] = None,
+    cohort: CohortOpt = None,
+    task: TaskOpt = None,
     findings: Annotated[
         str | None,
         typer.Option(
@@ -2401,16 +2405,8 @@ def check_result_command(
     bundle: Annotated[
         Path, typer.Option("--bundle", help="The result bundle the VerificationResult judged.")
     ],
-    cohort: Annotated[
-        str | None, typer.Option(help="Cohort id, when several frozen cohorts match.")
-    ] = None,
-    task: Annotated[
-        str | None,
-        typer.Option(
-            help="Task id: one of the tasks of the manifest's WorkUnit, or any task when the"
-            " manifest cannot name one."
-        ),
-    ] = None,
+    cohort: CohortOpt = None,
+    task: TaskOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Judge the bundle again by the plan the ledger committed for it and say, field by field,

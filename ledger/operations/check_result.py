@@ -26,9 +26,9 @@ from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError, from_ve
 
 # verify's own reading and task choice, shared on purpose: a check must read what verify reads.
 from ledger.operations.verify import (
-    _manifest_claims,
-    _read_manifest_only,
-    _read_snapshot,
+    manifest_claims,
+    read_manifest_only,
+    read_snapshot,
     select_task,
 )
 from ledger.state import committed_plan, lookups_for_reading
@@ -189,14 +189,14 @@ def check_result(
             f"{source} is not a VerificationResult 0.1: {first.path or '/'}: {first.message}",
         )
     theirs: dict[str, Any] = decoded.raw  # an object: the contract decoded it
-    probe = _read_manifest_only(bundle_dir)
-    wu_id, wu_version = _manifest_claims(probe)
+    probe = read_manifest_only(bundle_dir)
+    wu_id, wu_version = manifest_claims(probe)
     with ledger.snapshot():
         state = lookups_for_reading(ledger)
         chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task, burned_ok=True)
         burned = state.burned_entry(chosen.cohort)
         plan, work_unit = committed_plan(ledger, chosen)
-    snapshot = _read_snapshot(bundle_dir, plan, probe)
+    snapshot = read_snapshot(bundle_dir, plan, probe)
     try:
         judged = run(
             plan,

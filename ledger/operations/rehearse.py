@@ -29,9 +29,9 @@ from ledger.errors import (
     from_verifier,
 )
 from ledger.operations.verify import (
-    _manifest_claims,
-    _read_manifest_only,
-    _read_snapshot,
+    manifest_claims,
+    read_manifest_only,
+    read_snapshot,
     select_task,
 )
 from ledger.state import CommittedCohort, CommittedTask
@@ -173,8 +173,8 @@ def _each(
 
 
 def _one(lookups: _FolderLookups, bundle: Path, time: str, task: str | None) -> Rehearsed:
-    probe = _read_manifest_only(bundle)
-    wu_id, wu_version = _manifest_claims(probe)
+    probe = read_manifest_only(bundle)
+    wu_id, wu_version = manifest_claims(probe)
     try:
         chosen = select_task(lookups, wu_id, wu_version, cohort=None, task=task)
     except CommitError as exc:
@@ -187,7 +187,7 @@ def _one(lookups: _FolderLookups, bundle: Path, time: str, task: str | None) -> 
             " (`ledger lint` names a task that does not load; --task chooses one)",
         ) from None
     loaded = lookups.by_task[chosen.task]
-    snapshot = _read_snapshot(bundle, loaded.plan, probe)
+    snapshot = read_snapshot(bundle, loaded.plan, probe)
     try:
         outcome = run(loaded.plan, loaded.work_unit, snapshot, started_at=time, finished_at=time)
     except PlanBindingError as exc:

@@ -142,8 +142,9 @@ def unanchored_warning(chosen: CommittedTask) -> str:
     )
 
 
-def _manifest_claims(snapshot_manifest: bytes | None) -> tuple[str | None, int | None]:
-    """The WorkUnit id and version the (untrusted) manifest names, if it can say."""
+def manifest_claims(snapshot_manifest: bytes | None) -> tuple[str | None, int | None]:
+    """The WorkUnit id and version the (untrusted) manifest names, if it can say (verify,
+    check-result and rehearse pick the task by it)."""
     if snapshot_manifest is None:
         return None, None
     limits = LIMITS["result-manifest"]
@@ -281,7 +282,7 @@ class Judged:
     """A bundle judged outside the write lock (``judge``), and what the judgement relied on:
     ``record`` appends it only if, under the lock, the same task is chosen, its outcome
     digests are still unobserved before its freeze and the entries' time is ``time``.
-    ``claims``: the WorkUnit id and version its manifest names (``_manifest_claims`` of
+    ``claims``: the WorkUnit id and version its manifest names (``manifest_claims`` of
     ``snapshot.manifest``, read once)."""
 
     chosen: CommittedTask
@@ -354,8 +355,8 @@ def judge(
     writer that did not keep it): ``record`` then does all of it under the lock."""
     # The clock is read once: this judgement's time is the entries'.
     clock_time = ledger.now() if now is None else now
-    probe = _read_manifest_only(bundle_dir)
-    wu_id, wu_version = _manifest_claims(probe)
+    probe = read_manifest_only(bundle_dir)
+    wu_id, wu_version = manifest_claims(probe)
     with ledger.snapshot():
         state = StateIndex.current(ledger)
         if state is None:
@@ -363,11 +364,11 @@ def judge(
         chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
         plan, work_unit = cached_plan(ledger, chosen, plans)
         head = ledger.head()
-        snapshot = _read_snapshot(bundle_dir, plan, probe)
+        snapshot = read_snapshot(bundle_dir, plan, probe)
         digests = _check_outcome_before_plan(state, chosen, plan, snapshot)
     time = later_time(clock_time, None if head is None else head.body.time)
     outcome = _run(chosen, plan, work_unit, snapshot, time)
-    # ``snapshot.manifest`` is ``probe`` (``_read_snapshot`` refuses otherwise): same claims.
+    # ``snapshot.manifest`` is ``probe`` (``read_snapshot`` refuses otherwise): same claims.
     return Judged(chosen, plan, work_unit, snapshot, digests, time, outcome, (wu_id, wu_version))
 
 
@@ -455,11 +456,11 @@ def _decide(
             # entries' time never goes back: the result must carry the entries' time.
             outcome = _run(chosen, judged.plan, judged.work_unit, judged.snapshot, w.time)
         return chosen, judged.snapshot, outcome
-    probe = _read_manifest_only(bundle_dir)
-    wu_id, wu_version = _manifest_claims(probe)
+    probe = read_manifest_only(bundle_dir)
+    wu_id, wu_version = manifest_claims(probe)
     chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
     plan, work_unit = committed_plan(ledger, chosen)
-    snapshot = _read_snapshot(bundle_dir, plan, probe)
+    snapshot = read_snapshot(bundle_dir, plan, probe)
     _check_outcome_before_plan(state, chosen, plan, snapshot)
     return chosen, snapshot, _run(chosen, plan, work_unit, snapshot, w.time)
 
@@ -537,8 +538,9 @@ def _check_digests(state: StateIndex, chosen: CommittedTask, digests: tuple[str,
         )
 
 
-def _read_manifest_only(bundle_dir: Path) -> bytes | None:
-    """The manifest's bytes (None when present but not readable: the candidate's defect).
+def read_manifest_only(bundle_dir: Path) -> bytes | None:
+    """The manifest's bytes (None when present but not readable: the candidate's defect), read
+    first by verify, check-result and rehearse.
 
     A folder with no manifest at all is not a result bundle: refused, so no ``--task`` can
     make a reject out of a folder no worker handed in."""
@@ -558,10 +560,11 @@ def _read_manifest_only(bundle_dir: Path) -> bytes | None:
     return probe.manifest
 
 
-def _read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -> BundleSnapshot:
+def read_snapshot(bundle_dir: Path, plan: EvaluatorPlan, probe: bytes | None) -> BundleSnapshot:
     """The bundle as the committed plan may read it: each file within its role's limit and all
     of them within the plan's budget (``verifiers.bundle.plan_read_policy``), so one bundle never
-    puts more than the manifest plus that budget into the ledger."""
+    puts more than the manifest plus that budget into the ledger. ``bundle-changed`` when the
+    manifest is not ``probe`` (``read_manifest_only``'s): what was judged is what was probed."""
     try:
         snapshot = read_bundle_for_plan(bundle_dir, plan)
     except BundleRootError as exc:
