@@ -7,10 +7,13 @@ a database nobody else has touched: a real copy, never a reset one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
+import pytest
 from pg_server import PgServer
 
 _WAIT_S = 120  # a copy or a drop that takes longer than this is an error of the test
@@ -50,3 +53,40 @@ class Copies:
         for drop in self._drops:
             drop.result(timeout=_WAIT_S)
         self._worker.shutdown(wait=True)
+
+
+Build = Callable[[Path, Any], object]  # builds a history into a new store (a path or a URL)
+
+
+class BuiltBases:
+    """Histories built once per module, by their build function, on each store a test asks
+    for: ``file(build)`` the SQLite file, ``copies(build, server)`` the ``Copies`` of the built
+    PostgreSQL database. ``close()`` drops what it made."""
+
+    def __init__(self, factory: pytest.TempPathFactory, prefix: str) -> None:
+        self._factory, self._prefix = factory, prefix
+        self._files: dict[str, Path] = {}
+        self._copies: dict[str, Copies] = {}
+        self._databases: list[tuple[PgServer, str]] = []
+
+    def file(self, build: Build) -> Path:
+        if build.__name__ not in self._files:
+            root = self._factory.mktemp(build.__name__.strip("_"))
+            build(root, root / "ledger.db")
+            self._files[build.__name__] = root / "ledger.db"
+        return self._files[build.__name__]
+
+    def copies(self, build: Build, server: PgServer) -> Copies:
+        if build.__name__ not in self._copies:
+            root = self._factory.mktemp(build.__name__.strip("_"))
+            name = server.new_database(f"{self._prefix}_base")
+            self._databases.append((server, name))
+            build(root, server.url(name))
+            self._copies[build.__name__] = Copies(server, name, f"{self._prefix}_copy")
+        return self._copies[build.__name__]
+
+    def close(self) -> None:
+        for copies in self._copies.values():
+            copies.close()
+        for server, name in self._databases:
+            server.drop_database(name)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import CliResult, checkpointed_copy, run_cli
-from pg_copies import Copies
+from pg_copies import BuiltBases
 from pg_server import PgServer
 from test_commitment_rules import _observe_then_freeze_supporting_plan, custom_cohort, strict_plan
 from test_public_export import COHORT, HIDDEN_TASK, hidden_plan, write_bundle
@@ -59,41 +59,9 @@ def cli(root: Path, db: Db, *args: str) -> CliResult:
     return run_cli(["--db", str(db), *args], env={"LEDGER_TIME": TIME}, cwd=root)
 
 
-class _Bases:
-    """Histories built once per module and store, which the tests start from (a copy each)."""
-
-    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
-        self._factory = tmp_path_factory
-        self._files: dict[str, Path] = {}
-        self._copies: dict[str, Copies] = {}
-        self.databases: list[tuple[PgServer, str]] = []
-
-    def file(self, build: Build) -> Path:
-        if build.__name__ not in self._files:
-            root = self._factory.mktemp(build.__name__.strip("_"))
-            build(root, root / "ledger.db")
-            self._files[build.__name__] = root / "ledger.db"
-        return self._files[build.__name__]
-
-    def copies(self, build: Build, server: PgServer) -> Copies:
-        if build.__name__ not in self._copies:
-            root = self._factory.mktemp(build.__name__.strip("_"))
-            name = server.new_database("adv_base")
-            self.databases.append((server, name))
-            build(root, server.url(name))
-            self._copies[build.__name__] = Copies(server, name, "adv_copy")
-        return self._copies[build.__name__]
-
-    def close(self) -> None:
-        for copies in self._copies.values():
-            copies.close()
-        for server, name in self.databases:
-            server.drop_database(name)
-
-
 @pytest.fixture(scope="module")
-def bases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Bases]:
-    made = _Bases(tmp_path_factory)
+def bases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltBases]:
+    made = BuiltBases(tmp_path_factory, "adv")
     try:
         yield made
     finally:
@@ -105,7 +73,7 @@ class Stores:
     created, or an empty PostgreSQL database), ``copy_of(build)`` a copy of a history built
     once per module (a copy of the file, or ``CREATE DATABASE ... TEMPLATE``)."""
 
-    def __init__(self, tmp_path: Path, bases: _Bases, server: PgServer | None) -> None:
+    def __init__(self, tmp_path: Path, bases: BuiltBases, server: PgServer | None) -> None:
         self._tmp, self._bases, self.server = tmp_path, bases, server
         self.made: list[str] = []
         self.copied = contextlib.ExitStack()
@@ -123,7 +91,7 @@ class Stores:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path, bases: _Bases) -> Iterator[Stores]:
+def stores(request: pytest.FixtureRequest, tmp_path: Path, bases: BuiltBases) -> Iterator[Stores]:
     """Every test taking it runs on both stores; its PostgreSQL databases are dropped after."""
     server: PgServer | None = None
     if request.param == "postgresql":

@@ -41,7 +41,7 @@ from helpers import (
     store_attacker,
     store_state,
 )
-from pg_copies import Copies
+from pg_copies import BuiltBases
 from pg_server import PgServer
 
 from ledger import api
@@ -123,12 +123,11 @@ def _judged(root: Path, db: Db) -> None:
 Build = Callable[[Path, Db], None]
 
 
-class _Bases:
+class _Bases(BuiltBases):
+    """The built histories, and a writer login per server."""
+
     def __init__(self, factory: pytest.TempPathFactory) -> None:
-        self._factory = factory
-        self._files: dict[str, Path] = {}
-        self._copies: dict[str, Copies] = {}
-        self._databases: list[tuple[PgServer, str]] = []
+        super().__init__(factory, "reads")
         self._logins: dict[int, tuple[PgServer, str]] = {}
 
     def writer_login(self, server: PgServer, db: str) -> str:
@@ -144,27 +143,8 @@ class _Bases:
             admin.execute(f"GRANT {pg_roles(db).writer} TO {login}")
         return login
 
-    def file(self, build: Build) -> Path:
-        if build.__name__ not in self._files:
-            root = self._factory.mktemp(build.__name__.strip("_"))
-            build(root, root / "ledger.db")
-            self._files[build.__name__] = root / "ledger.db"
-        return self._files[build.__name__]
-
-    def copies(self, build: Build, server: PgServer) -> Copies:
-        if build.__name__ not in self._copies:
-            root = self._factory.mktemp(build.__name__.strip("_"))
-            name = server.new_database("reads_base")
-            self._databases.append((server, name))
-            build(root, server.url(name))
-            self._copies[build.__name__] = Copies(server, name, "reads_copy")
-        return self._copies[build.__name__]
-
     def close(self) -> None:
-        for copies in self._copies.values():
-            copies.close()
-        for server, name in self._databases:
-            server.drop_database(name)
+        super().close()
         for server, login in self._logins.values():
             with psycopg.connect(server.url(), autocommit=True, connect_timeout=10) as admin:
                 admin.execute(f"DROP ROLE {login}")
