@@ -1,5 +1,6 @@
 """Keep the documentation in step with the code: every command, error code, audit violation code
-and schema file the code defines is documented (README.md for commands, LEDGER.md for the rest).
+and schema file the code defines is documented (README.md and docs/CLI.md for commands and their
+options, LEDGER.md for the rest).
 
 Codes in both directions: every refusal code the packages raise is in LEDGER.md section 11, every
 audit violation code they report in section 6 and every diff finding code in section 9; and every
@@ -279,7 +280,7 @@ def test_every_documented_code_is_asserted_by_a_test(section: str) -> None:
 # -- module references ------------------------------------------------------------------------
 
 DOCS_NAMING_MODULES = ("LEDGER.md", "README.md", "SECURITY.md", "docs/ARCHITECTURE.md",
-                       "benchmarks/README.md")  # fmt: skip
+                       "docs/CLI.md", "benchmarks/README.md")  # fmt: skip
 FILE_REF = re.compile(
     r"(?<![\w./:-])((?:ledger|verifiers|tools|tests|benchmarks|fuzz|scripts|docs)/[\w/.*-]*)"
 )
@@ -348,3 +349,94 @@ def test_a_stale_module_reference_is_caught() -> None:
     assert _missing_references("`tests/test_layering.py::test_no_such_test`") == [
         "tests/test_layering.py::test_no_such_test"
     ]
+
+
+# -- the CLI reference (docs/CLI.md) against --help ---------------------------------------------
+
+CLI_MD = (REPO / "docs" / "CLI.md").read_text("utf-8")
+OPTION_RE = re.compile(r"(?<![\w-])(--?[a-z][a-z0-9-]*)")
+
+
+def _help_tree() -> dict[str, set[str]]:
+    """Command path ("" for ``ledger`` itself, "trust add tsa" for a leaf) -> the options its
+    ``--help`` shows, read from typer's click tree in-process: the help record of every
+    parameter, as the help page prints it (hidden ones have none)."""
+    root = typer.main.get_command(app)
+    # The root context applies the conventions (``--db`` on every command) as a run does.
+    root_ctx = root.make_context("ledger", ["init"], resilient_parsing=True)
+    tree: dict[str, set[str]] = {}
+
+    def visit(command: object, ctx: object, path: str) -> None:
+        records = [p.get_help_record(ctx) for p in command.get_params(ctx)]  # type: ignore[attr-defined]
+        tree[path] = {o for r in records if r for o in OPTION_RE.findall(r[0])}
+        for name, sub in getattr(command, "commands", {}).items():
+            sub_path = f"{path} {name}".strip()
+            visit(sub, sub.make_context(name, [], parent=ctx, resilient_parsing=True), sub_path)
+
+    visit(root, root_ctx, "")
+    return tree
+
+
+def _cli_md_sections(text: str) -> dict[str, str]:
+    """``## `ledger CMD``` heading -> its section's text."""
+    parts = re.split(r"^## `ledger ?([a-z -]*)`\n", text, flags=re.M)
+    return {parts[i].strip(): parts[i + 1].split("\n## ", 1)[0] for i in range(1, len(parts), 2)}
+
+
+def _documented_options(section: str) -> set[str]:
+    """The options of a section's tables: the first cell of every row that starts with one."""
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `-")]
+    return {o for cell in rows for o in OPTION_RE.findall(cell)}
+
+
+def _cli_md_mismatches(text: str, tree: dict[str, set[str]]) -> list[str]:
+    """Both directions: what ``--help`` shows that ``text`` lacks, and what ``text`` names that
+    ``--help`` does not show (a section per command, every option in its table, and every
+    option a backticked ``ledger CMD ...`` names, as the command's or the root's)."""
+    sections = _cli_md_sections(text)
+    leaves = {path for path in tree if not any(p.startswith(f"{path} ") for p in tree)}
+    problems = [f"no section for `{f'ledger {p}'.strip()}`" for p in sorted(leaves | {""})
+                if p not in sections]  # fmt: skip
+    for path, section in sorted(sections.items()):
+        if path not in tree:
+            problems.append(f"section for `ledger {path}`, which --help does not list")
+            continue
+        documented = _documented_options(section)
+        problems += [f"`ledger {path}` lacks {o}" for o in sorted(tree[path] - documented)]
+        problems += [f"`ledger {path}` has no {o}" for o in sorted(documented - tree[path])]
+    for span in re.findall(r"`ledger ([^`\n]*)`", text):
+        words = span.split()
+        path = ""
+        for word in words:
+            if f"{path} {word}".strip() not in tree:
+                break
+            path = f"{path} {word}".strip()
+        unknown = {o for o in OPTION_RE.findall(span) if o not in tree[path] | tree[""]}
+        if not path and words and not words[0].startswith("-"):
+            problems.append(f"`ledger {span}` names no command")
+        problems += [f"`ledger {span}`: `ledger {path}` has no {o}" for o in sorted(unknown)]
+    return problems
+
+
+def test_the_cli_reference_and_help_agree_both_ways() -> None:
+    tree = _help_tree()
+    assert len(tree) > 40 and {"--db", "--json", "--help"} <= tree["verify"]  # the scan works
+    assert not _cli_md_mismatches(CLI_MD, tree), _cli_md_mismatches(CLI_MD, tree)
+
+
+def test_a_stale_cli_reference_is_caught() -> None:
+    """The comparison is not vacuous in either direction."""
+    tree = _help_tree()
+    sections = _cli_md_sections(CLI_MD)
+    verify = sections["verify"]
+    without_jobs = CLI_MD.replace(verify, verify.replace("| `--jobs <n>` |", "| |"))
+    assert "`ledger verify` lacks --jobs" in _cli_md_mismatches(without_jobs, tree)
+    extra = "\n## `ledger verify`\n| `--no-such` | x |\n## `ledger frobnicate`\nx\n"
+    mismatches = _cli_md_mismatches(CLI_MD.replace("\n## `ledger verify`\n", extra, 1), tree)
+    assert "`ledger verify` has no --no-such" in mismatches
+    assert "section for `ledger frobnicate`, which --help does not list" in mismatches
+    assert _cli_md_mismatches("Run `ledger prove --consistent cp.txt`.", tree)[-1] == (
+        "`ledger prove --consistent cp.txt`: `ledger prove` has no --consistent"
+    )
+    assert "`ledger frob` names no command" in _cli_md_mismatches("`ledger frob`", tree)
+    assert "no section for `ledger when`" in _cli_md_mismatches("", tree)
