@@ -20,6 +20,7 @@ import typer.main
 from ledger.audit import report, rules
 from ledger.cli.commands import app
 from ledger.format.entries import KINDS
+from tools import split_check
 
 REPO = Path(__file__).resolve().parents[1]
 LEDGER_MD = (REPO / "LEDGER.md").read_text("utf-8")
@@ -280,7 +281,7 @@ def test_every_documented_code_is_asserted_by_a_test(section: str) -> None:
 # -- module references ------------------------------------------------------------------------
 
 DOCS_NAMING_MODULES = ("LEDGER.md", "README.md", "SECURITY.md", "docs/ARCHITECTURE.md",
-                       "docs/CLI.md", "benchmarks/README.md")  # fmt: skip
+                       "docs/CLI.md", "docs/DESIGN.md", "benchmarks/README.md")  # fmt: skip
 FILE_REF = re.compile(
     r"(?<![\w./:-])((?:ledger|verifiers|tools|tests|benchmarks|fuzz|scripts|docs)/[\w/.*-]*)"
 )
@@ -440,3 +441,14 @@ def test_a_stale_cli_reference_is_caught() -> None:
     )
     assert "`ledger frob` names no command" in _cli_md_mismatches("`ledger frob`", tree)
     assert "no section for `ledger when`" in _cli_md_mismatches("", tree)
+
+
+def test_the_split_check_finds_a_lost_sentence() -> None:
+    """tools/split_check.py (LEDGER.md split by reader, issue 31) is not vacuous: a sentence left
+    out or changed is reported; moved, re-wrapped, numbered or re-headed text is not."""
+    old = "## 5. Rules\n- **Freeze first.** A plan is read; it is\n  fixed. Then `x`: done.\n"
+    moved = "# Design\n### Rules\n**R5.1** **Freeze first.** A plan is read; it is fixed.\n"
+    rest = "Then `x`: done. [held by `tests/test_docs.py::test_it`]"
+    assert split_check.lost(old, [moved, rest]) == []
+    assert split_check.lost(old, [moved]) == ["Then `x`:", "done."]
+    assert split_check.lost(old, [moved.replace("fixed", "kept"), rest]) == ["it is fixed."]
