@@ -452,3 +452,58 @@ def test_the_split_check_finds_a_lost_sentence() -> None:
     assert split_check.lost(old, [moved, rest]) == []
     assert split_check.lost(old, [moved]) == ["Then `x`:", "done."]
     assert split_check.lost(old, [moved.replace("fixed", "kept"), rest]) == ["it is fixed."]
+
+
+# -- numbered rules (LEDGER.md) -------------------------------------------------------------------
+
+RULE_TAG = re.compile(r"\*\*(R(\d+)\.\d+)\*\*")
+HELD_BY = re.compile(r"\[held by ([^\]]*)\]")
+
+
+def _rule_problems(text: str) -> list[str]:
+    """Every numbered rule of ``text``: its number unique and of the section it is in, and its
+    text (up to the next rule or heading) naming at least one test that exists."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    section = "0"
+    for block in re.split(r"(?=^#+ |\*\*R\d+\.\d+\*\*)", text, flags=re.M):
+        if heading := re.match(r"## (\d+)\. ", block):
+            section = heading.group(1)
+        tag = RULE_TAG.match(block)
+        if not tag:
+            continue
+        number = tag.group(1)
+        if number in seen:
+            problems.append(f"{number} is numbered twice")
+        seen.add(number)
+        if tag.group(2) != section:
+            problems.append(f"{number} is in section {section}")
+        held = HELD_BY.search(block)
+        named = TEST_REF.findall(held.group(1)) if held else []
+        if not named:
+            problems.append(f"{number} names no test it is held by")
+        for path, name in named:
+            file = REPO / path
+            if not file.exists() or not re.search(rf"^def {name}\b", file.read_text("utf-8"), re.M):
+                problems.append(f"{number} is held by {path}::{name}, which does not exist")
+    return problems
+
+
+def test_every_numbered_rule_is_unique_and_names_a_test_that_holds_it() -> None:
+    assert len(RULE_TAG.findall(LEDGER_MD)) > 300  # the scan works
+    assert not _rule_problems(LEDGER_MD), _rule_problems(LEDGER_MD)
+
+
+def test_a_rule_without_a_test_or_numbered_twice_is_caught() -> None:
+    held = "[held by `tests/test_docs.py::test_a_rule_without_a_test_or_numbered_twice_is_caught`]"
+    good = f"## 5. Rules\n- **R5.1** A rule.\n  {held}\n- **R5.2** Another. {held}\n"
+    assert _rule_problems(good) == []
+    assert _rule_problems(good.replace("R5.2", "R5.1")) == ["R5.1 is numbered twice"]
+    assert _rule_problems(good.replace("R5.2", "R6.2")) == ["R6.2 is in section 5"]
+    assert _rule_problems(good.replace(f"Another. {held}", "Another.")) == [
+        "R5.2 names no test it is held by"
+    ]
+    assert _rule_problems(good.replace("or_numbered_twice", "or_numbered_thrice", 1)) == [
+        "R5.1 is held by tests/test_docs.py::"
+        "test_a_rule_without_a_test_or_numbered_thrice_is_caught, which does not exist"
+    ]
