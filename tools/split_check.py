@@ -26,9 +26,24 @@ DOCUMENTS = ("LEDGER.md", "docs/CLI.md", "docs/DESIGN.md", "benchmarks/README.md
 RULE_TAG = re.compile(r"\*\*R\d+\.\d+\*\*\s*|\s*\[held by [^\]]*\]")
 MARKER = re.compile(r"^\s*(?:#+\s+)?(?:[-*]\s+|\d+\.\s+)?")
 SENTENCE_END = re.compile(r"(?<=[.;:])\s+")
-# Sentences the split had to reword (a pointer to text that moved), old -> new: the new is checked.
+# Sentences the split had to reword (a pointer to text that moved on), old -> new: the new is
+# what is looked for.
+_REF_ROW = (
+    "| `ref-too-short` / `ref-ambiguous` | `show blake3:<prefix>` with fewer than 8 hex digits / a"
+    " prefix of more than one entry or object ({}) |"
+)
+_ADAPTERS = (
+    "a ledger result names only its adapters so that it reads the same on every machine ({}),"
+    " and the adapter and its version are compared in `verifier`."
+)
 REWORDED = {
     '"Reading entries" above).': 'benchmarks/README.md, "Reading entries").',
+    _REF_ROW.format('section 7, "JSON shapes printed by the CLI"'): _REF_ROW.format(
+        'docs/CLI.md, "Outputs"'
+    ),
+    _ADAPTERS.format('section 12, "Results are reproducible"'): _ADAPTERS.format(
+        'docs/DESIGN.md, "Results are reproducible"'
+    ),
 }
 
 
