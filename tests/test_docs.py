@@ -507,3 +507,10 @@ def test_a_rule_without_a_test_or_numbered_twice_is_caught() -> None:
         "R5.1 is held by tests/test_docs.py::"
         "test_a_rule_without_a_test_or_numbered_thrice_is_caught, which does not exist"
     ]
+
+
+def test_every_output_schema_is_in_the_cli_reference_and_every_one_it_names_exists() -> None:
+    named = set(re.findall(r"schemas/(output-[\w-]+\.schema\.json)", CLI_MD))
+    published = {path.name for path in (REPO / "schemas").glob("output-*.schema.json")}
+    assert len(published) > 40  # the glob works
+    assert named == published, (sorted(published - named), sorted(named - published))
