@@ -514,3 +514,41 @@ def test_every_output_schema_is_in_the_cli_reference_and_every_one_it_names_exis
     published = {path.name for path in (REPO / "schemas").glob("output-*.schema.json")}
     assert len(published) > 40  # the glob works
     assert named == published, (sorted(published - named), sorted(named - published))
+
+
+# What starts a paragraph or a list item of the rule sections without being a rule: the line that
+# names a section's modules and tests, and the pointers to text that lives in another document.
+NOT_RULES = ("Module `", "Modules `", "Tests `", "(The same table", "- **Throughput**: one durable",
+             "Each difference from the reference project")  # fmt: skip
+RULE_SECTIONS = {*range(1, 13), 15}  # 13 and 14 point to docs/DESIGN.md and docs/CLI.md
+
+
+def _unnumbered_rules(text: str) -> list[str]:
+    """The first line of every paragraph and top-level list item of the rule sections that does
+    not start with a rule number (indented lines continue the item above them)."""
+    found: list[str] = []
+    section, previous = 0, ""
+    for line in text.splitlines():
+        if heading := re.match(r"## (\d+)\. ", line):
+            section = int(heading.group(1))
+        starts = re.match(r"(?:- |\d+\. )", line) or previous == "" or previous.startswith("#")
+        if (
+            section in RULE_SECTIONS
+            and starts
+            and line.strip()
+            and not line.startswith(("#", "|", " ", "[held by", *NOT_RULES))
+            and not re.match(r"(?:- |\d+\. )?\*\*R\d+\.\d+\*\* ", line)
+        ):
+            found.append(line[:80])
+        previous = line
+    return found
+
+
+def test_every_rule_of_the_rule_sections_is_numbered() -> None:
+    assert not _unnumbered_rules(LEDGER_MD), _unnumbered_rules(LEDGER_MD)
+
+
+def test_an_unnumbered_rule_is_caught() -> None:
+    text = "## 9. Diffs\nModule `verifiers/diff.py`.\n\n- **R9.1** A rule.\n- A new one.\n\nThis."
+    assert _unnumbered_rules(text) == ["- A new one.", "This."]
+    assert _unnumbered_rules(text.replace("## 9.", "## 14.")) == []
