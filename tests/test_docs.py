@@ -406,17 +406,39 @@ def _cli_md_mismatches(text: str, tree: dict[str, set[str]]) -> list[str]:
         problems += [f"`ledger {path}` lacks {o}" for o in sorted(tree[path] - documented)]
         problems += [f"`ledger {path}` has no {o}" for o in sorted(documented - tree[path])]
     for span in re.findall(r"`ledger ([^`\n]*)`", text):
-        words = span.split()
-        path = ""
-        for word in words:
-            if f"{path} {word}".strip() not in tree:
-                break
-            path = f"{path} {word}".strip()
-        unknown = {o for o in OPTION_RE.findall(span) if o not in tree[path] | tree[""]}
-        if not path and words and not words[0].startswith("-"):
-            problems.append(f"`ledger {span}` names no command")
-        problems += [f"`ledger {span}`: `ledger {path}` has no {o}" for o in sorted(unknown)]
+        problems += _span_problems(span, tree)
     return problems
+
+
+def _span_problems(span: str, tree: dict[str, set[str]]) -> list[str]:
+    """What a backticked ``ledger ...`` names that ``--help`` does not show: a command (its
+    first word that is not a root option or its value; an output example such as ``ledger
+    ORIGIN: ...`` or ``ledger <version>`` names none), and options of it or of the root."""
+    words = span.split()
+    while words and words[0] in tree[""]:  # `ledger --db F verify ...`: a root option first
+        words = words[2:] if words[0] in ROOT_VALUED else words[1:]
+    path = ""
+    for word in words:
+        if f"{path} {word}".strip() not in tree:
+            break
+        path = f"{path} {word}".strip()
+    problems = []
+    if not path and words and re.fullmatch(r"[a-z][a-z-]*", words[0]):
+        problems.append(f"`ledger {span}` names no command")
+    unknown = {o for o in OPTION_RE.findall(span) if o not in tree[path] | tree[""]}
+    return problems + [f"`ledger {span}`: `ledger {path}` has no {o}" for o in sorted(unknown)]
+
+
+ROOT_VALUED = frozenset({"--db", "--signer"})  # the root options that take a value
+
+
+@pytest.mark.parametrize("doc", DOCS_NAMING_MODULES)
+def test_every_command_and_option_the_docs_name_exists(doc: str) -> None:
+    """Every backticked ``ledger CMD --option`` of every document names what ``--help`` shows."""
+    tree = _help_tree()
+    text = (REPO / doc).read_text("utf-8")
+    problems = [p for s in re.findall(r"`ledger ([^`\n]*)`", text) for p in _span_problems(s, tree)]
+    assert not problems, problems
 
 
 def test_the_cli_reference_and_help_agree_both_ways() -> None:
@@ -440,6 +462,11 @@ def test_a_stale_cli_reference_is_caught() -> None:
         "`ledger prove --consistent cp.txt`: `ledger prove` has no --consistent"
     )
     assert "`ledger frob` names no command" in _cli_md_mismatches("`ledger frob`", tree)
+    assert _span_problems("--db F audit --no-replay --json", tree) == []
+    assert _span_problems("--db F audit --replay", tree) == [
+        "`ledger --db F audit --replay`: `ledger audit` has no --replay"
+    ]
+    assert _span_problems("ORIGIN: tree of N entries", tree) == []
     assert "no section for `ledger when`" in _cli_md_mismatches("", tree)
 
 
