@@ -1,5 +1,6 @@
 """Keep the documentation in step with the code: every command, error code, audit violation code
-and schema file the code defines is documented (README.md for commands, LEDGER.md for the rest).
+and schema file the code defines is documented (README.md and docs/CLI.md for commands and their
+options, LEDGER.md for the rest).
 
 Codes in both directions: every refusal code the packages raise is in LEDGER.md section 11, every
 audit violation code they report in section 6 and every diff finding code in section 9; and every
@@ -19,6 +20,7 @@ import typer.main
 from ledger.audit import report, rules
 from ledger.cli.commands import app
 from ledger.format.entries import KINDS
+from tools import split_check
 
 REPO = Path(__file__).resolve().parents[1]
 LEDGER_MD = (REPO / "LEDGER.md").read_text("utf-8")
@@ -279,7 +281,7 @@ def test_every_documented_code_is_asserted_by_a_test(section: str) -> None:
 # -- module references ------------------------------------------------------------------------
 
 DOCS_NAMING_MODULES = ("LEDGER.md", "README.md", "SECURITY.md", "docs/ARCHITECTURE.md",
-                       "benchmarks/README.md")  # fmt: skip
+                       "docs/CLI.md", "docs/DESIGN.md", "benchmarks/README.md")  # fmt: skip
 FILE_REF = re.compile(
     r"(?<![\w./:-])((?:ledger|verifiers|tools|tests|benchmarks|fuzz|scripts|docs)/[\w/.*-]*)"
 )
@@ -348,3 +350,232 @@ def test_a_stale_module_reference_is_caught() -> None:
     assert _missing_references("`tests/test_layering.py::test_no_such_test`") == [
         "tests/test_layering.py::test_no_such_test"
     ]
+
+
+# -- the CLI reference (docs/CLI.md) against --help ---------------------------------------------
+
+CLI_MD = (REPO / "docs" / "CLI.md").read_text("utf-8")
+OPTION_RE = re.compile(r"(?<![\w-])(--?[a-z][a-z0-9-]*)")
+
+
+def _help_tree() -> dict[str, set[str]]:
+    """Command path ("" for ``ledger`` itself, "trust add tsa" for a leaf) -> the options its
+    ``--help`` shows, read from typer's click tree in-process: the help record of every
+    parameter, as the help page prints it (hidden ones have none)."""
+    root = typer.main.get_command(app)
+    # The root context applies the conventions (``--db`` on every command) as a run does.
+    root_ctx = root.make_context("ledger", ["init"], resilient_parsing=True)
+    tree: dict[str, set[str]] = {}
+
+    def visit(command: object, ctx: object, path: str) -> None:
+        records = [p.get_help_record(ctx) for p in command.get_params(ctx)]  # type: ignore[attr-defined]
+        tree[path] = {o for r in records if r for o in OPTION_RE.findall(r[0])}
+        for name, sub in getattr(command, "commands", {}).items():
+            sub_path = f"{path} {name}".strip()
+            visit(sub, sub.make_context(name, [], parent=ctx, resilient_parsing=True), sub_path)
+
+    visit(root, root_ctx, "")
+    return tree
+
+
+def _cli_md_sections(text: str) -> dict[str, str]:
+    """``## `ledger CMD``` heading -> its section's text."""
+    parts = re.split(r"^## `ledger ?([a-z -]*)`\n", text, flags=re.M)
+    return {parts[i].strip(): parts[i + 1].split("\n## ", 1)[0] for i in range(1, len(parts), 2)}
+
+
+def _documented_options(section: str) -> set[str]:
+    """The options of a section's tables: the first cell of every row that starts with one."""
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `-")]
+    return {o for cell in rows for o in OPTION_RE.findall(cell)}
+
+
+def _cli_md_mismatches(text: str, tree: dict[str, set[str]]) -> list[str]:
+    """Both directions: what ``--help`` shows that ``text`` lacks, and what ``text`` names that
+    ``--help`` does not show (a section per command, every option in its table, and every
+    option a backticked ``ledger CMD ...`` names, as the command's or the root's)."""
+    sections = _cli_md_sections(text)
+    leaves = {path for path in tree if not any(p.startswith(f"{path} ") for p in tree)}
+    problems = [f"no section for `{f'ledger {p}'.strip()}`" for p in sorted(leaves | {""})
+                if p not in sections]  # fmt: skip
+    for path, section in sorted(sections.items()):
+        if path not in tree:
+            problems.append(f"section for `ledger {path}`, which --help does not list")
+            continue
+        documented = _documented_options(section)
+        problems += [f"`ledger {path}` lacks {o}" for o in sorted(tree[path] - documented)]
+        problems += [f"`ledger {path}` has no {o}" for o in sorted(documented - tree[path])]
+    for span in re.findall(r"`ledger ([^`\n]*)`", text):
+        problems += _span_problems(span, tree)
+    return problems
+
+
+def _span_problems(span: str, tree: dict[str, set[str]]) -> list[str]:
+    """What a backticked ``ledger ...`` names that ``--help`` does not show: a command (its
+    first word that is not a root option or its value; an output example such as ``ledger
+    ORIGIN: ...`` or ``ledger <version>`` names none), and options of it or of the root."""
+    words = span.split()
+    while words and words[0] in tree[""]:  # `ledger --db F verify ...`: a root option first
+        words = words[2:] if words[0] in ROOT_VALUED else words[1:]
+    path = ""
+    for word in words:
+        if f"{path} {word}".strip() not in tree:
+            break
+        path = f"{path} {word}".strip()
+    problems = []
+    if not path and words and re.fullmatch(r"[a-z][a-z-]*", words[0]):
+        problems.append(f"`ledger {span}` names no command")
+    unknown = {o for o in OPTION_RE.findall(span) if o not in tree[path] | tree[""]}
+    return problems + [f"`ledger {span}`: `ledger {path}` has no {o}" for o in sorted(unknown)]
+
+
+ROOT_VALUED = frozenset({"--db", "--signer"})  # the root options that take a value
+
+
+@pytest.mark.parametrize("doc", DOCS_NAMING_MODULES)
+def test_every_command_and_option_the_docs_name_exists(doc: str) -> None:
+    """Every backticked ``ledger CMD --option`` of every document names what ``--help`` shows."""
+    tree = _help_tree()
+    text = (REPO / doc).read_text("utf-8")
+    problems = [p for s in re.findall(r"`ledger ([^`\n]*)`", text) for p in _span_problems(s, tree)]
+    assert not problems, problems
+
+
+def test_the_cli_reference_and_help_agree_both_ways() -> None:
+    tree = _help_tree()
+    assert len(tree) > 40 and {"--db", "--json", "--help"} <= tree["verify"]  # the scan works
+    assert not _cli_md_mismatches(CLI_MD, tree), _cli_md_mismatches(CLI_MD, tree)
+
+
+def test_a_stale_cli_reference_is_caught() -> None:
+    """The comparison is not vacuous in either direction."""
+    tree = _help_tree()
+    sections = _cli_md_sections(CLI_MD)
+    verify = sections["verify"]
+    without_jobs = CLI_MD.replace(verify, verify.replace("| `--jobs <n>` |", "| |"))
+    assert "`ledger verify` lacks --jobs" in _cli_md_mismatches(without_jobs, tree)
+    extra = "\n## `ledger verify`\n| `--no-such` | x |\n## `ledger frobnicate`\nx\n"
+    mismatches = _cli_md_mismatches(CLI_MD.replace("\n## `ledger verify`\n", extra, 1), tree)
+    assert "`ledger verify` has no --no-such" in mismatches
+    assert "section for `ledger frobnicate`, which --help does not list" in mismatches
+    assert _cli_md_mismatches("Run `ledger prove --consistent cp.txt`.", tree)[-1] == (
+        "`ledger prove --consistent cp.txt`: `ledger prove` has no --consistent"
+    )
+    assert "`ledger frob` names no command" in _cli_md_mismatches("`ledger frob`", tree)
+    assert _span_problems("--db F audit --no-replay --json", tree) == []
+    assert _span_problems("--db F audit --replay", tree) == [
+        "`ledger --db F audit --replay`: `ledger audit` has no --replay"
+    ]
+    assert _span_problems("ORIGIN: tree of N entries", tree) == []
+    assert "no section for `ledger when`" in _cli_md_mismatches("", tree)
+
+
+def test_the_split_check_finds_a_lost_sentence() -> None:
+    """tools/split_check.py (LEDGER.md split by reader, issue 31) is not vacuous: a sentence left
+    out or changed is reported; moved, re-wrapped, numbered or re-headed text is not."""
+    old = "## 5. Rules\n- **Freeze first.** A plan is read; it is\n  fixed. Then `x`: done.\n"
+    moved = "# Design\n### Rules\n**R5.1** **Freeze first.** A plan is read; it is fixed.\n"
+    rest = "Then `x`: done. [held by `tests/test_docs.py::test_it`]"
+    assert split_check.lost(old, [moved, rest]) == []
+    assert split_check.lost(old, [moved]) == ["Then `x`:", "done."]
+    assert split_check.lost(old, [moved.replace("fixed", "kept"), rest]) == ["it is fixed."]
+
+
+# -- numbered rules (LEDGER.md) -------------------------------------------------------------------
+
+RULE_TAG = re.compile(r"\*\*(R(\d+)\.\d+)\*\*")
+HELD_BY = re.compile(r"\[held by ([^\]]*)\]")
+
+
+def _rule_problems(text: str) -> list[str]:
+    """Every numbered rule of ``text``: its number unique and of the section it is in, and its
+    text (up to the next rule or heading) naming at least one test that exists."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    section = "0"
+    for block in re.split(r"(?=^#+ |\*\*R\d+\.\d+\*\*)", text, flags=re.M):
+        if heading := re.match(r"## (\d+)\. ", block):
+            section = heading.group(1)
+        tag = RULE_TAG.match(block)
+        if not tag:
+            continue
+        number = tag.group(1)
+        if number in seen:
+            problems.append(f"{number} is numbered twice")
+        seen.add(number)
+        if tag.group(2) != section:
+            problems.append(f"{number} is in section {section}")
+        held = HELD_BY.search(block)
+        named = TEST_REF.findall(held.group(1)) if held else []
+        if not named:
+            problems.append(f"{number} names no test it is held by")
+        for path, name in named:
+            file = REPO / path
+            if not file.exists() or not re.search(rf"^def {name}\b", file.read_text("utf-8"), re.M):
+                problems.append(f"{number} is held by {path}::{name}, which does not exist")
+    return problems
+
+
+def test_every_numbered_rule_is_unique_and_names_a_test_that_holds_it() -> None:
+    assert len(RULE_TAG.findall(LEDGER_MD)) > 300  # the scan works
+    assert not _rule_problems(LEDGER_MD), _rule_problems(LEDGER_MD)
+
+
+def test_a_rule_without_a_test_or_numbered_twice_is_caught() -> None:
+    held = "[held by `tests/test_docs.py::test_a_rule_without_a_test_or_numbered_twice_is_caught`]"
+    good = f"## 5. Rules\n- **R5.1** A rule.\n  {held}\n- **R5.2** Another. {held}\n"
+    assert _rule_problems(good) == []
+    assert _rule_problems(good.replace("R5.2", "R5.1")) == ["R5.1 is numbered twice"]
+    assert _rule_problems(good.replace("R5.2", "R6.2")) == ["R6.2 is in section 5"]
+    assert _rule_problems(good.replace(f"Another. {held}", "Another.")) == [
+        "R5.2 names no test it is held by"
+    ]
+    assert _rule_problems(good.replace("or_numbered_twice", "or_numbered_thrice", 1)) == [
+        "R5.1 is held by tests/test_docs.py::"
+        "test_a_rule_without_a_test_or_numbered_thrice_is_caught, which does not exist"
+    ]
+
+
+def test_every_output_schema_is_in_the_cli_reference_and_every_one_it_names_exists() -> None:
+    named = set(re.findall(r"schemas/(output-[\w-]+\.schema\.json)", CLI_MD))
+    published = {path.name for path in (REPO / "schemas").glob("output-*.schema.json")}
+    assert len(published) > 40  # the glob works
+    assert named == published, (sorted(published - named), sorted(named - published))
+
+
+# What starts a paragraph or a list item of the rule sections without being a rule: the line that
+# names a section's modules and tests, and the pointers to text that lives in another document.
+NOT_RULES = ("Module `", "Modules `", "Tests `", "(The same table", "- **Throughput**: one durable",
+             "Each difference from the reference project")  # fmt: skip
+RULE_SECTIONS = {*range(1, 13), 15}  # 13 and 14 point to docs/DESIGN.md and docs/CLI.md
+
+
+def _unnumbered_rules(text: str) -> list[str]:
+    """The first line of every paragraph and top-level list item of the rule sections that does
+    not start with a rule number (indented lines continue the item above them)."""
+    found: list[str] = []
+    section, previous = 0, ""
+    for line in text.splitlines():
+        if heading := re.match(r"## (\d+)\. ", line):
+            section = int(heading.group(1))
+        starts = re.match(r"(?:- |\d+\. )", line) or previous == "" or previous.startswith("#")
+        if (
+            section in RULE_SECTIONS
+            and starts
+            and line.strip()
+            and not line.startswith(("#", "|", " ", "[held by", *NOT_RULES))
+            and not re.match(r"(?:- |\d+\. )?\*\*R\d+\.\d+\*\* ", line)
+        ):
+            found.append(line[:80])
+        previous = line
+    return found
+
+
+def test_every_rule_of_the_rule_sections_is_numbered() -> None:
+    assert not _unnumbered_rules(LEDGER_MD), _unnumbered_rules(LEDGER_MD)
+
+
+def test_an_unnumbered_rule_is_caught() -> None:
+    text = "## 9. Diffs\nModule `verifiers/diff.py`.\n\n- **R9.1** A rule.\n- A new one.\n\nThis."
+    assert _unnumbered_rules(text) == ["- A new one.", "This."]
+    assert _unnumbered_rules(text.replace("## 9.", "## 14.")) == []
