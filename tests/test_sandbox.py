@@ -1,0 +1,131 @@
+"""EvaluatorPlan v0.5's sandbox (ledger/sandbox/): the example's runs as a user sees them, and the
+refusals when the sandbox cannot be set up exactly as asked (issue 32, item 3)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ledger.sandbox.bwrap import BwrapExecutor, find_bwrap, open_executor, parse_report
+from ledger.sandbox.environment import path_digest
+from ledger.settings import random_nonce
+from tests.sandbox_helpers import (
+    COMMAND,
+    EXPECTED,
+    LIMITS,
+    TEST_IDS,
+    environment,
+    patched_tree,
+    tree_state,
+)
+from verifiers.observations import Environment, Mount
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> BwrapExecutor:
+    executor = open_executor(None)
+    assert isinstance(executor, BwrapExecutor)
+    return executor
+
+
+@pytest.fixture(scope="module")
+def env() -> Environment:
+    return environment()
+
+
+@pytest.mark.parametrize("candidate", ["base", "correct", "correct_reworded", "wrong", "decoy"])
+def test_the_example_runs_as_expected(
+    candidate: str, sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    tree = patched_tree(tmp_path, None if candidate == "base" else candidate)
+    before = tree_state(tree)
+    seen = sandbox.run(tree, COMMAND, TEST_IDS, LIMITS, env)
+    want = EXPECTED["base"] if candidate == "base" else EXPECTED["candidates"][candidate]
+    assert (seen.limit_hit, seen.report_valid, dict(seen.report)) == (
+        want["limit_hit"],
+        want["report_valid"],
+        want["tests"],
+    )
+    assert seen.exit_status == (0 if set(want["tests"].values()) == {"passed"} else 1)
+    assert tree_state(tree) == before  # the host's tree is never written
+
+
+def test_a_missing_bwrap_is_sandbox_unavailable() -> None:
+    with pytest.raises(Exception) as caught:
+        open_executor(Path("/nonexistent/bwrap"))
+    assert getattr(caught.value, "code", None) == "sandbox-unavailable"
+
+
+def test_the_project_installs_bwrap_where_the_sandbox_finds_it() -> None:
+    # `make bwrap` (a prerequisite of `make test`) puts it in .tools/ when it is not on PATH:
+    # the sandbox tests never skip for want of it.
+    assert find_bwrap().is_file()
+
+
+def test_a_changed_interpreter_is_refused_before_anything_runs(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    tree = patched_tree(tmp_path, "correct")
+    forged = replace(env, interpreter_digest="sha256:" + "0" * 64)
+    with pytest.raises(Exception) as caught:
+        sandbox.run(tree, COMMAND, TEST_IDS, LIMITS, forged)
+    assert getattr(caught.value, "code", None) == "sandbox-environment-changed"
+
+
+def test_a_mounted_folder_changed_between_runs_is_refused(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    # The per-process digest cache must miss on a change of the same folder.
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "data.txt").write_text("one")
+    mounted = replace(env, mounts=(*env.mounts, Mount(extra, "/opt/extra", path_digest(extra))))
+    tree = patched_tree(tmp_path, "correct")
+    assert sandbox.run(tree, COMMAND, TEST_IDS, LIMITS, mounted).report_valid
+    (extra / "data.txt").write_text("two")
+    with pytest.raises(Exception) as caught:
+        sandbox.run(tree, COMMAND, TEST_IDS, LIMITS, mounted)
+    assert getattr(caught.value, "code", None) == "sandbox-environment-changed"
+
+
+@pytest.mark.parametrize("target", ["/harness/x", "/work", "/tmp/y", "relative", "/a/../etc"])
+def test_a_mount_onto_the_sandbox_s_own_paths_is_refused(
+    target: str, sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    extra = tmp_path / "f.txt"
+    extra.write_text("x")
+    mounted = replace(env, mounts=(*env.mounts, Mount(extra, target, path_digest(extra))))
+    with pytest.raises(Exception) as caught:
+        sandbox.run(patched_tree(tmp_path, None), COMMAND, TEST_IDS, LIMITS, mounted)
+    assert getattr(caught.value, "code", None) == "sandbox-unavailable"
+
+
+def test_no_writable_pids_cgroup_is_sandbox_unavailable(env: Environment, tmp_path: Path) -> None:
+    executor = BwrapExecutor(find_bwrap(), nonce=random_nonce, cgroup_root=tmp_path / "none")
+    with pytest.raises(Exception) as caught:
+        executor.run(patched_tree(tmp_path, None), COMMAND, TEST_IDS, LIMITS, env)
+    assert getattr(caught.value, "code", None) == "sandbox-unavailable"
+
+
+def test_a_report_without_the_run_s_nonce_is_not_a_report() -> None:
+    good = b'{"nonce": "abc", "tests": {"t.T.test_x": "passed"}}'
+    assert parse_report(good, "abc") == {"t.T.test_x": "passed"}
+    assert parse_report(good, "abd") is None
+    assert parse_report(b'{"nonce": "abc", "tests": {"t": "won"}}', "abc") is None
+    assert parse_report(b'{"nonce": "abc", "tests": {}, "x": 1}', "abc") is None
+    assert parse_report(b"[" * 100_000, "abc") is None
+    assert parse_report(b" " * (2 << 20), "abc") is None
+
+
+def test_the_configuration_names_the_harness_by_digest(sandbox: BwrapExecutor) -> None:
+    config = sandbox.configuration()
+    harness = config["harness"]
+    assert isinstance(harness, dict)
+    assert set(harness) == {"enter.py", "unittest_report.py"}
+    assert all(str(d).startswith("sha256:") for d in harness.values())
+    assert shutil.which("bwrap") or str(config["bwrap_digest"]).startswith("sha256:")
