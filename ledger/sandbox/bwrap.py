@@ -375,7 +375,7 @@ class BwrapExecutor:
                     sink += chunk
                 if capture.truncated:
                     break
-                if child is None and info.endswith(b"}"):
+                if child is None and info.rstrip().endswith(b"}"):  # bwrap ends it with "}\n"
                     child = _child_pid(bytes(info))
                 if child is not None and status is None and _disk_full(child):
                     limit_hit = limit_hit or "disk"
