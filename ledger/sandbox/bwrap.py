@@ -399,7 +399,7 @@ class BwrapExecutor:
         exit_status: int | None = None
         signal_number: int | None = None
         if killed or os.WIFSIGNALED(code):
-            signal_number = signal.SIGKILL if killed else os.WTERMSIG(code)
+            signal_number = int(signal.SIGKILL) if killed else os.WTERMSIG(code)
         else:
             exit_status = os.WEXITSTATUS(code)
             # bwrap exits 128+N when the command was killed by signal N (a command can also
