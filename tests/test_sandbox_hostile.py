@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.sandbox.bwrap import PIDS_CGROUP_ROOT, BwrapExecutor, open_executor
+from ledger.sandbox.bwrap import BwrapExecutor, open_executor
 from ledger.settings import random_nonce
 from tests.sandbox_helpers import (
     COMMAND,
@@ -44,10 +44,10 @@ def sandbox() -> BwrapExecutor:
     return executor
 
 
-def _run_cgroup_is_gone() -> bool:
-    """The last run's pids cgroup is removed, which the kernel allows only once it is empty:
+def _run_cgroups_are_gone(sandbox: BwrapExecutor) -> bool:
+    """The last run's cgroups are removed, which the kernel allows only once they are empty:
     no process of the run is left on the host."""
-    return not (PIDS_CGROUP_ROOT / f"ledger-sandbox-{NONCES[-1][:16]}").exists()
+    return not any(group.exists() for group in sandbox.cgroups(NONCES[-1][:16]))
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_the_fork_bomb_is_bounded_by_the_process_limit(
 ) -> None:
     seen = _run(sandbox, env, tmp_path, "hostile_fork_bomb")
     assert seen.limit_hit == "processes"
-    assert _run_cgroup_is_gone()
+    assert _run_cgroups_are_gone(sandbox)
 
 
 def test_the_sleeper_is_killed_at_the_wall_limit_with_its_children(
@@ -142,7 +142,7 @@ def test_the_sleeper_is_killed_at_the_wall_limit_with_its_children(
     seen = _run(sandbox, env, tmp_path, "hostile_sleeper", limits)
     assert 2.0 <= time.monotonic() - started < 5.0
     assert seen.signal == 9 and seen.exit_status is None
-    assert _run_cgroup_is_gone()
+    assert _run_cgroups_are_gone(sandbox)
 
 
 def test_the_printer_is_cut_at_output_bytes(
@@ -174,3 +174,58 @@ def test_a_disk_filler_is_stopped_by_the_tmpfs(
     seen = sandbox.run(tree, COMMAND, ["tests.test_fill.T.test_fill"], LIMITS, env)
     assert seen.limit_hit == "disk"
     assert seen.signal == 9 and seen.duration_ms < 2000
+
+
+def _probe(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path, body: str, limits: Limits = LIMITS
+) -> RunObservation:
+    tmp_path.mkdir(exist_ok=True)
+    tree = patched_tree(tmp_path, None)
+    (tree / "tests" / "test_probe.py").write_text(
+        "import os, unittest\nclass T(unittest.TestCase):\n    def test_x(self):\n" + body
+    )
+    return sandbox.run(tree, COMMAND, ["tests.test_probe.T.test_x"], limits, env)
+
+
+def test_dev_shm_is_no_way_around_the_disk_limit(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    # bwrap's /dev is a tmpfs of its own (with /dev/shm on it): read-only, or it would be
+    # writable memory outside disk_bytes.
+    seen = _probe(sandbox, env, tmp_path / "a", "        open('/dev/shm/fill', 'wb').write(b'x')\n")
+    assert seen.report == {"tests.test_probe.T.test_x": "error"}
+    seen = _probe(sandbox, env, tmp_path / "b", "        open('/dev/null', 'wb').write(b'x')\n")
+    assert seen.report == {"tests.test_probe.T.test_x": "passed"}
+
+
+def test_a_cpu_spinner_is_killed_at_the_cpu_limit(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    limits = Limits(10, 1, 512 << 20, 16, 64 << 10, 8 << 20)
+    seen = _probe(sandbox, env, tmp_path, "        while True:\n            pass\n", limits)
+    assert (seen.limit_hit, seen.report_valid) == ("cpu", False), seen
+    # cpuacct and RLIMIT_CPU account differently (ticks): within a fifth of the limit.
+    assert seen.cpu_ms >= 800 and seen.duration_ms < 5000
+
+
+def test_memory_spread_over_processes_is_bounded_by_the_run_s_cgroup(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    # Each process stays under RLIMIT_AS; together they pass the run's memory: the cgroup holds.
+    limits = Limits(20, 10, 128 << 20, 16, 64 << 10, 8 << 20)
+    body = (
+        "        import time\n"
+        "        kids = []\n"
+        "        for _ in range(6):\n"
+        "            pid = os.fork()\n"
+        "            if pid == 0:\n"
+        "                block = b'x' * (60 << 20)  # touched, not just reserved\n"
+        "                time.sleep(30)\n"
+        "                os._exit(0)\n"
+        "            kids.append(pid)\n"
+        "        for pid in kids:\n"
+        "            os.waitpid(pid, 0)\n"
+    )
+    seen = _probe(sandbox, env, tmp_path, body, limits)
+    assert seen.limit_hit == "memory"
+    assert seen.max_rss_bytes <= limits.memory_bytes

@@ -11,9 +11,10 @@ Each run (LEDGER.md section 10, "The sandbox"; SECURITY.md):
   tree is bound read-only at ``/work/src`` and copied by ``enter.py`` to ``/work/tree`` before any
   candidate code runs, so the host's tree is never written and the kernel bounds the disk;
 - kernel limits: rlimits (CPU seconds, address space, file size, open files, no core files) set
-  on the sandbox before it starts, and processes bounded by a pids cgroup (``pids.max``) that
-  every process of the run is born in. RLIMIT_NPROC is not used: the sandbox's uid maps to the
-  host's root, which that limit does not bind;
+  on the sandbox before it starts, and cgroup v1 groups (``CONTROLLERS``) every process of the
+  run is born in: processes bounded by ``pids.max``, the whole run's memory by
+  ``memory.limit_in_bytes``, its CPU time accounted by ``cpuacct``. RLIMIT_NPROC is not used:
+  the sandbox's uid maps to the host's root, which that limit does not bind;
 - the harness's own clock for the wall limit, its own reading of the pipes for the output limit
   (stdout and stderr together), and the tmpfs's free space, looked at from outside, for the disk
   limit. On any limit the whole run is killed: the sandbox's session, its PID namespace (whose
@@ -64,7 +65,16 @@ SANDBOX_UID: Final = 65534
 REPORT_MAX_BYTES: Final = 1 << 20
 """A report channel carrying more than this is not a report (``report_valid`` False)."""
 OPEN_FILES: Final = 256
-PIDS_CGROUP_ROOT: Final = Path("/sys/fs/cgroup/pids")
+CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
+CONTROLLERS: Final = ("pids", "cpuacct", "memory")
+"""The cgroup v1 controllers a run is made a group of: processes bounded (``pids.max``), CPU
+time of the whole run accounted (``cpuacct.usage``), memory of the whole run bounded
+(``memory.limit_in_bytes``, an OOM kill counted in ``memory.oom_control``)."""
+_CONTROL_FILE: Final = {
+    "pids": "pids.max",
+    "cpuacct": "cpuacct.usage",
+    "memory": "memory.limit_in_bytes",
+}
 _STATUSES: Final[frozenset[str]] = frozenset({"passed", "failed", "error", "skipped"})
 _POLL_SECONDS: Final = 0.02
 _PROJECT_BWRAP: Final = Path(__file__).resolve().parents[2] / ".tools/bwrap/usr/bin/bwrap"
@@ -157,14 +167,15 @@ class BwrapExecutor:
     """The ``Executor`` of ``verifiers.observations``: one sandboxed run per call.
 
     ``nonce`` draws the per-run report nonce (``ledger.settings.random_nonce`` at the edge);
-    ``cgroup_root`` is the pids cgroup hierarchy the runs' cgroups are made in."""
+    ``cgroup_root`` is where the cgroup v1 hierarchies are mounted; each run's groups are made
+    beneath this process's own group of each controller (so the host's limits still hold)."""
 
     def __init__(
         self,
         bwrap: Path,
         *,
         nonce: Callable[[], str],
-        cgroup_root: Path = PIDS_CGROUP_ROOT,
+        cgroup_root: Path = CGROUP_ROOT,
     ) -> None:
         self.bwrap = bwrap
         self._nonce = nonce
@@ -186,7 +197,8 @@ class BwrapExecutor:
         if b"execvp /nonexistent" not in done.stderr:
             detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
             raise SandboxUnavailable(f"{self.bwrap} cannot set up the sandbox: {detail[0]}")
-        self._make_cgroup("probe-" + self._nonce()[:16]).rmdir()
+        for group in self._make_cgroups("probe-" + self._nonce()[:16]):
+            group.rmdir()
 
     def configuration(self) -> dict[str, object]:
         """What the sandbox was, for the record beside each result: bwrap's digest, the
@@ -198,6 +210,7 @@ class BwrapExecutor:
             "uid": SANDBOX_UID,
             "tree": TREE_TARGET,
             "processes": "cgroup pids.max",
+            "memory": "cgroup memory.limit_in_bytes and RLIMIT_AS",
             "disk": "tmpfs size",
         }
 
@@ -216,19 +229,26 @@ class BwrapExecutor:
             "--clearenv",
         ]  # fmt: skip
 
-    def _make_cgroup(self, name: str) -> Path:
-        group = self._cgroup_root / f"ledger-sandbox-{name}"
+    def cgroups(self, name: str) -> list[Path]:
+        """The run ``name``'s group of each controller of ``CONTROLLERS``, in that order."""
+        return [_own_group(self._cgroup_root, c) / f"ledger-sandbox-{name}" for c in CONTROLLERS]
+
+    def _make_cgroups(self, name: str) -> list[Path]:
+        made: list[Path] = []
         try:
-            group.mkdir()
+            for group, control in zip(self.cgroups(name), CONTROLLERS, strict=True):
+                group.mkdir()
+                made.append(group)
+                if not (group / _CONTROL_FILE[control]).is_file():
+                    raise OSError(0, f"{group.parent} is not a {control} cgroup")
         except OSError as exc:
+            for group in reversed(made):
+                group.rmdir()
             raise SandboxUnavailable(
-                f"cannot make a pids cgroup under {self._cgroup_root} ({exc.strerror}): the "
-                "process limit cannot be enforced"
+                f"cannot make the run's cgroups under {self._cgroup_root} "
+                f"({exc.strerror or exc}): its limits cannot be enforced"
             ) from None
-        if not (group / "pids.max").is_file():
-            group.rmdir()
-            raise SandboxUnavailable(f"{self._cgroup_root} is not a pids cgroup hierarchy")
-        return group
+        return made
 
     def run(
         self,
@@ -257,7 +277,8 @@ class BwrapExecutor:
         args += ["--setenv", "LEDGER_REPORT_NONCE", nonce]
         args += ["--setenv", "HOME", "/work/tmp", "--setenv", "TMPDIR", "/tmp"]
         args += ["--setenv", "LANG", "C.UTF-8", "--setenv", "PATH", "/nonexistent"]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        # /dev's own tmpfs (and its /dev/shm) would be writable disk beyond disk_bytes.
+        args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
         for binding in bindings:
             args += ["--ro-bind", str(binding.source), binding.target]
         for name in HARNESS_FILES:
@@ -268,31 +289,35 @@ class BwrapExecutor:
         args += ["--info-fd", str(info_w), "--", interpreter, "-I", "-S", "-B", "/harness/enter.py"]
         args += ["/work/src", TREE_TARGET, interpreter, *command[1:], *test_ids]
         try:
-            group = self._make_cgroup(nonce[:16])
+            groups = self._make_cgroups(nonce[:16])
         except SandboxUnavailable:
             for fd in (report_r, report_w, info_r, info_w):
                 os.close(fd)
             raise
         try:
-            (group / "pids.max").write_text(str(limits.processes))
-            return self._run(args, limits, nonce, group, (report_r, report_w, info_r, info_w))
+            (groups[0] / "pids.max").write_text(str(limits.processes))
+            (groups[2] / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
+            return self._run(args, limits, nonce, groups, (report_r, report_w, info_r, info_w))
         finally:
-            _empty_cgroup(group)
+            for group in groups:
+                _empty_cgroup(group)
 
     def _run(
         self,
         args: list[str],
         limits: Limits,
         nonce: str,
-        group: Path,
+        groups: list[Path],
         fds: tuple[int, int, int, int],
     ) -> RunObservation:
         report_r, report_w, info_r, info_w = fds
-        procs = group / "cgroup.procs"
+        group = groups[0]
+        procs = [g / "cgroup.procs" for g in groups]
         rlimits = _rlimits(limits)
 
-        def enter() -> None:  # born in the run's cgroup: every descendant is counted there
-            procs.write_text(str(os.getpid()))
+        def enter() -> None:  # born in the run's cgroups: every descendant is counted there
+            for path in procs:
+                path.write_text(str(os.getpid()))
             rlimits()
 
         started = time.monotonic()
@@ -380,6 +405,10 @@ class BwrapExecutor:
                 if child is not None and status is None and _disk_full(child):
                     limit_hit = limit_hit or "disk"
                     break
+                kernel = _kernel_limit(groups)  # a fork refused or an OOM kill: end the run
+                if kernel is not None:
+                    limit_hit = limit_hit or kernel
+                    break
         finally:
             if status is None:
                 killed = True
@@ -395,7 +424,8 @@ class BwrapExecutor:
             proc.stderr.close()
         duration_ms = int((time.monotonic() - started) * 1000)
         _, code, usage = status
-        cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000)
+        # The whole run's CPU time, as its cgroup accounted it (rusage sees bwrap's alone).
+        cpu_ms = _read_int(groups[1] / "cpuacct.usage") // 1_000_000
         exit_status: int | None = None
         signal_number: int | None = None
         if killed or os.WIFSIGNALED(code):
@@ -407,7 +437,7 @@ class BwrapExecutor:
             if 128 < exit_status < 128 + signal.NSIG:
                 signal_number, exit_status = exit_status - 128, None
         if limit_hit is None:
-            limit_hit = _limit_seen(limits, cpu_ms, group, signal_number)
+            limit_hit = _limit_seen(limits, cpu_ms, groups, signal_number)
         parsed = None if report_over else parse_report(bytes(report), nonce)
         return RunObservation(
             exit_status=exit_status,
@@ -415,7 +445,7 @@ class BwrapExecutor:
             limit_hit=limit_hit,
             duration_ms=duration_ms,
             cpu_ms=cpu_ms,
-            max_rss_bytes=usage.ru_maxrss * 1024,
+            max_rss_bytes=_read_int(groups[2] / "memory.max_usage_in_bytes"),
             stdout_digest="sha256:" + hashlib.sha256(capture.stdout).hexdigest(),
             stderr_digest="sha256:" + hashlib.sha256(capture.stderr).hexdigest(),
             stdout_bytes=len(capture.stdout),
@@ -445,21 +475,61 @@ def _disk_full(child: int) -> bool:
 
 
 def _limit_seen(
-    limits: Limits, cpu_ms: int, group: Path, signal_number: int | None
+    limits: Limits, cpu_ms: int, groups: list[Path], signal_number: int | None
 ) -> LimitName | None:
-    """A limit the kernel enforced, as it left its trace: CPU time used up (SIGXCPU, then
-    SIGKILL at the hard limit) or a fork refused by the cgroup's pids.max."""
-    if signal_number in (signal.SIGXCPU, signal.SIGKILL) and cpu_ms >= limits.cpu_seconds * 1000:
+    """A limit the kernel enforced, as it left its trace: CPU time used up (SIGXCPU at the soft
+    limit, SIGKILL at the hard one), an OOM kill in the memory cgroup, or a fork refused by the
+    pids cgroup."""
+    # SIGXCPU is the soft limit's own signal (a command sending it to itself only fails);
+    # SIGKILL counts only with the CPU time spent (cpuacct and RLIMIT_CPU round differently).
+    if signal_number == signal.SIGXCPU:
         return "cpu"
-    try:
-        events = (group / "pids.events").read_text()
-    except OSError:
-        events = ""
-    for line in events.splitlines():
-        name, _, count = line.partition(" ")
-        if name == "max" and count.strip().isdigit() and int(count) > 0:
-            return "processes"
+    if signal_number == signal.SIGKILL and cpu_ms >= limits.cpu_seconds * 900:
+        return "cpu"
+    return _kernel_limit(groups)
+
+
+def _kernel_limit(groups: list[Path]) -> LimitName | None:
+    """An OOM kill in the run's memory cgroup, or a fork its pids cgroup refused."""
+    if _field(groups[2] / "memory.oom_control", "oom_kill") > 0:
+        return "memory"
+    if _field(groups[0] / "pids.events", "max") > 0:
+        return "processes"
     return None
+
+
+def _read_int(path: Path) -> int:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return 0
+    return int(text) if text.isdigit() else 0
+
+
+def _field(path: Path, name: str) -> int:
+    """The count ``name`` of a cgroup file of ``name count`` lines, 0 when absent."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return 0
+    for line in lines:
+        key, _, value = line.partition(" ")
+        if key == name and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+def _own_group(root: Path, controller: str) -> Path:
+    """This process's group of the cgroup v1 ``controller`` (``/proc/self/cgroup``), under root."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        if controller in names.split(","):
+            return root / names / path.lstrip("/")
+    return root / controller
 
 
 def _kill(pid: int, group: Path) -> None:
