@@ -77,6 +77,7 @@ _CONTROL_FILE: Final = {
 }
 _STATUSES: Final[frozenset[str]] = frozenset({"passed", "failed", "error", "skipped"})
 _POLL_SECONDS: Final = 0.02
+_EXIT_POLL_SECONDS: Final = 0.001
 _PROJECT_BWRAP: Final = Path(__file__).resolve().parents[2] / ".tools/bwrap/usr/bin/bwrap"
 
 
@@ -373,7 +374,9 @@ class BwrapExecutor:
                     if status is None and limit_hit is None:
                         limit_hit = "wall"
                     break  # also: the run ended but something still holds its pipes open
-                for key, _ in selector.select(min(_POLL_SECONDS, deadline - now)):
+                # With every pipe closed only the exit is awaited: look again soon.
+                wait = _POLL_SECONDS if selector.get_map() else _EXIT_POLL_SECONDS
+                for key, _ in selector.select(min(wait, deadline - now)):
                     fd = int(key.fd)
                     sink = sinks[fd]
                     want = 65536

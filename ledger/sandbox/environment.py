@@ -64,9 +64,13 @@ def file_digest(path: Path) -> str:
 
 
 def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """Every entry under ``root`` but folders, as (relative posix path, lstat), bounded."""
+    """Every entry under ``root`` but folders, as (relative posix path, lstat), bounded.
+
+    Plain strings, not ``Path``s: this runs before every run over the whole standard library."""
     count = 0
-    stack = [root]
+    top = os.fspath(root)
+    cut = len(top) + 1
+    stack = [top]
     while stack:
         folder = stack.pop()
         with os.scandir(folder) as entries:
@@ -76,9 +80,9 @@ def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
                     raise SandboxUnavailable(f"{root} holds over {MAX_TREE_ENTRIES} entries")
                 info = entry.stat(follow_symlinks=False)
                 if stat.S_ISDIR(info.st_mode):
-                    stack.append(Path(entry.path))
+                    stack.append(entry.path)
                 else:
-                    yield Path(entry.path).relative_to(root).as_posix(), info
+                    yield entry.path[cut:], info
 
 
 def _stat_key(info: os.stat_result) -> tuple[int, ...]:
