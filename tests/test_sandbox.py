@@ -3,7 +3,9 @@ refusals when the sandbox cannot be set up exactly as asked (issue 32, item 3)."
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -129,3 +131,96 @@ def test_the_configuration_names_the_harness_by_digest(sandbox: BwrapExecutor) -
     assert set(harness) == {"enter.py", "unittest_report.py"}
     assert all(str(d).startswith("sha256:") for d in harness.values())
     assert shutil.which("bwrap") or str(config["bwrap_digest"]).startswith("sha256:")
+
+
+def _refused(call: Callable[..., object], *args: object) -> str | None:
+    """The code of the refusal ``call(*args)`` raises, None when it does not refuse."""
+    try:
+        call(*args)
+    except Exception as exc:
+        return getattr(exc, "code", type(exc).__name__)
+    return None
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        replace(LIMITS, processes=0),
+        replace(LIMITS, memory_bytes=-1),
+        replace(LIMITS, cpu_seconds=True),
+        replace(LIMITS, wall_seconds=0),
+        replace(LIMITS, wall_seconds=float("nan")),
+    ],
+)
+def test_a_limit_that_is_not_a_positive_number_is_refused(
+    limits: object, sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    tree = patched_tree(tmp_path, None)
+    assert _refused(sandbox.run, tree, COMMAND, TEST_IDS, limits, env) == ("sandbox-unavailable")
+
+
+@pytest.mark.parametrize(
+    ("command", "ids"),
+    [
+        (["/bin/sh", "-c", "true"], TEST_IDS),
+        ([], TEST_IDS),
+        (COMMAND, ["tests.test_calc\0x"]),
+    ],
+)
+def test_a_command_other_than_the_environment_s_python_is_refused(
+    command: list[str], ids: list[str], sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    tree = patched_tree(tmp_path, None)
+    assert _refused(sandbox.run, tree, command, ids, LIMITS, env) == "sandbox-unavailable"
+
+
+def test_a_tree_that_is_not_a_folder_is_refused(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    tree = patched_tree(tmp_path, None)
+    link = tmp_path / "link"
+    link.symlink_to(tree)
+    for bad in (link, tree / "calc" / "core.py", tmp_path / "missing"):
+        assert _refused(sandbox.run, bad, COMMAND, TEST_IDS, LIMITS, env) == (
+            "sandbox-unavailable"
+        ), bad
+
+
+def test_mounts_that_cannot_be_bound_exactly_are_refused(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    tree = patched_tree(tmp_path, None)
+    extra = tmp_path / "f.txt"
+    extra.write_text("x")
+    digest = path_digest(extra)
+    cases = [
+        (Mount(extra, "/opt/a", digest), Mount(extra, "/opt/a", digest)),  # two on one target
+        (Mount(Path("/dev/null"), "/opt/null", digest),),  # neither a file nor a folder
+        (Mount(tmp_path / "missing", "/opt/missing", digest),),  # cannot be read
+    ]
+    for extra_mounts in cases:
+        mounted = replace(env, mounts=(*env.mounts, *extra_mounts))
+        assert _refused(sandbox.run, tree, COMMAND, TEST_IDS, LIMITS, mounted) == (
+            "sandbox-unavailable"
+        ), extra_mounts
+
+
+def test_a_mounted_folder_holding_a_device_or_a_non_utf8_name_is_refused(tmp_path: Path) -> None:
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / os.fsdecode(b"name-\xff")).write_text("x")
+    assert _refused(path_digest, odd) == "sandbox-unavailable"
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "pipe")
+    assert _refused(path_digest, fifo) == "sandbox-unavailable"
+
+
+def test_a_bwrap_that_cannot_set_up_the_sandbox_is_refused(tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permission to create a user namespace' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    assert _refused(open_executor, fake) == "sandbox-unavailable"
+    assert _refused(open_executor, tmp_path) == "sandbox-unavailable"  # not a program

@@ -43,6 +43,7 @@ from typing import Final
 
 from ledger.sandbox.environment import (
     EnvironmentCheck,
+    SandboxError,
     SandboxUnavailable,
     file_digest,
 )
@@ -88,9 +89,10 @@ def find_bwrap() -> Path:
         return Path(found)
     if _PROJECT_BWRAP.is_file() and os.access(_PROJECT_BWRAP, os.X_OK):
         return _PROJECT_BWRAP
-    raise SandboxUnavailable(
+    raise SandboxError(
+        "sandbox-unavailable",
         "bubblewrap (bwrap) is not installed: run `make bwrap` (installs Debian's bubblewrap "
-        "into .tools/) or install the bubblewrap package"
+        "into .tools/) or install the bubblewrap package",
     )
 
 
@@ -129,20 +131,28 @@ def _check_limits(limits: Limits) -> None:
     for name in ("cpu_seconds", "memory_bytes", "processes", "output_bytes", "disk_bytes"):
         value = getattr(limits, name)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise SandboxUnavailable(f"limit {name}={value!r} is not a positive integer")
+            raise SandboxError(
+                "sandbox-unavailable", f"limit {name}={value!r} is not a positive integer"
+            )
     wall = limits.wall_seconds
     if not isinstance(wall, int | float) or isinstance(wall, bool) or not 0 < wall < 86_400:
-        raise SandboxUnavailable(f"limit wall_seconds={wall!r} is not a positive number of seconds")
+        raise SandboxError(
+            "sandbox-unavailable",
+            f"limit wall_seconds={wall!r} is not a positive number of seconds",
+        )
 
 
 def _check_arguments(command: Sequence[str], test_ids: Sequence[str]) -> None:
     if not command or command[0] != "python":
-        raise SandboxUnavailable(
-            "the test command must start with 'python' (the environment's interpreter)"
+        raise SandboxError(
+            "sandbox-unavailable",
+            "the test command must start with 'python' (the environment's interpreter)",
         )
     for arg in [*command, *test_ids]:
         if not isinstance(arg, str) or "\0" in arg:
-            raise SandboxUnavailable(f"argument {arg!r} is not a string without NUL")
+            raise SandboxError(
+                "sandbox-unavailable", f"argument {arg!r} is not a string without NUL"
+            )
 
 
 def parse_report(data: bytes, nonce: str) -> Mapping[str, TestStatus] | None:
@@ -193,11 +203,13 @@ class BwrapExecutor:
                 env={},
             )
         except (OSError, subprocess.SubprocessError) as exc:
-            raise SandboxUnavailable(f"cannot start {self.bwrap}: {exc}") from None
+            raise SandboxError("sandbox-unavailable", f"cannot start {self.bwrap}: {exc}") from None
         # bwrap reports a failed execvp of the command (its setup succeeded) with this line.
         if b"execvp /nonexistent" not in done.stderr:
             detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
-            raise SandboxUnavailable(f"{self.bwrap} cannot set up the sandbox: {detail[0]}")
+            raise SandboxError(
+                "sandbox-unavailable", f"{self.bwrap} cannot set up the sandbox: {detail[0]}"
+            )
         for group in self._make_cgroups("probe-" + self._nonce()[:16]):
             group.rmdir()
 
@@ -245,9 +257,10 @@ class BwrapExecutor:
         except OSError as exc:
             for group in reversed(made):
                 group.rmdir()
-            raise SandboxUnavailable(
+            raise SandboxError(
+                "sandbox-unavailable",
                 f"cannot make the run's cgroups under {self._cgroup_root} "
-                f"({exc.strerror or exc}): its limits cannot be enforced"
+                f"({exc.strerror or exc}): its limits cannot be enforced",
             ) from None
         return made
 
@@ -267,7 +280,7 @@ class BwrapExecutor:
         except OSError:
             is_tree = False
         if not is_tree:
-            raise SandboxUnavailable(f"the tree {tree} is not a folder")
+            raise SandboxError("sandbox-unavailable", f"the tree {tree} is not a folder")
         bindings = self._environments.check(environment)
         nonce = self._nonce()
         interpreter = str(environment.interpreter)
@@ -336,12 +349,12 @@ class BwrapExecutor:
         except (OSError, subprocess.SubprocessError) as exc:
             os.close(report_r)
             os.close(info_r)
-            raise SandboxUnavailable(f"cannot start the sandbox: {exc}") from None
+            raise SandboxError("sandbox-unavailable", f"cannot start the sandbox: {exc}") from None
         finally:
             os.close(report_w)
             os.close(info_w)
         if proc.stdout is None or proc.stderr is None:  # pragma: no cover - PIPE always gives both
-            raise SandboxUnavailable("no pipes to the sandbox")
+            raise SandboxError("sandbox-unavailable", "no pipes to the sandbox")
         capture = _Capture(limits.output_bytes, bytearray(), bytearray())
         report = bytearray()
         report_over = False

@@ -39,19 +39,14 @@ RESERVED_TARGETS: Final = ("/harness", "/work", "/tmp", "/proc", "/dev")
 _CHUNK: Final = 1 << 20
 
 
-class SandboxUnavailable(LedgerError):
-    """The sandbox cannot be set up exactly as asked; nothing ran (code ``sandbox-unavailable``)."""
+class SandboxError(LedgerError):
+    """The sandbox cannot run exactly as asked, so nothing ran and nothing is a verdict. Its
+    codes (LEDGER.md section 11): ``sandbox-unavailable`` (it cannot be set up as asked) and
+    ``sandbox-environment-changed`` (a digest the environment names no longer holds)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__("sandbox-unavailable", message)
 
-
-class EnvironmentChanged(LedgerError):
-    """A file or folder the environment names no longer has its digest; nothing ran (code
-    ``sandbox-environment-changed``)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("sandbox-environment-changed", message)
+SandboxUnavailable = SandboxError
+"""The name the seam gives it (``ledger.sandbox.bwrap.open_executor`` raises it)."""
 
 
 def file_digest(path: Path) -> str:
@@ -77,7 +72,9 @@ def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
             for entry in entries:
                 count += 1
                 if count > MAX_TREE_ENTRIES:
-                    raise SandboxUnavailable(f"{root} holds over {MAX_TREE_ENTRIES} entries")
+                    raise SandboxError(
+                        "sandbox-unavailable", f"{root} holds over {MAX_TREE_ENTRIES} entries"
+                    )
                 info = entry.stat(follow_symlinks=False)
                 if stat.S_ISDIR(info.st_mode):
                     stack.append(entry.path)
@@ -108,7 +105,9 @@ def tree_listing(root: Path) -> list[dict[str, object]]:
             mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
             digest, size = file_digest(path), info.st_size
         else:
-            raise SandboxUnavailable(f"{path} is neither a file, a folder nor a symlink")
+            raise SandboxError(
+                "sandbox-unavailable", f"{path} is neither a file, a folder nor a symlink"
+            )
         files.append({"path": name, "mode": mode, "digest": digest, "size": size})
     files.sort(key=lambda item: str(item["path"]))
     return files
@@ -119,7 +118,9 @@ def tree_digest(root: Path) -> str:
     try:
         return canonical_digest({"files": tree_listing(root)})
     except CanonicalFormError as exc:  # e.g. a name that is not UTF-8
-        raise SandboxUnavailable(f"{root} cannot be listed canonically: {exc}") from None
+        raise SandboxError(
+            "sandbox-unavailable", f"{root} cannot be listed canonically: {exc}"
+        ) from None
 
 
 def path_digest(path: Path) -> str:
@@ -136,10 +137,14 @@ def _check_target(target: str) -> None:
         or ".." in pure.parts
         or str(pure) != target
     ):
-        raise SandboxUnavailable(f"mount target {target!r} is not a normalized absolute path")
+        raise SandboxError(
+            "sandbox-unavailable", f"mount target {target!r} is not a normalized absolute path"
+        )
     for reserved in RESERVED_TARGETS:
         if target == reserved or target.startswith(reserved + "/"):
-            raise SandboxUnavailable(f"mount target {target} is the sandbox's own {reserved}")
+            raise SandboxError(
+                "sandbox-unavailable", f"mount target {target} is the sandbox's own {reserved}"
+            )
 
 
 @dataclass(frozen=True)
@@ -168,13 +173,15 @@ class EnvironmentCheck:
             elif stat.S_ISREG(top.st_mode):
                 key = ("file", _stat_key(top))
             else:
-                raise SandboxUnavailable(f"{path} is neither a file nor a folder")
+                raise SandboxError("sandbox-unavailable", f"{path} is neither a file nor a folder")
             cached = self._cache.get(str(path))
             if cached is not None and cached[0] == key:
                 return cached[1]
             digest = path_digest(path)
         except OSError as exc:
-            raise SandboxUnavailable(f"cannot read {path}: {exc.strerror or exc}") from None
+            raise SandboxError(
+                "sandbox-unavailable", f"cannot read {path}: {exc.strerror or exc}"
+            ) from None
         self._cache[str(path)] = (key, digest)
         return digest
 
@@ -189,12 +196,13 @@ class EnvironmentCheck:
         for source, target, expected in named:
             _check_target(target)
             if target in targets:
-                raise SandboxUnavailable(f"two mounts land on {target}")
+                raise SandboxError("sandbox-unavailable", f"two mounts land on {target}")
             targets.add(target)
             found = self._digest(source)
             if found != expected:
-                raise EnvironmentChanged(
-                    f"{source} has digest {found}, the environment names {expected}"
+                raise SandboxError(
+                    "sandbox-environment-changed",
+                    f"{source} has digest {found}, the environment names {expected}",
                 )
             bindings.append(Binding(source, target))
         # Parents before children, so a nested mount is not hidden by its parent's.
@@ -264,7 +272,9 @@ def describe(interpreter: Path) -> Environment:
         facts = json.loads(probe.stdout)
         loader = _elf_interpreter(interpreter)
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        raise SandboxUnavailable(f"cannot describe the interpreter {interpreter}: {exc}") from None
+        raise SandboxError(
+            "sandbox-unavailable", f"cannot describe the interpreter {interpreter}: {exc}"
+        ) from None
     stdlib = str(facts["stdlib"])
     paths = {str(p) for p in facts["maps"]} - {str(interpreter)}
     libraries = {p for p in paths if ".so" in Path(p).name and not p.startswith(stdlib + "/")}
