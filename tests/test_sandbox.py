@@ -25,8 +25,6 @@ from tests.sandbox_helpers import (
 )
 from verifiers.observations import Environment, Mount
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def sandbox() -> BwrapExecutor:

@@ -23,8 +23,6 @@ from tests.sandbox_helpers import (
 )
 from verifiers.observations import Environment, Limits, RunObservation
 
-pytestmark = pytest.mark.slow
-
 HOST_CANARY = Path("/tmp/ledger-sandbox-host-canary")
 HOST_SECRET = Path("/tmp/ledger-sandbox-host-secret")
 
