@@ -222,3 +222,21 @@ def test_a_bwrap_that_cannot_set_up_the_sandbox_is_refused(tmp_path: Path) -> No
     fake.chmod(0o755)
     assert _refused(open_executor, fake) == "sandbox-unavailable"
     assert _refused(open_executor, tmp_path) == "sandbox-unavailable"  # not a program
+
+
+def test_the_standard_library_s_own_libraries_load_in_the_sandbox(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    # describe() mounts the libraries the stdlib's extension modules load (libssl, libsqlite3,
+    # libffi...): a plan's tests may use them, and nothing else of the host is there.
+    tree = patched_tree(tmp_path, None)
+    (tree / "tests" / "test_stdlib.py").write_text(
+        "import unittest\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_x(self):\n"
+        "        import ctypes, hashlib, lzma, sqlite3, ssl\n"
+        "        sqlite3.connect(':memory:').execute('select 1')\n"
+        "        hashlib.new('sha256', b'x', usedforsecurity=False)\n"
+    )
+    seen = sandbox.run(tree, COMMAND, ["tests.test_stdlib.T.test_x"], LIMITS, env)
+    assert seen.report == {"tests.test_stdlib.T.test_x": "passed"}

@@ -210,7 +210,15 @@ class EnvironmentCheck:
 
 
 _PROBE: Final = """
-import json, sys, sysconfig, unittest
+import importlib, json, sys, sysconfig, unittest
+# The standard library's extension modules that load libraries of their own: mounted too, so a
+# plan's tests may use them (one that is missing here is simply not mounted).
+for name in ("_hashlib", "_ssl", "_bz2", "_lzma", "_ctypes", "_decimal", "_uuid", "_sqlite3",
+             "zlib", "pyexpat"):
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
 maps = set()
 for line in open("/proc/self/maps"):
     fields = line.split()
