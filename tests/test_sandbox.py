@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.sandbox import environment as environment_module
 from ledger.sandbox.bwrap import BwrapExecutor, find_bwrap, open_executor, parse_report
-from ledger.sandbox.environment import path_digest
+from ledger.sandbox.environment import describe, path_digest
 from ledger.settings import random_nonce
 from tests.sandbox_helpers import (
     COMMAND,
@@ -61,6 +62,12 @@ def test_a_missing_bwrap_is_sandbox_unavailable() -> None:
     assert getattr(caught.value, "code", None) == "sandbox-unavailable"
 
 
+def test_no_bwrap_on_path_nor_in_the_project_is_sandbox_unavailable(tmp_path: Path) -> None:
+    assert _refused(find_bwrap, str(tmp_path), tmp_path / "bwrap") == "sandbox-unavailable"
+    (tmp_path / "bwrap").write_text("")  # there, but not a program
+    assert _refused(find_bwrap, str(tmp_path), tmp_path / "bwrap") == "sandbox-unavailable"
+
+
 def test_the_project_installs_bwrap_where_the_sandbox_finds_it() -> None:
     # `make bwrap` (a prerequisite of `make test`) puts it in .tools/ when it is not on PATH:
     # the sandbox tests never skip for want of it.
@@ -93,7 +100,22 @@ def test_a_mounted_folder_changed_between_runs_is_refused(
     assert getattr(caught.value, "code", None) == "sandbox-environment-changed"
 
 
-@pytest.mark.parametrize("target", ["/harness/x", "/work", "/tmp/y", "relative", "/a/../etc"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/harness/x",
+        "/work",
+        "/tmp/y",
+        "/proc/x",
+        "/dev",
+        "relative",
+        "/a/../etc",
+        "/",
+        "/opt//x",
+        "/opt/x/",
+        "/opt/\0x",
+    ],
+)
 def test_a_mount_onto_the_sandbox_s_own_paths_is_refused(
     target: str, sandbox: BwrapExecutor, env: Environment, tmp_path: Path
 ) -> None:
@@ -148,6 +170,9 @@ def _refused(call: Callable[..., object], *args: object) -> str | None:
         replace(LIMITS, cpu_seconds=True),
         replace(LIMITS, wall_seconds=0),
         replace(LIMITS, wall_seconds=float("nan")),
+        replace(LIMITS, wall_seconds=True),
+        replace(LIMITS, wall_seconds="5"),  # type: ignore[arg-type]
+        replace(LIMITS, memory_bytes=1.5),  # type: ignore[arg-type]
     ],
 )
 def test_a_limit_that_is_not_a_positive_number_is_refused(
@@ -163,6 +188,7 @@ def test_a_limit_that_is_not_a_positive_number_is_refused(
         (["/bin/sh", "-c", "true"], TEST_IDS),
         ([], TEST_IDS),
         (COMMAND, ["tests.test_calc\0x"]),
+        (COMMAND, [7]),
     ],
 )
 def test_a_command_other_than_the_environment_s_python_is_refused(
@@ -240,3 +266,22 @@ def test_the_standard_library_s_own_libraries_load_in_the_sandbox(
     )
     seen = sandbox.run(tree, COMMAND, ["tests.test_stdlib.T.test_x"], LIMITS, env)
     assert seen.report == {"tests.test_stdlib.T.test_x": "passed"}
+
+
+def test_a_bwrap_gone_after_it_was_checked_is_refused(env: Environment, tmp_path: Path) -> None:
+    executor = BwrapExecutor(tmp_path / "gone", nonce=random_nonce)
+    tree = patched_tree(tmp_path, None)
+    assert _refused(executor.run, tree, COMMAND, TEST_IDS, LIMITS, env) == "sandbox-unavailable"
+
+
+def test_a_mounted_folder_over_the_entry_bound_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(environment_module, "MAX_TREE_ENTRIES", 2)
+    for name in ("a", "b", "c"):
+        (tmp_path / name).write_text(name)
+    assert _refused(path_digest, tmp_path) == "sandbox-unavailable"
+
+
+def test_an_interpreter_that_cannot_be_described_is_refused(tmp_path: Path) -> None:
+    assert _refused(describe, tmp_path / "python") == "sandbox-unavailable"

@@ -82,13 +82,14 @@ _EXIT_POLL_SECONDS: Final = 0.001
 _PROJECT_BWRAP: Final = Path(__file__).resolve().parents[2] / ".tools/bwrap/usr/bin/bwrap"
 
 
-def find_bwrap() -> Path:
-    """``bwrap`` on PATH, else the project's own (``make bwrap``), else ``SandboxUnavailable``."""
-    found = shutil.which("bwrap")
+def find_bwrap(search_path: str | None = None, project: Path = _PROJECT_BWRAP) -> Path:
+    """``bwrap`` on ``search_path`` (None: PATH), else the project's own (``make bwrap``), else
+    ``SandboxUnavailable``."""
+    found = shutil.which("bwrap", path=search_path)
     if found is not None:
         return Path(found)
-    if _PROJECT_BWRAP.is_file() and os.access(_PROJECT_BWRAP, os.X_OK):
-        return _PROJECT_BWRAP
+    if project.is_file() and os.access(project, os.X_OK):
+        return project
     raise SandboxError(
         "sandbox-unavailable",
         "bubblewrap (bwrap) is not installed: run `make bwrap` (installs Debian's bubblewrap "
