@@ -227,3 +227,20 @@ def test_memory_spread_over_processes_is_bounded_by_the_run_s_cgroup(
     seen = _probe(sandbox, env, tmp_path, body, limits)
     assert seen.limit_hit == "memory"
     assert seen.max_rss_bytes <= limits.memory_bytes
+
+
+def test_the_host_s_kernel_settings_cannot_be_written(
+    sandbox: BwrapExecutor, env: Environment, tmp_path: Path
+) -> None:
+    # The sandbox's uid maps to the host's root (no capabilities), and a global sysctl checks
+    # only the uid: with /proc/sys writable a candidate could set kernel.core_pattern and run a
+    # program as the host's root. The probe writes back the value it read: harmless either way.
+    body = (
+        "        name = '/proc/sys/kernel/printk_ratelimit'\n"
+        "        with open(name) as f:\n"
+        "            value = f.read()\n"
+        "        with open(name, 'w') as f:\n"
+        "            f.write(value)\n"
+    )
+    seen = _probe(sandbox, env, tmp_path, body)
+    assert seen.report == {"tests.test_probe.T.test_x": "error"}

@@ -292,8 +292,11 @@ class BwrapExecutor:
         args += ["--setenv", "LEDGER_REPORT_NONCE", nonce]
         args += ["--setenv", "HOME", "/work/tmp", "--setenv", "TMPDIR", "/tmp"]
         args += ["--setenv", "LANG", "C.UTF-8", "--setenv", "PATH", "/nonexistent"]
-        # /dev's own tmpfs (and its /dev/shm) would be writable disk beyond disk_bytes.
-        args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+        # /dev's own tmpfs (and its /dev/shm) would be writable disk beyond disk_bytes. The
+        # sandbox's uid is the host's root without capabilities, and a global sysctl checks only
+        # that uid: /proc/sys (kernel.core_pattern...) is hidden under a read-only tmpfs.
+        args += ["--proc", "/proc", "--tmpfs", "/proc/sys", "--remount-ro", "/proc/sys"]
+        args += ["--dev", "/dev", "--remount-ro", "/dev"]
         for binding in bindings:
             args += ["--ro-bind", str(binding.source), binding.target]
         for name in HARNESS_FILES:
