@@ -79,6 +79,7 @@ _CONTROL_FILE: Final = {
 _STATUSES: Final[frozenset[str]] = frozenset({"passed", "failed", "error", "skipped"})
 _POLL_SECONDS: Final = 0.02
 _EXIT_POLL_SECONDS: Final = 0.001
+_INFO_MAX_BYTES: Final = 4096
 _PROJECT_BWRAP: Final = Path(__file__).resolve().parents[2] / ".tools/bwrap/usr/bin/bwrap"
 
 
@@ -406,6 +407,9 @@ class BwrapExecutor:
                     if not chunk:
                         selector.unregister(fd)
                         continue
+                    if sink is info and (child is not None or len(info) > _INFO_MAX_BYTES):
+                        selector.unregister(fd)  # bwrap's one document was read (or was not)
+                        continue
                     if sink is report and len(report) + len(chunk) > REPORT_MAX_BYTES:
                         report_over = True  # no longer a report: stop reading it
                         selector.unregister(fd)
@@ -477,7 +481,7 @@ class BwrapExecutor:
 
 
 def _child_pid(info: bytes) -> int | None:
-    read = read_json(info, max_bytes=4096, max_depth=2)
+    read = read_json(info, max_bytes=_INFO_MAX_BYTES, max_depth=2)
     if read.ok and isinstance(read.value, dict):
         pid = read.value.get("child-pid")
         if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
