@@ -6,15 +6,24 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 60
+# Debian's bubblewrap, installed into the clone (tools/install_bwrap.sh); the v0.5 sandbox
+# (ledger/sandbox/bwrap.py) finds it here when bwrap is not on PATH.
+BWRAP := .tools/bwrap/usr/bin/bwrap
 
-.PHONY: demo test test-fast lint typecheck unit browser schemas fixtures bench bench-quick soak fuzz resources mutants clean
+.PHONY: bwrap demo test test-fast lint typecheck unit browser schemas fixtures bench bench-quick soak fuzz resources mutants clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-demo: $(STAMP)
+# The sandbox of EvaluatorPlan v0.5: the demo, the tests and the benchmarks run it, never skip it.
+bwrap: $(BWRAP)
+$(BWRAP): tools/install_bwrap.sh
+	@sh tools/install_bwrap.sh .tools/bwrap
+	@touch $(BWRAP)
+
+demo: $(STAMP) $(BWRAP)
 	@$(BIN)/python -m tools.demo
 
 test: lint typecheck unit
@@ -28,7 +37,7 @@ typecheck: $(STAMP)
 # Every core (TEST_JOBS=1 for one process); --dist loadfile keeps a module's tests on one worker,
 # so a history it builds once per module (tests/store_copies.py) is built once.
 TEST_JOBS ?= auto
-unit: $(STAMP) browser
+unit: $(STAMP) browser $(BWRAP)
 	$(BIN)/pytest -n $(TEST_JOBS) --dist loadfile
 
 # The inner loop (188 s of CPU for 2,206 tests, measured 2026-12-03): no campaign, no slow
@@ -36,7 +45,7 @@ unit: $(STAMP) browser
 # them all. Bytecode is written here even where PYTHONDONTWRITEBYTECODE is set: the assertion rewriting of every test
 # module, cached in __pycache__, is most of a repeated run's collection. exec: no sh between make
 # and pytest (shell completion's test finds the user's shell among its ancestors).
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(BWRAP)
 	exec env PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(TEST_JOBS) --dist loadfile \
 	  -m "not slow and not postgresql"
 
@@ -56,10 +65,10 @@ schemas: $(STAMP)
 fixtures: $(STAMP)
 	$(BIN)/python -m tools.calibration_fixtures --write-fixtures fixtures/calibration
 
-bench: $(STAMP)
+bench: $(STAMP) $(BWRAP)
 	$(BIN)/python benchmarks/run.py
 
-bench-quick: $(STAMP)
+bench-quick: $(STAMP) $(BWRAP)
 	$(BIN)/python benchmarks/run.py --quick
 
 # Switch off one rule check at a time; every mutant should be killed (tools/mutants.py).
@@ -83,4 +92,4 @@ resources: $(STAMP)
 	$(BIN)/python benchmarks/resources.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis .fuzz
+	rm -rf $(VENV) .tools .mypy_cache .pytest_cache .ruff_cache .hypothesis .fuzz

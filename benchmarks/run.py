@@ -1901,6 +1901,16 @@ def print_table(rows: list[Row]) -> None:
         print(line.format(*c))
 
 
+def bench_sandbox(work: Path, sz: Sizes) -> list[Row]:
+    """The v0.5 sandbox's overhead per run over the bare test command (benchmarks/sandbox.py)."""
+    import sandbox
+
+    try:
+        return [Row(*row) for row in sandbox.rows(work / "sandbox", sz.repeat * 3)]
+    except ValueError as exc:
+        raise CheckFailed(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="reduced sizes (under a minute)")
@@ -1933,6 +1943,7 @@ def main(argv: list[str] | None = None) -> int:
         ("real", lambda: bench_real(work, sz)),
         ("batch", lambda: bench_batch(work, sz)),
         ("browse", lambda: bench_browse(work, sz)),
+        ("sandbox", lambda: bench_sandbox(work, sz)),
         # Only when asked (``--only state``): the verify-at-size rows alone, on a ledger of the
         # largest size only (``ledgers`` ends with the same rows).
         ("state", lambda: bench_state(work, sz)),

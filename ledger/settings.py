@@ -109,6 +109,15 @@ def random_salt() -> str:
     return secrets.token_hex(SALT_BYTES)
 
 
+def random_nonce() -> str:
+    """A new nonce for one sandboxed test run (the harness's report must carry it): 128 bits
+    from the operating system's random source, as lowercase hex, drawn at the edge like the
+    salt (``ledger.sandbox.bwrap.open_executor`` is given this function, never draws one)."""
+    import secrets
+
+    return secrets.token_hex(16)
+
+
 def cpus() -> int:
     """The cores this process may run on."""
     try:

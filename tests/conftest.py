@@ -91,6 +91,7 @@ def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
 SLOW_MODULES = frozenset(
     {
         "test_settings.py",
+        "test_sandbox_hostile.py",  # each hostile candidate runs to its limit (about 40 s)
         "test_diff_git_differential.py",
         "test_verifier_properties.py",
         "test_when_end_to_end.py",

@@ -80,6 +80,8 @@ TARGETS = (
     "ledger/transparency/anchoring.py",
     "verifiers/runner.py",
     "verifiers/diff.py",
+    "ledger/sandbox/bwrap.py",
+    "ledger/sandbox/environment.py",
 )
 ALWAYS = ("tests/test_commitment.py", "tests/test_audit_tamper.py")
 NEVER = ("tests/test_docs.py",)  # reads source text, not behaviour
