@@ -36,6 +36,7 @@ from ledger.audit.rules import CommitmentRules
 from ledger.audit.signatures import SignatureCheck
 from ledger.errors import LedgerError, StoreError
 from ledger.format.entries import Entry, EntrySigner
+from ledger.format.trust import TrustSource as TrustSource
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import verify_many
 from ledger.operations.burn import BurnPlan, burn, plan_burn
@@ -78,7 +79,6 @@ from ledger.transparency.witnessing import (
 # The trust file (found, read, its anchor rule): a module of its own, re-exported here, so a
 # plain verify finds it with the same code without importing this module.
 from ledger.trusting import LoadedTrust as LoadedTrust
-from ledger.trusting import TrustSource as TrustSource
 from ledger.trusting import anchor_rule as anchor_rule
 from ledger.trusting import check_trust_origin as check_trust_origin
 from ledger.trusting import find_trust as find_trust

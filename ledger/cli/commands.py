@@ -55,10 +55,10 @@ from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.render import builtins as msgspec_builtins
 from ledger.cli.render import emit_json as _emit_json
 from ledger.cli.render import error_line, failure, stdout_gone
+from ledger.cli.render import exit_code as _exit_code
 from ledger.cli.render import findings_mode as _findings_mode
 from ledger.cli.render import reason_lines as _reason_lines
 from ledger.cli.render import say as _say
-from ledger.cli.render import verification_json as _verification_json
 from ledger.cli.render import visible as _visible
 from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
@@ -1358,7 +1358,9 @@ def _verify_batch(
     command's, compact under --json so the output stays JSON Lines."""
     import signal
 
-    from ledger.operations.batch import read_bundle_list, verify_many
+    import msgspec
+
+    from ledger.operations.batch import batch_line, read_bundle_list, verify_many
 
     try:
         if from_list is not None:
@@ -1377,16 +1379,17 @@ def _verify_batch(
     counts: dict[str, int] = {}
     seen: list[int] = []  # the exit code of each bundle reported, in order
 
+    used = anchors[1].source if anchors[1] is not None else None  # the trust file, if any
+
     def render(item: Any) -> None:
         path = paths[len(seen)]
         if isinstance(item, LedgerError):
             seen.append(EXIT_REFUSED)
-            line: dict[str, Any] = {"error": {"code": item.code, "message": item.message}}
             text = f"{path}: REFUSED {item.code}: {item.message}"
         else:
-            seen.append(item.exit_code)
+            item = msgspec.structs.replace(item, trust=used)
+            seen.append(_exit_code(item))
             counts[item.outcome] = counts.get(item.outcome, 0) + 1
-            line = _verification_json(item)
             text = (
                 f"{path}: {item.outcome.upper()}: {item.cohort} / {item.task}"
                 f" ({item.adapter} {item.adapter_version}; entries {item.bundle_entry},"
@@ -1394,16 +1397,15 @@ def _verify_batch(
             )
             if item.earlier is not None:
                 text += f" [already judged at entry {item.earlier.result_entry}]"
-            line["trust"] = trust.to_json(anchors[1])
         if progress is not None:
             progress.clear()
         if as_json:
-            line["bundle"] = str(path)
-            _emit_json_line(line)
+            _emit_json_line(msgspec.to_builtins(batch_line(item, path)))
         else:
             _say(text)
             if not isinstance(item, LedgerError):
-                for reason in _reason_lines(item.verification_result, findings, item.result_entry):
+                doc = msgspec.to_builtins(item.verification_result)
+                for reason in _reason_lines(doc, findings, item.result_entry):
                     _say(reason)
         warning = getattr(item, "warning", None)
         if warning is not None and warning not in warned:
@@ -2429,9 +2431,9 @@ def check_result_command(
         )
     if as_json:
         _emit_json(checked.to_json())
-        return checked.exit_code
+        return _exit_code(checked)
     _say_result_check(checked, bundle)
-    return checked.exit_code
+    return _exit_code(checked)
 
 
 _TEXT_VALUE_CHARS = 160

@@ -150,6 +150,8 @@ def verify_one(
     the anchor rule (``plan-not-anchored`` under its policy unless ``unanchored``); the output
     names it, and a verdict no anchor covers without a policy carries the warning. ``signer``:
     the writer key (loaded before the ledger is opened)."""
+    import msgspec
+
     from ledger.operations.verify import verify as run_verify
     from ledger.trusting import anchor_rule, check_trust_origin, resolve_trust
 
@@ -160,16 +162,18 @@ def verify_one(
         if loaded is not None:
             check_trust_origin(loaded, ledger.origin())
         result = run_verify(ledger, bundle, cohort=cohort, task=task, anchors=rule)
+    if loaded is not None:
+        result = msgspec.structs.replace(result, trust=loaded.source)
     said = render.trust_line(loaded)
     if said is not None:
         render.note(said)
     if as_json:
-        render.emit_json({**render.verification_json(result), "trust": render.trust_json(loaded)})
+        render.emit_json(render.builtins(result))
     else:
         render.say_verification(result, mode)
     if result.warning is not None:
         render.note(f"ledger: warning: {result.warning}")
-    return result.exit_code
+    return render.exit_code(result)
 
 
 def open_writing(db: str | Path, settings: Settings, signer: Any) -> Store:

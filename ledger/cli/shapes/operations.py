@@ -13,6 +13,8 @@ from msgspec import Meta
 from ledger.cli.shapes.common import ErrorDetail, OutputShape, TrustUsed
 from ledger.documents.cohort import BurnNotice
 from ledger.format.payloads import CohortBurned
+from ledger.operations.batch import BatchRefused, BatchVerified
+from ledger.operations.verify import VerifyResult
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.verification_result import Outcome
 
@@ -127,45 +129,6 @@ class BurnDryRunOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 # -- verify -----------------------------------------------------------------------------------
-
-
-class EarlierVerification(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The verification this ledger already recorded for the same bundle."""
-
-    bundle_entry: int
-    result_entry: int
-    cohort: str
-    task: str
-    outcome: Outcome
-
-
-class VerifyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    outcome: Outcome
-    cohort: str
-    task: str
-    bundle_entry: int
-    result_entry: int
-    adapter: str
-    adapter_version: str
-    runner_version: str
-    verification_result: VerificationResult
-    earlier: EarlierVerification | None
-    anchored_by: int | None  # the entry anchoring the freeze of the plan that judged it
-    warning: str | None  # set when none does: `ledger when` can never hold for this verdict
-    trust: TrustUsed | None  # the trust file used (its anchoring policy), null: none
-
-
-class VerifyBatchLine(VerifyOutput, frozen=True, forbid_unknown_fields=True):
-    """One JSON line of a batch for a bundle that was judged: the single verify's keys."""
-
-    bundle: str  # the bundle folder as given
-
-
-class VerifyBatchRefusalLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One JSON line of a batch for a bundle that was refused (the others go on)."""
-
-    error: ErrorDetail
-    bundle: str
 
 
 # -- authoring: seal / digest / new / bundle pack ---------------------------------------------
@@ -340,7 +303,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "verify",
-        VerifyOutput,
+        VerifyResult,
         "ledger verify BUNDLE --json",
         "The outcome of judging one bundle, the two entries recorded, the "
         "VerificationResult, and the entry anchoring its plan's freeze (or a warning that "
@@ -348,13 +311,13 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "verify-batch-line",
-        VerifyBatchLine,
+        BatchVerified,
         "One JSON line of ledger verify B1 B2 ... --json (a judged bundle)",
         "The single verify's keys and the bundle folder as given.",
     ),
     OutputShape(
         "verify-batch-refusal-line",
-        VerifyBatchRefusalLine,
+        BatchRefused,
         "One JSON line of ledger verify B1 B2 ... --json (a refused bundle)",
         "The refusal of one bundle of a batch and the bundle folder as given; a refusal of the "
         "whole batch is the error document, on one line.",

@@ -13,8 +13,8 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ledger.cli.shapes.common import ErrorDetail, OutputShape, TrustUsed
-from ledger.cli.shapes.operations import EarlierVerification
 from ledger.format.entries import EntryBody
+from ledger.state import EarlierVerification
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.common import ContractStruct, refuse
 from verifiers.contracts.verification_result import Outcome
