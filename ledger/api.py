@@ -43,7 +43,8 @@ from ledger.operations.burn import BurnPlan, burn, plan_burn
 from ledger.operations.calibrate import calibrate
 from ledger.operations.check_result import ResultCheck
 from ledger.operations.check_result import check_result as _check_result
-from ledger.operations.freeze import freeze
+from ledger.operations.freeze import FreezeResult
+from ledger.operations.freeze import freeze as _freeze
 from ledger.operations.verify import AnchorRule, verify
 from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
@@ -173,6 +174,81 @@ def anchor_freeze(
 
     frozen = frozen or f"entry {frozen_entry}"
     return run(ledger, frozen_entry, trust, signer_key, frozen, anchor_candidates)
+
+
+def freeze(
+    ledger: Store,
+    cohort_dir: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] = ".",
+    hidden_plans: str | os.PathLike[str] | None = None,
+    reuse_exposed: Mapping[str, str] | None = None,
+    trust: LoadedTrust | None = None,
+    signer_key: str | None = None,
+    unanchored: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> FreezeResult:
+    """What ``ledger freeze COHORT_DIR`` runs (LEDGER.md section 5): freeze
+    ``cohort_dir/cohort.json`` and what it names (paths relative to ``root``; hidden plans from
+    ``hidden_plans``; ``reuse_exposed``: task id -> why it reuses an exposed task's content),
+    then, under ``trust``'s anchoring policy (unless ``unanchored``), anchor the freeze with a
+    checkpoint signed by ``signer_key`` (the log's private note key) that the file's witnesses
+    and TSAs answer for. Without a policy, an anchor already recorded is named, if any.
+
+    A trust file of another ledger is ``trust-origin-mismatch`` and a policy without
+    ``signer_key`` is ``anchor-key-missing``, both before anything is written; witnesses and
+    TSAs that do not give the anchor are ``anchoring-failed`` (the freeze stays recorded)."""
+    policy = trust.trust if trust is not None and trust.trust.anchor.required else None
+    if policy is not None and not unanchored:
+        from ledger.transparency.anchoring import anchor_signer
+
+        signer_key = anchor_signer(signer_key, policy, trust.source.file if trust else "")
+    else:
+        signer_key = None
+    if trust is not None:
+        check_trust_origin(trust, ledger.origin())
+    result = _freeze(
+        ledger,
+        Path(cohort_dir),
+        root=Path(root),
+        hidden_plans=None if hidden_plans is None else Path(hidden_plans),
+        reuse_exposed=reuse_exposed,
+        progress=progress,
+    )
+    warning = None
+    if policy is None or signer_key is None:
+        from ledger.operations.verify import recorded_anchor
+
+        anchored_by = recorded_anchor(ledger, result.frozen_entry)
+    elif result.burned_entry is not None:
+        anchored_by = None  # a burned cohort accepts no verification: nothing to order
+    else:
+        anchored_by, _ = anchor_freeze(
+            ledger, result.frozen_entry, policy, signer_key, result.message
+        )
+    if anchored_by is None and result.burned_entry is None:
+        warning = _freeze_warning(result, unanchored=policy is not None)
+    return msgspec.structs.replace(
+        result,
+        anchored_by=anchored_by,
+        warning=warning,
+        trust=None if trust is None else trust.source,
+    )
+
+
+def _freeze_warning(result: FreezeResult, *, unanchored: bool) -> str:
+    from ledger.operations.verify import ANCHOR_FIX
+
+    why = (
+        "--unanchored was given"
+        if unanchored
+        else "there is no anchoring policy (no trust file, or one without `ledger trust anchor`)"
+    )
+    return (
+        f"cohort {result.cohort} is frozen at seq {result.frozen_entry} but not anchored:"
+        f" {why}. Take an anchored checkpoint before its first verify (`{ANCHOR_FIX}`), or"
+        " `ledger when` can never hold for its verdicts"
+    )
 
 
 def _signer_of(settings: Settings, signer: EntrySigner | None) -> EntrySigner | None:

@@ -1066,8 +1066,6 @@ def freeze(
     A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
     COHORT_DIR BUNDLE...` (judged, never recorded).
     """
-    from ledger.operations.freeze import freeze as run_freeze
-
     reuse = _reuse_exposed(reuse_exposed or [])
     settings = _settings()
     # Read (never written) before the dry run too: it refuses what freeze would.
@@ -1097,43 +1095,35 @@ def freeze(
             reuse_exposed=reuse,
             as_json=as_json,
         )
+    from ledger.api import freeze as run_freeze
+
     # Refused before anything is written: a freeze the policy cannot anchor is not begun.
     signer_key = _anchor_signer(sign, loaded) if policy is not None and not unanchored else None
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
     try:
         with _open_ledger(read_only=False, settings=settings) as ledger:
-            if loaded is not None:
-                from ledger.api import check_trust_origin
-
-                check_trust_origin(loaded, ledger.origin())
             result = run_freeze(
                 ledger,
                 cohort_dir,
                 root=root,
                 hidden_plans=hidden_plans,
                 reuse_exposed=reuse,
+                trust=loaded,
+                signer_key=signer_key,
+                unanchored=unanchored,
                 progress=bar.update if bar is not None else None,
             )
-            if bar is not None:
-                bar.close()
-                bar = None
-            anchored_by = _anchor_frozen(ledger, result, policy, signer_key, loaded)
+    except LedgerError as exc:
+        if exc.exit_code == EXIT_FAILED:  # anchoring-failed: the freeze stays; say whose policy
+            trust.mention(loaded)
+        raise
     finally:
         if bar is not None:
             bar.close()
     trust.mention(loaded)
-    warning = None
-    if anchored_by is None and result.burned_entry is None:
-        warning = _freeze_warning(result, policy)
+    anchored_by, warning = result.anchored_by, result.warning
     if as_json:
-        _emit_json(
-            {
-                **msgspec_builtins(result),
-                "anchored_by": anchored_by,
-                "warning": warning,
-                "trust": trust.to_json(loaded),
-            }
-        )
+        _emit_json(msgspec_builtins(result))
     else:
         _say(result.message)
         _say(f"definition digest {result.definition_digest}")
@@ -1158,42 +1148,6 @@ def _anchor_signer(sign: Path | None, loaded: Any) -> str:
 
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
     return anchor_signer(signer, loaded.trust, loaded.source.file)
-
-
-def _anchor_frozen(
-    ledger: Any, result: Any, policy: Any, signer_key: str | None, loaded: Any
-) -> int | None:
-    """The entry anchoring the freeze just made (or found): under a policy one meeting it,
-    taken now when there is none (``anchoring-failed``, exit 1, when the witnesses and TSAs
-    do not give it: the freeze stays); else any recorded one (``verify`` looks the same)."""
-    from ledger.api import anchor_freeze
-    from ledger.operations.verify import recorded_anchor
-
-    if policy is None or signer_key is None:
-        return recorded_anchor(ledger, result.frozen_entry)
-    if result.burned_entry is not None:
-        return None  # a burned cohort accepts no verification: nothing to order
-    try:
-        entry, _ = anchor_freeze(ledger, result.frozen_entry, policy, signer_key, result.message)
-    except LedgerError:
-        trust.mention(loaded)  # the freeze stands: say whose policy it was not anchored by
-        raise
-    return entry
-
-
-def _freeze_warning(result: Any, policy: Any) -> str:
-    from ledger.operations.verify import ANCHOR_FIX
-
-    why = (
-        "--unanchored was given"
-        if policy is not None
-        else "there is no anchoring policy (no trust file, or one without `ledger trust anchor`)"
-    )
-    return (
-        f"cohort {result.cohort} is frozen at seq {result.frozen_entry} but not anchored:"
-        f" {why}. Take an anchored checkpoint before its first verify (`{ANCHOR_FIX}`), or"
-        " `ledger when` can never hold for its verdicts"
-    )
 
 
 def _reuse_exposed(values: list[str]) -> dict[str, str]:

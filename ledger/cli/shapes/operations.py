@@ -10,10 +10,11 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from ledger.cli.shapes.common import ErrorDetail, OutputShape, TrustUsed
+from ledger.cli.shapes.common import ErrorDetail, OutputShape
 from ledger.documents.cohort import BurnNotice
 from ledger.format.payloads import CohortBurned
 from ledger.operations.batch import BatchRefused, BatchVerified
+from ledger.operations.freeze import FreezeResult
 from ledger.operations.verify import VerifyResult
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.verification_result import Outcome
@@ -61,19 +62,6 @@ class CalibrateOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     adapters: dict[str, bool]  # adapter version -> green
     entry: int  # seq of the calibration.recorded entry
     report: CalibrationReport
-
-
-class FreezeOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    cohort: str
-    definition_digest: str
-    created: bool  # false: the identical cohort was frozen already (a no-op)
-    frozen_entry: int
-    burned_entry: int | None  # set when cohort.json's stage was burned
-    tasks: int
-    message: str
-    anchored_by: int | None  # the checkpoint.witnessed entry anchoring the freeze; null: none
-    warning: str | None  # set when it is not anchored: `when` cannot hold until it is
-    trust: TrustUsed | None  # the trust file used (its anchoring policy), null: none
 
 
 class LintProblem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -282,7 +270,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "freeze",
-        FreezeOutput,
+        FreezeResult,
         "ledger freeze --json",
         "The frozen cohort, its definition digest, whether this run froze it, the entries, the "
         "entry anchoring the freeze (the trust file's policy) or a warning that none does.",
