@@ -1480,7 +1480,7 @@ def burn(
             plan = plan_burn(ledger, cohort, reason=reason, observed_tasks=observed)
         if dry_run:
             if as_json:
-                _emit_json({"dry_run": True, **msgspec_builtins(plan)})
+                _emit_json(msgspec_builtins(plan))
             else:
                 for line in _burn_plan_lines(plan):
                     _say(line)
@@ -1522,7 +1522,7 @@ def _burn_plan_lines(plan: Any) -> list[str]:
         )
     if not plan.observed_tasks:
         lines.append("  no observed task (--observed-task ID): no WorkUnit becomes exposed")
-    lines.append(f"  burn notice {plan.payload['notice']['object']}")
+    lines.append(f"  burn notice {plan.payload.notice.object}")
     return lines
 
 

@@ -11,9 +11,8 @@ import msgspec
 from msgspec import Meta
 
 from ledger.cli.shapes.common import ErrorDetail, OutputShape
-from ledger.documents.cohort import BurnNotice
-from ledger.format.payloads import CohortBurned
 from ledger.operations.batch import BatchRefused, BatchVerified
+from ledger.operations.burn import BurnPlan, BurnResult
 from ledger.operations.freeze import FreezeResult
 from ledger.operations.verify import VerifyResult
 from verifiers.contracts import VerificationResult
@@ -82,41 +81,6 @@ class LintOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ok: bool
     problems: list[LintProblem]
     notes: list[str]
-
-
-class BurnOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    cohort: str
-    burned_entry: int
-    observed_tasks: list[str]
-    exposed_work_units: list[str]
-
-
-class BurnDryRunTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    task: str
-    split: str
-    work_unit_id: str
-    work_unit_version: int
-    work_unit_digest: str
-    observed: bool  # named by --observed-task: its WorkUnit becomes exposed
-    exposed_at: int | None  # the entry that already exposed this WorkUnit (by digest or id)
-
-
-class BurnDryRunOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """What ``burn`` would append, nothing written: the payload and notice byte for byte."""
-
-    dry_run: Literal[True]
-    cohort: str
-    frozen_entry: int
-    definition_digest: str
-    reason: str
-    tasks: list[BurnDryRunTask]
-    observed_tasks: list[str]
-    exposed_work_units: list[str]
-    payload: CohortBurned  # the cohort.burned entry's payload
-    notice: BurnNotice  # the burn notice stored beside it
-
-
-# -- verify -----------------------------------------------------------------------------------
 
 
 # -- authoring: seal / digest / new / bundle pack ---------------------------------------------
@@ -312,14 +276,14 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "burn",
-        BurnOutput,
+        BurnResult,
         "ledger burn --json",
         "The burned cohort, the cohort.burned entry, the observed tasks and the WorkUnits "
         "exposed forever.",
     ),
     OutputShape(
         "burn-dry-run",
-        BurnDryRunOutput,
+        BurnPlan,
         "ledger burn --dry-run --json",
         "What burn would record, nothing written: the cohort, each of its tasks (observed or "
         "not, already exposed or not), the WorkUnits it would expose, the cohort.burned "
