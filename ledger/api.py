@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ledger.audit.engine import audit, audit_snapshot
-from ledger.audit.report import AuditReport, Skipped, Violation
+from ledger.audit.engine import audit as _run_audit
+from ledger.audit.engine import audit_snapshot
+from ledger.audit.report import AuditReport, AuditResult, Skipped, Violation
 from ledger.audit.rules import CommitmentRules
 from ledger.audit.signatures import SignatureCheck
 from ledger.errors import LedgerError, StoreError
@@ -386,7 +387,7 @@ def audit_ledger(
     withheld = withheld or {}
     rules = CommitmentRules(ledger, replay=replay, withheld=withheld, parallel=parallel)
     try:
-        report = audit(
+        report = _run_audit(
             ledger,
             observers=[rules, SignatureCheck(signers)],
             checkpoints=checkpoints,
@@ -463,6 +464,65 @@ def audit_export(
         )
         report.violation_count += 1
     return report, replayed
+
+
+def _writers_of(trust: LoadedTrust | None) -> TrustedSigners | None:
+    """The trust file's writers as ``load_trusted_signers`` would give them (None: none)."""
+    if trust is None or not trust.trust.writers:
+        return None
+    from ledger.format.signing import TrustedSigners
+
+    return TrustedSigners(frozenset(trust.trust.writers), trust.trust.require_signed_from)
+
+
+def audit(
+    ledger: Store,
+    *,
+    replay: bool = True,
+    checkpoints: Sequence[Checkpoint] = (),
+    signers: TrustedSigners | None = None,
+    trust: LoadedTrust | None = None,
+    parallel: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AuditResult:
+    """What ``ledger audit`` runs and prints (``audit_ledger``'s checks): the result a reader
+    takes, ``ok`` and ``verdict`` first. ``trust``: a trust file of this ledger (else
+    ``trust-origin-mismatch``) whose writers stand for ``signers`` when none are given."""
+    if trust is not None:
+        check_trust_origin(trust, ledger.origin())
+    report, _ = audit_ledger(
+        ledger,
+        replay=replay,
+        checkpoints=checkpoints,
+        progress=progress,
+        parallel=parallel,
+        signers=signers if signers is not None else _writers_of(trust),
+    )
+    return report.result(None if trust is None else trust.source)
+
+
+def audit_of_export(
+    path: str | os.PathLike[str],
+    *,
+    replay: bool = True,
+    checkpoints: Sequence[Checkpoint] = (),
+    signers: TrustedSigners | None = None,
+    trust: LoadedTrust | None = None,
+    parallel: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AuditResult:
+    """What ``ledger audit --from-export FILE`` runs and prints (``audit_export``'s checks and
+    export policy) as ``audit`` gives it."""
+    report, _ = audit_export(
+        path,
+        replay=replay,
+        checkpoints=checkpoints,
+        progress=progress,
+        parallel=parallel,
+        signers=signers if signers is not None else _writers_of(trust),
+        trust=None if trust is None else trust.trust,
+    )
+    return report.result(None if trust is None else trust.source)
 
 
 def status(ledger: Store, cohort: str | None = None) -> list[CohortStatus]:

@@ -64,6 +64,7 @@ from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
+    from ledger.audit.report import AuditResult
     from ledger.format.trust import KeyKind
     from ledger.settings import Settings
     from ledger.store.base import Store
@@ -1672,7 +1673,7 @@ def audit(
     second process checks the rows; LEDGER_AUDIT_PARALLEL=off (or on) decides instead; the
     report is the same.
     """
-    from ledger.api import audit_export, audit_ledger, check_trust_origin, load_trusted_signers
+    from ledger.api import audit, audit_of_export, load_trusted_signers
 
     if key is not None and not checkpoint:
         # --key checks the signatures of the given checkpoints; alone it would check nothing
@@ -1685,45 +1686,42 @@ def audit(
     loaded = trust.resolve(trust_file, writing=False, settings=settings)
     log_key = _key_value(key, "log") if key is not None else _trusted_log_key(loaded)
     checkpoints = [_load_checkpoint(path, log_key) for path in checkpoint or []]
-    trusted = (
-        load_trusted_signers(signers) if signers is not None else _trusted_writers(loaded)
-    )
+    trusted = load_trusted_signers(signers) if signers is not None else None
     bar = progress_bar("audit")  # at a terminal only, on stderr (ledger/cli/progress.py)
     progress = bar.update if bar is not None else None
 
     # Every check and all export policy are the library's (ledger.api); this only renders.
     try:
         if from_export is not None:
-            report, replayed = audit_export(
+            result = audit_of_export(
                 from_export,
                 replay=not no_replay,
                 checkpoints=checkpoints,
-                progress=progress,
-                parallel=settings.parallel,
                 signers=trusted,
-                trust=None if loaded is None else loaded.trust,
+                trust=loaded,
+                parallel=settings.parallel,
+                progress=progress,
             )
         else:
             with _open_ledger(read_only=True, settings=settings) as ledger:
-                if loaded is not None:
-                    check_trust_origin(loaded, ledger.origin())
-                report, replayed = audit_ledger(
+                result = audit(
                     ledger,
                     replay=not no_replay,
                     checkpoints=checkpoints,
-                    progress=progress,
-                    parallel=settings.parallel,
                     signers=trusted,
+                    trust=loaded,
+                    parallel=settings.parallel,
+                    progress=progress,
                 )
     finally:
         if bar is not None:
             bar.close()
     trust.mention(loaded)
     if as_json:
-        _emit_json({**_audit_json(report, replayed), "trust": trust.to_json(loaded)})
+        _emit_json(msgspec_builtins(result))
     else:
-        _say_audit(report, replayed)
-    return EXIT_OK if report.ok else EXIT_FAILED
+        _say_audit(result)
+    return EXIT_OK if result.ok else EXIT_FAILED
 
 
 def _key_value(value: str, kind: "KeyKind") -> str:
@@ -1738,49 +1736,16 @@ def _trusted_log_key(loaded: Any) -> str | None:
     return None if loaded is None else loaded.trust.log_key
 
 
-def _trusted_writers(loaded: Any) -> Any:
-    """The trust file's writers as ``--signers`` would give them (None: it lists none)."""
-    if loaded is None or not loaded.trust.writers:
-        return None
-    from ledger.format.signing import TrustedSigners
-
-    return TrustedSigners(frozenset(loaded.trust.writers), loaded.trust.require_signed_from)
-
-
-def _audit_json(report: Any, replayed: int) -> dict[str, Any]:
-    """The ``audit --json`` document (LEDGER.md section 7, "JSON shapes printed by the CLI")."""
-    return {
-        "ok": report.ok,
-        "verdict": report.verdict,
-        "entries": report.entries,
-        "objects": report.objects,
-        "withheld_objects": report.withheld,
-        "replayed": replayed,
-        "skipped": [
-            {"check": x.check, "count": x.count, "reason": x.reason} for x in report.skipped
-        ],
-        "tree_size": report.tree_size,
-        "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
-        "anchored_size": report.anchored_size,
-        "checks": report.checks,
-        "violation_count": report.violation_count,
-        "first_bad_seq": report.first_bad_seq,
-        "violations": [
-            {"seq": v.seq, "kind": v.kind, "code": v.code, "message": v.message}
-            for v in report.violations
-        ],
-    }
-
-
-def _say_audit(report: Any, replayed: int) -> None:
+def _say_audit(report: "AuditResult") -> None:
     """One line per violation, then the verdict line."""
+    replayed = report.replayed
     for v in report.violations:
         where = "-" if v.seq is None else str(v.seq)
         _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
     if report.ok:
         extra = f", replayed {count(replayed, 'verification')}" if replayed else ""
         skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
-        head = "intact" if report.anchored else "consistent (not anchored)"
+        head = "intact" if report.anchored_size else "consistent (not anchored)"
         _say(
             f"{head}{skips}: {count(report.entries, 'entry', 'entries')},"
             f" {count(report.objects, 'object')}{extra};"
@@ -1798,7 +1763,7 @@ def _say_audit(report: Any, replayed: int) -> None:
 def _anchoring(report: Any) -> str:
     """What the verdict rests on (LEDGER.md section 6, "What the verdict claims"): a kept
     checkpoint, or nothing the reader brought."""
-    if not report.anchored:
+    if not report.anchored_size:
         return (
             "no --checkpoint was given, so a rewrite of the whole file would read the same"
             " (keep one: `ledger checkpoint --out FILE`)"
