@@ -24,46 +24,62 @@ from __future__ import annotations
 import base64
 import os
 import secrets
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ledger.audit.engine import audit as _run_audit
 from ledger.audit.engine import audit_snapshot
-from ledger.audit.report import AuditReport, AuditResult, Skipped, Violation
+from ledger.audit.report import AuditReport, AuditResult, Skipped, Verdict, Violation
 from ledger.audit.rules import CommitmentRules
 from ledger.audit.signatures import SignatureCheck
-from ledger.errors import LedgerError, StoreError
+from ledger.errors import (
+    CommitError,
+    ErrorDetail,
+    ErrorDocument,
+    LedgerError,
+    StoreError,
+    UsageError,
+)
 from ledger.format.entries import Entry, EntrySigner
-from ledger.format.trust import TrustSource as TrustSource
+from ledger.format.trust import TrustFile, TrustSource
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
-from ledger.operations.batch import verify_many
-from ledger.operations.burn import BurnPlan, burn, plan_burn
-from ledger.operations.calibrate import calibrate
+from ledger.operations.batch import BatchRefused, BatchRun, BatchVerified, batch_line
+from ledger.operations.batch import verify_many as _verify_many
+from ledger.operations.burn import BurnPlan, BurnResult, BurnTask, burn, plan_burn
+from ledger.operations.calibrate import CalibrateResult, calibrate
 from ledger.operations.check_result import ResultCheck
 from ledger.operations.check_result import check_result as _check_result
 from ledger.operations.freeze import FreezeResult
 from ledger.operations.freeze import freeze as _freeze
-from ledger.operations.verify import AnchorRule, verify
+from ledger.operations.verify import VerifyResult
+from ledger.operations.verify import verify as _verify
 from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
-from ledger.state import CohortStatus, StateIndex, TaskStatus, anchor_candidates, ledger_status
+from ledger.state import (
+    CohortStatus,
+    EarlierVerification,
+    StateIndex,
+    TaskStatus,
+    anchor_candidates,
+    ledger_status,
+)
 from ledger.store.base import AccessRoles, Store
 from ledger.store.copy import CopyResult, copy_store
 from ledger.store.lookup import find_ref, verification_result
 from ledger.store.opening import create_store, open_store
-from ledger.store.sqlite import Ledger
 from ledger.tlog.notes import Checkpoint
-from ledger.tlog.timestamp import Timestamp, check_recorded_timestamp, load_roots
-from ledger.tlog.witness import verify_cosignature
 from ledger.transparency.anchors import Trust, WhenStatement, trust_from
 from ledger.transparency.anchors import when as _when
-from ledger.transparency.check import ProofCheck
+from ledger.transparency.check import ProofCheck, ProofInputError
 from ledger.transparency.check import check_proof as _check_proof
 from ledger.transparency.export import export, hidden_task_objects, open_export
 from ledger.transparency.proofs import (
+    ConsistencyProof,
+    InclusionProof,
     check_origin,
     checkpoint,
     checkpoint_note,
@@ -73,23 +89,20 @@ from ledger.transparency.proofs import (
 from ledger.transparency.witnessing import (
     TsaReply,
     WitnessedCheckpoint,
+    WitnessReply,
     WitnessTarget,
-    parse_witness_option,
     witness_checkpoint,
 )
 
 # The trust file (found, read, its anchor rule): a module of its own, re-exported here, so a
 # plain verify finds it with the same code without importing this module.
-from ledger.trusting import LoadedTrust as LoadedTrust
-from ledger.trusting import anchor_rule as anchor_rule
-from ledger.trusting import check_trust_origin as check_trust_origin
-from ledger.trusting import find_trust as find_trust
-from ledger.trusting import load_trust as load_trust
-from ledger.trusting import trust_beside as trust_beside
+from ledger.trusting import LoadedTrust, check_trust_origin, find_trust, load_trust, trust_beside
+from ledger.trusting import anchor_rule as _anchor_rule
+from verifiers.contracts import OUTCOMES, Outcome, VerificationResult
 
 if TYPE_CHECKING:
     from ledger.format.signing import TrustedSigners, WriterKey
-    from ledger.format.trust import KeyKind, TrustFile
+    from ledger.format.trust import KeyKind
     from ledger.interop.browse import BrowseResult
 
 EXPORT_HEADER_MISMATCH = "export-header-mismatch"
@@ -466,6 +479,51 @@ def audit_export(
     return report, replayed
 
 
+def verify(
+    ledger: Store,
+    bundle: str | os.PathLike[str],
+    *,
+    cohort: str | None = None,
+    task: str | None = None,
+    trust: LoadedTrust | None = None,
+    unanchored: bool = False,
+) -> VerifyResult:
+    """What ``ledger verify BUNDLE`` runs and prints (LEDGER.md section 5): judge the bundle
+    folder by the plan this ledger committed for its task (``cohort``/``task`` choose when
+    several could) and record the bundle and the result together. ``outcome`` is the verdict
+    (``support``, ``reject``, ``escalate``, ``insufficient_evidence``); ``verification_result``
+    the typed VerificationResult. Under ``trust``'s anchoring policy a plan whose freeze is not
+    anchored is ``plan-not-anchored`` (unless ``unanchored``); without a policy the result
+    carries a ``warning``. A bundle refused is a ``LedgerError`` and nothing is written."""
+    if trust is not None:
+        check_trust_origin(trust, ledger.origin())
+    rule = _anchor_rule(None if trust is None else trust.trust, unanchored=unanchored)
+    result = _verify(ledger, Path(bundle), cohort=cohort, task=task, anchors=rule)
+    return result if trust is None else msgspec.structs.replace(result, trust=trust.source)
+
+
+def verify_many(
+    ledger: Store,
+    bundles: Iterable[str | os.PathLike[str]],
+    *,
+    jobs: int | None = None,
+    cohort: str | None = None,
+    task: str | None = None,
+    trust: LoadedTrust | None = None,
+    unanchored: bool = False,
+) -> BatchRun:
+    """What ``ledger verify B1 B2 ...`` runs: each bundle verified as ``verify`` would, judged
+    in ``jobs`` worker processes and recorded here in order; iterate for each bundle's
+    ``VerifyResult`` or its refusal (a ``LedgerError``, the batch goes on), in bundle order
+    (``batch_line(item, bundle)`` gives the line ``--json`` prints). ``close()`` stops early;
+    every pair appended stays whole."""
+    if trust is not None:
+        check_trust_origin(trust, ledger.origin())
+    rule = _anchor_rule(None if trust is None else trust.trust, unanchored=unanchored)
+    paths = [Path(b) for b in bundles]
+    return _verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task, anchors=rule)
+
+
 def _writers_of(trust: LoadedTrust | None) -> TrustedSigners | None:
     """The trust file's writers as ``load_trusted_signers`` would give them (None: none)."""
     if trust is None or not trust.trust.writers:
@@ -666,37 +724,96 @@ def when_export(
         return _when(task, exported.entries(), reader)
 
 
+# Names that were part of this module and are not part of the face (docs/API.md,
+# "Deprecation"): each still resolves, with a DeprecationWarning naming where it lives, until
+# the next minor version removes it.
+_MOVED: dict[str, tuple[str, str]] = {
+    "AnchorRule": ("ledger.operations.verify", "AnchorRule"),
+    "Ledger": ("ledger.store.sqlite", "SqliteStore"),
+    "Timestamp": ("ledger.tlog.timestamp", "Timestamp"),
+    "anchor_freeze": ("ledger.transparency.anchoring", "anchor_freeze"),
+    "anchor_rule": ("ledger.trusting", "anchor_rule"),
+    "check_recorded_timestamp": ("ledger.tlog.timestamp", "check_recorded_timestamp"),
+    "load_roots": ("ledger.tlog.timestamp", "load_roots"),
+    "parse_witness_option": ("ledger.transparency.witnessing", "parse_witness_option"),
+    "verify_cosignature": ("ledger.tlog.witness", "verify_cosignature"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    moved = _MOVED.get(name)
+    if moved is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = moved
+    warnings.warn(
+        f"ledger.api.{name} is not part of the library's face and goes in the next minor"
+        f" version: import {attribute} from {module}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    import importlib
+
+    return getattr(importlib.import_module(module), attribute)
+
+
 __all__ = [
-    "AnchorRule",
+    "OUTCOMES",
     "AttestationCheck",
+    "AuditReport",
+    "AuditResult",
+    "BatchRefused",
+    "BatchRun",
+    "BatchVerified",
     "BurnPlan",
+    "BurnResult",
+    "BurnTask",
+    "CalibrateResult",
+    "Checkpoint",
     "CohortStatus",
+    "CommitError",
+    "ConsistencyProof",
     "CopyResult",
+    "EarlierVerification",
+    "Entry",
+    "ErrorDetail",
+    "ErrorDocument",
+    "FreezeResult",
+    "InclusionProof",
     "InitResult",
-    "Ledger",
+    "LedgerError",
     "LoadedTrust",
+    "Outcome",
     "ProofCheck",
+    "ProofInputError",
     "ResultCheck",
     "Settings",
+    "Skipped",
     "Store",
+    "StoreError",
     "TaskStatus",
-    "Timestamp",
+    "TrustFile",
     "TrustSource",
     "TsaReply",
+    "UsageError",
+    "Verdict",
+    "VerificationResult",
+    "VerifyResult",
+    "Violation",
     "WhenStatement",
+    "WitnessReply",
     "WitnessTarget",
     "WitnessedCheckpoint",
-    "anchor_freeze",
-    "anchor_rule",
     "attestations",
+    "audit",
     "audit_export",
     "audit_ledger",
+    "audit_of_export",
+    "batch_line",
     "browse",
     "burn",
     "calibrate",
     "check_attestation",
     "check_proof",
-    "check_recorded_timestamp",
     "check_result",
     "check_trust_origin",
     "checkpoint",
@@ -709,12 +826,10 @@ __all__ = [
     "freeze",
     "init_ledger",
     "load_key",
-    "load_roots",
     "load_signer",
     "load_trust",
     "load_trusted_signers",
     "open_ledger",
-    "parse_witness_option",
     "plan_burn",
     "prove_consistency",
     "prove_inclusion",
@@ -725,7 +840,6 @@ __all__ = [
     "trust_beside",
     "verification_result",
     "verify",
-    "verify_cosignature",
     "verify_many",
     "when",
     "when_export",
