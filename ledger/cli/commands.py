@@ -1227,7 +1227,7 @@ def verify(
     Before a freeze, `ledger rehearse COHORT_DIR BUNDLE...` judges sample bundles by the plans
     of a cohort folder and records nothing.
     """
-    from ledger.api import anchor_rule
+    from ledger.trusting import anchor_rule
 
     paths = list(bundles or ())
     settings = _settings()
