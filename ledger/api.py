@@ -50,7 +50,12 @@ from ledger.interop.attest import AttestationCheck, attestations, check_attestat
 from ledger.operations.batch import BatchRefused, BatchRun, BatchVerified, batch_line
 from ledger.operations.batch import verify_many as _verify_many
 from ledger.operations.burn import BurnPlan, BurnResult, BurnTask, burn, plan_burn
-from ledger.operations.calibrate import CalibrateResult, calibrate
+from ledger.operations.calibrate import (
+    CalibrateResult,
+    CalibrationReport,
+    CalibrationRow,
+    calibrate,
+)
 from ledger.operations.check_result import ResultCheck
 from ledger.operations.check_result import check_result as _check_result
 from ledger.operations.freeze import FreezeResult
@@ -108,12 +113,29 @@ if TYPE_CHECKING:
 EXPORT_HEADER_MISMATCH = "export-header-mismatch"
 
 
-class InitResult(msgspec.Struct, frozen=True):
+class LedgerRoles(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A PostgreSQL ledger's roles (LEDGER.md section 2, "Roles and privileges")."""
+
+    writer: str  # the group role a writing command's login is a member of
+    reader: str  # the group role a reading command's login is a member of
+    logins_sql: list[str]  # CREATE ROLE ... LOGIN / GRANT ... TO ... for two example logins
+
+    @classmethod
+    def of(cls, roles: AccessRoles) -> LedgerRoles:
+        return cls(writer=roles.writer, reader=roles.reader, logins_sql=roles.login_statements())
+
+
+class InitResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``init_ledger`` did, and what ``ledger init --json`` prints
+    (``schemas/output-init-v1``): ``db`` the ledger as messages name it (a PostgreSQL URL
+    with its password masked), ``created`` false when it existed (nothing changed)."""
+
+    db: str
     created: bool
     origin: str
     # PostgreSQL: the ledger's writer and reader roles, which its logins are made members of
     # (LEDGER.md section 2); None for a SQLite file.
-    roles: AccessRoles | None = None
+    roles: LedgerRoles | None
 
 
 def default_origin() -> str:
@@ -289,8 +311,16 @@ def init_ledger(
         busy_timeout_ms=settings.busy_timeout_ms,
         signer=_signer_of(settings, signer),
     )
+    from ledger.store.opening import display_name
+
     with ledger:
-        return InitResult(created=created, origin=ledger.origin(), roles=ledger.access_roles)
+        roles = ledger.access_roles
+        return InitResult(
+            db=display_name(path),
+            created=created,
+            origin=ledger.origin(),
+            roles=None if roles is None else LedgerRoles.of(roles),
+        )
 
 
 def open_ledger(
@@ -768,6 +798,8 @@ __all__ = [
     "BurnResult",
     "BurnTask",
     "CalibrateResult",
+    "CalibrationReport",
+    "CalibrationRow",
     "Checkpoint",
     "CohortStatus",
     "CommitError",
@@ -781,6 +813,7 @@ __all__ = [
     "InclusionProof",
     "InitResult",
     "LedgerError",
+    "LedgerRoles",
     "LoadedTrust",
     "Outcome",
     "ProofCheck",

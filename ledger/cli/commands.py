@@ -343,23 +343,9 @@ def init(
     settings = _settings()
     _note_init(_db(), settings)
     result = init_ledger(_db(), origin=origin, settings=settings, signer=_signer(settings))
-    name = _db_name()
-    roles = result.roles
+    name, roles = result.db, result.roles
     if as_json:
-        _emit_json(
-            {
-                "db": name,
-                "created": result.created,
-                "origin": result.origin,
-                "roles": None
-                if roles is None
-                else {
-                    "writer": roles.writer,
-                    "reader": roles.reader,
-                    "logins_sql": roles.login_statements(),
-                },
-            }
-        )
+        _emit_json(msgspec_builtins(result))
         return EXIT_OK
     if result.created:
         _say(f"created ledger {name} (origin {result.origin})")
@@ -369,7 +355,7 @@ def init(
         _say(f"writer role {roles.writer}: calibrate, freeze, verify, burn, checkpoint")
         _say(f"reader role {roles.reader}: audit, when, export, status, log")
         _say("a team's logins (run by whoever made these roles, or a superuser; names are yours):")
-        for line in roles.login_statements():
+        for line in roles.logins_sql:
             _say(f"  {line}")
     return EXIT_OK
 
@@ -1562,11 +1548,11 @@ def calibrate(as_json: JsonOpt = False) -> int:
     if as_json:
         _emit_json(msgspec_builtins(result))
     else:
-        for row in result.report["rows"]:
-            mark = "ok  " if row["ok"] else "FAIL"
+        for row in result.report.rows:
+            mark = "ok  " if row.ok else "FAIL"
             _say(
-                f"  {mark} {row['family']:<15} plan {row['plan_version']} "
-                f"(adapter {row['adapter_version']}): {row['observed']}"
+                f"  {mark} {row.family:<15} plan {row.plan_version} "
+                f"(adapter {row.adapter_version}): {row.observed}"
             )
         state = ", ".join(f"{k} {'green' if v else 'RED'}" for k, v in result.adapters.items())
         _say(f"calibration recorded at seq {result.entry}: {state}")

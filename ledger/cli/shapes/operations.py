@@ -10,57 +10,17 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from ledger.api import InitResult
 from ledger.cli.shapes.common import ErrorDetail, OutputShape
 from ledger.operations.batch import BatchRefused, BatchVerified
 from ledger.operations.burn import BurnPlan, BurnResult
+from ledger.operations.calibrate import CalibrateResult
 from ledger.operations.freeze import FreezeResult
 from ledger.operations.verify import VerifyResult
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.verification_result import Outcome
 
 # -- init / calibrate / freeze / burn ---------------------------------------------------------
-
-
-class LedgerRoles(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A PostgreSQL ledger's roles (LEDGER.md section 2, "Roles and privileges")."""
-
-    writer: str  # the group role a writing command's login is a member of
-    reader: str  # the group role a reading command's login is a member of
-    logins_sql: list[str]  # CREATE ROLE ... LOGIN / GRANT ... TO ... for two example logins
-
-
-class InitOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    db: str  # the --db path as given
-    created: bool  # false: the ledger already existed, nothing changed
-    origin: str
-    roles: LedgerRoles | None  # null for a SQLite file
-
-
-class CalibrationRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    family: str
-    plan_id: str
-    plan_version: str
-    adapter_version: str
-    expected: str
-    observed: str
-    ok: bool
-    candidate_digest: str | None  # null for a case that produced no candidate or no result
-    result_digest: str | None
-
-
-class CalibrationReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The report stored as the calibration.recorded entry's object."""
-
-    rows: list[CalibrationRow]
-    green_by_adapter: dict[str, bool]  # adapter version -> green
-    green: bool
-
-
-class CalibrateOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    green: bool
-    adapters: dict[str, bool]  # adapter version -> green
-    entry: int  # seq of the calibration.recorded entry
-    report: CalibrationReport
 
 
 class LintProblem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -219,7 +179,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "init",
-        InitOutput,
+        InitResult,
         "ledger init --json",
         "The ledger file, whether init created it (false: it existed, nothing changed), "
         "its checkpoint origin, and on PostgreSQL its writer and reader roles with the SQL "
@@ -227,7 +187,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "calibrate",
-        CalibrateOutput,
+        CalibrateResult,
         "ledger calibrate --json",
         "The recorded calibration: green overall and per adapter version, the entry's seq and "
         "the full report (one row per calibration case). Exit 1 when red.",
