@@ -39,7 +39,7 @@ STILL_MIRRORED = frozenset(
         "output-trust-add-tsa", "output-trust-add-writer", "output-trust-anchor",
         "output-trust-show", "output-keygen", "output-checkpoint",
         "output-checkpoint-witnessed", "output-prove", "output-prove-tlog",
-        "output-prove-consistency", "output-check-proof", "output-attest",
+        "output-prove-consistency", "output-attest",
         "output-check-attestation", "output-export", "output-export-line-header",
         "output-export-line-entry", "output-export-line-object", "output-witness-keygen",
         "output-witness-init", "output-witness-serve", "output-witness-evidence",

@@ -1556,7 +1556,7 @@ def calibrate(as_json: JsonOpt = False) -> int:
             )
         state = ", ".join(f"{k} {'green' if v else 'RED'}" for k, v in result.adapters.items())
         _say(f"calibration recorded at seq {result.entry}: {state}")
-    return EXIT_OK if result.green else EXIT_FAILED
+    return _exit_code(result)
 
 
 @app.command("check-patch")
@@ -1707,7 +1707,7 @@ def audit(
         _emit_json(msgspec_builtins(result))
     else:
         _say_audit(result)
-    return EXIT_OK if result.ok else EXIT_FAILED
+    return _exit_code(result)
 
 
 def _key_value(value: str, kind: "KeyKind") -> str:
@@ -2439,6 +2439,8 @@ def check_proof(
     and every --witness-key cosigned. With --witness-key, FILE may be a cosigned checkpoint note
     alone (what `checkpoint --witness` prints).
     """
+    import msgspec
+
     from ledger.api import check_proof as run_check
     from ledger.transparency.check import (
         MAX_CHECKPOINT_FILE_BYTES,
@@ -2462,12 +2464,13 @@ def check_proof(
         leaf=body,
         witness_keys=witness_keys,
     )
-    if result.origin is not None:
-        # The trust file names one ledger; its log key may sign for another (as for attestations).
-        _check_trust_origin_of(loaded, result.origin)
+    # The trust file names one ledger; its log key may sign for another (as for attestations).
+    _check_trust_origin_of(loaded, result.origin)
     trust.mention(loaded)
+    if loaded is not None:
+        result = msgspec.structs.replace(result, trust=loaded.source)
     if as_json:
-        _emit_json({**result.to_json(), "trust": trust.to_json(loaded)})
+        _emit_json(msgspec_builtins(result))
     elif result.valid:
         _say(f"valid: {result.reason}")
         signed = f", signed by {', '.join(result.signed_by)}" if result.signed_by else ""
@@ -2476,7 +2479,7 @@ def check_proof(
         _say(f"checked against {result.origin} at size {result.checkpoint_size}{signed}")
     else:
         sys.stderr.write(_visible(f"ledger: {result.code}: {result.reason}") + "\n")
-    return EXIT_OK if result.valid else EXIT_FAILED
+    return _exit_code(result)
 
 
 def _log_keys(given: list[str] | None, loaded: Any) -> list[str]:

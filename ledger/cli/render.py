@@ -133,12 +133,23 @@ def builtins(value: Any) -> Any:
 
 def exit_code(result: object) -> int:
     """The one place a library result becomes the process's exit code (LEDGER.md section 11;
-    the library's results carry none): 0 when it holds (a ``support`` verdict, a result that
-    agrees), 1 when it does not, 2 for a rehearsal with a refused bundle (as a batch verify)."""
+    the library's results carry none): 0 when it holds (a ``support`` verdict, an audit with
+    no violation, a valid proof, a green calibration, a result that agrees), 1 when it does
+    not, 2 for a rehearsal with a refused bundle (as a batch verify)."""
     from ledger.operations.verify import VerifyResult
 
     if isinstance(result, VerifyResult):
         return EXIT_OK if result.outcome == "support" else EXIT_FAILED
+    from ledger.audit.report import AuditResult
+    from ledger.operations.calibrate import CalibrateResult
+    from ledger.transparency.check import ProofCheck
+
+    if isinstance(result, AuditResult):
+        return EXIT_OK if result.ok else EXIT_FAILED
+    if isinstance(result, ProofCheck):
+        return EXIT_OK if result.valid else EXIT_FAILED
+    if isinstance(result, CalibrateResult):
+        return EXIT_OK if result.green else EXIT_FAILED
     from ledger.operations.check_result import ResultCheck
 
     if isinstance(result, ResultCheck):

@@ -11,6 +11,7 @@ import msgspec
 from ledger.cli.shapes.common import OutputShape, TrustUsed
 from ledger.format.payloads import Outcome
 from ledger.format.trust import TrustFile
+from ledger.transparency.check import ProofCheck
 from verifiers.contracts import ContractStruct
 
 # -- keys -------------------------------------------------------------------------------------
@@ -111,66 +112,6 @@ class ConsistencyProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=
     old_root: str
     new_root: str
     proof: list[str]
-
-
-class ProofCheckOutput(ContractStruct, frozen=True, forbid_unknown_fields=True):
-    """``ledger check-proof FILE --json``, valid (exit 0) or not (exit 1). Every key is always
-    present; those that do not apply to the proof's kind are null."""
-
-    # What ``ledger.transparency.check.check_proof`` guarantees: a code exactly when not valid;
-    # ``index`` for an inclusion (or tlog) proof, ``old_size``/``old_root`` for a consistency one.
-    json_schema_extra: ClassVar[dict[str, Any]] = {
-        "allOf": [
-            {
-                "if": {"properties": {"valid": {"const": True}}},
-                "then": {"properties": {"code": {"type": "null"}}},
-                "else": {"properties": {"code": {"type": "string"}}},
-            },
-            {
-                "if": {"properties": {"kind": {"const": "consistency"}}},
-                "then": {
-                    "properties": {
-                        "index": {"type": "null"},
-                        "old_size": {"type": "integer"},
-                        "old_root": {"type": "string"},
-                    }
-                },
-                "else": {
-                    "if": {"properties": {"kind": {"const": "checkpoint"}}},
-                    "then": {
-                        "properties": {
-                            "index": {"type": "null"},
-                            "old_size": {"type": "null"},
-                            "old_root": {"type": "null"},
-                        }
-                    },
-                    "else": {
-                        "properties": {
-                            "index": {"type": "integer"},
-                            "old_size": {"type": "null"},
-                            "old_root": {"type": "null"},
-                        }
-                    },
-                },
-            },
-        ]
-    }
-
-    # "checkpoint": a cosigned checkpoint note alone, checked with --witness-key
-    kind: Literal["inclusion", "consistency", "tlog", "checkpoint"]
-    valid: bool
-    code: str | None  # the check-proof code of LEDGER.md section 11; null exactly when valid
-    reason: str
-    tree_size: int  # the tree checked in (a consistency proof's new tree)
-    root_hash: str
-    index: int | None  # inclusion and tlog only
-    old_size: int | None  # consistency only
-    old_root: str | None  # consistency only
-    origin: str  # of the checkpoint checked against (always one: there is no check without)
-    checkpoint_size: int
-    signed_by: list[str]  # the keys that verified that checkpoint (empty when not valid)
-    cosigned_by: list[str]  # the --witness-key names that cosigned it (empty when not valid)
-    trust: TrustUsed | None  # the trust file whose log key was used, null: none
 
 
 # -- attestations -----------------------------------------------------------------------------
@@ -436,7 +377,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "check-proof",
-        ProofCheckOutput,
+        ProofCheck,
         "ledger check-proof FILE --json",
         "The verdict on one proof, valid (exit 0) or not (exit 1, with its code).",
     ),
