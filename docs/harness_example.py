@@ -59,12 +59,12 @@ def run(workdir: Path) -> list[str]:
         said.append(f"audit: {report.verdict}, {report.violation_count} violations")
 
         # Keep a checkpoint; prove the verdict's entry is in it; check the proof offline.
-        cp, note = api.checkpoint_note(ledger)
-        proof = api.prove_inclusion(ledger, one.result_entry)
-        checked = api.check_proof(
-            msgspec.json.encode(proof.to_json()), checkpoint=note.encode("utf-8")
+        kept = api.checkpoint_note(ledger)  # CheckpointNote: what `ledger checkpoint` prints
+        proof = api.prove_inclusion(ledger, one.result_entry)  # what `ledger prove` prints
+        checked = api.check_proof(msgspec.json.encode(proof), checkpoint=kept.note.encode())
+        said.append(
+            f"proof of entry {one.result_entry} in tree {kept.tree_size}: valid={checked.valid}"
         )
-        said.append(f"proof of entry {one.result_entry} in tree {cp.size}: valid={checked.valid}")
     return said
 
 

@@ -83,8 +83,10 @@ from ledger.transparency.check import ProofCheck, ProofInputError
 from ledger.transparency.check import check_proof as _check_proof
 from ledger.transparency.export import export, hidden_task_objects, open_export
 from ledger.transparency.proofs import (
+    CheckpointNote,
     ConsistencyProof,
     InclusionProof,
+    TlogInclusionProof,
     check_origin,
     checkpoint,
     checkpoint_note,
@@ -801,6 +803,7 @@ __all__ = [
     "CalibrationReport",
     "CalibrationRow",
     "Checkpoint",
+    "CheckpointNote",
     "CohortStatus",
     "CommitError",
     "ConsistencyProof",
@@ -824,6 +827,7 @@ __all__ = [
     "Store",
     "StoreError",
     "TaskStatus",
+    "TlogInclusionProof",
     "TrustFile",
     "TrustSource",
     "TsaReply",

@@ -1907,20 +1907,13 @@ def checkpoint(
     if tsa_ca is not None:
         raise UsageError("usage-error", "--tsa-ca needs --tsa")
     with _open_ledger(read_only=True) as ledger:
-        cp, note = checkpoint_note(ledger, signer)
+        taken = checkpoint_note(ledger, signer)
     if out is not None:
-        write_output(out, note.encode("utf-8"), force=force)
+        write_output(out, taken.note.encode("utf-8"), force=force)
     if as_json:
-        _emit_json(
-            {
-                "origin": cp.origin,
-                "tree_size": cp.size,
-                "root_hash": base64.b64encode(cp.root).decode("ascii"),
-                "note": note,
-            }
-        )
+        _emit_json(msgspec_builtins(taken))
     else:
-        sys.stdout.write(note)
+        sys.stdout.write(taken.note)
     return EXIT_OK
 
 
@@ -2057,7 +2050,12 @@ def prove(
 ) -> int:
     """Inclusion proof of one entry, or consistency proof from an old checkpoint (RFC 9162)."""
     from ledger.tlog.notes import checkpoint_of_note, format_checkpoint, format_tlog_proof
-    from ledger.transparency.proofs import check_origin, prove_consistency, prove_inclusion
+    from ledger.transparency.proofs import (
+        TlogInclusionProof,
+        check_origin,
+        prove_consistency,
+        prove_inclusion,
+    )
 
     if (seq is None) == (consistency is None):
         raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
@@ -2084,11 +2082,11 @@ def prove(
     if tlog and as_json:
         # The inclusion proof with its tlog-proof text: `check-proof` needs no --leaf for it.
         text = format_tlog_proof(inclusion.index, inclusion.proof, note)
-        _emit_json({**inclusion.to_json(), "tlog_proof": text})
+        _emit_json(msgspec_builtins(TlogInclusionProof.of(inclusion, text)))
     elif tlog:
         sys.stdout.write(format_tlog_proof(inclusion.index, inclusion.proof, note))
     elif as_json:
-        _emit_json(inclusion.to_json())
+        _emit_json(msgspec_builtins(inclusion))
     else:
         doc = inclusion.to_json()
         _say(f"entry {doc['index']} is included in the tree of size {doc['tree_size']}")

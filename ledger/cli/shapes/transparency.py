@@ -12,6 +12,12 @@ from ledger.cli.shapes.common import OutputShape, TrustUsed
 from ledger.format.payloads import Outcome
 from ledger.format.trust import TrustFile
 from ledger.transparency.check import ProofCheck
+from ledger.transparency.proofs import (
+    CheckpointNote,
+    ConsistencyProof,
+    InclusionProof,
+    TlogInclusionProof,
+)
 from verifiers.contracts import ContractStruct
 
 # -- keys -------------------------------------------------------------------------------------
@@ -27,15 +33,6 @@ class KeygenOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 # -- checkpoints ------------------------------------------------------------------------------
-
-
-class CheckpointOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``ledger checkpoint --json`` (no --witness)."""
-
-    origin: str
-    tree_size: int
-    root_hash: str  # standard base64 of the 32-byte Merkle root
-    note: str  # the C2SP tlog-checkpoint note, signed with --sign
 
 
 class WitnessReplyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -79,42 +76,6 @@ class WitnessedCheckpointOutput(msgspec.Struct, frozen=True, forbid_unknown_fiel
 
 
 # -- proofs -----------------------------------------------------------------------------------
-
-
-class InclusionProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``ledger prove SEQ --json`` (RFC 9162 inclusion proof; every hash standard base64)."""
-
-    index: int
-    tree_size: int
-    root_hash: str
-    leaf: str  # base64 of the entry body bytes
-    leaf_hash: str
-    proof: list[str]
-
-
-class TlogInclusionProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``ledger prove SEQ --tlog --json``: the inclusion proof and its C2SP tlog-proof text."""
-
-    index: int
-    tree_size: int
-    root_hash: str
-    leaf: str
-    leaf_hash: str
-    proof: list[str]
-    tlog_proof: str  # the c2sp.org/tlog-proof text, checkpoint note included
-
-
-class ConsistencyProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``ledger prove --consistency FILE --json`` (RFC 9162 consistency proof)."""
-
-    old_size: int
-    new_size: int
-    old_root: str
-    new_root: str
-    proof: list[str]
-
-
-# -- attestations -----------------------------------------------------------------------------
 
 
 class AttestOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -346,7 +307,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "checkpoint",
-        CheckpointOutput,
+        CheckpointNote,
         "ledger checkpoint --json",
         "The current checkpoint: origin, tree size, base64 root and the (signed) note.",
     ),
@@ -359,19 +320,19 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "prove",
-        InclusionProofOutput,
+        InclusionProof,
         "ledger prove SEQ --json",
         "An RFC 9162 inclusion proof of one entry (its body as the leaf), base64 hashes.",
     ),
     OutputShape(
         "prove-tlog",
-        TlogInclusionProofOutput,
+        TlogInclusionProof,
         "ledger prove SEQ --tlog --json",
         "The inclusion proof with its C2SP tlog-proof text (checkpoint note included).",
     ),
     OutputShape(
         "prove-consistency",
-        ConsistencyProofOutput,
+        ConsistencyProof,
         "ledger prove --consistency FILE --json",
         "An RFC 9162 consistency proof from an old checkpoint to the current tree.",
     ),
