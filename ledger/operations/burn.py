@@ -17,7 +17,7 @@ import msgspec
 from ledger.documents.cohort import BurnNotice
 from ledger.errors import CommitError, UsageError
 from ledger.format.entries import Entry
-from ledger.format.payloads import CohortBurned
+from ledger.format.payloads import CohortBurned, StoredDocument
 from ledger.state import (
     CommitmentLookups,
     CommittedCohort,
@@ -197,7 +197,9 @@ def plan_burn(
         tasks=tasks,
         observed_tasks=list(payload["observed_tasks"]),
         exposed_work_units=list(payload["observed_work_units"]),
-        payload=msgspec.convert(payload, CohortBurned),
+        # Built, not validated: the dry run shows what burn would write, whatever it is (a
+        # check here would be a second, stricter gate than the burn's own).
+        payload=CohortBurned(**{**payload, "notice": StoredDocument(**payload["notice"])}),
         notice=msgspec.json.decode(data, type=BurnNotice),
     )
 

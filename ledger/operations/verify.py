@@ -483,13 +483,21 @@ def _recorded(
         adapter=outcome.adapter,
         adapter_version=outcome.adapter_version,
         runner_version=outcome.runner_version,
-        # The bytes the runner just encoded from this contract type: decoding cannot fail.
-        verification_result=msgspec.json.decode(outcome.result_bytes, type=VerificationResult),
+        verification_result=_typed_result(outcome),
         earlier=earlier,
         anchored_by=anchored_by,
         warning=unanchored_warning(chosen) if anchored_by is None else None,
         trust=None,
     )
+
+
+def _typed_result(outcome: RunOutcome | Verdict) -> VerificationResult:
+    """The judgement's VerificationResult, typed. The runner checked it strictly against the
+    contract and that its bytes round-trip (``verifiers.results.finish_result_bytes``), so a
+    batch worker's bytes decode to it again, and a hostile bundle cannot make this fail."""
+    if isinstance(outcome, RunOutcome):
+        return outcome.result
+    return msgspec.json.decode(outcome.result_bytes, type=VerificationResult)
 
 
 def earlier_verification(
