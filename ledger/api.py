@@ -1,14 +1,15 @@
-"""The library behind every command, in one place for harnesses that call it without a
-subprocess. Each function returns typed values and raises ``LedgerError`` subclasses (with the
-codes of LEDGER.md section 11); none prints. ``ledger.cli.commands`` only parses arguments and
-renders.
+"""The library's face for harnesses (docs/API.md says what is stable): the operations behind
+every command, each returning one typed result, the type the command prints with ``--json``
+(its ``schemas/output-*`` file is generated from it); refusals raise ``LedgerError``
+subclasses with the codes of LEDGER.md section 11. None prints, exits or reads the
+environment; ``ledger.cli`` only parses arguments, renders, and maps a result to its exit code.
 
     from ledger import api
     with api.open_ledger("ledger.db") as ledger:
         api.calibrate(ledger)
-        api.freeze(ledger, Path("cohorts/demo"), root=Path("."))
-        result = api.verify(ledger, Path("fixtures/demo/bundles/readme-marker/attempt-1"))
-        report = api.audit_ledger(ledger)
+        api.freeze(ledger, "cohorts/demo", root=".")
+        result = api.verify(ledger, "fixtures/demo/bundles/readme-marker/attempt-1")
+        report = api.audit(ledger)
 
 Settings (a fixed entry time, the busy timeout, the audit's parallel mode) are arguments: a
 ``Settings`` (``ledger.settings``), whose defaults read nothing (the wall clock, 30 s, ``auto``).
@@ -16,7 +17,9 @@ The environment is read only when a caller asks for it, as the CLI does:
 
     settings = api.settings_from_environ()  # LEDGER_TIME, LEDGER_BUSY_TIMEOUT_MS, ...
     with api.open_ledger("ledger.db", settings=settings) as ledger:
-        report, replayed = api.audit_ledger(ledger, parallel=settings.parallel)
+        report = api.audit(ledger, parallel=settings.parallel)
+
+``docs/harness_example.py`` does the whole job through this module.
 """
 
 from __future__ import annotations
@@ -201,7 +204,7 @@ def load_key(value: str, kind: KeyKind) -> str:
         raise LedgerError(exc.code, f"key file {value}: {exc.message}") from None
 
 
-def anchor_freeze(
+def _anchor_freeze(
     ledger: Store, frozen_entry: int, trust: TrustFile, signer_key: str, frozen: str = ""
 ) -> tuple[int | None, WitnessedCheckpoint | None]:
     """The entry that anchors the freeze at ``frozen_entry`` as ``trust``'s policy asks: one
@@ -261,7 +264,7 @@ def freeze(
     elif result.burned_entry is not None:
         anchored_by = None  # a burned cohort accepts no verification: nothing to order
     else:
-        anchored_by, _ = anchor_freeze(
+        anchored_by, _ = _anchor_freeze(
             ledger, result.frozen_entry, policy, signer_key, result.message
         )
     if anchored_by is None and result.burned_entry is None:
@@ -694,6 +697,11 @@ def check_result(
     return _check_result(ledger, result, Path(bundle), cohort=cohort, task=task, source=source)
 
 
+def _trust_file(trust: LoadedTrust | TrustFile | None) -> TrustFile | None:
+    """The trust file itself, as ``load_trust`` read it or as given."""
+    return trust.trust if isinstance(trust, LoadedTrust) else trust
+
+
 def _reader_trust(
     witness_keys: Sequence[str], tsa_roots: Sequence[bytes], trust_file: TrustFile | None
 ) -> Trust:
@@ -724,7 +732,7 @@ def when(
     *,
     witness_keys: Sequence[str] = (),
     tsa_roots: Sequence[bytes] = (),
-    trust: TrustFile | None = None,
+    trust: LoadedTrust | TrustFile | None = None,
 ) -> WhenStatement:
     """What ``ledger when TASK`` states (LEDGER.md section 7, "The statement: `ledger when`"):
     the freeze of ``task``'s plan, the earliest anchor holding it that the reader trusts
@@ -733,6 +741,7 @@ def when(
     anchor must meet), and for each verification whether it was appended after such an
     anchor. ``holds`` is the verdict (exit 0 or 1); ``LedgerError`` when no statement can be
     made (exit 2)."""
+    trust = _trust_file(trust)
     reader = _reader_trust(witness_keys, tsa_roots, trust)
     with ledger.snapshot():  # one state: every entry and anchor of one tree
         _check_origin(ledger, trust)
@@ -745,11 +754,12 @@ def when_export(
     *,
     witness_keys: Sequence[str] = (),
     tsa_roots: Sequence[bytes] = (),
-    trust: TrustFile | None = None,
+    trust: LoadedTrust | TrustFile | None = None,
 ) -> WhenStatement:
     """``when`` over an export (``ledger when TASK --from-export FILE``), read as untrusted
     input like ``audit --from-export`` reads it; a public export keeps every entry, which is
     all the statement reads."""
+    trust = _trust_file(trust)
     reader = _reader_trust(witness_keys, tsa_roots, trust)
     with open_export(Path(path)) as exported:
         _check_origin(exported, trust)
@@ -757,18 +767,18 @@ def when_export(
 
 
 # Names that were part of this module and are not part of the face (docs/API.md,
-# "Deprecation"): each still resolves, with a DeprecationWarning naming where it lives, until
-# the next minor version removes it.
-_MOVED: dict[str, tuple[str, str]] = {
-    "AnchorRule": ("ledger.operations.verify", "AnchorRule"),
-    "Ledger": ("ledger.store.sqlite", "SqliteStore"),
-    "Timestamp": ("ledger.tlog.timestamp", "Timestamp"),
-    "anchor_freeze": ("ledger.transparency.anchoring", "anchor_freeze"),
-    "anchor_rule": ("ledger.trusting", "anchor_rule"),
-    "check_recorded_timestamp": ("ledger.tlog.timestamp", "check_recorded_timestamp"),
-    "load_roots": ("ledger.tlog.timestamp", "load_roots"),
-    "parse_witness_option": ("ledger.transparency.witnessing", "parse_witness_option"),
-    "verify_cosignature": ("ledger.tlog.witness", "verify_cosignature"),
+# "Deprecation"): each still resolves, with a DeprecationWarning saying what to use, until the
+# next minor version removes it. name -> (module, attribute, what to use instead).
+_MOVED: dict[str, tuple[str, str, str]] = {
+    "AnchorRule": ("ledger.operations.verify", "AnchorRule", "verify(..., trust=)"),
+    "Ledger": ("ledger.store.sqlite", "SqliteStore", "Store (a ledger); SqliteStore (SQLite)"),
+    "Timestamp": ("ledger.tlog.timestamp", "Timestamp", ""),
+    "anchor_freeze": ("ledger.api", "_anchor_freeze", "freeze(..., trust=, signer_key=)"),
+    "anchor_rule": ("ledger.trusting", "anchor_rule", "verify(..., trust=)"),
+    "check_recorded_timestamp": ("ledger.tlog.timestamp", "check_recorded_timestamp", ""),
+    "load_roots": ("ledger.tlog.timestamp", "load_roots", ""),
+    "parse_witness_option": ("ledger.transparency.witnessing", "parse_witness_option", ""),
+    "verify_cosignature": ("ledger.tlog.witness", "verify_cosignature", ""),
 }
 
 
@@ -776,10 +786,10 @@ def __getattr__(name: str) -> Any:
     moved = _MOVED.get(name)
     if moved is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = moved
+    module, attribute, instead = moved
     warnings.warn(
         f"ledger.api.{name} is not part of the library's face and goes in the next minor"
-        f" version: import {attribute} from {module}",
+        f" version: use {instead or f'{attribute} from {module}'}",
         DeprecationWarning,
         stacklevel=2,
     )
