@@ -63,7 +63,7 @@ from ledger.operations.check_result import ResultCheck
 from ledger.operations.check_result import check_result as _check_result
 from ledger.operations.freeze import FreezeResult
 from ledger.operations.freeze import freeze as _freeze
-from ledger.operations.verify import VerifyResult
+from ledger.operations.verify import AnchorRule, VerifyResult
 from ledger.operations.verify import verify as _verify
 from ledger.operator_files import read_operator_text
 from ledger.settings import Settings
@@ -532,9 +532,7 @@ def verify(
     carries a ``warning``. A bundle refused is a ``LedgerError`` and nothing is written."""
     if trust is not None:
         check_trust_origin(trust, ledger.origin())
-    rule = _anchor_rule(None if trust is None else trust.trust, unanchored=unanchored)
-    result = _verify(ledger, Path(bundle), cohort=cohort, task=task, anchors=rule)
-    return result if trust is None else msgspec.structs.replace(result, trust=trust.source)
+    return _verify(ledger, Path(bundle), cohort=cohort, task=task, anchors=_rule(trust, unanchored))
 
 
 def verify_many(
@@ -554,9 +552,15 @@ def verify_many(
     every pair appended stays whole."""
     if trust is not None:
         check_trust_origin(trust, ledger.origin())
-    rule = _anchor_rule(None if trust is None else trust.trust, unanchored=unanchored)
     paths = [Path(b) for b in bundles]
+    rule = _rule(trust, unanchored)
     return _verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task, anchors=rule)
+
+
+def _rule(trust: LoadedTrust | None, unanchored: bool) -> AnchorRule:
+    if trust is None:
+        return _anchor_rule(None, unanchored=unanchored)
+    return _anchor_rule(trust.trust, unanchored=unanchored, source=trust.source)
 
 
 def _writers_of(trust: LoadedTrust | None) -> TrustedSigners | None:

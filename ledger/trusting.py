@@ -92,13 +92,16 @@ def check_trust_origin(loaded: LoadedTrust, origin: str) -> None:
     check_origin(loaded.trust, origin, loaded.source.file)
 
 
-def anchor_rule(trust: TrustFile | None, *, unanchored: bool = False) -> AnchorRule:
+def anchor_rule(
+    trust: TrustFile | None, *, unanchored: bool = False, source: TrustSource | None = None
+) -> AnchorRule:
     """What ``verify`` asks of the anchor over a plan's freeze (operations rule 10): under the
     trust file's anchoring policy, an anchor meeting it, else ``plan-not-anchored`` (unless
     ``unanchored``); without a policy, nothing is required and a verdict with no anchor is
-    recorded with a warning."""
+    recorded with a warning. ``source``: where the trust file came from, named in each
+    result's ``trust``."""
     if trust is None or not trust.anchor.required:
-        return AnchorRule(recorded_anchor)
+        return AnchorRule(recorded_anchor, source=source)
     from ledger.transparency.anchoring import freeze_anchor, policy_trust
 
     policy = policy_trust(trust)
@@ -108,4 +111,4 @@ def anchor_rule(trust: TrustFile | None, *, unanchored: bool = False) -> AnchorR
         found = freeze_anchor(ledger, freeze_seq, policy, candidates)
         return None if found is None else found.entry
 
-    return AnchorRule(find, required=not unanchored)
+    return AnchorRule(find, required=not unanchored, source=source)

@@ -24,6 +24,7 @@ from tools.schemas import CONTRACTS
 
 API_MD = REPO_DIR / "docs" / "API.md"
 EXAMPLE = REPO_DIR / "docs" / "harness_example.py"
+TASK = "test/cohort-a/task-000"
 
 # Output shapes that still live in ledger/cli/shapes as a mirror of a library value (issue 31
 # item 2, what is left): each moves to the library as its command's result type, and leaves
@@ -212,3 +213,33 @@ def test_the_page_names_exactly_the_face() -> None:
         f"in __all__, not on the page: {set(api.__all__) - named};"
         f" on the page, not in __all__: {named - set(api.__all__)}"
     )
+
+
+def test_the_trust_file_a_harness_gives_is_checked_and_named_in_each_result(
+    tmp_path: Path,
+) -> None:
+    """As the commands do: a trust file of another ledger is refused before anything is
+    written, and the one used is named in every verify result, single or batch (the CLI
+    filled the field in itself, so a harness got ``None``)."""
+    from commit_helpers import make_bundle, make_cohort
+
+    from ledger.format.trust import encode_trust, new_trust
+
+    db = tmp_path / "ledger.db"
+    api.init_ledger(db, origin="test.example/face")
+    ours, theirs = tmp_path / "ours.trust.json", tmp_path / "theirs.trust.json"
+    ours.write_bytes(encode_trust(new_trust("test.example/face")))
+    theirs.write_bytes(encode_trust(new_trust("test.example/another")))
+    bundle = make_bundle(tmp_path, "good")
+    with api.open_ledger(db) as ledger:
+        api.calibrate(ledger)
+        api.freeze(ledger, make_cohort(tmp_path), root=tmp_path)
+        size = ledger.size()
+        with pytest.raises(api.LedgerError) as refused:
+            api.verify(ledger, bundle, task=TASK, trust=api.load_trust(theirs))
+        assert refused.value.code == "trust-origin-mismatch" and ledger.size() == size
+        loaded = api.load_trust(ours)
+        one = api.verify(ledger, bundle, task=TASK, trust=loaded)
+        [many] = list(api.verify_many(ledger, [bundle], task=TASK, trust=loaded))
+    assert one.trust == loaded.source and loaded.source.how == "option"
+    assert isinstance(many, api.VerifyResult) and many.trust == loaded.source

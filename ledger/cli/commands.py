@@ -1234,7 +1234,11 @@ def verify(
             signer=lambda: _signer(settings),
         )
     loaded = trust.resolve(trust_file, writing=True, settings=settings)
-    rule = anchor_rule(loaded.trust if loaded is not None else None, unanchored=unanchored)
+    rule = anchor_rule(
+        loaded.trust if loaded is not None else None,
+        unanchored=unanchored,
+        source=loaded.source if loaded is not None else None,
+    )
     if from_list is None and not paths:
         raise UsageError(
             "usage-error",
@@ -1320,15 +1324,12 @@ def _verify_batch(
     counts: dict[str, int] = {}
     seen: list[int] = []  # the exit code of each bundle reported, in order
 
-    used = anchors[1].source if anchors[1] is not None else None  # the trust file, if any
-
     def render(item: Any) -> None:
         path = paths[len(seen)]
         if isinstance(item, LedgerError):
             seen.append(EXIT_REFUSED)
             text = f"{path}: REFUSED {item.code}: {item.message}"
         else:
-            item = msgspec.structs.replace(item, trust=used)
             seen.append(_exit_code(item))
             counts[item.outcome] = counts.get(item.outcome, 0) + 1
             text = (

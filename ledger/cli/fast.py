@@ -150,20 +150,20 @@ def verify_one(
     the anchor rule (``plan-not-anchored`` under its policy unless ``unanchored``); the output
     names it, and a verdict no anchor covers without a policy carries the warning. ``signer``:
     the writer key (loaded before the ledger is opened)."""
-    import msgspec
-
     from ledger.operations.verify import verify as run_verify
     from ledger.trusting import anchor_rule, check_trust_origin, resolve_trust
 
     loaded = resolve_trust(trust_file, settings, db=db)
-    rule = anchor_rule(loaded.trust if loaded is not None else None, unanchored=unanchored)
+    rule = anchor_rule(
+        loaded.trust if loaded is not None else None,
+        unanchored=unanchored,
+        source=loaded.source if loaded is not None else None,
+    )
     mode = render.findings_mode(findings, "all")
     with open_writing(db, settings, signer()) as ledger:
         if loaded is not None:
             check_trust_origin(loaded, ledger.origin())
         result = run_verify(ledger, bundle, cohort=cohort, task=task, anchors=rule)
-    if loaded is not None:
-        result = msgspec.structs.replace(result, trust=loaded.source)
     said = render.trust_line(loaded)
     if said is not None:
         render.note(said)

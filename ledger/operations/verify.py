@@ -95,10 +95,12 @@ class AnchorRule:
         *,
         required: bool = False,
         fix: str = ANCHOR_FIX,
+        source: TrustSource | None = None,
     ) -> None:
         self._find = find
         self.required = required
         self.fix = fix
+        self.source = source  # the trust file the rule is of: named in every result
         self._found: dict[int, int] = {}
 
     def anchor(self, ledger: Ledger, chosen: CommittedTask) -> int | None:
@@ -391,7 +393,7 @@ def record(
         chosen, snapshot, outcome = _decide(ledger, w, state, bundle_dir, judged, cohort, task)
         anchored_by = rule.anchor(ledger, chosen)
         return _recorded(
-            w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by
+            w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by, rule
         )
 
 
@@ -425,7 +427,14 @@ def record_group(
                 continue
             results.append(
                 _recorded(
-                    w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by
+                    w,
+                    state,
+                    chosen,
+                    snapshot,
+                    outcome,
+                    bundle_folder(bundle_dir),
+                    anchored_by,
+                    rule,
                 )
             )
     return results
@@ -471,6 +480,7 @@ def _recorded(
     outcome: RunOutcome | Verdict,
     folder: str | None,
     anchored_by: int | None,
+    rule: AnchorRule,
 ) -> VerifyResult:
     earlier = earlier_verification(w.ledger, state, snapshot)
     bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome, folder)
@@ -487,7 +497,7 @@ def _recorded(
         earlier=earlier,
         anchored_by=anchored_by,
         warning=unanchored_warning(chosen) if anchored_by is None else None,
-        trust=None,
+        trust=rule.source,
     )
 
 
