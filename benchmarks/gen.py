@@ -22,7 +22,7 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import record_verification, verify
 from ledger.state import CommittedTask, StateIndex, committed_plan, read_state
-from ledger.store.sqlite import Ledger, Writer
+from ledger.store.sqlite import SqliteStore, Writer
 from tools import examples
 from verifiers.runner import read_bundle_for_plan, run
 
@@ -322,13 +322,13 @@ def distinct_patch(i: int) -> bytes:
 
 def small_setup(
     work: Path, ledger_path: Path, *, cohort_id: str = "bench/small"
-) -> tuple[Ledger, Path]:
+) -> tuple[SqliteStore, Path]:
     """A ledger with calibration and a one-task cohort, and a small bundle for that task."""
     root = work / "small-root"
     specs = small_specs()
     folder = write_cohort(root, specs, cohort_id=cohort_id, plan_of=examples.plan_doc)
     bundle = write_bundle(work / "small-bundle", specs[0], SMALL_PATCH)
-    ledger, _ = Ledger.create(ledger_path, origin=ORIGIN, clock=fixed_clock)
+    ledger, _ = SqliteStore.create(ledger_path, origin=ORIGIN, clock=fixed_clock)
     calibrate(ledger)
     calibrate(ledger)  # two: so a ledger of pairs after it has an even number of entries
     freeze(ledger, folder, root=root)
@@ -336,7 +336,7 @@ def small_setup(
 
 
 def append_pairs(
-    ledger: Ledger, bundle: Path, pairs: int, *, batch: int = 5000, expect: str = "support"
+    ledger: SqliteStore, bundle: Path, pairs: int, *, batch: int = 5000, expect: str = "support"
 ) -> None:
     """Append ``pairs`` bundle.observed + verification.recorded pairs through the Writer.
 
@@ -366,7 +366,7 @@ def append_pairs(
 
 
 def append_distinct_pairs(
-    ledger: Ledger, work: Path, pairs: int, *, distinct: int | None = None, batch: int = 2000
+    ledger: SqliteStore, work: Path, pairs: int, *, distinct: int | None = None, batch: int = 2000
 ) -> None:
     """Append ``pairs`` pairs of a realistic history: attempt ``i`` is a bundle of its own
     (``distinct_patch(i % distinct)``: its own patch, manifest and result) for task ``i % 5``
@@ -426,7 +426,7 @@ class _StoreOnce:
         self.append = writer.append
 
     @property
-    def ledger(self) -> Ledger:
+    def ledger(self) -> SqliteStore:
         return self._writer.ledger
 
     def put_object(self, data: bytes, media_type: str) -> str:

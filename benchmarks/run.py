@@ -45,7 +45,7 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
 from ledger.state import read_state
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog import merkle
 from ledger.transparency import proofs as transparency
 from tools import examples
@@ -265,7 +265,7 @@ def bench_appends(work: Path, sz: Sizes) -> list[Row]:
     for p in (path, raw_path):
         for suffix in ("", "-wal", "-shm"):
             Path(str(p) + suffix).unlink(missing_ok=True)
-    ledger, _ = Ledger.create(path, origin=gen.ORIGIN, clock=gen.fixed_clock)
+    ledger, _ = SqliteStore.create(path, origin=gen.ORIGIN, clock=gen.fixed_clock)
     raw = sqlite3.connect(raw_path, isolation_level=None)
     raw.execute("PRAGMA journal_mode = WAL")
     raw.execute("PRAGMA synchronous = FULL")
@@ -623,7 +623,7 @@ def bench_freeze(work: Path, sz: Sizes) -> list[Row]:
         path = work / f"freeze-{attempt}.db"
         for suffix in ("", "-wal", "-shm"):
             Path(str(path) + suffix).unlink(missing_ok=True)
-        ledger, _ = Ledger.create(path, origin=gen.ORIGIN, clock=gen.fixed_clock)
+        ledger, _ = SqliteStore.create(path, origin=gen.ORIGIN, clock=gen.fixed_clock)
         calibrate(ledger)
         t0 = time.perf_counter()
         result = freeze(ledger, folder, root=root)
@@ -684,7 +684,7 @@ FRESH = "ledger-fresh.db"
 def verify_seconds(path: Path, bundle: Path) -> float:
     """One ``verify`` as a command runs it: open the file, judge, record, close."""
     t0 = time.perf_counter()
-    with Ledger.open(path, clock=gen.fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=gen.fixed_clock) as ledger:
         result = verify(ledger, bundle)
     seconds = time.perf_counter() - t0
     check(result.outcome == "support", f"verify at {path.name} judged {result.outcome}")
@@ -702,7 +702,7 @@ def bench_verify_at_size(work: Path, ledgers: dict[int, Path], sz: Sizes) -> lis
     big = max(ledgers)
     fresh, bundle = work / FRESH, work / "small-bundle"
     label = f"{big // 1000}k" if big < 1_000_000 else f"{big // 1_000_000}M"
-    with Ledger.open_read_only(ledgers[big]) as ledger:
+    with SqliteStore.open_read_only(ledgers[big]) as ledger:
         t0 = time.perf_counter()
         state = read_state(ledger)
         fold = time.perf_counter() - t0
@@ -713,7 +713,7 @@ def bench_verify_at_size(work: Path, ledgers: dict[int, Path], sz: Sizes) -> lis
         base.append(verify_seconds(fresh, bundle))
         ours.append(verify_seconds(ledgers[big], bundle))
     a, b = statistics.median(ours), statistics.median(base)
-    with Ledger.open_read_only(ledgers[big]) as ledger:
+    with SqliteStore.open_read_only(ledgers[big]) as ledger:
         report, _ = audit_ledger(ledger, replay=False)
     check(report.ok, f"the {label} ledger does not audit clean after the verifies")
     return [
@@ -1033,7 +1033,7 @@ def cli_audit(path: Path) -> tuple[float, float, str]:
 def inproc_audit(path: Path) -> float:
     """One process (no row-check worker): the per-entry cost of the algorithm itself, so the
     scaling row compares like with like (the worker only starts at 20,000 entries)."""
-    ledger = Ledger.open(path)
+    ledger = SqliteStore.open(path)
     t0 = time.perf_counter()
     report = audit(ledger, observers=[CommitmentRules(ledger, replay=False)], parallel=False)
     seconds = time.perf_counter() - t0
@@ -1044,7 +1044,7 @@ def inproc_audit(path: Path) -> float:
 
 def proof_times(path: Path, count: int) -> tuple[float, float, float]:
     """Median seconds of one inclusion proof, one consistency proof, and the bare node reads."""
-    ledger = Ledger.open(path)
+    ledger = SqliteStore.open(path)
     n = ledger.size()
     rng = random.Random(7)
     root = transparency.checkpoint(ledger).root
@@ -1343,7 +1343,7 @@ def _cpu_seconds(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _replay_parallel(ledger: Ledger, sz: Sizes) -> list[Row]:
+def _replay_parallel(ledger: SqliteStore, sz: Sizes) -> list[Row]:
     """The same audit with the replays in worker processes (``parallel=True``: one worker per
     CPU but one, the auditor replaying too while they are busy, started inside the timed run)
     against one process (``parallel=False``), interleaved; the reports must be equal byte for
@@ -1501,7 +1501,7 @@ def _timed(cmd: list[str], **kwargs: Any) -> float:
 
 def _standin_inputs(work: Path, ledger_path: Path, bundle: Path) -> list[str]:
     """The four documents of the recorded verification, as files, for the stand-in."""
-    with Ledger.open_read_only(ledger_path) as ledger:
+    with SqliteStore.open_read_only(ledger_path) as ledger:
         entry = next(iter(ledger.entries(kinds=["verification.recorded"])))
         paths = []
         for name in ("work_unit", "plan", "result"):
@@ -1653,7 +1653,7 @@ def _batch_cli(db: Path, listing: Path, jobs: int | None) -> tuple[float, list[t
 def _batch_library(db: Path, bundles: list[Path]) -> tuple[float, list[tuple[Any, ...]]]:
     """The same verifications as library calls in one process (the open included)."""
     t0 = time.perf_counter()
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         results = [verify(ledger, b) for b in bundles]
     seconds = time.perf_counter() - t0
     got = [
@@ -1698,7 +1698,7 @@ def bench_batch(work: Path, sz: Sizes) -> list[Row]:
             seconds, got = _batch_library(db, bundles[:count])
         else:
             seconds, got = _batch_cli(db, listing_of(count), None if mode == "auto" else 1)
-        with Ledger.open_read_only(db) as done:
+        with SqliteStore.open_read_only(db) as done:
             recorded = sum(1 for _ in done.entries(kinds=["verification.recorded"]))
         check(recorded == count, f"{mode} recorded {recorded} results, not {count}")
         want = expected.setdefault(count, got)
@@ -1834,7 +1834,7 @@ def bench_browse(work: Path, sz: Sizes) -> list[Row]:
     note(f"browse: ledger of {ledger.size()} entries ({time.perf_counter() - t0:.1f} s)")
     ledger.close()
     out = sub / "browse.db"
-    with Ledger.open_read_only(path) as reading:
+    with SqliteStore.open_read_only(path) as reading:
         t0, c0 = time.perf_counter(), time.process_time()
         result = build_browse(reading, out)
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0

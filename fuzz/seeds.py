@@ -59,7 +59,7 @@ def _ledger_seeds() -> None:
     # One entry of every kind: init, calibrate, freeze, verify (observed + recorded), burn.
     from commit_helpers import make_bundle, make_cohort
 
-    from ledger.store.sqlite import Ledger
+    from ledger.store.sqlite import SqliteStore
     from ledger.transparency.export import export
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,7 +69,7 @@ def _ledger_seeds() -> None:
         cohort = make_cohort(root, plan_keys=("v0.2-whole-line",) * 5)
         _cli(root, "freeze", str(cohort))
         _cli(root, "verify", str(make_bundle(root, "good")), "--task", "test/cohort-a/task-000")
-        with Ledger.open(root / "seed.db") as ledger:
+        with SqliteStore.open(root / "seed.db") as ledger:
             for entry in ledger.entries():
                 _write("entry", f"{entry.seq}", entry.body_bytes)
             out = io.StringIO()

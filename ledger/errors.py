@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Final, TypeVar
 
+import msgspec
+
 from verifiers.errors import VerifierError
 
 EXIT_OK: Final = 0
@@ -29,6 +31,23 @@ class LedgerError(Exception):
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
+
+
+class ErrorDetail(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A refusal as data: its code (LEDGER.md section 11) and one-line message."""
+
+    code: str
+    message: str
+
+    @classmethod
+    def of(cls, exc: LedgerError) -> ErrorDetail:
+        return cls(code=exc.code, message=exc.message)
+
+
+class ErrorDocument(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a refused command prints with ``--json`` (``schemas/output-error-v1``)."""
+
+    error: ErrorDetail
 
 
 class UsageError(LedgerError):

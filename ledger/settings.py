@@ -2,7 +2,8 @@
 
 The library never reads the environment: ``ledger.cli`` and ``ledger.api`` (its documented
 ``settings_from_environ`` helper) build one ``Settings`` with ``Settings.from_environ`` and pass
-its values in (``Ledger.open(path, clock=..., busy_timeout_ms=...)``, the audit's ``parallel=``).
+its values in (``SqliteStore.open(path, clock=..., busy_timeout_ms=...)``, the audit's
+``parallel=``).
 The variables and their grammar are LEDGER.md's (section 2, "Settings"); a malformed value is
 refused with the code of section 11 (``bad-time``, ``bad-busy-timeout``,
 ``bad-audit-parallel``), never guessed at. Randomness is an input of the same kind: the one

@@ -49,9 +49,11 @@ from verifiers.canonical import (
 from verifiers.contracts import (
     LIMITS,
     EvaluatorPlan,
+    Outcome,
     WorkUnit,
     decode_evaluator_plan,
     decode_work_unit,
+    is_outcome,
 )
 from verifiers.jsonread import read_json
 
@@ -928,7 +930,7 @@ def calibration_report_bytes() -> tuple[bytes, dict[str, Any]]:
 # -- the same bytes judged again (LEDGER.md section 5, rule 2) ----------------------------------
 
 
-class EarlierVerification(msgspec.Struct, frozen=True):
+class EarlierVerification(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The verification this ledger first recorded for the same bundle (the same bytes
     observed at every locator), for whichever task it was."""
 
@@ -936,7 +938,7 @@ class EarlierVerification(msgspec.Struct, frozen=True):
     result_entry: int
     cohort: str
     task: str
-    outcome: str
+    outcome: Outcome
 
 
 def first_judgement(
@@ -982,15 +984,16 @@ def first_judgement(
         if not same or result is None or result.kind != "verification.recorded":
             continue
         p = result.payload
-        fields = (p.get("cohort"), p.get("task"), p.get("outcome"))
-        if p.get("bundle_entry") != seq or not all(isinstance(f, str) for f in fields):
+        cohort, task, outcome = p.get("cohort"), p.get("task"), p.get("outcome")
+        if (
+            p.get("bundle_entry") != seq
+            or not isinstance(cohort, str)
+            or not isinstance(task, str)
+            or not is_outcome(outcome)
+        ):
             continue  # not the pair verify writes: the audit says what it is
         return EarlierVerification(
-            bundle_entry=seq,
-            result_entry=result.seq,
-            cohort=str(fields[0]),
-            task=str(fields[1]),
-            outcome=str(fields[2]),
+            bundle_entry=seq, result_entry=result.seq, cohort=cohort, task=task, outcome=outcome
         )
     return None
 

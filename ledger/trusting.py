@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import msgspec
-
+from ledger.format.trust import TrustHow, TrustSource
 from ledger.operations.verify import AnchorRule, recorded_anchor
 from ledger.settings import Settings
 from ledger.state import anchor_candidates
@@ -21,16 +20,6 @@ from ledger.state import anchor_candidates
 if TYPE_CHECKING:
     from ledger.format.trust import TrustFile
     from ledger.store.base import Store
-
-
-class TrustSource(msgspec.Struct, frozen=True):
-    """Which trust file a command used, and how it found it: ``how`` is ``option``
-    (``--trust``), ``environment`` (``$LEDGER_TRUST``) or ``beside-ledger`` (``<ledger
-    file's stem>.trust.json`` beside the ledger a writing command named)."""
-
-    file: str
-    how: str
-    sha256: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +47,7 @@ def find_trust(
     settings: Settings,
     *,
     db: str | os.PathLike[str] | None = None,
-) -> tuple[Path, str] | None:
+) -> tuple[Path, TrustHow] | None:
     """The trust file a command uses, and how it was found: ``option`` (``--trust``), else
     ``settings.trust`` (``$LEDGER_TRUST``), else, only for a command that writes to ``db``
     (``db`` given), the file beside that ledger if there is one. A reading command never
@@ -74,7 +63,7 @@ def find_trust(
     return None
 
 
-def load_trust(path: str | os.PathLike[str], how: str = "option") -> LoadedTrust:
+def load_trust(path: str | os.PathLike[str], how: TrustHow = "option") -> LoadedTrust:
     """The trust file at ``path``, read bounded (``file-*`` codes) and checked whole
     (``trust-file-invalid``)."""
     from ledger.format.trust import MAX_TRUST_BYTES, parse_trust, trust_digest
@@ -103,13 +92,16 @@ def check_trust_origin(loaded: LoadedTrust, origin: str) -> None:
     check_origin(loaded.trust, origin, loaded.source.file)
 
 
-def anchor_rule(trust: TrustFile | None, *, unanchored: bool = False) -> AnchorRule:
+def anchor_rule(
+    trust: TrustFile | None, *, unanchored: bool = False, source: TrustSource | None = None
+) -> AnchorRule:
     """What ``verify`` asks of the anchor over a plan's freeze (operations rule 10): under the
     trust file's anchoring policy, an anchor meeting it, else ``plan-not-anchored`` (unless
     ``unanchored``); without a policy, nothing is required and a verdict with no anchor is
-    recorded with a warning."""
+    recorded with a warning. ``source``: where the trust file came from, named in each
+    result's ``trust``."""
     if trust is None or not trust.anchor.required:
-        return AnchorRule(recorded_anchor)
+        return AnchorRule(recorded_anchor, source=source)
     from ledger.transparency.anchoring import freeze_anchor, policy_trust
 
     policy = policy_trust(trust)
@@ -119,4 +111,4 @@ def anchor_rule(trust: TrustFile | None, *, unanchored: bool = False) -> AnchorR
         found = freeze_anchor(ledger, freeze_seq, policy, candidates)
         return None if found is None else found.entry
 
-    return AnchorRule(find, required=not unanchored)
+    return AnchorRule(find, required=not unanchored, source=source)

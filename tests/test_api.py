@@ -24,7 +24,9 @@ def test_the_whole_job_in_process(tmp_path: Path) -> None:
         frozen = api.freeze(ledger, make_cohort(tmp_path), root=tmp_path)
         assert frozen.created and frozen.tasks == 5
         result = api.verify(ledger, make_bundle(tmp_path, "good"), task="test/cohort-a/task-000")
-        assert result.outcome == "support" and result.exit_code == 0
+        assert result.outcome == "support"
+        # Typed through: the result is the contract struct, not a dict.
+        assert result.verification_result.decision_support.recommendation == "accept_candidate"
         report, replayed = api.audit_ledger(ledger)
         assert report.ok and replayed == 1
         cp = api.checkpoint(ledger)

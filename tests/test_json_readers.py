@@ -69,7 +69,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ),
     ("ledger/audit/worker.py", "RowWorker.result"): "the audit's own row worker's answer",
     ("ledger/audit/worker.py", "main"): "the audit's own instructions to its row worker",
-    ("ledger/operations/verify.py", "_recorded"): "the verifier's own canonical output",
+    ("ledger/operations/verify.py", "_typed_result"): (
+        "the verifier's own canonical output, checked strictly when it was made"
+    ),
     ("ledger/operations/burn.py", "plan_burn"): (
         "the BurnNotice burn itself just encoded canonically, shown by --dry-run"
     ),

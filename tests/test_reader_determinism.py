@@ -26,6 +26,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from commit_helpers import make_bundle, make_cohort
 from helpers import FIXED_TIME, cli_env
@@ -226,7 +227,7 @@ def test_a_manifest_with_repeated_keys_is_recorded_as_replayed(tmp_path: Path) -
         del junk
         result = api.verify(ledger, bundle, task="test/cohort-a/task-000")
     assert result.outcome == "reject"
-    findings = json.dumps(result.verification_result)
+    findings = msgspec.json.encode(result.verification_result).decode()
     assert "/f/x: duplicate object key" in findings and "/t/u/a: duplicate object key" in findings
     assert "/t/k" not in findings
 

@@ -411,7 +411,7 @@ def test_second_verify_landing_between_judging_and_appending_is_recorded_after_i
     assert result_entry is not None and inner_entry is not None
     assert outer.result_entry == inner[0] + 2
     assert result_entry.body.time == inner_entry.body.time  # never before the head's time
-    assert outer.verification_result["started_at"] == result_entry.body.time
+    assert outer.verification_result.started_at == result_entry.body.time
     assert len(calls) == 3  # judged, the other verify, re-run with the entries' time
     assert codes(frozen, replay=True) == []
 
@@ -426,7 +426,7 @@ def test_verify_unchanged_under_the_lock_appends_what_it_judged(
         result = verify(ledger, make_bundle(tmp_path, "good"), task=TASK)
         entry = ledger.entry(result.result_entry)
     assert entry is not None and len(calls) == 1
-    assert result.verification_result["started_at"] == entry.body.time
+    assert result.verification_result.started_at == entry.body.time
 
 
 def test_verify_of_an_old_file_judges_under_the_lock_after_building_the_state(

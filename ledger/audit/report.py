@@ -5,12 +5,15 @@ keeps the first ``MAX_REPORTED`` violations in the order one sequential pass fin
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
-from typing import Final, Protocol
+from typing import Annotated, Final, Literal, Protocol
 
 import msgspec
+from msgspec import Meta
 
 from ledger.format.entries import Entry
+from ledger.format.trust import TrustSource
 
 MAX_REPORTED: Final = 1000
 RECENT_REFS: Final = 50_000  # addresses remembered to skip repeated TEMP inserts (~6 MB)
@@ -41,19 +44,51 @@ CHECKPOINT_MISMATCH: Final = "checkpoint-mismatch"
 FILE_CHANGED: Final = "file-changed-during-audit"
 
 
-class Violation(msgspec.Struct, frozen=True):
-    seq: int | None
+Count = Annotated[int, Meta(ge=0)]
+# Standard base64 of a 32-byte SHA-256 tree hash (LEDGER.md section 7).
+TreeHash = Annotated[str, Meta(pattern="^[A-Za-z0-9+/]{43}=$")]
+Verdict = Literal[
+    "intact", "intact-with-skips", "consistent", "consistent-with-skips", "violations"
+]
+
+
+class Violation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    seq: int | None  # None for a violation of the file as a whole (a checkpoint, the tree)
     kind: str | None
-    code: str
+    code: str  # a violation code of LEDGER.md section 6
     message: str
 
 
-class Skipped(msgspec.Struct, frozen=True):
+class Skipped(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A check the audit did not run ``count`` times, and why (LEDGER.md section 6)."""
 
     check: str
-    count: int
+    count: Count
     reason: str
+
+
+class AuditResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """An audit's outcome as a reader takes it (``ledger.api.audit``), and what ``ledger audit
+    --json`` prints (``schemas/output-audit-v1``): ``AuditReport.result`` of a finished
+    report. ``verdict``: intact* when no violation and the ledger extends a kept checkpoint,
+    consistent* when nothing the reader brought anchors it (LEDGER.md section 6, "What the
+    verdict claims"). ``trust``: the trust file whose writers and log key were used."""
+
+    ok: bool
+    verdict: Verdict
+    entries: Count
+    objects: Count
+    withheld_objects: Count
+    replayed: Count
+    skipped: list[Skipped]
+    tree_size: Count
+    root_hash: TreeHash
+    anchored_size: Count  # the largest kept checkpoint's size; 0: none given
+    checks: list[str]
+    violation_count: Count
+    first_bad_seq: int | None
+    violations: list[Violation]
+    trust: TrustSource | None
 
 
 class AuditReport(msgspec.Struct):
@@ -80,20 +115,41 @@ class AuditReport(msgspec.Struct):
         return self.anchored_size > 0
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         """``violations``; else ``intact`` against a kept checkpoint and ``consistent`` without
         one (no claim beyond the reader's trust: a rewrite of the whole file is consistent too),
         each ``-with-skips`` when some check was not run (a public export's withheld bytes,
         ``--no-replay``)."""
         if not self.ok:
             return "violations"
-        word = "intact" if self.anchored else "consistent"
-        return f"{word}-with-skips" if self.skipped else word
+        if self.anchored:
+            return "intact-with-skips" if self.skipped else "intact"
+        return "consistent-with-skips" if self.skipped else "consistent"
 
     @property
     def first_bad_seq(self) -> int | None:
         seqs = [v.seq for v in self.violations if v.seq is not None]
         return min(seqs) if seqs else None
+
+    def result(self, trust: TrustSource | None = None) -> AuditResult:
+        """The finished report as the reader takes it (``trust``: the file used, if any)."""
+        return AuditResult(
+            ok=self.ok,
+            verdict=self.verdict,
+            entries=self.entries,
+            objects=self.objects,
+            withheld_objects=self.withheld,
+            replayed=self.replayed,
+            skipped=list(self.skipped),
+            tree_size=self.tree_size,
+            root_hash=base64.b64encode(self.root_hash).decode("ascii"),
+            anchored_size=self.anchored_size,
+            checks=list(self.checks),
+            violation_count=self.violation_count,
+            first_bad_seq=self.first_bad_seq,
+            violations=list(self.violations),
+            trust=trust,
+        )
 
 
 class EntryObserver(Protocol):

@@ -24,7 +24,7 @@ import msgspec
 
 from ledger.audit.rows import RowResult, check_rows
 from ledger.store.base import Db
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 PARALLEL_MIN_ROWS: Final = 20_000
 """Below this many entries a second process costs more than it saves (``auto``)."""
@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
     upto, sizes, timeout = msgspec.json.decode(
         sys.stdin.buffer.read(), type=tuple[int, list[int], int]
     )
-    opened = Ledger.open_read_only(Path(argv[0]), busy_timeout_ms=timeout)
+    opened = SqliteStore.open_read_only(Path(argv[0]), busy_timeout_ms=timeout)
     with opened as ledger, ledger.snapshot() as conn:
         result = check_rows(conn, sizes, upto)
     sys.stdout.buffer.write(msgspec.json.encode(result))

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Final
 import typer
 
 from ledger.cli.output import note_files
+from ledger.cli.render import exit_code
 from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError
 
@@ -594,7 +595,7 @@ def rehearse(
                 "bundles": [_rehearsed_json(b) for b in done.bundles],
             }
         )
-        return done.exit_code
+        return exit_code(done)
     for b in done.bundles:
         if isinstance(b, Refused):
             IO.say(f"{REHEARSAL}: {b.bundle}: REFUSED {b.error.code}: {b.error.message}")
@@ -616,7 +617,7 @@ def rehearse(
     if refused:  # a refused bundle was not judged: counted apart
         judged += f" ({count(refused, 'bundle')} refused)"
     IO.say(f"{REHEARSAL}: {judged}; {ready}")
-    return done.exit_code
+    return exit_code(done)
 
 
 def _rehearsed_json(b: Any) -> dict[str, Any]:

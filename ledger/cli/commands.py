@@ -55,15 +55,16 @@ from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.render import builtins as msgspec_builtins
 from ledger.cli.render import emit_json as _emit_json
 from ledger.cli.render import error_line, failure, stdout_gone
+from ledger.cli.render import exit_code as _exit_code
 from ledger.cli.render import findings_mode as _findings_mode
 from ledger.cli.render import reason_lines as _reason_lines
 from ledger.cli.render import say as _say
-from ledger.cli.render import verification_json as _verification_json
 from ledger.cli.render import visible as _visible
 from ledger.cli.wording import count
 from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 if TYPE_CHECKING:
+    from ledger.audit.report import AuditResult
     from ledger.format.trust import KeyKind
     from ledger.settings import Settings
     from ledger.store.base import Store
@@ -342,23 +343,9 @@ def init(
     settings = _settings()
     _note_init(_db(), settings)
     result = init_ledger(_db(), origin=origin, settings=settings, signer=_signer(settings))
-    name = _db_name()
-    roles = result.roles
+    name, roles = result.db, result.roles
     if as_json:
-        _emit_json(
-            {
-                "db": name,
-                "created": result.created,
-                "origin": result.origin,
-                "roles": None
-                if roles is None
-                else {
-                    "writer": roles.writer,
-                    "reader": roles.reader,
-                    "logins_sql": roles.login_statements(),
-                },
-            }
-        )
+        _emit_json(msgspec_builtins(result))
         return EXIT_OK
     if result.created:
         _say(f"created ledger {name} (origin {result.origin})")
@@ -368,7 +355,7 @@ def init(
         _say(f"writer role {roles.writer}: calibrate, freeze, verify, burn, checkpoint")
         _say(f"reader role {roles.reader}: audit, when, export, status, log")
         _say("a team's logins (run by whoever made these roles, or a superuser; names are yours):")
-        for line in roles.login_statements():
+        for line in roles.logins_sql:
             _say(f"  {line}")
     return EXIT_OK
 
@@ -1066,8 +1053,6 @@ def freeze(
     A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
     COHORT_DIR BUNDLE...` (judged, never recorded).
     """
-    from ledger.operations.freeze import freeze as run_freeze
-
     reuse = _reuse_exposed(reuse_exposed or [])
     settings = _settings()
     # Read (never written) before the dry run too: it refuses what freeze would.
@@ -1097,43 +1082,35 @@ def freeze(
             reuse_exposed=reuse,
             as_json=as_json,
         )
+    from ledger.api import freeze as run_freeze
+
     # Refused before anything is written: a freeze the policy cannot anchor is not begun.
     signer_key = _anchor_signer(sign, loaded) if policy is not None and not unanchored else None
     bar = progress_bar("freeze")  # at a terminal only, on stderr (ledger/cli/progress.py)
     try:
         with _open_ledger(read_only=False, settings=settings) as ledger:
-            if loaded is not None:
-                from ledger.api import check_trust_origin
-
-                check_trust_origin(loaded, ledger.origin())
             result = run_freeze(
                 ledger,
                 cohort_dir,
                 root=root,
                 hidden_plans=hidden_plans,
                 reuse_exposed=reuse,
+                trust=loaded,
+                signer_key=signer_key,
+                unanchored=unanchored,
                 progress=bar.update if bar is not None else None,
             )
-            if bar is not None:
-                bar.close()
-                bar = None
-            anchored_by = _anchor_frozen(ledger, result, policy, signer_key, loaded)
+    except LedgerError as exc:
+        if exc.exit_code == EXIT_FAILED:  # anchoring-failed: the freeze stays; say whose policy
+            trust.mention(loaded)
+        raise
     finally:
         if bar is not None:
             bar.close()
     trust.mention(loaded)
-    warning = None
-    if anchored_by is None and result.burned_entry is None:
-        warning = _freeze_warning(result, policy)
+    anchored_by, warning = result.anchored_by, result.warning
     if as_json:
-        _emit_json(
-            {
-                **msgspec_builtins(result),
-                "anchored_by": anchored_by,
-                "warning": warning,
-                "trust": trust.to_json(loaded),
-            }
-        )
+        _emit_json(msgspec_builtins(result))
     else:
         _say(result.message)
         _say(f"definition digest {result.definition_digest}")
@@ -1158,42 +1135,6 @@ def _anchor_signer(sign: Path | None, loaded: Any) -> str:
 
     signer = _read_text_file(sign, 64 * 1024, "key").strip() if sign is not None else None
     return anchor_signer(signer, loaded.trust, loaded.source.file)
-
-
-def _anchor_frozen(
-    ledger: Any, result: Any, policy: Any, signer_key: str | None, loaded: Any
-) -> int | None:
-    """The entry anchoring the freeze just made (or found): under a policy one meeting it,
-    taken now when there is none (``anchoring-failed``, exit 1, when the witnesses and TSAs
-    do not give it: the freeze stays); else any recorded one (``verify`` looks the same)."""
-    from ledger.api import anchor_freeze
-    from ledger.operations.verify import recorded_anchor
-
-    if policy is None or signer_key is None:
-        return recorded_anchor(ledger, result.frozen_entry)
-    if result.burned_entry is not None:
-        return None  # a burned cohort accepts no verification: nothing to order
-    try:
-        entry, _ = anchor_freeze(ledger, result.frozen_entry, policy, signer_key, result.message)
-    except LedgerError:
-        trust.mention(loaded)  # the freeze stands: say whose policy it was not anchored by
-        raise
-    return entry
-
-
-def _freeze_warning(result: Any, policy: Any) -> str:
-    from ledger.operations.verify import ANCHOR_FIX
-
-    why = (
-        "--unanchored was given"
-        if policy is not None
-        else "there is no anchoring policy (no trust file, or one without `ledger trust anchor`)"
-    )
-    return (
-        f"cohort {result.cohort} is frozen at seq {result.frozen_entry} but not anchored:"
-        f" {why}. Take an anchored checkpoint before its first verify (`{ANCHOR_FIX}`), or"
-        " `ledger when` can never hold for its verdicts"
-    )
 
 
 def _reuse_exposed(values: list[str]) -> dict[str, str]:
@@ -1272,7 +1213,7 @@ def verify(
     Before a freeze, `ledger rehearse COHORT_DIR BUNDLE...` judges sample bundles by the plans
     of a cohort folder and records nothing.
     """
-    from ledger.api import anchor_rule
+    from ledger.trusting import anchor_rule
 
     paths = list(bundles or ())
     settings = _settings()
@@ -1293,7 +1234,11 @@ def verify(
             signer=lambda: _signer(settings),
         )
     loaded = trust.resolve(trust_file, writing=True, settings=settings)
-    rule = anchor_rule(loaded.trust if loaded is not None else None, unanchored=unanchored)
+    rule = anchor_rule(
+        loaded.trust if loaded is not None else None,
+        unanchored=unanchored,
+        source=loaded.source if loaded is not None else None,
+    )
     if from_list is None and not paths:
         raise UsageError(
             "usage-error",
@@ -1358,7 +1303,9 @@ def _verify_batch(
     command's, compact under --json so the output stays JSON Lines."""
     import signal
 
-    from ledger.operations.batch import read_bundle_list, verify_many
+    import msgspec
+
+    from ledger.operations.batch import batch_line, read_bundle_list, verify_many
 
     try:
         if from_list is not None:
@@ -1381,12 +1328,10 @@ def _verify_batch(
         path = paths[len(seen)]
         if isinstance(item, LedgerError):
             seen.append(EXIT_REFUSED)
-            line: dict[str, Any] = {"error": {"code": item.code, "message": item.message}}
             text = f"{path}: REFUSED {item.code}: {item.message}"
         else:
-            seen.append(item.exit_code)
+            seen.append(_exit_code(item))
             counts[item.outcome] = counts.get(item.outcome, 0) + 1
-            line = _verification_json(item)
             text = (
                 f"{path}: {item.outcome.upper()}: {item.cohort} / {item.task}"
                 f" ({item.adapter} {item.adapter_version}; entries {item.bundle_entry},"
@@ -1394,16 +1339,15 @@ def _verify_batch(
             )
             if item.earlier is not None:
                 text += f" [already judged at entry {item.earlier.result_entry}]"
-            line["trust"] = trust.to_json(anchors[1])
         if progress is not None:
             progress.clear()
         if as_json:
-            line["bundle"] = str(path)
-            _emit_json_line(line)
+            _emit_json_line(msgspec.to_builtins(batch_line(item, path)))
         else:
             _say(text)
             if not isinstance(item, LedgerError):
-                for reason in _reason_lines(item.verification_result, findings, item.result_entry):
+                doc = msgspec.to_builtins(item.verification_result)
+                for reason in _reason_lines(doc, findings, item.result_entry):
                     _say(reason)
         warning = getattr(item, "warning", None)
         if warning is not None and warning not in warned:
@@ -1524,7 +1468,7 @@ def burn(
             plan = plan_burn(ledger, cohort, reason=reason, observed_tasks=observed)
         if dry_run:
             if as_json:
-                _emit_json({"dry_run": True, **msgspec_builtins(plan)})
+                _emit_json(msgspec_builtins(plan))
             else:
                 for line in _burn_plan_lines(plan):
                     _say(line)
@@ -1566,7 +1510,7 @@ def _burn_plan_lines(plan: Any) -> list[str]:
         )
     if not plan.observed_tasks:
         lines.append("  no observed task (--observed-task ID): no WorkUnit becomes exposed")
-    lines.append(f"  burn notice {plan.payload['notice']['object']}")
+    lines.append(f"  burn notice {plan.payload.notice.object}")
     return lines
 
 
@@ -1605,15 +1549,15 @@ def calibrate(as_json: JsonOpt = False) -> int:
     if as_json:
         _emit_json(msgspec_builtins(result))
     else:
-        for row in result.report["rows"]:
-            mark = "ok  " if row["ok"] else "FAIL"
+        for row in result.report.rows:
+            mark = "ok  " if row.ok else "FAIL"
             _say(
-                f"  {mark} {row['family']:<15} plan {row['plan_version']} "
-                f"(adapter {row['adapter_version']}): {row['observed']}"
+                f"  {mark} {row.family:<15} plan {row.plan_version} "
+                f"(adapter {row.adapter_version}): {row.observed}"
             )
         state = ", ".join(f"{k} {'green' if v else 'RED'}" for k, v in result.adapters.items())
         _say(f"calibration recorded at seq {result.entry}: {state}")
-    return EXIT_OK if result.green else EXIT_FAILED
+    return _exit_code(result)
 
 
 @app.command("check-patch")
@@ -1716,7 +1660,7 @@ def audit(
     second process checks the rows; LEDGER_AUDIT_PARALLEL=off (or on) decides instead; the
     report is the same.
     """
-    from ledger.api import audit_export, audit_ledger, check_trust_origin, load_trusted_signers
+    from ledger.api import audit, audit_of_export, load_trusted_signers
 
     if key is not None and not checkpoint:
         # --key checks the signatures of the given checkpoints; alone it would check nothing
@@ -1729,45 +1673,42 @@ def audit(
     loaded = trust.resolve(trust_file, writing=False, settings=settings)
     log_key = _key_value(key, "log") if key is not None else _trusted_log_key(loaded)
     checkpoints = [_load_checkpoint(path, log_key) for path in checkpoint or []]
-    trusted = (
-        load_trusted_signers(signers) if signers is not None else _trusted_writers(loaded)
-    )
+    trusted = load_trusted_signers(signers) if signers is not None else None
     bar = progress_bar("audit")  # at a terminal only, on stderr (ledger/cli/progress.py)
     progress = bar.update if bar is not None else None
 
     # Every check and all export policy are the library's (ledger.api); this only renders.
     try:
         if from_export is not None:
-            report, replayed = audit_export(
+            result = audit_of_export(
                 from_export,
                 replay=not no_replay,
                 checkpoints=checkpoints,
-                progress=progress,
-                parallel=settings.parallel,
                 signers=trusted,
-                trust=None if loaded is None else loaded.trust,
+                trust=loaded,
+                parallel=settings.parallel,
+                progress=progress,
             )
         else:
             with _open_ledger(read_only=True, settings=settings) as ledger:
-                if loaded is not None:
-                    check_trust_origin(loaded, ledger.origin())
-                report, replayed = audit_ledger(
+                result = audit(
                     ledger,
                     replay=not no_replay,
                     checkpoints=checkpoints,
-                    progress=progress,
-                    parallel=settings.parallel,
                     signers=trusted,
+                    trust=loaded,
+                    parallel=settings.parallel,
+                    progress=progress,
                 )
     finally:
         if bar is not None:
             bar.close()
     trust.mention(loaded)
     if as_json:
-        _emit_json({**_audit_json(report, replayed), "trust": trust.to_json(loaded)})
+        _emit_json(msgspec_builtins(result))
     else:
-        _say_audit(report, replayed)
-    return EXIT_OK if report.ok else EXIT_FAILED
+        _say_audit(result)
+    return _exit_code(result)
 
 
 def _key_value(value: str, kind: "KeyKind") -> str:
@@ -1782,49 +1723,16 @@ def _trusted_log_key(loaded: Any) -> str | None:
     return None if loaded is None else loaded.trust.log_key
 
 
-def _trusted_writers(loaded: Any) -> Any:
-    """The trust file's writers as ``--signers`` would give them (None: it lists none)."""
-    if loaded is None or not loaded.trust.writers:
-        return None
-    from ledger.format.signing import TrustedSigners
-
-    return TrustedSigners(frozenset(loaded.trust.writers), loaded.trust.require_signed_from)
-
-
-def _audit_json(report: Any, replayed: int) -> dict[str, Any]:
-    """The ``audit --json`` document (LEDGER.md section 7, "JSON shapes printed by the CLI")."""
-    return {
-        "ok": report.ok,
-        "verdict": report.verdict,
-        "entries": report.entries,
-        "objects": report.objects,
-        "withheld_objects": report.withheld,
-        "replayed": replayed,
-        "skipped": [
-            {"check": x.check, "count": x.count, "reason": x.reason} for x in report.skipped
-        ],
-        "tree_size": report.tree_size,
-        "root_hash": base64.b64encode(report.root_hash).decode("ascii"),
-        "anchored_size": report.anchored_size,
-        "checks": report.checks,
-        "violation_count": report.violation_count,
-        "first_bad_seq": report.first_bad_seq,
-        "violations": [
-            {"seq": v.seq, "kind": v.kind, "code": v.code, "message": v.message}
-            for v in report.violations
-        ],
-    }
-
-
-def _say_audit(report: Any, replayed: int) -> None:
+def _say_audit(report: "AuditResult") -> None:
     """One line per violation, then the verdict line."""
+    replayed = report.replayed
     for v in report.violations:
         where = "-" if v.seq is None else str(v.seq)
         _say(f"seq {where:>6}  {v.kind or '-':<22} {v.code}: {v.message}")
     if report.ok:
         extra = f", replayed {count(replayed, 'verification')}" if replayed else ""
         skips = "".join(f", {x.check} skipped {x.count}x ({x.reason})" for x in report.skipped)
-        head = "intact" if report.anchored else "consistent (not anchored)"
+        head = "intact" if report.anchored_size else "consistent (not anchored)"
         _say(
             f"{head}{skips}: {count(report.entries, 'entry', 'entries')},"
             f" {count(report.objects, 'object')}{extra};"
@@ -1842,7 +1750,7 @@ def _say_audit(report: Any, replayed: int) -> None:
 def _anchoring(report: Any) -> str:
     """What the verdict rests on (LEDGER.md section 6, "What the verdict claims"): a kept
     checkpoint, or nothing the reader brought."""
-    if not report.anchored:
+    if not report.anchored_size:
         return (
             "no --checkpoint was given, so a rewrite of the whole file would read the same"
             " (keep one: `ledger checkpoint --out FILE`)"
@@ -2000,20 +1908,13 @@ def checkpoint(
     if tsa_ca is not None:
         raise UsageError("usage-error", "--tsa-ca needs --tsa")
     with _open_ledger(read_only=True) as ledger:
-        cp, note = checkpoint_note(ledger, signer)
+        taken = checkpoint_note(ledger, signer)
     if out is not None:
-        write_output(out, note.encode("utf-8"), force=force)
+        write_output(out, taken.note.encode("utf-8"), force=force)
     if as_json:
-        _emit_json(
-            {
-                "origin": cp.origin,
-                "tree_size": cp.size,
-                "root_hash": base64.b64encode(cp.root).decode("ascii"),
-                "note": note,
-            }
-        )
+        _emit_json(msgspec_builtins(taken))
     else:
-        sys.stdout.write(note)
+        sys.stdout.write(taken.note)
     return EXIT_OK
 
 
@@ -2150,7 +2051,12 @@ def prove(
 ) -> int:
     """Inclusion proof of one entry, or consistency proof from an old checkpoint (RFC 9162)."""
     from ledger.tlog.notes import checkpoint_of_note, format_checkpoint, format_tlog_proof
-    from ledger.transparency.proofs import check_origin, prove_consistency, prove_inclusion
+    from ledger.transparency.proofs import (
+        TlogInclusionProof,
+        check_origin,
+        prove_consistency,
+        prove_inclusion,
+    )
 
     if (seq is None) == (consistency is None):
         raise UsageError("usage-error", "give either SEQ or --consistency FILE (not both)")
@@ -2177,11 +2083,11 @@ def prove(
     if tlog and as_json:
         # The inclusion proof with its tlog-proof text: `check-proof` needs no --leaf for it.
         text = format_tlog_proof(inclusion.index, inclusion.proof, note)
-        _emit_json({**inclusion.to_json(), "tlog_proof": text})
+        _emit_json(msgspec_builtins(TlogInclusionProof.of(inclusion, text)))
     elif tlog:
         sys.stdout.write(format_tlog_proof(inclusion.index, inclusion.proof, note))
     elif as_json:
-        _emit_json(inclusion.to_json())
+        _emit_json(msgspec_builtins(inclusion))
     else:
         doc = inclusion.to_json()
         _say(f"entry {doc['index']} is included in the tree of size {doc['tree_size']}")
@@ -2429,9 +2335,9 @@ def check_result_command(
         )
     if as_json:
         _emit_json(checked.to_json())
-        return checked.exit_code
+        return _exit_code(checked)
     _say_result_check(checked, bundle)
-    return checked.exit_code
+    return _exit_code(checked)
 
 
 _TEXT_VALUE_CHARS = 160
@@ -2532,6 +2438,8 @@ def check_proof(
     and every --witness-key cosigned. With --witness-key, FILE may be a cosigned checkpoint note
     alone (what `checkpoint --witness` prints).
     """
+    import msgspec
+
     from ledger.api import check_proof as run_check
     from ledger.transparency.check import (
         MAX_CHECKPOINT_FILE_BYTES,
@@ -2555,12 +2463,13 @@ def check_proof(
         leaf=body,
         witness_keys=witness_keys,
     )
-    if result.origin is not None:
-        # The trust file names one ledger; its log key may sign for another (as for attestations).
-        _check_trust_origin_of(loaded, result.origin)
+    # The trust file names one ledger; its log key may sign for another (as for attestations).
+    _check_trust_origin_of(loaded, result.origin)
     trust.mention(loaded)
+    if loaded is not None:
+        result = msgspec.structs.replace(result, trust=loaded.source)
     if as_json:
-        _emit_json({**result.to_json(), "trust": trust.to_json(loaded)})
+        _emit_json(msgspec_builtins(result))
     elif result.valid:
         _say(f"valid: {result.reason}")
         signed = f", signed by {', '.join(result.signed_by)}" if result.signed_by else ""
@@ -2569,7 +2478,7 @@ def check_proof(
         _say(f"checked against {result.origin} at size {result.checkpoint_size}{signed}")
     else:
         sys.stderr.write(_visible(f"ledger: {result.code}: {result.reason}") + "\n")
-    return EXIT_OK if result.valid else EXIT_FAILED
+    return _exit_code(result)
 
 
 def _log_keys(given: list[str] | None, loaded: Any) -> list[str]:

@@ -154,7 +154,11 @@ def verify_one(
     from ledger.trusting import anchor_rule, check_trust_origin, resolve_trust
 
     loaded = resolve_trust(trust_file, settings, db=db)
-    rule = anchor_rule(loaded.trust if loaded is not None else None, unanchored=unanchored)
+    rule = anchor_rule(
+        loaded.trust if loaded is not None else None,
+        unanchored=unanchored,
+        source=loaded.source if loaded is not None else None,
+    )
     mode = render.findings_mode(findings, "all")
     with open_writing(db, settings, signer()) as ledger:
         if loaded is not None:
@@ -164,12 +168,12 @@ def verify_one(
     if said is not None:
         render.note(said)
     if as_json:
-        render.emit_json({**render.verification_json(result), "trust": render.trust_json(loaded)})
+        render.emit_json(render.builtins(result))
     else:
         render.say_verification(result, mode)
     if result.warning is not None:
         render.note(f"ledger: warning: {result.warning}")
-    return result.exit_code
+    return render.exit_code(result)
 
 
 def open_writing(db: str | Path, settings: Settings, signer: Any) -> Store:

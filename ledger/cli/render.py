@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ledger.cli.output import note_write
 from ledger.cli.wording import count
-from ledger.errors import EXIT_REFUSED, LedgerError, UsageError
+from ledger.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, LedgerError, UsageError
 
 # C0 (newline and tab included), DEL, C1, the bidi controls (embeddings, overrides, isolates,
 # marks), the line and paragraph separators, and lone surrogates (undecodable file names).
@@ -131,21 +131,38 @@ def builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def verification_json(result: Any) -> dict[str, Any]:
-    return {
-        "outcome": result.outcome,
-        "cohort": result.cohort,
-        "task": result.task,
-        "bundle_entry": result.bundle_entry,
-        "result_entry": result.result_entry,
-        "adapter": result.adapter,
-        "adapter_version": result.adapter_version,
-        "runner_version": result.runner_version,
-        "verification_result": result.verification_result,
-        "earlier": None if result.earlier is None else builtins(result.earlier),
-        "anchored_by": result.anchored_by,
-        "warning": result.warning,
-    }
+def exit_code(result: object) -> int:
+    """The one place a library result becomes the process's exit code (LEDGER.md section 11;
+    the library's results carry none): 0 when it holds (a ``support`` verdict, an audit with
+    no violation, a valid proof, a green calibration, a result that agrees), 1 when it does
+    not, 2 for a rehearsal with a refused bundle (as a batch verify)."""
+    from ledger.operations.verify import VerifyResult
+
+    if isinstance(result, VerifyResult):
+        return EXIT_OK if result.outcome == "support" else EXIT_FAILED
+    from ledger.audit.report import AuditResult
+    from ledger.operations.calibrate import CalibrateResult
+    from ledger.transparency.check import ProofCheck
+
+    if isinstance(result, AuditResult):
+        return EXIT_OK if result.ok else EXIT_FAILED
+    if isinstance(result, ProofCheck):
+        return EXIT_OK if result.valid else EXIT_FAILED
+    if isinstance(result, CalibrateResult):
+        return EXIT_OK if result.green else EXIT_FAILED
+    from ledger.operations.check_result import ResultCheck
+
+    if isinstance(result, ResultCheck):
+        return EXIT_OK if result.agrees else EXIT_FAILED
+    from ledger.operations.rehearse import Refused, Rehearsal, Rehearsed
+
+    if isinstance(result, Refused):
+        return EXIT_REFUSED
+    if isinstance(result, Rehearsed):
+        return EXIT_OK if result.outcome == "support" else EXIT_FAILED
+    if isinstance(result, Rehearsal):
+        return max((exit_code(b) for b in result.bundles), default=EXIT_OK)
+    raise TypeError(f"no exit code for a {type(result).__name__}")
 
 
 def earlier_note(result: Any) -> str | None:
@@ -169,7 +186,8 @@ def say_verification(result: Any, findings: str = "all") -> None:
     earlier = earlier_note(result)
     if earlier is not None:
         say(earlier)
-    for line in reason_lines(result.verification_result, findings, result.result_entry):
+    doc = builtins(result.verification_result)
+    for line in reason_lines(doc, findings, result.result_entry):
         say(line)
 
 

@@ -19,7 +19,7 @@ from ledger.errors import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
     from ledger.api import LoadedTrust
-    from ledger.format.trust import TrustFile
+    from ledger.format.trust import TrustFile, TrustHow
     from ledger.settings import Settings
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
@@ -116,7 +116,7 @@ def line(loaded: "LoadedTrust | None") -> str | None:
 # -- the trust file's own commands ------------------------------------------------------------
 
 
-def _target(option: Path | None) -> tuple[Path, str]:
+def _target(option: Path | None) -> "tuple[Path, TrustHow]":
     """The trust file the ``trust`` commands read and write: ``--trust``, ``$LEDGER_TRUST``,
     else beside the ``--db`` ledger (the ledger's own file; a PostgreSQL ledger has none)."""
     from ledger.api import trust_beside

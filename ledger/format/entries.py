@@ -13,7 +13,7 @@ Rules (normative text in LEDGER.md, "Entries"):
 3. Genesis: entry 0 has ``prev = GENESIS_PREV`` (``blake3:`` and 64 zeros) and kind
    ``ledger.created``; its payload names the ledger's ``origin`` (the checkpoint origin line).
 4. Times never go backwards: an entry's time is the later of the clock's reading and the previous
-   entry's time. The clock is an input (``Ledger.open(clock=...)``; the CLI's ``LEDGER_TIME``
+   entry's time. The clock is an input (``SqliteStore.open(clock=...)``; the CLI's ``LEDGER_TIME``
    fixes it), never read twice per write.
 """
 

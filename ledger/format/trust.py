@@ -338,6 +338,20 @@ def encode_trust(trust: TrustFile) -> bytes:
     return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
+TrustHow = Literal["option", "environment", "beside-ledger"]
+
+
+class TrustSource(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Which trust file a command used, and how it found it (the ``trust`` field of every
+    output that names one; ``null`` when none was read): ``how`` is ``option`` (``--trust``),
+    ``environment`` (``$LEDGER_TRUST``) or ``beside-ledger`` (``<ledger file's
+    stem>.trust.json`` beside the ledger a writing command named)."""
+
+    file: str  # the path as given or found
+    how: TrustHow
+    sha256: Annotated[str, Meta(pattern="^sha256:[0-9a-f]{64}$")]  # of the file's bytes
+
+
 def trust_digest(data: bytes) -> str:
     """``sha256:<hex>`` of a trust file's bytes: what an output names it by."""
     return "sha256:" + hashlib.sha256(data).hexdigest()

@@ -13,6 +13,7 @@ in the bundle's place and the batch goes on.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import threading
 from collections import deque
@@ -22,7 +23,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final
 
-from ledger.errors import LedgerError, UsageError
+import msgspec
+
+from ledger.errors import ErrorDetail, LedgerError, UsageError
 from ledger.operations.verify import (
     AnchorRule,
     Judged,
@@ -49,6 +52,34 @@ on a 2-core machine) costs more than judging in parallel saves on a small bundle
 ~10-15 ms verify (the durable append, in the parent either way). Measured with the same command
 A/B on 2 cores (benchmarks/README.md, issue 30): 5, 20, 60 and 200 bundles ran slower with two
 workers than with ``--jobs 1``, 400 about even."""
+
+
+class BatchVerified(VerifyResult, frozen=True, forbid_unknown_fields=True):
+    """A judged bundle of a batch (``schemas/output-verify-batch-line-v1``): the single
+    verify's result and the bundle folder as given."""
+
+    bundle: str
+
+    @classmethod
+    def of(cls, result: VerifyResult, bundle: str | os.PathLike[str]) -> BatchVerified:
+        return cls(**msgspec.structs.asdict(result), bundle=os.fspath(bundle))
+
+
+class BatchRefused(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A refused bundle of a batch (``schemas/output-verify-batch-refusal-line-v1``); the
+    others go on."""
+
+    error: ErrorDetail
+    bundle: str
+
+
+def batch_line(
+    item: VerifyResult | LedgerError, bundle: str | os.PathLike[str]
+) -> BatchVerified | BatchRefused:
+    """What ``verify_many`` yielded for ``bundle``, as the line that names the bundle."""
+    if isinstance(item, LedgerError):
+        return BatchRefused(error=ErrorDetail.of(item), bundle=os.fspath(bundle))
+    return BatchVerified.of(item, bundle)
 
 
 def default_jobs() -> int:

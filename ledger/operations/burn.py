@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
 from ledger.documents.cohort import BurnNotice
 from ledger.errors import CommitError, UsageError
 from ledger.format.entries import Entry
+from ledger.format.payloads import CohortBurned, StoredDocument
 from ledger.state import (
     CommitmentLookups,
     CommittedCohort,
@@ -95,14 +96,18 @@ def append_burn(
 # -- burn -----------------------------------------------------------------------------------------
 
 
-class BurnResult(msgspec.Struct, frozen=True):
+class BurnResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``burn`` recorded, and what ``ledger burn --json`` prints
+    (``schemas/output-burn-v1``): the cohort.burned entry, the observed tasks and the
+    WorkUnit digests exposed forever."""
+
     cohort: str
     burned_entry: int
     observed_tasks: list[str]
     exposed_work_units: list[str]
 
 
-class BurnTask(msgspec.Struct, frozen=True):
+class BurnTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A task of the cohort, as its freeze committed it."""
 
     task: str
@@ -115,10 +120,12 @@ class BurnTask(msgspec.Struct, frozen=True):
     exposed_at: int | None
 
 
-class BurnPlan(msgspec.Struct, frozen=True):
+class BurnPlan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What ``burn`` would append, read without writing: the ``cohort.burned`` payload and the
-    burn notice stored beside it, byte for byte, and every task of the cohort."""
+    burn notice stored beside it, byte for byte, and every task of the cohort; what ``ledger
+    burn --dry-run --json`` prints (``schemas/output-burn-dry-run-v1``)."""
 
+    dry_run: Literal[True]  # nothing is written: a plan, never a burn
     cohort: str
     frozen_entry: int
     definition_digest: str
@@ -126,8 +133,8 @@ class BurnPlan(msgspec.Struct, frozen=True):
     tasks: list[BurnTask]
     observed_tasks: list[str]
     exposed_work_units: list[str]  # the digests the entry names as exposed
-    payload: dict[str, Any]  # the cohort.burned payload
-    notice: dict[str, Any]  # the burn notice document (the payload's notice object)
+    payload: CohortBurned  # the cohort.burned payload
+    notice: BurnNotice  # the burn notice document (the payload's notice object)
 
 
 def _reason(reason: str) -> None:
@@ -182,6 +189,7 @@ def plan_burn(
             for t in sorted(committed.tasks.values(), key=lambda t: t.task)
         ]
     return BurnPlan(
+        dry_run=True,
         cohort=cohort_id,
         frozen_entry=committed.frozen_entry,
         definition_digest=committed.definition_digest,
@@ -189,8 +197,10 @@ def plan_burn(
         tasks=tasks,
         observed_tasks=list(payload["observed_tasks"]),
         exposed_work_units=list(payload["observed_work_units"]),
-        payload=payload,
-        notice=msgspec.json.decode(data),
+        # Built, not validated: the dry run shows what burn would write, whatever it is (a
+        # check here would be a second, stricter gate than the burn's own).
+        payload=CohortBurned(**{**payload, "notice": StoredDocument(**payload["notice"])}),
+        notice=msgspec.json.decode(data, type=BurnNotice),
     )
 
 

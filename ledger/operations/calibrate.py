@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
@@ -18,11 +18,35 @@ OCTETS: Final = "application/octet-stream"
 # -- calibrate ------------------------------------------------------------------------------------
 
 
-class CalibrateResult(msgspec.Struct, frozen=True):
+class CalibrationRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    family: str
+    plan_id: str
+    plan_version: str
+    adapter_version: str
+    expected: str
+    observed: str
+    ok: bool
+    candidate_digest: str | None  # None for a case that produced no candidate or no result
+    result_digest: str | None
+
+
+class CalibrationReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The report stored as the calibration.recorded entry's object."""
+
+    rows: list[CalibrationRow]
+    green_by_adapter: dict[str, bool]  # adapter version -> green
     green: bool
-    adapters: dict[str, bool]
-    entry: int
-    report: dict[str, Any]
+
+
+class CalibrateResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``calibrate`` recorded, and what ``ledger calibrate --json`` prints
+    (``schemas/output-calibrate-v1``): green overall and per adapter version, the entry's
+    seq and the full report."""
+
+    green: bool
+    adapters: dict[str, bool]  # adapter version -> green
+    entry: int  # seq of the calibration.recorded entry
+    report: CalibrationReport
 
 
 
@@ -41,5 +65,8 @@ def calibrate(ledger: Ledger) -> CalibrateResult:
         }
         entry = w.append("calibration.recorded", payload, [address])
     return CalibrateResult(
-        green=bool(report["green"]), adapters=adapters, entry=entry.seq, report=report
+        green=bool(report["green"]),
+        adapters=adapters,
+        entry=entry.seq,
+        report=msgspec.convert(report, CalibrationReport),
     )

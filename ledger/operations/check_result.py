@@ -22,7 +22,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ledger.errors import EXIT_FAILED, EXIT_OK, CommitError, UsageError, from_verifier
+from ledger.errors import CommitError, UsageError, from_verifier
 
 # verify's own reading and task choice, shared on purpose: a check must read what verify reads.
 from ledger.operations.verify import (
@@ -146,9 +146,6 @@ class ResultCheck:
     def agrees(self) -> bool:
         return not any(f.verdict == "differs" for f in self.fields)
 
-    @property
-    def exit_code(self) -> int:
-        return EXIT_OK if self.agrees else EXIT_FAILED
 
     def to_json(self) -> dict[str, Any]:
         counts = Counter(f.verdict for f in self.fields)

@@ -14,6 +14,7 @@ from ledger.documents.cohort_folder import LoadedCohort, load_cohort
 from ledger.errors import CommitError, UsageError
 from ledger.format.entries import Entry
 from ledger.format.payloads import MAX_REUSE_REASON
+from ledger.format.trust import TrustSource
 from ledger.operations.burn import append_burn
 from ledger.state import (
     CommitmentLookups,
@@ -32,7 +33,15 @@ OCTETS: Final = "application/octet-stream"
 # -- freeze -------------------------------------------------------------------------------------
 
 
-class FreezeResult(msgspec.Struct, frozen=True):
+class FreezeResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``freeze`` recorded, and what ``ledger freeze --json`` prints
+    (``schemas/output-freeze-v1``). ``created`` false: the identical cohort was frozen
+    already (a no-op). ``burned_entry``: set when cohort.json's stage was burned. The last
+    three are the anchoring's (``ledger.api.freeze``; this module leaves them empty):
+    ``anchored_by`` the checkpoint.witnessed entry anchoring the freeze, ``warning`` set when
+    none does (``ledger when`` cannot hold until one does), ``trust`` the trust file whose
+    policy was applied."""
+
     cohort: str
     definition_digest: str
     created: bool
@@ -40,6 +49,9 @@ class FreezeResult(msgspec.Struct, frozen=True):
     burned_entry: int | None
     tasks: int
     message: str
+    anchored_by: int | None
+    warning: str | None
+    trust: TrustSource | None
 
 
 def freeze(
@@ -95,6 +107,9 @@ def freeze(
                 burned_entry=burned,
                 tasks=len(loaded.tasks),
                 message=message,
+                anchored_by=None,
+                warning=None,
+                trust=None,
             )
         for check in state_checks(reuse):
             check(loaded, state)
@@ -117,6 +132,9 @@ def freeze(
         burned_entry=burned_seq,
         tasks=len(loaded.tasks),
         message=f"cohort {cohort.id} {what} at seq {frozen.seq} ({len(loaded.tasks)} tasks)",
+        anchored_by=None,
+        warning=None,
+        trust=None,
     )
 
 

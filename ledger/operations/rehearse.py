@@ -21,9 +21,6 @@ import msgspec
 
 from ledger.documents.cohort_folder import LoadedCohort, LoadedTask, lint_cohort
 from ledger.errors import (
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_REFUSED,
     CommitError,
     LedgerError,
     from_verifier,
@@ -54,9 +51,6 @@ class Rehearsed:
     outcome: str
     verification_result: dict[str, Any]
 
-    @property
-    def exit_code(self) -> int:
-        return EXIT_OK if self.outcome == "support" else EXIT_FAILED
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +60,6 @@ class Refused:
     bundle: str
     error: LedgerError
 
-    @property
-    def exit_code(self) -> int:
-        return EXIT_REFUSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +70,6 @@ class Rehearsal:
     tasks_loaded: int  # the tasks a bundle can be rehearsed against (the others did not load)
     bundles: tuple[Rehearsed | Refused, ...]
 
-    @property
-    def exit_code(self) -> int:
-        """2 if any bundle was refused, else 1 if any outcome is not support, else 0 (as a
-        batch verify): the rehearsal's own answer, never a recorded verdict's."""
-        return max((b.exit_code for b in self.bundles), default=EXIT_OK)
 
 
 class _FolderLookups:

@@ -12,8 +12,6 @@ from typing import Any, Final
 import msgspec
 
 from ledger.errors import (
-    EXIT_FAILED,
-    EXIT_OK,
     CommitError,
     LedgerError,
     UsageError,
@@ -21,6 +19,7 @@ from ledger.errors import (
 )
 from ledger.format.entries import Entry, later_time
 from ledger.format.payloads import FOLDER_PATTERN
+from ledger.format.trust import TrustSource
 from ledger.state import (
     CommittedTask,
     EarlierVerification,
@@ -41,7 +40,7 @@ from verifiers.bundle import (
     snapshot_observations,
 )
 from verifiers.canonical import sha256_hex_digest
-from verifiers.contracts import LIMITS, EvaluatorPlan, WorkUnit
+from verifiers.contracts import LIMITS, EvaluatorPlan, Outcome, VerificationResult, WorkUnit
 from verifiers.jsonread import read_json
 from verifiers.runner import PlanBindingError, RunOutcome, read_bundle_for_plan, run
 
@@ -52,12 +51,14 @@ OCTETS: Final = "application/octet-stream"
 # -- verify -------------------------------------------------------------------------------------
 
 
-class VerifyResult(msgspec.Struct, frozen=True):
-    """What ``verify`` recorded. ``anchored_by``: the entry that anchors the freeze of the
+class VerifyResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``verify`` recorded, and what ``ledger verify --json`` prints
+    (``schemas/output-verify-v1``). ``anchored_by``: the entry that anchors the freeze of the
     plan that judged it (``AnchorRule``), None when none does yet; ``warning`` then says that
-    ``ledger when`` cannot hold for this verdict."""
+    ``ledger when`` cannot hold for this verdict. ``trust``: the trust file whose anchoring
+    policy was applied (None: none was given)."""
 
-    outcome: str
+    outcome: Outcome
     cohort: str
     task: str
     bundle_entry: int
@@ -65,16 +66,13 @@ class VerifyResult(msgspec.Struct, frozen=True):
     adapter: str
     adapter_version: str
     runner_version: str
-    verification_result: dict[str, Any]
+    verification_result: VerificationResult
     # Set when the same bundle was already judged here: recorded again all the same (a
     # verify is an event), and said so, so a re-run of a loop is never mistaken for news.
-    earlier: EarlierVerification | None = None
-    anchored_by: int | None = None
-    warning: str | None = None
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_OK if self.outcome == "support" else EXIT_FAILED
+    earlier: EarlierVerification | None
+    anchored_by: int | None
+    warning: str | None
+    trust: TrustSource | None
 
 
 ANCHOR_FIX: Final = "ledger checkpoint --anchor --sign KEY"
@@ -97,10 +95,12 @@ class AnchorRule:
         *,
         required: bool = False,
         fix: str = ANCHOR_FIX,
+        source: TrustSource | None = None,
     ) -> None:
         self._find = find
         self.required = required
         self.fix = fix
+        self.source = source  # the trust file the rule is of: named in every result
         self._found: dict[int, int] = {}
 
     def anchor(self, ledger: Ledger, chosen: CommittedTask) -> int | None:
@@ -271,7 +271,7 @@ class Verdict:
     decoded result would cost more to pickle and unpickle than judging a small bundle."""
 
     result_bytes: bytes
-    outcome: str
+    outcome: Outcome
     adapter: str
     adapter_version: str
     runner_version: str
@@ -393,7 +393,7 @@ def record(
         chosen, snapshot, outcome = _decide(ledger, w, state, bundle_dir, judged, cohort, task)
         anchored_by = rule.anchor(ledger, chosen)
         return _recorded(
-            w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by
+            w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by, rule
         )
 
 
@@ -427,7 +427,14 @@ def record_group(
                 continue
             results.append(
                 _recorded(
-                    w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by
+                    w,
+                    state,
+                    chosen,
+                    snapshot,
+                    outcome,
+                    bundle_folder(bundle_dir),
+                    anchored_by,
+                    rule,
                 )
             )
     return results
@@ -473,6 +480,7 @@ def _recorded(
     outcome: RunOutcome | Verdict,
     folder: str | None,
     anchored_by: int | None,
+    rule: AnchorRule,
 ) -> VerifyResult:
     earlier = earlier_verification(w.ledger, state, snapshot)
     bundle_entry, result_entry = record_verification(w, chosen, snapshot, outcome, folder)
@@ -485,11 +493,21 @@ def _recorded(
         adapter=outcome.adapter,
         adapter_version=outcome.adapter_version,
         runner_version=outcome.runner_version,
-        verification_result=msgspec.json.decode(outcome.result_bytes),
+        verification_result=_typed_result(outcome),
         earlier=earlier,
         anchored_by=anchored_by,
         warning=unanchored_warning(chosen) if anchored_by is None else None,
+        trust=rule.source,
     )
+
+
+def _typed_result(outcome: RunOutcome | Verdict) -> VerificationResult:
+    """The judgement's VerificationResult, typed. The runner checked it strictly against the
+    contract and that its bytes round-trip (``verifiers.results.finish_result_bytes``), so a
+    batch worker's bytes decode to it again, and a hostile bundle cannot make this fail."""
+    if isinstance(outcome, RunOutcome):
+        return outcome.result
+    return msgspec.json.decode(outcome.result_bytes, type=VerificationResult)
 
 
 def earlier_verification(

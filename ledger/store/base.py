@@ -859,8 +859,8 @@ class Store:
         if self.read_only:
             raise StoreError(
                 "ledger-read-only",
-                f"{self.path} was opened read-only (Ledger.open_read_only); open it with"
-                " Ledger.open to write",
+                f"{self.path} was opened read-only (SqliteStore.open_read_only); open it with"
+                " SqliteStore.open to write",
             )
         # Taken before the lock: whatever happens next, only a successful commit puts it back.
         tip, self._tip = self._tip, None

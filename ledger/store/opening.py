@@ -66,11 +66,11 @@ def open_store(
         if read_only:
             return store.open_read_only(url, busy_timeout_ms=busy_timeout_ms)
         return store.open(url, clock=clock, busy_timeout_ms=busy_timeout_ms, signer=signer)
-    from ledger.store.sqlite import Ledger
+    from ledger.store.sqlite import SqliteStore
 
     if read_only:
-        return Ledger.open_read_only(db, busy_timeout_ms=busy_timeout_ms)
-    return Ledger.open(db, clock=clock, busy_timeout_ms=busy_timeout_ms, signer=signer)
+        return SqliteStore.open_read_only(db, busy_timeout_ms=busy_timeout_ms)
+    return SqliteStore.open(db, clock=clock, busy_timeout_ms=busy_timeout_ms, signer=signer)
 
 
 def create_store(
@@ -94,9 +94,9 @@ def create_store(
             genesis=genesis,
             signer=signer,
         )
-    from ledger.store.sqlite import Ledger
+    from ledger.store.sqlite import SqliteStore
 
-    ledger, created = Ledger.create(
+    ledger, created = SqliteStore.create(
         db,
         origin=origin,
         clock=clock,

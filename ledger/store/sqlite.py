@@ -28,7 +28,7 @@ Rules (normative text in LEDGER.md, "The SQLite file"):
    write uses them only if ``PRAGMA data_version``, read under that write's lock, is unchanged
    (no other connection has committed since). A rollback, a failed append or a changed version
    means both are read from the file again, so a write never extends a head it has not seen.
-7. A read-only open (``Ledger.open_read_only``, every command that only reads) changes no byte
+7. A read-only open (``SqliteStore.open_read_only``, every command that only reads) changes no byte
    of the file and creates no file beside it, and works on read-only media. With no ``-wal``
    (nor ``-journal``) beside the file it takes a read lock on SQLite's SHARED bytes and one
    byte past them (``_READER_MARK``), checks again that there is no ``-wal``, and opens the file
@@ -90,7 +90,7 @@ __all__ = [
     "STATE_SCHEMA",
     "STATE_TABLES",
     "STORE_FORMAT",
-    "Ledger",
+    "SqliteStore",
     "StoredObject",
     "Writer",
     "row_entry",
@@ -142,7 +142,7 @@ _PENDING_BYTE: Final = 0x40000000
 _SHARED_FIRST: Final = _PENDING_BYTE + 2
 _SHARED_SIZE: Final = 510
 # One byte past SQLite's: held by a reader that opened the file immutable. SQLite never locks
-# it; the ledger's writers test it before each checkpoint (``Ledger._checkpoint``).
+# it; the ledger's writers test it before each checkpoint (``SqliteStore._checkpoint``).
 _READER_MARK: Final = _PENDING_BYTE + 512
 _CHECKPOINT_EVERY: Final = 256  # commits between a writer's checkpoints (SQLite: 1000 pages)
 
@@ -165,7 +165,7 @@ class _Connection(sqlite3.Connection):
         return str(next((row[2] for row in rows if row[1] == "main"), "") or "")
 
 
-class Ledger(Store):
+class SqliteStore(Store):
     """An open ledger file. One per command; not shared between threads."""
 
     backend = "sqlite"
@@ -207,7 +207,7 @@ class Ledger(Store):
         clock: Clock = system_clock,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         signer: EntrySigner | None = None,
-    ) -> Ledger:
+    ) -> SqliteStore:
         """Open an existing ledger; StoreError (exit 2) when it is missing or not a ledger.
 
         ``clock`` gives each write's time (read once per write); ``busy_timeout_ms`` bounds the
@@ -229,7 +229,7 @@ class Ledger(Store):
     @classmethod
     def open_read_only(
         cls, path: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
-    ) -> Ledger:
+    ) -> SqliteStore:
         """Open an existing ledger to read it, changing nothing (rule 7); writing refuses."""
         timeout = check_busy_timeout(busy_timeout_ms)
         p = Path(path)
@@ -271,7 +271,7 @@ class Ledger(Store):
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         genesis: bytes | None = None,
         signer: EntrySigner | None = None,
-    ) -> tuple[Ledger, bool]:
+    ) -> tuple[SqliteStore, bool]:
         """Create a ledger with its genesis entry, or open it when it already is one.
 
         ``genesis``: the genesis body to store byte for byte instead of a new one (``ledger
@@ -315,7 +315,7 @@ class Ledger(Store):
         timeout: int,
         genesis: bytes | None,
         signer: EntrySigner | None,
-    ) -> tuple[Ledger, bool]:
+    ) -> tuple[SqliteStore, bool]:
         conn = _connect(p, timeout)
         try:
             file = _OpenFile.acquire(p)  # SQLite has created the file on connecting
@@ -389,7 +389,7 @@ class Ledger(Store):
             self._file.release()
             self._file = None
 
-    def __enter__(self) -> Ledger:
+    def __enter__(self) -> SqliteStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -554,7 +554,7 @@ def _connect(path: Path, timeout: int) -> _Connection:
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA recursive_triggers = ON")
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Ledger._committed
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # see SqliteStore._committed
     except sqlite3.DatabaseError as exc:
         raise _db_error(path, exc, timeout) from None
     return conn
@@ -690,8 +690,8 @@ def _flock(kind: int, start: int, length: int) -> bytes:
 
 class _OpenFile:
     """This process's own descriptors of one ledger file (by device and inode), shared by every
-    ``Ledger`` on it. POSIX locks belong to the process: closing *any* descriptor of a file
-    drops all of them, SQLite's too, so these are closed only when the last ``Ledger`` of this
+    ``SqliteStore`` on it. POSIX locks belong to the process: closing *any* descriptor of a file
+    drops all of them, SQLite's too, so these are closed only when the last ``SqliteStore`` of this
     process on the file has closed its connection. The locks taken here are open-file-
     description (OFD) locks: SQLite's closing its own descriptors does not drop them.
 
@@ -720,7 +720,7 @@ class _OpenFile:
                 ) from None
             shared = cls._registry.get((st.st_dev, st.st_ino))
             if shared is None:
-                # Opened only when no Ledger here has the file: a descriptor opened now could
+                # Opened only when no SqliteStore here has the file: a descriptor opened now could
                 # never be closed early without dropping some connection's locks.
                 fds: list[int] = []
                 try:
@@ -794,3 +794,20 @@ class _OpenFile:
             self._probe_fd, fcntl.F_OFD_GETLK, _flock(fcntl.F_WRLCK, _READER_MARK, 1)
         )
         return bool(struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK)
+
+
+def __getattr__(name: str) -> Any:
+    # ``Ledger`` was this class's name; in the library "Ledger" is the store interface
+    # (``ledger.store.base.Store``, what ``ledger.api.open_ledger`` returns), so the SQLite
+    # backend is ``SqliteStore``. The old name resolves, with a warning, until the next minor
+    # version (docs/API.md, "Deprecation").
+    if name == "Ledger":
+        import warnings
+
+        warnings.warn(
+            "ledger.store.sqlite.Ledger is now SqliteStore (Ledger means the store interface)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return SqliteStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

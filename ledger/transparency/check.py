@@ -24,11 +24,14 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Literal
+
+import msgspec
 
 from ledger.errors import LedgerError
 from ledger.format.entries import MAX_ENTRY_BYTES
+from ledger.format.trust import TrustSource
 from ledger.tlog import merkle
 from ledger.tlog.notes import (
     MAX_NOTE_BYTES,
@@ -50,6 +53,7 @@ from ledger.tlog.witness import (
     parse_cosigner_key,
     verify_cosignature,
 )
+from verifiers.contracts.common import ContractStruct
 from verifiers.jsonread import read_json
 
 MAX_LEAF_BYTES: Final = MAX_ENTRY_BYTES
@@ -88,43 +92,71 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-@dataclass(frozen=True, slots=True)
-class ProofCheck:
-    """The verdict on one proof. ``tree_size``/``root`` are the tree the proof is checked in
-    (for a consistency proof, the new tree); ``origin`` and ``checkpoint_size`` are those of the
-    checkpoint it is checked against; ``signed_by`` names the keys that verified the
-    checkpoint; ``code`` is None exactly when ``valid``."""
+ProofKind = Literal["inclusion", "consistency", "tlog", "checkpoint"]
 
-    kind: str
+
+class ProofCheck(ContractStruct, frozen=True, kw_only=True, rename={"root": "root_hash"}):
+    """The verdict on one proof, and what ``ledger check-proof --json`` prints
+    (``schemas/output-check-proof-v1``; bytes as standard base64). ``tree_size``/``root`` are
+    the tree the proof is checked in (for a consistency proof, the new tree); ``origin`` and
+    ``checkpoint_size`` are those of the checkpoint it is checked against; ``signed_by`` names
+    the keys that verified the checkpoint, ``cosigned_by`` the witnesses that cosigned it;
+    ``code`` is None exactly when ``valid``. Every field is always present; those that do not
+    apply to the proof's kind are None. ``trust``: the trust file whose log key was used."""
+
+    # What ``check_proof`` guarantees, carried into the generated schema.
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "allOf": [
+            {
+                "if": {"properties": {"valid": {"const": True}}},
+                "then": {"properties": {"code": {"type": "null"}}},
+                "else": {"properties": {"code": {"type": "string"}}},
+            },
+            {
+                "if": {"properties": {"kind": {"const": "consistency"}}},
+                "then": {
+                    "properties": {
+                        "index": {"type": "null"},
+                        "old_size": {"type": "integer"},
+                        "old_root": {"type": "string"},
+                    }
+                },
+                "else": {
+                    "if": {"properties": {"kind": {"const": "checkpoint"}}},
+                    "then": {
+                        "properties": {
+                            "index": {"type": "null"},
+                            "old_size": {"type": "null"},
+                            "old_root": {"type": "null"},
+                        }
+                    },
+                    "else": {
+                        "properties": {
+                            "index": {"type": "integer"},
+                            "old_size": {"type": "null"},
+                            "old_root": {"type": "null"},
+                        }
+                    },
+                },
+            },
+        ]
+    }
+
+    # "checkpoint": a cosigned checkpoint note alone, checked with witness keys
+    kind: ProofKind
     valid: bool
-    code: str | None
+    code: str | None  # the check-proof code of LEDGER.md section 11; None exactly when valid
     reason: str
     tree_size: int
     root: bytes
-    index: int | None = None
-    old_size: int | None = None
-    old_root: bytes | None = None
-    origin: str | None = None
-    checkpoint_size: int | None = None
-    signed_by: tuple[str, ...] = ()
-    cosigned_by: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "valid": self.valid,
-            "code": self.code,
-            "reason": self.reason,
-            "tree_size": self.tree_size,
-            "root_hash": _b64(self.root),
-            "index": self.index,
-            "old_size": self.old_size,
-            "old_root": None if self.old_root is None else _b64(self.old_root),
-            "origin": self.origin,
-            "checkpoint_size": self.checkpoint_size,
-            "signed_by": list(self.signed_by),
-            "cosigned_by": list(self.cosigned_by),
-        }
+    index: int | None  # inclusion and tlog only
+    old_size: int | None  # consistency only
+    old_root: bytes | None  # consistency only
+    origin: str  # of the checkpoint checked against (always one: there is no check without)
+    checkpoint_size: int
+    signed_by: tuple[str, ...]  # the keys that verified that checkpoint (empty when not valid)
+    cosigned_by: tuple[str, ...]  # the witness names that cosigned it (empty when not valid)
+    trust: TrustSource | None
 
 
 # --------------------------------------------------------------------------------------------
@@ -508,7 +540,7 @@ def check_proof(
             + "; a proof alone names its own root",
         )
     if isinstance(parsed, _Inclusion):
-        kind = INCLUSION if parsed.note is None else TLOG
+        kind: ProofKind = INCLUSION if parsed.note is None else TLOG
         tree_size, root = parsed.tree_size, parsed.root
         index, old_size, old_root = parsed.index, None, None
     else:
@@ -528,6 +560,9 @@ def check_proof(
         old_root=old_root,
         origin=trusted.origin,
         checkpoint_size=trusted.size,
+        signed_by=(),
+        cosigned_by=(),
+        trust=None,
     )
     try:
         signed_by = _check_signatures(anchor_note, parsed_keys)
@@ -537,8 +572,10 @@ def check_proof(
         else:
             reason = _check_consistency(parsed, anchor)
     except _VerdictError as bad:
-        return replace(result, code=bad.code, reason=bad.reason)
-    return replace(result, valid=True, reason=reason, signed_by=signed_by, cosigned_by=cosigned_by)
+        return msgspec.structs.replace(result, code=bad.code, reason=bad.reason)
+    return msgspec.structs.replace(
+        result, valid=True, reason=reason, signed_by=signed_by, cosigned_by=cosigned_by
+    )
 
 
 def _is_note(data: bytes) -> bool:
@@ -564,15 +601,21 @@ def _check_note(
         reason="",
         tree_size=cp.size,
         root=cp.root,
+        index=None,
+        old_size=None,
+        old_root=None,
         origin=cp.origin,
         checkpoint_size=cp.size,
+        signed_by=(),
+        cosigned_by=(),
+        trust=None,
     )
     try:
         signed_by = _check_signatures(note, keys)
         cosigned_by = _check_cosignatures(note, witnesses)
     except _VerdictError as bad:
-        return replace(result, code=bad.code, reason=bad.reason)
-    return replace(
+        return msgspec.structs.replace(result, code=bad.code, reason=bad.reason)
+    return msgspec.structs.replace(
         result,
         valid=True,
         reason=f"the checkpoint of size {cp.size} is cosigned by {', '.join(cosigned_by)}",

@@ -26,7 +26,7 @@ import msgspec
 from ledger.errors import StoreError, UsageError
 from ledger.format.entries import Entry, check_body_depth
 from ledger.store.base import Store
-from ledger.store.sqlite import MAX_OBJECT_BYTES, Ledger
+from ledger.store.sqlite import MAX_OBJECT_BYTES, SqliteStore
 from ledger.tlog import merkle
 from ledger.transparency.proofs import b64, checkpoint
 from verifiers.jsonread import INT_MAX, read_json
@@ -236,7 +236,7 @@ def export(
     return counts
 
 
-class ExportLedger(Ledger):
+class ExportLedger(SqliteStore):
     """An in-memory ledger rebuilt from an export; ``withheld`` objects are known but absent."""
 
     withheld: dict[str, tuple[str, int]]

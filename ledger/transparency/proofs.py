@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+import msgspec
 
 from ledger.errors import LedgerError, StoreError, UsageError
 from ledger.store.base import Store as Ledger
@@ -54,33 +55,57 @@ def checkpoint(ledger: Ledger, size: int | None = None) -> Checkpoint:
     return Checkpoint(origin=ledger.origin(), size=n, root=merkle.root(n, LedgerNodes(ledger)))
 
 
-def checkpoint_note(ledger: Ledger, signer_key: str | None = None) -> tuple[Checkpoint, str]:
+class CheckpointNote(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename={"root": "root_hash"}
+):
+    """A checkpoint and its note, what ``ledger checkpoint --json`` prints
+    (``schemas/output-checkpoint-v1``; the root as standard base64)."""
+
+    origin: str
+    tree_size: int
+    root: bytes  # the 32-byte RFC 9162 Merkle root
+    note: str  # the C2SP tlog-checkpoint note, signed when a key was given
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(origin=self.origin, size=self.tree_size, root=self.root)
+
+
+def checkpoint_note(ledger: Ledger, signer_key: str | None = None) -> CheckpointNote:
     """The current checkpoint and its note (signed with ``signer_key``, if given): its size,
     origin and root read in one snapshot."""
     with ledger.snapshot():
         cp = checkpoint(ledger)
     note = format_checkpoint(cp) if signer_key is None else sign_checkpoint(cp, signer_key)
-    return cp, note
+    return CheckpointNote(origin=cp.origin, tree_size=cp.size, root=cp.root, note=note)
 
 
-@dataclass(frozen=True, slots=True)
-class InclusionProof:
+class InclusionProof(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename={"root": "root_hash"}
+):
+    """An entry's RFC 9162 inclusion proof, what ``ledger prove SEQ --json`` prints
+    (``schemas/output-prove-v1``; every hash and the leaf as standard base64)."""
+
     index: int
     tree_size: int
     root: bytes
-    leaf: bytes
+    leaf: bytes  # the entry body bytes
     leaf_hash: bytes
     proof: list[bytes]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "tree_size": self.tree_size,
-            "root_hash": b64(self.root),
-            "leaf": b64(self.leaf),
-            "leaf_hash": b64(self.leaf_hash),
-            "proof": [b64(h) for h in self.proof],
-        }
+        return cast("dict[str, Any]", msgspec.to_builtins(self))
+
+
+class TlogInclusionProof(InclusionProof, frozen=True, forbid_unknown_fields=True):
+    """``ledger prove SEQ --tlog --json`` (``schemas/output-prove-tlog-v1``): the inclusion
+    proof with its C2SP tlog-proof text, checkpoint note included."""
+
+    tlog_proof: str
+
+    @classmethod
+    def of(cls, proof: InclusionProof, tlog_proof: str) -> TlogInclusionProof:
+        return cls(**msgspec.structs.asdict(proof), tlog_proof=tlog_proof)
 
 
 def prove_inclusion(ledger: Ledger, seq: int, *, size: int | None = None) -> InclusionProof:
@@ -106,8 +131,10 @@ def prove_inclusion(ledger: Ledger, seq: int, *, size: int | None = None) -> Inc
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ConsistencyProof:
+class ConsistencyProof(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """An RFC 9162 consistency proof, what ``ledger prove --consistency FILE --json`` prints
+    (``schemas/output-prove-consistency-v1``; hashes as standard base64)."""
+
     old_size: int
     new_size: int
     old_root: bytes
@@ -115,13 +142,7 @@ class ConsistencyProof:
     proof: list[bytes]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "old_size": self.old_size,
-            "new_size": self.new_size,
-            "old_root": b64(self.old_root),
-            "new_root": b64(self.new_root),
-            "proof": [b64(h) for h in self.proof],
-        }
+        return cast("dict[str, Any]", msgspec.to_builtins(self))
 
 
 def check_origin(ledger: Ledger, old: Checkpoint) -> None:

@@ -52,6 +52,7 @@ from verifiers.contracts.result_manifest import (
     result_manifest_digest,
 )
 from verifiers.contracts.verification_result import (
+    OUTCOMES,
     RECOMMENDATION_OUTCOMES,
     Attestation,
     Check,
@@ -59,10 +60,12 @@ from verifiers.contracts.verification_result import (
     Evidence,
     Finding,
     Independence,
+    Outcome,
     ResultProvenance,
     VerificationResult,
     VerifierIdentity,
     decode_verification_result,
+    is_outcome,
 )
 from verifiers.contracts.work_unit import (
     ArtifactRef,
@@ -88,6 +91,7 @@ from verifiers.contracts.work_unit import (
 
 __all__ = [
     "LIMITS",
+    "OUTCOMES",
     "PLAN_ADAPTERS",
     "RECOMMENDATION_OUTCOMES",
     "SEMANTIC_MODES",
@@ -118,6 +122,7 @@ __all__ = [
     "LogRef",
     "ManifestProvenance",
     "ModelInfo",
+    "Outcome",
     "PatchEvaluatorPlan",
     "Permissions",
     "PlanBinding",
@@ -153,6 +158,7 @@ __all__ = [
     "decode_verification_result",
     "decode_work_unit",
     "document_digest",
+    "is_outcome",
     "plan_digest",
     "result_manifest_digest",
     "revalidate",

@@ -15,7 +15,7 @@ decode the field is still required (``decode_document`` refuses a document witho
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Annotated, ClassVar, Final, Literal
+from typing import Annotated, ClassVar, Final, Literal, TypeGuard, get_args
 
 from msgspec import UNSET, Meta, UnsetType
 
@@ -67,6 +67,15 @@ Recommendation = Literal[
     "accept_candidate", "reject_candidate", "escalate", "insufficient_evidence"
 ]
 Outcome = Literal["support", "reject", "escalate", "insufficient_evidence"]
+
+OUTCOMES: Final[tuple[str, ...]] = get_args(Outcome)
+
+
+def is_outcome(value: object) -> TypeGuard[Outcome]:
+    """Whether ``value`` is one of the four outcome words (a value read back from storage is
+    typed ``Outcome`` only after this check)."""
+    return isinstance(value, str) and value in OUTCOMES
+
 
 # The outcome word a cohort records for each recommendation.
 RECOMMENDATION_OUTCOMES: Final[Mapping[str, str]] = MappingProxyType(
@@ -178,6 +187,7 @@ def decode_verification_result(data: bytes) -> Decoded[VerificationResult]:
 
 
 __all__ = [
+    "OUTCOMES",
     "RECOMMENDATION_OUTCOMES",
     "Attestation",
     "Check",
@@ -197,4 +207,5 @@ __all__ = [
     "VerificationStatus",
     "VerifierIdentity",
     "decode_verification_result",
+    "is_outcome",
 ]

@@ -10,68 +10,17 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from ledger.cli.shapes.common import ErrorDetail, OutputShape, TrustUsed
-from ledger.documents.cohort import BurnNotice
-from ledger.format.payloads import CohortBurned
+from ledger.api import InitResult
+from ledger.cli.shapes.common import ErrorDetail, OutputShape
+from ledger.operations.batch import BatchRefused, BatchVerified
+from ledger.operations.burn import BurnPlan, BurnResult
+from ledger.operations.calibrate import CalibrateResult
+from ledger.operations.freeze import FreezeResult
+from ledger.operations.verify import VerifyResult
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.verification_result import Outcome
 
 # -- init / calibrate / freeze / burn ---------------------------------------------------------
-
-
-class LedgerRoles(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A PostgreSQL ledger's roles (LEDGER.md section 2, "Roles and privileges")."""
-
-    writer: str  # the group role a writing command's login is a member of
-    reader: str  # the group role a reading command's login is a member of
-    logins_sql: list[str]  # CREATE ROLE ... LOGIN / GRANT ... TO ... for two example logins
-
-
-class InitOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    db: str  # the --db path as given
-    created: bool  # false: the ledger already existed, nothing changed
-    origin: str
-    roles: LedgerRoles | None  # null for a SQLite file
-
-
-class CalibrationRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    family: str
-    plan_id: str
-    plan_version: str
-    adapter_version: str
-    expected: str
-    observed: str
-    ok: bool
-    candidate_digest: str | None  # null for a case that produced no candidate or no result
-    result_digest: str | None
-
-
-class CalibrationReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The report stored as the calibration.recorded entry's object."""
-
-    rows: list[CalibrationRow]
-    green_by_adapter: dict[str, bool]  # adapter version -> green
-    green: bool
-
-
-class CalibrateOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    green: bool
-    adapters: dict[str, bool]  # adapter version -> green
-    entry: int  # seq of the calibration.recorded entry
-    report: CalibrationReport
-
-
-class FreezeOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    cohort: str
-    definition_digest: str
-    created: bool  # false: the identical cohort was frozen already (a no-op)
-    frozen_entry: int
-    burned_entry: int | None  # set when cohort.json's stage was burned
-    tasks: int
-    message: str
-    anchored_by: int | None  # the checkpoint.witnessed entry anchoring the freeze; null: none
-    warning: str | None  # set when it is not anchored: `when` cannot hold until it is
-    trust: TrustUsed | None  # the trust file used (its anchoring policy), null: none
 
 
 class LintProblem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -92,80 +41,6 @@ class LintOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ok: bool
     problems: list[LintProblem]
     notes: list[str]
-
-
-class BurnOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    cohort: str
-    burned_entry: int
-    observed_tasks: list[str]
-    exposed_work_units: list[str]
-
-
-class BurnDryRunTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    task: str
-    split: str
-    work_unit_id: str
-    work_unit_version: int
-    work_unit_digest: str
-    observed: bool  # named by --observed-task: its WorkUnit becomes exposed
-    exposed_at: int | None  # the entry that already exposed this WorkUnit (by digest or id)
-
-
-class BurnDryRunOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """What ``burn`` would append, nothing written: the payload and notice byte for byte."""
-
-    dry_run: Literal[True]
-    cohort: str
-    frozen_entry: int
-    definition_digest: str
-    reason: str
-    tasks: list[BurnDryRunTask]
-    observed_tasks: list[str]
-    exposed_work_units: list[str]
-    payload: CohortBurned  # the cohort.burned entry's payload
-    notice: BurnNotice  # the burn notice stored beside it
-
-
-# -- verify -----------------------------------------------------------------------------------
-
-
-class EarlierVerification(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The verification this ledger already recorded for the same bundle."""
-
-    bundle_entry: int
-    result_entry: int
-    cohort: str
-    task: str
-    outcome: Outcome
-
-
-class VerifyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    outcome: Outcome
-    cohort: str
-    task: str
-    bundle_entry: int
-    result_entry: int
-    adapter: str
-    adapter_version: str
-    runner_version: str
-    verification_result: VerificationResult
-    earlier: EarlierVerification | None
-    anchored_by: int | None  # the entry anchoring the freeze of the plan that judged it
-    warning: str | None  # set when none does: `ledger when` can never hold for this verdict
-    trust: TrustUsed | None  # the trust file used (its anchoring policy), null: none
-
-
-class VerifyBatchLine(VerifyOutput, frozen=True, forbid_unknown_fields=True):
-    """One JSON line of a batch for a bundle that was judged: the single verify's keys."""
-
-    bundle: str  # the bundle folder as given
-
-
-class VerifyBatchRefusalLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One JSON line of a batch for a bundle that was refused (the others go on)."""
-
-    error: ErrorDetail
-    bundle: str
 
 
 # -- authoring: seal / digest / new / bundle pack ---------------------------------------------
@@ -304,7 +179,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "init",
-        InitOutput,
+        InitResult,
         "ledger init --json",
         "The ledger file, whether init created it (false: it existed, nothing changed), "
         "its checkpoint origin, and on PostgreSQL its writer and reader roles with the SQL "
@@ -312,14 +187,14 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "calibrate",
-        CalibrateOutput,
+        CalibrateResult,
         "ledger calibrate --json",
         "The recorded calibration: green overall and per adapter version, the entry's seq and "
         "the full report (one row per calibration case). Exit 1 when red.",
     ),
     OutputShape(
         "freeze",
-        FreezeOutput,
+        FreezeResult,
         "ledger freeze --json",
         "The frozen cohort, its definition digest, whether this run froze it, the entries, the "
         "entry anchoring the freeze (the trust file's policy) or a warning that none does.",
@@ -340,7 +215,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "verify",
-        VerifyOutput,
+        VerifyResult,
         "ledger verify BUNDLE --json",
         "The outcome of judging one bundle, the two entries recorded, the "
         "VerificationResult, and the entry anchoring its plan's freeze (or a warning that "
@@ -348,27 +223,27 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "verify-batch-line",
-        VerifyBatchLine,
+        BatchVerified,
         "One JSON line of ledger verify B1 B2 ... --json (a judged bundle)",
         "The single verify's keys and the bundle folder as given.",
     ),
     OutputShape(
         "verify-batch-refusal-line",
-        VerifyBatchRefusalLine,
+        BatchRefused,
         "One JSON line of ledger verify B1 B2 ... --json (a refused bundle)",
         "The refusal of one bundle of a batch and the bundle folder as given; a refusal of the "
         "whole batch is the error document, on one line.",
     ),
     OutputShape(
         "burn",
-        BurnOutput,
+        BurnResult,
         "ledger burn --json",
         "The burned cohort, the cohort.burned entry, the observed tasks and the WorkUnits "
         "exposed forever.",
     ),
     OutputShape(
         "burn-dry-run",
-        BurnDryRunOutput,
+        BurnPlan,
         "ledger burn --dry-run --json",
         "What burn would record, nothing written: the cohort, each of its tasks (observed or "
         "not, already exposed or not), the WorkUnits it would expose, the cohort.burned "

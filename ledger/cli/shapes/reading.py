@@ -12,9 +12,10 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from ledger.cli.shapes.common import ErrorDetail, OutputShape, TrustUsed
-from ledger.cli.shapes.operations import EarlierVerification
+from ledger.audit.report import AuditResult
+from ledger.cli.shapes.common import ErrorDetail, OutputShape
 from ledger.format.entries import EntryBody
+from ledger.state import EarlierVerification
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.common import ContractStruct, refuse
 from verifiers.contracts.verification_result import Outcome
@@ -147,41 +148,6 @@ class StatusOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 # -- audit ----------------------------------------------------------------------------------------
-
-
-class AuditSkipped(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    check: str
-    count: Count
-    reason: str
-
-
-class AuditViolation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    seq: int | None  # null for a violation of the file as a whole (a checkpoint, the tree)
-    kind: str | None
-    code: str  # a violation code of LEDGER.md section 6
-    message: str
-
-
-class AuditOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    ok: bool
-    # intact*: no violation and the ledger extends a kept --checkpoint; consistent*: no violation,
-    # nothing the reader brought anchors it (LEDGER.md section 6, "What the verdict claims").
-    verdict: Literal[
-        "intact", "intact-with-skips", "consistent", "consistent-with-skips", "violations"
-    ]
-    entries: Count
-    objects: Count
-    withheld_objects: Count
-    replayed: Count
-    skipped: list[AuditSkipped]
-    tree_size: Count
-    root_hash: TreeHash
-    anchored_size: Count  # the largest kept --checkpoint's size; 0: none given
-    checks: list[str]
-    violation_count: Count
-    first_bad_seq: int | None
-    violations: list[AuditViolation]
-    trust: TrustUsed | None  # the trust file used (writers, log key), null: none
 
 
 # -- check-patch ----------------------------------------------------------------------------------
@@ -327,7 +293,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "audit",
-        AuditOutput,
+        AuditResult,
         "ledger audit --json (of a ledger or --from-export)",
         "The audit's verdict, counts, the checks run and skipped, the tree head, and every "
         "violation (LEDGER.md section 6). Exit 0 without a violation (intact against a kept "

@@ -11,6 +11,13 @@ import msgspec
 from ledger.cli.shapes.common import OutputShape, TrustUsed
 from ledger.format.payloads import Outcome
 from ledger.format.trust import TrustFile
+from ledger.transparency.check import ProofCheck
+from ledger.transparency.proofs import (
+    CheckpointNote,
+    ConsistencyProof,
+    InclusionProof,
+    TlogInclusionProof,
+)
 from verifiers.contracts import ContractStruct
 
 # -- keys -------------------------------------------------------------------------------------
@@ -26,15 +33,6 @@ class KeygenOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 # -- checkpoints ------------------------------------------------------------------------------
-
-
-class CheckpointOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``ledger checkpoint --json`` (no --witness)."""
-
-    origin: str
-    tree_size: int
-    root_hash: str  # standard base64 of the 32-byte Merkle root
-    note: str  # the C2SP tlog-checkpoint note, signed with --sign
 
 
 class WitnessReplyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -78,102 +76,6 @@ class WitnessedCheckpointOutput(msgspec.Struct, frozen=True, forbid_unknown_fiel
 
 
 # -- proofs -----------------------------------------------------------------------------------
-
-
-class InclusionProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``ledger prove SEQ --json`` (RFC 9162 inclusion proof; every hash standard base64)."""
-
-    index: int
-    tree_size: int
-    root_hash: str
-    leaf: str  # base64 of the entry body bytes
-    leaf_hash: str
-    proof: list[str]
-
-
-class TlogInclusionProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``ledger prove SEQ --tlog --json``: the inclusion proof and its C2SP tlog-proof text."""
-
-    index: int
-    tree_size: int
-    root_hash: str
-    leaf: str
-    leaf_hash: str
-    proof: list[str]
-    tlog_proof: str  # the c2sp.org/tlog-proof text, checkpoint note included
-
-
-class ConsistencyProofOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``ledger prove --consistency FILE --json`` (RFC 9162 consistency proof)."""
-
-    old_size: int
-    new_size: int
-    old_root: str
-    new_root: str
-    proof: list[str]
-
-
-class ProofCheckOutput(ContractStruct, frozen=True, forbid_unknown_fields=True):
-    """``ledger check-proof FILE --json``, valid (exit 0) or not (exit 1). Every key is always
-    present; those that do not apply to the proof's kind are null."""
-
-    # What ``ledger.transparency.check.check_proof`` guarantees: a code exactly when not valid;
-    # ``index`` for an inclusion (or tlog) proof, ``old_size``/``old_root`` for a consistency one.
-    json_schema_extra: ClassVar[dict[str, Any]] = {
-        "allOf": [
-            {
-                "if": {"properties": {"valid": {"const": True}}},
-                "then": {"properties": {"code": {"type": "null"}}},
-                "else": {"properties": {"code": {"type": "string"}}},
-            },
-            {
-                "if": {"properties": {"kind": {"const": "consistency"}}},
-                "then": {
-                    "properties": {
-                        "index": {"type": "null"},
-                        "old_size": {"type": "integer"},
-                        "old_root": {"type": "string"},
-                    }
-                },
-                "else": {
-                    "if": {"properties": {"kind": {"const": "checkpoint"}}},
-                    "then": {
-                        "properties": {
-                            "index": {"type": "null"},
-                            "old_size": {"type": "null"},
-                            "old_root": {"type": "null"},
-                        }
-                    },
-                    "else": {
-                        "properties": {
-                            "index": {"type": "integer"},
-                            "old_size": {"type": "null"},
-                            "old_root": {"type": "null"},
-                        }
-                    },
-                },
-            },
-        ]
-    }
-
-    # "checkpoint": a cosigned checkpoint note alone, checked with --witness-key
-    kind: Literal["inclusion", "consistency", "tlog", "checkpoint"]
-    valid: bool
-    code: str | None  # the check-proof code of LEDGER.md section 11; null exactly when valid
-    reason: str
-    tree_size: int  # the tree checked in (a consistency proof's new tree)
-    root_hash: str
-    index: int | None  # inclusion and tlog only
-    old_size: int | None  # consistency only
-    old_root: str | None  # consistency only
-    origin: str  # of the checkpoint checked against (always one: there is no check without)
-    checkpoint_size: int
-    signed_by: list[str]  # the keys that verified that checkpoint (empty when not valid)
-    cosigned_by: list[str]  # the --witness-key names that cosigned it (empty when not valid)
-    trust: TrustUsed | None  # the trust file whose log key was used, null: none
-
-
-# -- attestations -----------------------------------------------------------------------------
 
 
 class AttestOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -405,7 +307,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "checkpoint",
-        CheckpointOutput,
+        CheckpointNote,
         "ledger checkpoint --json",
         "The current checkpoint: origin, tree size, base64 root and the (signed) note.",
     ),
@@ -418,25 +320,25 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "prove",
-        InclusionProofOutput,
+        InclusionProof,
         "ledger prove SEQ --json",
         "An RFC 9162 inclusion proof of one entry (its body as the leaf), base64 hashes.",
     ),
     OutputShape(
         "prove-tlog",
-        TlogInclusionProofOutput,
+        TlogInclusionProof,
         "ledger prove SEQ --tlog --json",
         "The inclusion proof with its C2SP tlog-proof text (checkpoint note included).",
     ),
     OutputShape(
         "prove-consistency",
-        ConsistencyProofOutput,
+        ConsistencyProof,
         "ledger prove --consistency FILE --json",
         "An RFC 9162 consistency proof from an old checkpoint to the current tree.",
     ),
     OutputShape(
         "check-proof",
-        ProofCheckOutput,
+        ProofCheck,
         "ledger check-proof FILE --json",
         "The verdict on one proof, valid (exit 0) or not (exit 1, with its code).",
     ),
