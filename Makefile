@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 60
 
-.PHONY: demo test test-fast lint typecheck unit browser schemas fixtures bench bench-quick soak fuzz resources mutants clean
+.PHONY: demo test test-fast test-all-stores lint typecheck unit browser schemas fixtures bench bench-quick soak fuzz resources mutants clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,6 +30,13 @@ typecheck: $(STAMP)
 TEST_JOBS ?= auto
 unit: $(STAMP) browser
 	$(BIN)/pytest -n $(TEST_JOBS) --dist loadfile
+
+# The suites of what sits above the store (the rules, the audit's checks, signatures, export)
+# on PostgreSQL too: `make test` runs them on SQLite (ABOVE_THE_STORE in tests/store_copies.py)
+# and holds PostgreSQL to the same results with tests/test_cross_store.py; this runs the whole
+# matrix, for a change to a store backend.
+test-all-stores: $(STAMP) browser
+	LEDGER_TEST_STORES=all $(BIN)/pytest -n $(TEST_JOBS) --dist loadfile
 
 # The inner loop (188 s of CPU for 2,206 tests, measured 2026-12-03): no campaign, no slow
 # module, nothing on PostgreSQL (the markers come from tests/conftest.py); `make test` still runs

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers import FIXED_TIME, make_ledger
 from pg_server import PgServer, running_server
+from store_copies import store_target
 
 # Property tests are derandomized everywhere by default: `make test` (and CI, which runs it) sees
 # the same examples on every machine, so a red run reproduces and a green one is not luck. Cases
@@ -76,10 +77,7 @@ def pg_db(pg_server: PgServer) -> Iterator[str]:
 def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
     """A ``--db`` value naming a fresh store, once per store (the suites that must hold on
     both): a SQLite path not yet created, or the URL of a fresh, empty PostgreSQL database."""
-    if request.param == "sqlite":
-        return tmp_path / "ledger.db"
-    url: str = request.getfixturevalue("pg_db")
-    return url
+    return store_target(request, tmp_path)
 
 
 # The tiers (`make test-fast` is the inner loop: `-m "not slow and not postgresql"`). Marked here
