@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 60
 # (ledger/sandbox/bwrap.py) finds it here when bwrap is not on PATH.
 BWRAP := .tools/bwrap/usr/bin/bwrap
 
-.PHONY: bwrap demo test test-fast lint typecheck unit browser schemas fixtures bench bench-quick soak fuzz resources mutants clean
+.PHONY: bwrap demo test test-fast test-all-stores lint typecheck unit browser schemas fixtures bench bench-quick soak fuzz resources mutants clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,9 +40,16 @@ TEST_JOBS ?= auto
 unit: $(STAMP) browser $(BWRAP)
 	$(BIN)/pytest -n $(TEST_JOBS) --dist loadfile
 
-# The inner loop (188 s of CPU for 2,206 tests, measured 2026-12-03): no campaign, no slow
-# module, nothing on PostgreSQL (the markers come from tests/conftest.py); `make test` still runs
-# them all. Bytecode is written here even where PYTHONDONTWRITEBYTECODE is set: the assertion rewriting of every test
+# The suites of what sits above the store (the rules, the audit's checks, signatures, export)
+# on PostgreSQL too: `make test` runs them on SQLite (ABOVE_THE_STORE in tests/store_copies.py)
+# and holds PostgreSQL to the same results with tests/test_cross_store.py; this runs the whole
+# matrix, for a change to a store backend.
+test-all-stores: $(STAMP) browser $(BWRAP)
+	LEDGER_TEST_STORES=all $(BIN)/pytest -n $(TEST_JOBS) --dist loadfile
+
+# The inner loop (121 s of CPU for 2,154 tests, measured 2026-12-03): no campaign, no slow
+# module, nothing on PostgreSQL (the markers come from tests/conftest.py, which does not even
+# import a module -m deselects whole); `make test` still runs them all. Bytecode is written here even where PYTHONDONTWRITEBYTECODE is set: the assertion rewriting of every test
 # module, cached in __pycache__, is most of a repeated run's collection. exec: no sh between make
 # and pytest (shell completion's test finds the user's shell among its ancestors).
 test-fast: $(STAMP) $(BWRAP)

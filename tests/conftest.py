@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression  # how -m is read: the same reading here
 from hypothesis import HealthCheck, settings
 
 # Tests import ``helpers`` by name, whatever pytest's import mode.
@@ -15,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers import FIXED_TIME, make_ledger
 from pg_server import PgServer, running_server
+from store_copies import store_target
 
 # Property tests are derandomized everywhere by default: `make test` (and CI, which runs it) sees
 # the same examples on every machine, so a red run reproduces and a green one is not luck. Cases
@@ -76,10 +78,7 @@ def pg_db(pg_server: PgServer) -> Iterator[str]:
 def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
     """A ``--db`` value naming a fresh store, once per store (the suites that must hold on
     both): a SQLite path not yet created, or the URL of a fresh, empty PostgreSQL database."""
-    if request.param == "sqlite":
-        return tmp_path / "ledger.db"
-    url: str = request.getfixturevalue("pg_db")
-    return url
+    return store_target(request, tmp_path)
 
 
 # The tiers (`make test-fast` is the inner loop: `-m "not slow and not postgresql"`). Marked here
@@ -87,7 +86,12 @@ def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
 # suite's PostgreSQL server (by fixture, or a store parameter), `slow` for the campaigns and the
 # modules that take the longest on their own (their histories, processes, or browser).
 # Chosen by measured time (pytest --durations, issue 31): the 18 slowest modules outside the
-# campaigns, once their PostgreSQL variants are set aside.
+# campaigns, once their PostgreSQL variants are set aside; then (2026-12-03, to bring the fast
+# tier under 90 s on 2 cores) the walkthroughs run end to end (README's paths, the demo, a new
+# user's first cohort), what needs real processes, signals or kills (progress bars, Ctrl-C,
+# crashes, concurrent writers), the report's headless browser, the big objects, the package
+# metadata check and the diff parser's property tests: each a minute or more of CPU for a few
+# tests, none what the inner loop changes most.
 SLOW_MODULES = frozenset(
     {
         "test_settings.py",
@@ -109,6 +113,18 @@ SLOW_MODULES = frozenset(
         "test_examples.py",
         "test_output_pins.py",
         "test_reader_determinism.py",
+        "test_progress.py",
+        "test_large_objects.py",
+        "test_diff_properties.py",
+        "test_dependencies.py",
+        "test_crash.py",
+        "test_interrupts.py",
+        "test_readme_path.py",
+        "test_authoring_new_user.py",
+        "test_demo.py",
+        "test_readme_anchors.py",
+        "test_concurrency.py",
+        "test_report.py",
     }
 )
 
@@ -116,6 +132,35 @@ SLOW_MODULES = frozenset(
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "postgresql: runs on the suite's PostgreSQL server")
     config.addinivalue_line("markers", "slow: a campaign or a slow module (not in test-fast)")
+
+
+# Modules whose every test is on the suite's PostgreSQL server.
+POSTGRESQL_MODULES = frozenset({"test_postgres_threats.py", "test_pg_server.py"})
+
+
+def _module_marks(path: Path) -> set[str]:
+    """The tier marks every test of the module at ``path`` gets, whatever else it has."""
+    marks = set()
+    if path.parent.name == "campaigns" or path.name in SLOW_MODULES:
+        marks.add("slow")
+    if path.name in POSTGRESQL_MODULES:
+        marks.add("postgresql")
+    return marks
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A module none of whose tests ``-m`` could select is not imported at all: collection (each
+    worker imports every module it collects) is a third of a fast run's time otherwise. None
+    could be selected when the expression is false both with only the module's marks and with
+    every other mark a test could add to them."""
+    expression = config.getoption("markexpr", "")
+    marks = _module_marks(collection_path) if collection_path.suffix == ".py" else set()
+    if not expression or not marks:
+        return None
+    compiled = Expression.compile(expression)
+    alone = compiled.evaluate(lambda name, /, **kwargs: name in marks)
+    with_any_other = compiled.evaluate(lambda name, /, **kwargs: True)
+    return True if not alone and not with_any_other else None
 
 
 def _on_postgresql(item: pytest.Item) -> bool:
@@ -129,6 +174,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _on_postgresql(item):
             item.add_marker(pytest.mark.postgresql)
-        path = Path(str(item.fspath))
-        if path.parent.name == "campaigns" or path.name in SLOW_MODULES:
-            item.add_marker(pytest.mark.slow)
+        for mark in _module_marks(Path(str(item.fspath))):
+            item.add_marker(mark)

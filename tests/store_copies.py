@@ -10,6 +10,7 @@ modules own theirs, so a SQLite run never starts the server.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -21,6 +22,12 @@ from pg_server import PgServer
 from ledger.store.opening import create_store
 
 STORES = ["sqlite", "postgresql"]
+# Where the store is what is tested (its behaviour, concurrency, durability, schema, copy, team
+# roles) a suite runs on ``STORES``. The suites of what sits above it (the rules, the audit's
+# checks, signatures, the export, the adversarial pass) are one code for either store and run on
+# ``ABOVE_THE_STORE``: SQLite, while tests/test_cross_store.py holds PostgreSQL to the same
+# entries, outputs, refusals and audit reports. ``make test-all-stores`` runs them on both.
+ABOVE_THE_STORE = STORES if os.environ.get("LEDGER_TEST_STORES") == "all" else ["sqlite"]
 
 T = TypeVar("T")
 
@@ -46,6 +53,15 @@ def built_per_store(
         yield build(built)
     finally:
         built.close()
+
+
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """The body of a ``store_db`` fixture: a SQLite path not yet created, or the URL of a fresh,
+    empty PostgreSQL database (``pg_db``), by the fixture's parameter."""
+    if request.param == "sqlite":
+        return tmp_path / "ledger.db"
+    url: str = request.getfixturevalue("pg_db")
+    return url
 
 
 class Built:

@@ -3,8 +3,9 @@ named after what it tries, each building the ledger the attacker would (the file
 the library, or a candidate with a bundle) and asserting what the audit says (SECURITY.md,
 "Adversarial pass").
 
-Every attack runs on both stores (a SQLite file, or a PostgreSQL database whose owner appends
-with the library), except the plan swapped in place under the auditor: it writes over the
+Every attack runs on each store of ``store_copies.ABOVE_THE_STORE`` (SQLite; both with ``make
+test-all-stores``: a SQLite file, or a PostgreSQL database whose owner appends with the
+library), except the plan swapped in place under the auditor: it writes over the
 plan's bytes in the SQLite file and drops SQLite's page cache, an attack on the file's pages
 that a PostgreSQL database's owner has no counterpart of through the audit's snapshot."""
 
@@ -24,6 +25,7 @@ from commit_helpers import cohort_doc, make_bundle, make_cohort, task_doc, write
 from helpers import CliResult, checkpointed_copy, run_cli
 from pg_copies import BuiltBases
 from pg_server import PgServer
+from store_copies import ABOVE_THE_STORE
 from test_commitment_rules import _observe_then_freeze_supporting_plan, custom_cohort, strict_plan
 from test_public_export import COHORT, HIDDEN_TASK, hidden_plan, write_bundle
 
@@ -90,9 +92,10 @@ class Stores:
         return self.copied.enter_context(self._bases.copies(build, self.server).copy())
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ABOVE_THE_STORE)
 def stores(request: pytest.FixtureRequest, tmp_path: Path, bases: BuiltBases) -> Iterator[Stores]:
-    """Every test taking it runs on both stores; its PostgreSQL databases are dropped after."""
+    """Every test taking it runs on each store of ``ABOVE_THE_STORE``; its PostgreSQL databases
+    are dropped after."""
     server: PgServer | None = None
     if request.param == "postgresql":
         server = request.getfixturevalue("pg_server")

@@ -1,5 +1,6 @@
 """The audit's reading of ``refs`` (exactly a sorted list of distinct blake3 addresses) and of
-``time``, on both stores."""
+``time``, on each store of ``store_copies.ABOVE_THE_STORE`` (SQLite; both with ``make
+test-all-stores``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import store_attacker
 from pg_server import PgServer
+from store_copies import ABOVE_THE_STORE
 
 from ledger.audit.engine import audit
 from ledger.format.entries import encode_body, entry_hash
@@ -49,9 +51,9 @@ def pg_genesis(pg_server: PgServer) -> Iterator[str]:
         pg_server.drop_database(name)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ABOVE_THE_STORE)
 def genesis_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path | str]:
-    """A ledger holding its genesis entry only, on each store (every test here runs on both)."""
+    """A ledger holding its genesis entry only, on each store of ``ABOVE_THE_STORE``."""
     if request.param == "sqlite":
         path = tmp_path / "ledger.db"
         ledger, _ = Ledger.create(path, origin=ORIGIN, clock=lambda: GENESIS_TIME)

@@ -2,9 +2,10 @@
 
 The attacker copies a closed ledger, drops every trigger with plain sqlite3 (on PostgreSQL: the
 database's owner disables them) and edits rows; every test that edits rows with SQL both stores
-run runs on both (``base`` is parametrized over the stores, ``helpers.store_attacker``). For each
-edit `ledger audit --json` must exit 1 and its ``first_bad_seq`` must be the first
-entry the edit touched. What the audit cannot see without an outside checkpoint (a clean
+run runs on each store of ``store_copies.ABOVE_THE_STORE`` (``base``, ``helpers.store_attacker``:
+SQLite, both with ``make test-all-stores``; tests/test_cross_store.py edits every column on
+both). For each edit `ledger audit --json` must exit 1 and its ``first_bad_seq`` must be the
+first entry the edit touched. What the audit cannot see without an outside checkpoint (a clean
 truncation of the tail) is pinned down too, so the limit stays documented and honest.
 """
 
@@ -32,6 +33,7 @@ from helpers import (
 )
 from helpers import store_attacker as attacker_of
 from pg_server import PgServer
+from store_copies import ABOVE_THE_STORE
 
 from ledger.store.postgres import PostgresLedger
 
@@ -55,7 +57,7 @@ def sqlite_base(tmp_path_factory: pytest.TempPathFactory) -> Base:
     return Base(path, {a.seq: a.object_digest for a in appended})
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=ABOVE_THE_STORE)
 def base(request: pytest.FixtureRequest, sqlite_base: Base) -> Base:
     if request.param == "sqlite":
         return sqlite_base

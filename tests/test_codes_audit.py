@@ -7,10 +7,12 @@ library's writer appending entries the commands never write) and asserts the exa
 ledgers these start from audit clean (``test_the_honest_ledgers_audit_clean``), so the code is
 the forgery's and nothing else's.
 
-Every test runs on both stores (``ledgers`` is built once per store; each test changes its own
-copy: the file copied, or the database copied with ``CREATE DATABASE ... TEMPLATE``), except the
-edits only a SQLite file admits (``SQLITE_ONLY`` says why, and
-``test_the_sqlite_only_cases_are_exactly_the_documented_ones`` keeps that list honest).
+Every test runs on each store of ``store_copies.ABOVE_THE_STORE`` (SQLite; both with ``make
+test-all-stores``: tests/test_cross_store.py holds PostgreSQL's rows to the same reports) and
+``ledgers`` is built once per store (each test changes its own copy: the file copied, or the
+database copied with ``CREATE DATABASE ... TEMPLATE``), except the edits only a SQLite file
+admits (``SQLITE_ONLY`` says why, and ``test_the_sqlite_only_cases_are_exactly_the_documented_ones``
+keeps that list honest).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import blake3
 import pytest
 from commit_helpers import make_bundle, make_cohort
 from helpers import REPO_DIR, append_one, run_cli, store_attacker
-from store_copies import STORES, Built, built_per_store
+from store_copies import ABOVE_THE_STORE, Built, built_per_store
 
 from ledger.store.base import Store
 from ledger.store.opening import open_store
@@ -87,7 +89,7 @@ def sqlite_ledgers(tmp_path_factory: pytest.TempPathFactory) -> Ledgers:
     return build_ledgers(Built("sqlite", tmp_path_factory.mktemp("codes-audit"), None))
 
 
-@pytest.fixture(scope="module", params=STORES)
+@pytest.fixture(scope="module", params=ABOVE_THE_STORE)
 def ledgers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Ledgers]:

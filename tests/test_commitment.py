@@ -1,7 +1,8 @@
 """Pre-outcome commitment: each test is named after the attack it stops (LEDGER.md section 5).
 
 The histories (calibrated, frozen, one verdict recorded) are built once per module on each store
-and copied per test (tests/store_copies.py); the CLI runs in this process (``helpers.run_cli``)
+of ``store_copies.ABOVE_THE_STORE`` (SQLite; both with ``make test-all-stores``) and copied per
+test (tests/store_copies.py); the CLI runs in this process (``helpers.run_cli``)
 except where only a process shows the behaviour: exit codes and output of the real console
 script, and a verify killed between its two appends.
 """
@@ -24,7 +25,7 @@ import pytest
 from commit_helpers import make_bundle, make_cohort, write_json
 from helpers import ledger_command
 from helpers import run_cli as run_in_process
-from store_copies import STORES, Built, built_per_store
+from store_copies import ABOVE_THE_STORE, Built, built_per_store
 
 from ledger.audit.engine import audit
 from ledger.audit.rules import CommitmentRules
@@ -91,7 +92,7 @@ def sqlite_histories(tmp_path_factory: pytest.TempPathFactory) -> Histories:
     return build_histories(Built("sqlite", tmp_path_factory.mktemp("commitment"), None))
 
 
-@pytest.fixture(scope="module", params=STORES)
+@pytest.fixture(scope="module", params=ABOVE_THE_STORE)
 def histories(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Histories]:

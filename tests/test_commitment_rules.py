@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from commit_helpers import FAMILIES, cohort_doc, make_bundle, make_cohort, task_doc, write_json
 from helpers import CliResult, run_cli
+from store_copies import ABOVE_THE_STORE, store_target
 
 from ledger.documents.cohort_folder import load_cohort
 from ledger.errors import CommitError
@@ -32,9 +33,16 @@ def cli(root: Path, db: Path, *args: str) -> CliResult:
     return run_cli(["--db", str(db), *args], env={"LEDGER_TIME": TIME}, cwd=root)
 
 
+@pytest.fixture(params=ABOVE_THE_STORE)
+def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """A fresh store for a test that makes its own ledger, on each store of ``ABOVE_THE_STORE``
+    (conftest's ``store_db`` is on both)."""
+    return store_target(request, tmp_path)
+
+
 @pytest.fixture
 def workspace(tmp_path: Path, store_db: Path) -> tuple[Path, Path]:
-    db = store_db  # a SQLite path, or a PostgreSQL URL: every test here runs on both
+    db = store_db  # a SQLite path, or a PostgreSQL URL (``ABOVE_THE_STORE``, below)
     assert cli(tmp_path, db, "init", "--origin", "test/rules").code == 0
     assert cli(tmp_path, db, "calibrate").code == 0
     return tmp_path, db

@@ -3,8 +3,9 @@
 A realistic ledger (calibrated, two cohorts frozen, one of them with a hidden plan, several
 bundles verified) is exported once; each test tampers with a copy of the JSON Lines the way an
 attacker holding only the export would, and checks the audit names the first bad seq. The
-ledger is built on each store (the same history: commands, files, clock, origin) and every test
-runs on both; the two stores' exports are the same bytes.
+ledger is built on each store (the same history: commands, files, clock, origin) and the two
+stores' exports are the same bytes; so the tests of the export run on
+``store_copies.ABOVE_THE_STORE`` (SQLite; both with ``make test-all-stores``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from commit_helpers import (
 )
 from helpers import FIXED_TIME, CliResult, run_cli
 from pg_server import PgServer
+from store_copies import ABOVE_THE_STORE
 
 from ledger.audit.rules import SKIP_BUNDLE_WITHHELD, SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from verifiers.calibration import PLANS
@@ -125,9 +127,10 @@ def pg_built(tmp_path_factory: pytest.TempPathFactory, pg_server: PgServer) -> I
         pg_server.drop_database(name)
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=ABOVE_THE_STORE)
 def built(request: pytest.FixtureRequest) -> Built:
-    """The export of the ledger on each store (every test here runs on both)."""
+    """The export of the ledger on each store of ``ABOVE_THE_STORE``: the export is the same bytes
+    on both (the test below), so what a test reads of it is too."""
     name = "pg_built" if request.param == "postgresql" else "sqlite_built"
     value: Built = request.getfixturevalue(name)
     return value

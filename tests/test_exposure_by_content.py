@@ -28,7 +28,7 @@ from commit_helpers import (
     write_json,
 )
 from helpers import pg_roles, run_cli, store_attacker
-from store_copies import STORES, Built, built_per_store
+from store_copies import ABOVE_THE_STORE, Built, built_per_store
 
 from ledger.api import audit_ledger
 from ledger.documents.cohort_folder import load_cohort
@@ -86,7 +86,7 @@ def sqlite_exposed(tmp_path_factory: pytest.TempPathFactory) -> Exposed:
     return build_exposed(Built("sqlite", tmp_path_factory.mktemp("exposure"), None))
 
 
-@pytest.fixture(scope="module", params=STORES)
+@pytest.fixture(scope="module", params=ABOVE_THE_STORE)
 def exposed_per_store(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Exposed]:

@@ -6,7 +6,8 @@ cut off) and re-hashes and re-chains everything after it, so every chain, tree a
 passes; only the signature can tell. And a writer whose key the reader does not trust, or who
 does not sign where the reader requires it. The attacker here has no private key but its own.
 
-On both stores: the signed ledgers are built once per store (``signed_base``, ``demo_signed``:
+On each store of ``store_copies.ABOVE_THE_STORE`` (SQLite; both with ``make test-all-stores``):
+the signed ledgers are built once per store (``signed_base``, ``demo_signed``:
 every command signing with ``--signer``) and each test changes its own copy, rewritten by the
 owner with the triggers off (``helpers.store_attacker``: the file's owner, or the PostgreSQL
 database's); ledgers a test makes itself are made on ``store_db``. ``SQLITE_ONLY`` lists what
@@ -42,7 +43,7 @@ from helpers import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_copies import STORES, Built, built_per_store
+from store_copies import ABOVE_THE_STORE, Built, built_per_store, store_target
 
 from ledger import api
 from ledger.format.entries import (
@@ -106,12 +107,19 @@ def _copy_of(base: tuple[Built, Db], tmp_path: Path) -> Iterator[Db]:
         copies.close()
 
 
+@pytest.fixture(params=ABOVE_THE_STORE)
+def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """A fresh store for a test that makes its own ledger, on each store of ``ABOVE_THE_STORE``
+    (conftest's ``store_db`` is on both)."""
+    return store_target(request, tmp_path)
+
+
 @pytest.fixture(scope="module")
 def sqlite_signed_base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Built, Db]:
     return _build_signed(Built("sqlite", tmp_path_factory.mktemp("signed"), None))
 
 
-@pytest.fixture(scope="module", params=STORES)
+@pytest.fixture(scope="module", params=ABOVE_THE_STORE)
 def signed_base(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Built, Db]]:
@@ -495,7 +503,7 @@ def sqlite_demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     return _build_demo(Built("sqlite", tmp_path_factory.mktemp("demo-signed"), None))
 
 
-@pytest.fixture(scope="module", params=STORES)
+@pytest.fixture(scope="module", params=ABOVE_THE_STORE)
 def demo(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Demo]:

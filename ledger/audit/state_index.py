@@ -121,8 +121,12 @@ class StateIndexCheck:
             "state_anchors": "SELECT seq, tree_size",
         }[table]
         width = {"state_tasks": 2, "state_mentions": 3}.get(table, 1)
+        # In key order (its primary key's index; text collated bytewise on both stores): the
+        # first difference reported is then the same on either store, whatever order the rows
+        # were written or moved in (PostgreSQL's heap order is not SQLite's).
+        keys = ", ".join(sql.removeprefix("SELECT ").split(", ")[:width])
         rows = 0
-        for row in self._conn.execute(f"{sql} FROM {table}"):
+        for row in self._conn.execute(f"{sql} FROM {table} ORDER BY {keys}"):
             rows += 1
             key, value = tuple(row[:width]), tuple(row[width:])
             want = expected.get(key)
