@@ -158,9 +158,7 @@ def baseline_cmd(ctx: Ctx, name: str, **kwargs: Any) -> Measure:
     larger than one argument may be)."""
     args = ctx.work / f"args-{next(ctx.scratch)}.json"
     args.write_text(json.dumps(kwargs))
-    return run_measured(
-        ctx, [sys.executable, str(Path(__file__)), "--baseline", name, str(args)]
-    )
+    return run_measured(ctx, [sys.executable, str(Path(__file__)), "--baseline", name, str(args)])
 
 
 # -- the generated benchmark ---------------------------------------------------------------------
@@ -202,7 +200,8 @@ class Generated:
         return self.phase1 + self.phase2
 
 
-_VERSIONS = (("0.2", 0.2), ("0.3", 0.3), ("0.4", 0.5))
+_VERSIONS = (("0.1", 0.05), ("0.2", 0.2), ("0.3", 0.3), ("0.4", 0.45))
+JSON_VALIDATORS = ("artifact-digest", "candidate-scope", "independent-acceptance")
 _SIZES = (("tiny", 0.55), ("small", 0.30), ("medium", 0.12), ("near-limit", 0.03))
 _REJECTS = (("missing", 0.70), ("scope", 0.15), ("forged", 0.08), ("too-large", 0.07))
 SUPPORT_SHARE = 0.4
@@ -218,15 +217,18 @@ def _pick(rng: random.Random, table: tuple[tuple[str, float], ...]) -> str:
 
 
 def _make_task(index: int, cohort: str, rng: random.Random, *, hidden: bool) -> Task:
-    from tools import examples
-
     import gen
 
+    from tools import examples
+
     version = _pick(rng, _VERSIONS)
+    semantic: dict[str, list[str]]
     required = [f"check_{index:05d}(value)"]
     removed = [f"legacy_{index:05d}("]
-    if version == "0.2":
-        semantic: dict[str, list[str]] = {"required_added_text": [f"guard = {required[0]}"]}
+    if version == "0.1":
+        semantic = {}
+    elif version == "0.2":
+        semantic = {"required_added_text": [f"guard = {required[0]}"]}
         required = [f"guard = {required[0]}"]
     elif version == "0.3":
         semantic = {"required_added_substrings": required}
@@ -262,7 +264,9 @@ def _respec(task: Task, cohort: str, version: str) -> Task:
     semantic: dict[str, list[str]]
     required = [f"check_{task.module:05d}(value)"]
     removed = [f"legacy_{task.module:05d}("]
-    if version == "0.3":
+    if task.spec.plan_version == "0.1":  # an exact-JSON WorkUnit takes only a 0.1 plan
+        version, semantic = "0.1", {}
+    elif version == "0.3":
         semantic = {"required_added_substrings": required}
     else:
         semantic = {"required_added_substrings": required, "required_removed_substrings": removed}
@@ -273,14 +277,71 @@ def _respec(task: Task, cohort: str, version: str) -> Task:
         semantic=semantic,
         plan_suffix=f"evaluator-v{version}",
     )
-    return Task(spec, cohort, task.limit, required, removed if version == "0.4" else [], task.module)
+    return Task(
+        spec, cohort, task.limit, required, removed if version == "0.4" else [], task.module
+    )
+
+
+def _json_answer(task: Task) -> dict[str, Any]:
+    return {"schema_version": "0.1", "status": "ready", "task": task.module}
+
+
+def _work_unit(task: Task) -> dict[str, Any]:
+    from tools import examples
+
+    doc = examples.work_unit_doc(task.spec)
+    if task.spec.plan_version == "0.1":  # the shape of fixtures/calibration's json-exact
+        doc["constraints"]["allowed_paths"] = ["candidate.json"]
+        doc["constraints"]["forbidden_paths"] = []
+        doc["permissions"]["filesystem_write"] = ["candidate.json"]
+        doc["validators"] = [
+            {"id": JSON_VALIDATORS[0], "type": "reproduction", "required": True},
+            {"id": JSON_VALIDATORS[1], "type": "review", "required": True},
+            {"id": JSON_VALIDATORS[2], "type": "test", "required": True},
+        ]
+        doc["evidence_requirements"] = [{"type": "artifact_hash", "required": True}]
+    return doc
 
 
 def _plan(task: Task) -> dict[str, Any]:
     from tools import examples
 
-    plan = examples.plan_doc(task.spec)
-    plan["backend"]["max_candidate_bytes"] = task.limit
+    spec = task.spec
+    if spec.plan_version != "0.1":
+        plan = examples.plan_doc(spec)
+        plan["backend"]["max_candidate_bytes"] = task.limit
+        plan["binding"]["work_unit_digest"] = examples.canonical_digest(_work_unit(task))
+        return plan
+    plan = {
+        "schema_version": "0.1",
+        "id": spec.plan_id,
+        "binding": {
+            "work_unit_id": spec.work_unit_id,
+            "work_unit_version": 1,
+            "work_unit_digest": examples.canonical_digest(_work_unit(task)),
+            "source_revision": spec.repo.revision,
+        },
+        "visibility": spec.visibility,
+        "execution_mode": "metadata_only",
+        "verifier": {
+            "id": "idkmesh-local-verifier",
+            "type": "system",
+            "adapter": "deterministic-json-verifier",
+            "adapter_version": "0.1",
+        },
+        "required_validator_ids": list(JSON_VALIDATORS),
+        "candidate_artifact_id": "candidate-result",
+        "policy": {
+            "require_plan_outside_candidate_root": True,
+            "require_output_outside_candidate_root": True,
+            "require_verifier_distinct_from_worker": True,
+        },
+        "allowed_files": ["candidate.json"],
+        "max_candidate_bytes": 4096,
+        "required_json": _json_answer(task),
+    }
+    if spec.visibility == "hidden":
+        plan["extensions"] = {examples.PLAN_SALT_EXTENSION: examples.example_salt(spec)}
     return plan
 
 
@@ -292,7 +353,7 @@ def _write_cohort(root: Path, hidden: Path, cohort: str, tasks: list[Task], **ex
         spec = t.spec
         wu_path = f"wu/{spec.work_unit_id.rsplit('/', 1)[1]}.json"
         if not (root / wu_path).exists():
-            (root / wu_path).write_bytes(examples.pretty(examples.work_unit_doc(spec)))
+            (root / wu_path).write_bytes(examples.pretty(_work_unit(t)))
         plan = _plan(t)
         plan_path: str | None = None
         if spec.visibility == "hidden":
@@ -300,8 +361,13 @@ def _write_cohort(root: Path, hidden: Path, cohort: str, tasks: list[Task], **ex
         else:
             plan_path = f"plans/{spec.task_prefix}-{spec.number}.json"
             (root / plan_path).write_bytes(examples.pretty(plan))
-        doc = examples.cohort_task(spec, work_unit_path=wu_path, plan_path=plan_path)
+        # (cohort_task computes a patch plan's digest; replaced below by this plan's)
+        shaped = spec if spec.plan_version != "0.1" else _as_patch_spec(spec)
+        doc = examples.cohort_task(shaped, work_unit_path=wu_path, plan_path=plan_path)
         doc["evaluator"]["plan_digest"] = examples.canonical_digest(plan)
+        doc["work_unit"]["digest"] = examples.canonical_digest(_work_unit(t))
+        if spec.plan_version == "0.1":
+            doc["evaluator"]["backend"] = "exact_json"
         entries.append(doc)
     doc = examples.cohort_doc(
         cohort_id=cohort,
@@ -315,6 +381,12 @@ def _write_cohort(root: Path, hidden: Path, cohort: str, tasks: list[Task], **ex
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cohort.json").write_bytes(examples.pretty(doc))
     return folder
+
+
+def _as_patch_spec(spec: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(spec, plan_version="0.3", semantic={"required_added_substrings": ["x"]})
 
 
 def _filler(rng: random.Random) -> str:
@@ -368,9 +440,7 @@ def _patch(rng: random.Random, task: Task, size: str, why: str) -> bytes:
         )
     ]
     if why == "scope":
-        sections.append(
-            _section(rng, ".github/workflows/ci.yml", [(["on: push"], ["on: [push]"])])
-        )
+        sections.append(_section(rng, ".github/workflows/ci.yml", [(["on: push"], ["on: [push]"])]))
     total = sum(len(s) for s in sections)
     n = 0
     while total < target:
@@ -393,6 +463,46 @@ def _patch(rng: random.Random, task: Task, size: str, why: str) -> bytes:
     return "".join(sections).encode()
 
 
+def _json_bundle(rng: random.Random, task: Task, why: str) -> bytes:
+    """An exact-JSON candidate: the answer (support) or a near miss (reject)."""
+    answer = _json_answer(task)
+    if why != "support":
+        answer["status"] = rng.choice(("pending", "done", "ready "))
+    return json.dumps(answer, sort_keys=True).encode()
+
+
+def _write_json_bundle(folder: Path, task: Task, attempt: int, candidate: bytes) -> None:
+    from tools import examples
+
+    manifest = examples.manifest_doc(
+        examples.BundleSpec("b", task.spec, 1, b"", "json answer", "", None)
+    )
+    short = task.spec.work_unit_id.rsplit("/", 1)[1]
+    manifest.update(
+        id=f"realistic/attempts/{short}/attempt-{attempt}",
+        attempt=attempt,
+        logs=[],
+        metrics={},
+        produced_artifacts=[
+            {
+                "id": "candidate-result",
+                "type": "file",
+                "locator": "candidate.json",
+                "digest": "sha256:" + hashlib.sha256(candidate).hexdigest(),
+                "media_type": "application/json",
+            }
+        ],
+    )
+    manifest["provenance"]["work_unit_digest"] = examples.canonical_digest(_work_unit(task))
+    manifest["verification_request"] = {
+        "evidence_artifact_ids": ["candidate-result"],
+        "expected_validator_ids": list(JSON_VALIDATORS),
+    }
+    folder.mkdir(parents=True)
+    (folder / "result-manifest.json").write_bytes(examples.pretty(manifest))
+    (folder / "candidate.json").write_bytes(candidate)
+
+
 def _write_bundle(folder: Path, task: Task, attempt: int, patch: bytes, why: str) -> None:
     from tools import examples
 
@@ -408,6 +518,7 @@ def _write_bundle(folder: Path, task: Task, attempt: int, patch: bytes, why: str
         declared_digest="sha256:" + "0" * 64 if why == "forged" else None,
     )
     manifest = examples.manifest_doc(spec)
+    manifest["provenance"]["work_unit_digest"] = examples.canonical_digest(_work_unit(task))
     short = task.spec.work_unit_id.rsplit("/", 1)[1]
     manifest["id"] = f"realistic/attempts/{short}/attempt-{attempt}"
     manifest["attempt"] = attempt
@@ -452,10 +563,14 @@ def generate(work: Path, tasks: int, bundles: int, seed: int = 30) -> Generated:
     ]
     successor = (
         successor_name,
-        _write_cohort(root, hidden, successor_name, successor_tasks, **{
-            "org.evidence-ledger.bench": {"predecessor": burned}
-        }),
-    )  # fmt: skip
+        _write_cohort(
+            root,
+            hidden,
+            successor_name,
+            successor_tasks,
+            **{"org.evidence-ledger.bench": {"predecessor": burned}},
+        ),
+    )
 
     # Bundles: the first 75% before the burn (every cohort), the rest after it; a burned
     # cohort's unobserved WorkUnits are then judged by the successor's plans.
@@ -472,19 +587,22 @@ def generate(work: Path, tasks: int, bundles: int, seed: int = 30) -> Generated:
         attempts[task.spec.work_unit_id] += 1
         attempt = attempts[task.spec.work_unit_id]
         why = "support" if rng.random() < SUPPORT_SHARE else _pick(rng, _REJECTS)
-        size = _pick(rng, _SIZES)
-        patch = _patch(rng, task, size, why)
         folder = out / f"{i // 1000:03d}" / f"b{i:05d}"
-        _write_bundle(folder, task, attempt, patch, why)
+        if task.spec.plan_version == "0.1":
+            why = "support" if why == "support" else "wrong-json"
+            patch = _json_bundle(rng, task, why)
+            _write_json_bundle(folder, task, attempt, patch)
+        else:
+            patch = _patch(rng, task, _pick(rng, _SIZES), why)
+            _write_bundle(folder, task, attempt, patch, why)
         b = Bundle(folder, task, "support" if why == "support" else "reject", why, len(patch))
         (phase1 if i < split else phase2).append(b)
     plans = {}
-    from tools import examples
 
     for t in [*all_tasks, *successor_tasks]:
         plans[t.spec.task_id] = (
             json.dumps(_plan(t)).encode(),
-            json.dumps(examples.work_unit_doc(t.spec)).encode(),
+            json.dumps(_work_unit(t)).encode(),
         )
     return Generated(
         root, hidden, cohorts, burned, observed.spec.task_id, successor, phase1, phase2, plans
@@ -652,8 +770,17 @@ def _plain_copy(src: Path, dst: Path) -> None:
 
 # -- the run -------------------------------------------------------------------------------------
 
-STAGES = ("freeze", "checkpoint", "verify", "audit", "export", "audit-export", "browse",
-          "report", "attest")  # fmt: skip
+STAGES = (
+    "freeze",
+    "checkpoint",
+    "verify",
+    "audit",
+    "export",
+    "audit-export",
+    "browse",
+    "report",
+    "attest",
+)
 
 
 @dataclass
@@ -718,24 +845,46 @@ def run_store(store: str, g: Generated, work: Path, server: Any) -> list[StageRo
     ledger_cmd(ctx, "init")
     ledger_cmd(ctx, "calibrate")
     ledger_cmd(ctx, "keygen", "--out", "log")
-    run_measured(ctx, [str(BIN / "ledger"), "witness", "keygen", "--out", "w", "--name",
-                       "witness.example/w1"])  # fmt: skip
-    run_measured(ctx, [str(BIN / "ledger"), "witness", "init", "--key", "w.key", "--state",
-                       "w.db"])  # fmt: skip
+    run_measured(
+        ctx,
+        [str(BIN / "ledger"), "witness", "keygen", "--out", "w", "--name", "witness.example/w1"],
+    )
+    run_measured(ctx, [str(BIN / "ledger"), "witness", "init", "--key", "w.key", "--state", "w.db"])
     origin = ledger_cmd(ctx, "checkpoint").out.splitlines()[0]
     port = _free_port()
     witness = subprocess.Popen(
-        [str(BIN / "ledger"), "witness", "serve", "--key", "w.key", "--state", "w.db",
-         "--listen", f"127.0.0.1:{port}", "--log", f"{origin}={(sub / 'log.pub').read_text().strip()}"],
-        cwd=sub, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            str(BIN / "ledger"),
+            "witness",
+            "serve",
+            "--key",
+            "w.key",
+            "--state",
+            "w.db",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--log",
+            f"{origin}={(sub / 'log.pub').read_text().strip()}",
+        ],
+        cwd=sub,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     tsa = LocalTsa(sub / "tsa")
     try:
         _wait_for(port, witness)
         tsa_url = tsa.serve()
-        anchors = ["--sign", "log.key", "--witness",
-                   f"http://127.0.0.1:{port}={(sub / 'w.pub').read_text().strip()}",
-                   "--tsa", tsa_url, "--tsa-ca", str(tsa.ca_pem)]  # fmt: skip
+        anchors = [
+            "--sign",
+            "log.key",
+            "--witness",
+            f"http://127.0.0.1:{port}={(sub / 'w.pub').read_text().strip()}",
+            "--tsa",
+            tsa_url,
+            "--tsa-ca",
+            str(tsa.ca_pem),
+        ]
         rows += _stages(ctx, g, server, store, anchors)
     finally:
         tsa.close()
@@ -758,8 +907,16 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
     freeze_files += [str(p) for p in sorted(g.hidden.glob("*.json"))]
 
     def freeze(name: str, folder: Path) -> Measure:
-        m = ledger_cmd(ctx, "freeze", str(folder), "--root", str(g.root), "--hidden-plans",
-                       str(g.hidden), "--json")  # fmt: skip
+        m = ledger_cmd(
+            ctx,
+            "freeze",
+            str(folder),
+            "--root",
+            str(g.root),
+            "--hidden-plans",
+            str(g.hidden),
+            "--json",
+        )
         check(name in m.out, f"freeze of {name} did not name it: {m.out[:300]}")
         return m
 
@@ -774,8 +931,17 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
     library = Measure()
     for phase, bundles in ((1, g.phase1), (2, g.phase2)):
         if phase == 2:
-            burn = ledger_cmd(ctx, "burn", g.burned, "--reason", "a solution was published",
-                              "--observed-task", g.observed_task, "--yes", "--json")  # fmt: skip
+            burn = ledger_cmd(
+                ctx,
+                "burn",
+                g.burned,
+                "--reason",
+                "a solution was published",
+                "--observed-task",
+                g.observed_task,
+                "--yes",
+                "--json",
+            )
             check(g.burned in burn.out, f"burn: {burn.out[:300]}")
             frozen = frozen.add(freeze(*g.successor))
             more, more_base = _checkpoint(ctx, anchors)
@@ -796,16 +962,28 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
         verified = verified.add(m)
         note(f"{store}: the same verifications as library calls")
         base = baseline_cmd(ctx, "verify", db=copy, bundles=[str(b.path) for b in bundles])
-        check(
-            json.loads(base.out) == [b.outcome for b in bundles], "the library loop disagrees"
-        )
+        check(json.loads(base.out) == [b.outcome for b in bundles], "the library loop disagrees")
         library = library.add(base)
     expected = Counter(b.outcome for b in g.bundles)
     n = len(g.bundles)
-    rows.append(StageRow(store, "freeze", f"{len(g.cohorts) + 1} cohorts", frozen,
-                         baseline_cmd(ctx, "freeze", files=freeze_files)))  # fmt: skip
-    rows.append(StageRow(store, "verify", f"{n:,} bundles in 2 batches ({expected['support']:,}"
-                         f" support)", verified, library))  # fmt: skip
+    rows.append(
+        StageRow(
+            store,
+            "freeze",
+            f"{len(g.cohorts) + 1} cohorts",
+            frozen,
+            baseline_cmd(ctx, "freeze", files=freeze_files),
+        )
+    )
+    rows.append(
+        StageRow(
+            store,
+            "verify",
+            f"{n:,} bundles in 2 batches ({expected['support']:,} support)",
+            verified,
+            library,
+        )
+    )
     more, more_base = _checkpoint(ctx, anchors)
     cp, cp_base = cp.add(more), cp_base.add(more_base)
     rows.append(StageRow(store, "checkpoint", "3 anchored (witness + TSA)", cp, cp_base))
@@ -816,20 +994,46 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
     plans = ctx.work / "plans.json"
     plans.write_text(json.dumps({k: (p.decode(), w.decode()) for k, (p, w) in g.plans.items()}))
     judged = [(str(b.path), b.task.spec.task_id) for b in g.bundles]
-    rows.append(StageRow(store, "audit", "with replay", audited, baseline_cmd(
-        ctx, "audit", db=ctx.db, plans=str(plans), judged=judged, at="2026-12-01T00:00:00Z")))  # fmt: skip
+    rows.append(
+        StageRow(
+            store,
+            "audit",
+            "with replay",
+            audited,
+            baseline_cmd(
+                ctx, "audit", db=ctx.db, plans=str(plans), judged=judged, at="2026-12-01T00:00:00Z"
+            ),
+        )
+    )
 
     note(f"{store}: export, audit --from-export")
     exported = ledger_cmd(ctx, "export", "--out", "ledger.jsonl", "--json")
     raw = ctx.work / "raw-copy"
-    rows.append(StageRow(store, "export", "JSON Lines", exported,
-                         baseline_cmd(ctx, "export", db=ctx.db, out=str(raw))))  # fmt: skip
+    rows.append(
+        StageRow(
+            store,
+            "export",
+            "JSON Lines",
+            exported,
+            baseline_cmd(ctx, "export", db=ctx.db, out=str(raw)),
+        )
+    )
     from_export = run_measured(
         ctx, [str(BIN / "ledger"), "audit", "--from-export", "ledger.jsonl", "--json"]
     )
-    check(json.loads(from_export.out).get("ok") is True, f"audit --from-export: {from_export.out[:400]}")
-    rows.append(StageRow(store, "audit-export", "audit --from-export", from_export,
-                         baseline_cmd(ctx, "audit-export", file=str(ctx.work / "ledger.jsonl"))))  # fmt: skip
+    check(
+        json.loads(from_export.out).get("ok") is True,
+        f"audit --from-export: {from_export.out[:400]}",
+    )
+    rows.append(
+        StageRow(
+            store,
+            "audit-export",
+            "audit --from-export",
+            from_export,
+            baseline_cmd(ctx, "audit-export", file=str(ctx.work / "ledger.jsonl")),
+        )
+    )
 
     note(f"{store}: browse, report, attest")
     browsed = ledger_cmd(ctx, "browse", "--out", "browse.db", "--json")
@@ -841,13 +1045,29 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
         all(v >= 0 for v in calibration.values()) and sum(calibration.values()) < 100,
         f"browse outcomes {outcomes}, generated {dict(expected)}",
     )
-    rows.append(StageRow(store, "browse", "Datasette database", browsed, baseline_cmd(
-        ctx, "browse", src=str(ctx.work / "browse.db"), dst=str(ctx.work / "plain.db"))))  # fmt: skip
+    rows.append(
+        StageRow(
+            store,
+            "browse",
+            "Datasette database",
+            browsed,
+            baseline_cmd(
+                ctx, "browse", src=str(ctx.work / "browse.db"), dst=str(ctx.work / "plain.db")
+            ),
+        )
+    )
     reported = ledger_cmd(ctx, "report", "--html", "report.html", "--json")
     page = (ctx.work / "report.html").read_text("utf-8")
     check("<html" in page.lower() and len(page) > 1000, "the report page is empty")
-    rows.append(StageRow(store, "report", "one HTML page", reported, baseline_cmd(
-        ctx, "report", db=ctx.db, out=str(ctx.work / "plain.html"))))  # fmt: skip
+    rows.append(
+        StageRow(
+            store,
+            "report",
+            "one HTML page",
+            reported,
+            baseline_cmd(ctx, "report", db=ctx.db, out=str(ctx.work / "plain.html")),
+        )
+    )
     attested = Measure()
     files = []
     per_cohort = Counter(b.task.cohort for b in g.bundles)
@@ -855,26 +1075,58 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
         out = f"attest-{name.replace('/', '-')}.jsonl"
         m = ledger_cmd(ctx, "attest", "--cohort", name, "--sign", "log.key", "--out", out)
         statements = len((ctx.work / out).read_bytes().splitlines())
-        check(statements >= per_cohort[name], f"{name}: {statements} attestations")
+        check(
+            statements == per_cohort[name],
+            f"{name}: {statements} attestations for {per_cohort[name]} verifications",
+        )
         attested = attested.add(m)
         files.append(str(ctx.work / out))
-    rows.append(StageRow(store, "attest", f"{len(files)} cohorts", attested, baseline_cmd(
-        ctx, "attest", key=str(ctx.work / "log.key"), files=files)))  # fmt: skip
+    rows.append(
+        StageRow(
+            store,
+            "attest",
+            f"{len(files)} cohorts",
+            attested,
+            baseline_cmd(ctx, "attest", key=str(ctx.work / "log.key"), files=files),
+        )
+    )
     return rows
 
 
 def print_rows(rows: list[StageRow], *, file: Any = sys.stdout) -> None:
-    head = ("store", "stage", "what", "wall", "CPU", "server CPU", "peak RSS",
-            "baseline wall", "baseline CPU", "baseline RSS", "wall x", "CPU x")  # fmt: skip
+    head = (
+        "store",
+        "stage",
+        "what",
+        "wall",
+        "CPU",
+        "server CPU",
+        "peak RSS",
+        "baseline wall",
+        "baseline CPU",
+        "baseline RSS",
+        "wall x",
+        "CPU x",
+    )
     cells = []
     for r in rows:
         v, b = r.value, r.base
-        cells.append((
-            r.store, r.stage, r.what, f"{v.seconds:.2f} s", f"{v.cpu:.2f} s",
-            f"{v.server_cpu:.2f} s" if r.store == "postgres" else "-", f"{v.rss_mb:.0f} MB",
-            f"{b.seconds:.2f} s", f"{b.cpu:.2f} s", f"{b.rss_mb:.0f} MB",
-            f"{v.seconds / max(b.seconds, 1e-6):.1f}x", f"{(v.cpu + v.server_cpu) / max(b.cpu + b.server_cpu, 1e-6):.1f}x",
-        ))  # fmt: skip
+        cells.append(
+            (
+                r.store,
+                r.stage,
+                r.what,
+                f"{v.seconds:.2f} s",
+                f"{v.cpu:.2f} s",
+                f"{v.server_cpu:.2f} s" if r.store == "postgres" else "-",
+                f"{v.rss_mb:.0f} MB",
+                f"{b.seconds:.2f} s",
+                f"{b.cpu:.2f} s",
+                f"{b.rss_mb:.0f} MB",
+                f"{v.seconds / max(b.seconds, 1e-6):.1f}x",
+                f"{(v.cpu + v.server_cpu) / max(b.cpu + b.server_cpu, 1e-6):.1f}x",
+            )
+        )
     print("| " + " | ".join(head) + " |", file=file)
     print("|" + "---|" * len(head), file=file)
     for c in cells:
@@ -914,8 +1166,12 @@ def realistic_run(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="fraction of 1,000 tasks / 20,000 bundles (default 1)")  # fmt: skip
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="fraction of 1,000 tasks / 20,000 bundles (default 1)",
+    )
     parser.add_argument("--store", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--keep", type=Path, default=None, help="work folder to keep")
     parser.add_argument("--baseline", nargs=2, metavar=("NAME", "ARGS"), help=argparse.SUPPRESS)
