@@ -18,7 +18,6 @@ benchmarks/README.md, section "A realistic run".
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import os
@@ -770,18 +769,6 @@ def _plain_copy(src: Path, dst: Path) -> None:
 
 # -- the run -------------------------------------------------------------------------------------
 
-STAGES = (
-    "freeze",
-    "checkpoint",
-    "verify",
-    "audit",
-    "export",
-    "audit-export",
-    "browse",
-    "report",
-    "attest",
-)
-
 
 @dataclass
 class StageRow:
@@ -1133,14 +1120,11 @@ def print_rows(rows: list[StageRow], *, file: Any = sys.stdout) -> None:
         print("| " + " | ".join(c) + " |", file=file)
 
 
-@contextlib.contextmanager
-def _no_server() -> Iterator[None]:
-    yield None
-
-
 def realistic_run(
-    work: Path, *, scale: float, stores: tuple[str, ...], seed: int = 30
+    work: Path, *, scale: float, stores: tuple[str, ...], seed: int = 30, show: bool = False
 ) -> list[StageRow]:
+    """Generate the benchmark once and run every stage on each store in turn; ``show``: print
+    each store's table as soon as it is done (a long run keeps what it measured)."""
     tasks = max(25, round(FULL_TASKS * scale))
     bundles = max(100, round(FULL_BUNDLES * scale))
     note(f"generating {tasks} tasks, {bundles} bundles")
@@ -1161,6 +1145,10 @@ def realistic_run(
                 rows += run_store(store, g, work, server)
         else:
             rows += run_store(store, g, work, None)
+        if show:
+            print_rows([r for r in rows if r.store == store])
+            load = os.getloadavg()
+            print(f"({store} done; load average {load[0]:.1f} / {load[1]:.1f})", flush=True)
     return rows
 
 
@@ -1185,14 +1173,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     load = os.getloadavg()
     try:
-        rows = realistic_run(work, scale=args.scale, stores=stores)
+        realistic_run(work, scale=args.scale, stores=stores, show=True)
     except CheckFailed as exc:
         print(f"CORRECTNESS FAILURE: {exc}")
         return 1
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    print_rows(rows)
     end = os.getloadavg()
     print(
         f"realistic: scale {args.scale}, {time.perf_counter() - started:.0f} s in all; load"
