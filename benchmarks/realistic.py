@@ -888,8 +888,21 @@ def _checkpoint(ctx: Ctx, anchors: list[str]) -> tuple[Measure, Measure]:
     return anchored, plain
 
 
+class _Noted(list[StageRow]):
+    """Rows, each noted on stderr as it is measured (a run stopped early keeps them)."""
+
+    def append(self, r: StageRow) -> None:
+        v, b = r.value, r.base
+        note(
+            f"{r.store} {r.stage} ({r.what}): {v.seconds:.2f} s wall, {v.cpu:.2f} s CPU,"
+            f" {v.server_cpu:.2f} s server CPU, {v.rss_mb:.0f} MB; baseline {b.seconds:.2f} s,"
+            f" {b.cpu:.2f} s CPU, {b.rss_mb:.0f} MB"
+        )
+        super().append(r)
+
+
 def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str]) -> list[StageRow]:
-    rows: list[StageRow] = []
+    rows: list[StageRow] = _Noted()
     freeze_files = [str(p) for p in sorted(g.root.rglob("*.json"))]
     freeze_files += [str(p) for p in sorted(g.hidden.glob("*.json"))]
 
