@@ -144,7 +144,11 @@ def run_measured(ctx: Ctx, argv: list[str], *, codes: tuple[int, ...] = (0,)) ->
         got["err"],
         got["code"],
     )
-    check(m.code in codes, f"{' '.join(argv[:4])}... exit {m.code}: {m.err[-800:]}")
+    # (with --json an error is a JSON document on stdout, not a line on stderr)
+    check(
+        m.code in codes,
+        f"{' '.join(argv[:4])}... exit {m.code}: {m.err[-800:]} {m.out[-800:]}",
+    )
     return m
 
 
