@@ -78,6 +78,12 @@ bench: $(STAMP) $(BWRAP)
 bench-quick: $(STAMP) $(BWRAP)
 	$(BIN)/python benchmarks/run.py --quick
 
+# Issue 30 goal 4: 1,000 tasks, 20,000 bundles, every stage on SQLite and PostgreSQL
+# (REAL_ARGS=--scale 0.05 for a developer's run; benchmarks/README.md, "A realistic run").
+.PHONY: bench-real
+bench-real: $(STAMP)
+	$(BIN)/python benchmarks/realistic.py $(REAL_ARGS)
+
 # Switch off one rule check at a time; every mutant should be killed (tools/mutants.py).
 mutants: $(STAMP)
 	$(BIN)/python -m tools.mutants $(MUTANTS_ARGS)

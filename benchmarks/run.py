@@ -1883,6 +1883,33 @@ def bench_browse(work: Path, sz: Sizes) -> list[Row]:
     ]
 
 
+# -- a realistic run, end to end (issue 30 goal 4) ----------------------------------------------
+
+
+def bench_realrun(work: Path, sz: Sizes) -> list[Row]:
+    """benchmarks/realistic.py at a developer's scale: 100 tasks / 2,000 bundles on both stores
+    (quick: 25 / 200, SQLite); `make bench-real` runs 1,000 / 20,000. One row per stage."""
+    import realistic
+
+    scale, stores = (0.01, ("sqlite",)) if sz is QUICK else (0.1, ("sqlite", "postgres"))
+    (work / "realrun").mkdir(exist_ok=True)
+    try:
+        stages = realistic.realistic_run(work / "realrun", scale=scale, stores=stores)
+    except realistic.CheckFailed as exc:
+        raise CheckFailed(str(exc)) from exc
+    return [
+        Row(
+            f"real run x{scale:g}, {s.store}: {s.stage} ({s.what})",
+            f"{s.value.seconds:.2f} s, {s.value.rss_mb:.0f} MB",
+            f"{s.base.seconds:.2f} s, {s.base.rss_mb:.0f} MB",
+            f"{s.value.seconds / max(s.base.seconds, 1e-6):.1f}x",
+            "",
+            None,
+        )
+        for s in stages
+    ]
+
+
 # -- driver --------------------------------------------------------------------------------------
 
 
@@ -1944,6 +1971,7 @@ def main(argv: list[str] | None = None) -> int:
         ("batch", lambda: bench_batch(work, sz)),
         ("browse", lambda: bench_browse(work, sz)),
         ("sandbox", lambda: bench_sandbox(work, sz)),
+        ("realrun", lambda: bench_realrun(work, sz)),
         # Only when asked (``--only state``): the verify-at-size rows alone, on a ledger of the
         # largest size only (``ledgers`` ends with the same rows).
         ("state", lambda: bench_state(work, sz)),
