@@ -475,8 +475,9 @@ def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
     """The owner appends a forged SUPPORT for a patch the committed plan rejects, computed with
     another plan P' of the same length, writes P' over the plan's bytes in the file before the
     audit and the honest plan back once the rules have replayed the forgery: the replay used
-    P', the object pass (which runs after the rules) hashed P. Before the fix the rules trusted
-    the object pass's proof of bytes they had not read: `intact`."""
+    P', the object pass hashed P (or, run first, P': then the rules name it from its answer).
+    Before the fix the rules trusted the object pass's proof of bytes they had not read:
+    `intact`."""
     root, db = sqlite_workspace  # SQLite only: the attack writes the file's pages
     assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
     task = "test/cohort-a/task-000"  # plan v0.2-whole-line
