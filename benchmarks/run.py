@@ -12,6 +12,8 @@ and baseline means is in benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
 import hashlib
 import json
 import math
@@ -955,11 +957,14 @@ def bench_log(work: Path, sz: Sizes) -> list[Row]:
     ]
 
 
-def bare_audit_loop(path: Path, *, entries_only: bool = False) -> int:
+def bare_audit_loop(
+    path: Path, *, entries_only: bool = False, answer: dict[str, Any] | None = None
+) -> int:
     """The same rows the audit reads and the same hashes it recomputes, with no rule: each
     entry (BLAKE3, leaf hash, canonical form), the Merkle nodes stored in its row (the RFC 9162
     interior hashes, compared with a plain stack), each object (BLAKE3 and SHA-256 of its
-    body). ``entries_only``: the entries' own checks alone (the informational baseline)."""
+    body). ``entries_only``: the entries' own checks alone (the informational baseline).
+    ``answer``: filled with what the audit must say (objects, root hash), computed here."""
     conn = sqlite3.connect(path)
     stack: list[bytes] = []
     n = 0
@@ -985,12 +990,20 @@ def bare_audit_loop(path: Path, *, entries_only: bool = False) -> int:
         stack.append(node)
         if b"".join(computed) != nodes:
             raise CheckFailed("bare loop: stored nodes differ")
+    objects = 0
     for digest, sha, body in (
         [] if entries_only else conn.execute("SELECT digest, sha256, body FROM objects")
     ):
         if blake3_address(body) != digest or sha256_hex_digest(body) != sha:
             raise CheckFailed("bare loop: object hash differs")
+        objects += 1
     conn.close()
+    if answer is not None and stack:
+        # The root of the tree from its right edge (RFC 9162: smaller subtrees to the right).
+        root = stack[-1]
+        for left in reversed(stack[:-1]):
+            root = hashlib.sha256(b"\x01" + left + root).digest()
+        answer.update(objects=objects, root_hash=base64.b64encode(root).decode("ascii"))
     return n
 
 
@@ -1118,12 +1131,16 @@ def audit_vs_bare(path: Path, size: int, label: str) -> list[Row]:
     peaks: list[float] = []
     for attempt in range(3):
         note(f"audit: {label}, bare loop then the CLI in a child process ({attempt + 1}/3)")
+        expected: dict[str, Any] = {}
         t0 = time.perf_counter()
-        check(bare_audit_loop(path) == size, "bare loop read the wrong number of rows")
+        check(
+            bare_audit_loop(path, answer=expected) == size,
+            "bare loop read the wrong number of rows",
+        )
         bares.append(time.perf_counter() - t0)
         seconds, peak_mb, out = cli_audit(path)
         check(out != "FAILED", f"ledger audit --no-replay did not pass on {label}")
-        check(msgspec.json.decode(out).get("ok") is True, "audit JSON does not say ok")
+        check_audit_answer(path, msgspec.json.decode(out), size, expected, label)
         audits.append(seconds)
         peaks.append(peak_mb)
     seconds, bare, peak_mb = statistics.median(audits), statistics.median(bares), max(peaks)
@@ -1145,6 +1162,36 @@ def audit_vs_bare(path: Path, size: int, label: str) -> list[Row]:
             peak_mb <= 200,
         ),
     ]
+
+
+def check_audit_answer(
+    path: Path, got: dict[str, Any], size: int, expected: dict[str, Any], label: str
+) -> None:
+    """The audit's answer is the one expected of this ledger before its speed counts: clean,
+    every entry and object (as the bare loop counted them) checked, the rules run, the root the
+    bare loop computed from the bodies, every verification's replay skipped as asked."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        expected["verifications"] = conn.execute(
+            "SELECT count(*) FROM entries WHERE kind = 'verification.recorded'"
+        ).fetchone()[0]
+    want = {
+        "ok": True,
+        "violation_count": 0,
+        "entries": size,
+        "tree_size": size,
+        "objects": expected["objects"],
+        "root_hash": expected["root_hash"],
+        "replayed": 0,
+    }
+    got_fields = {key: got.get(key) for key in want}
+    check(got_fields == want, f"audit of {label} answered {got_fields}, expected {want}")
+    check("commitment rules" in got.get("checks", []), f"audit of {label} ran no rules")
+    skipped = {item["check"]: item["count"] for item in got.get("skipped", [])}
+    check(
+        skipped.get("replay") == expected["verifications"],
+        f"audit of {label} skipped {skipped.get('replay')} replays, not every verification's"
+        f" ({expected['verifications']})",
+    )
 
 
 def bench_real(work: Path, sz: Sizes) -> list[Row]:

@@ -207,6 +207,11 @@ class LedgerState:
     # seq -> tree size of every checkpoint.witnessed entry whose tree could hold an entry
     # (``anchored_size``): where ``verify`` looks for the anchor over a freeze.
     anchors: dict[int, int] = field(default_factory=dict)
+    # False: ``mentions`` stays empty. The audit's rules never look a digest up, and the set
+    # grows with every entry; the derived-state check passes ``mentions_to`` instead, which
+    # receives each entry's (seq, mentions) to keep them outside memory.
+    keep_mentions: bool = True
+    mentions_to: Callable[[int, list[tuple[str, str]]], None] | None = None
 
     def exposure(self, work_unit_id: str, digest: str, content: str | None) -> Exposure | None:
         """The entry that exposed this WorkUnit: by its digest, else its id, else its task
@@ -249,7 +254,10 @@ class LedgerState:
                 self.anchors[entry.seq] = size
             return
         payload = payload_struct(entry.kind, entry.payload)
-        self.mentions.update((d, entry.seq, o) for d, o in mentions(entry.payload))
+        if self.mentions_to is not None:
+            self.mentions_to(entry.seq, mentions(entry.payload))
+        elif self.keep_mentions:
+            self.mentions.update((d, entry.seq, o) for d, o in mentions(entry.payload))
         if isinstance(payload, CohortFrozen):
             tasks = frozen_tasks(entry.seq, payload)
             for item in payload.tasks:

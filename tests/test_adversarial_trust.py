@@ -472,14 +472,16 @@ class _RestoreAfter:
         pass
 
 
+@pytest.mark.parametrize("swapped", ["before the audit", "after the object pass"])
 def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
-    sqlite_workspace: tuple[Path, Path],
+    sqlite_workspace: tuple[Path, Path], swapped: str
 ) -> None:
     """The owner appends a forged SUPPORT for a patch the committed plan rejects, computed with
     another plan P' of the same length, writes P' over the plan's bytes in the file before the
     audit and the honest plan back once the rules have replayed the forgery: the replay used
-    P', the object pass (which runs after the rules) hashed P. Before the fix the rules trusted
-    the object pass's proof of bytes they had not read: `intact`."""
+    P', the object pass hashed P (or, run first, P': then the rules name it from its answer).
+    Before the fix the rules trusted the object pass's proof of bytes they had not read:
+    `intact`."""
     root, db = sqlite_workspace  # SQLite only: the attack writes the file's pages
     assert cli(root, db, "freeze", str(make_cohort(root))).code == 0
     task = "test/cohort-a/task-000"  # plan v0.2-whole-line
@@ -536,13 +538,21 @@ def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
     data = db.read_bytes()
     assert data.count(honest) == 1
     offset = data.index(honest)
-    with db.open("r+b") as f:
-        f.seek(offset)
-        f.write(forged_plan)
+    if swapped == "before the audit":
+        with db.open("r+b") as f:
+            f.seek(offset)
+            f.write(forged_plan)
     with Ledger.open_read_only(db) as ledger:
+        # The object pass runs first: swapped after it (at the genesis, before the freeze the
+        # rules first read the plan at), P' is seen by the rules alone, which must hash it.
+        swap = (
+            [_RestoreAfter(ledger, db, 0, offset, forged_plan)]
+            if swapped != "before the audit"
+            else []
+        )
         restore = _RestoreAfter(ledger, db, forged.seq, offset, honest)
         checked = rules.CommitmentRules(ledger)
-        found = audit(ledger, observers=[checked, restore])
+        found = audit(ledger, observers=[*swap, checked, restore])
     assert db.read_bytes() == data  # the file is honest again
     assert not found.ok
     # Reported where the rules first read the plan (the freeze's binding check), once, and at

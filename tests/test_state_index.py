@@ -23,7 +23,10 @@ from helpers import store_attacker, store_state
 from pg_copies import Copies
 from pg_server import PgServer
 
+import ledger.audit.rules as audit_rules
+import ledger.audit.state_index as state_index
 import ledger.operations.verify as verify_module
+import ledger.state as ledger_state
 from ledger.api import audit_ledger
 from ledger.errors import CommitError, StoreError
 from ledger.format.entries import Entry
@@ -298,6 +301,39 @@ def test_editing_a_derived_row_is_caught_by_the_audit(frozen: Db, name: str, sql
     with store_attacker(frozen) as conn:
         assert conn.execute(sql).rowcount > 0, name
     assert codes(frozen) == ["state-index-mismatch"]
+
+
+@pytest.mark.parametrize("edit", ["none", "hide-mention", "move-mention"])
+def test_audit_keeps_no_mention_of_each_entry_in_memory(
+    frozen: Db, monkeypatch: pytest.MonkeyPatch, edit: str
+) -> None:
+    """Issue 30 (memory flat): the audit's two folds each kept every (sha256, seq, object) an
+    entry names in a Python set (millions at a million entries) to compare state_mentions at
+    the end; they go to the snapshot's scratch table instead (flushed here after every entry),
+    and the comparison still catches a hidden or moved row."""
+    folds: list[ledger_state.LedgerState] = []
+
+    class Recorded(ledger_state.LedgerState):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            folds.append(self)
+
+    monkeypatch.setattr(state_index, "LedgerState", Recorded)
+    monkeypatch.setattr(audit_rules, "LedgerState", Recorded)
+    monkeypatch.setattr(state_index, "_MENTIONS_BATCH", 1)
+    with open_store(frozen, clock=Clock()) as ledger:
+        burn(ledger, COHORT, reason="published", observed_tasks=[TASK])
+    if edit != "none":
+        sql = {
+            "hide-mention": "DELETE FROM state_mentions WHERE seq = (SELECT max(seq) FROM"
+            " state_mentions)",
+            "move-mention": "UPDATE state_mentions SET seq = seq + 1",
+        }[edit]
+        with store_attacker(frozen) as conn:
+            assert conn.execute(sql).rowcount > 0
+    assert codes(frozen) == ([] if edit == "none" else ["state-index-mismatch"])
+    assert len(folds) == 2  # the rules' and the derived-state check's
+    assert [len(fold.mentions) for fold in folds] == [0, 0]
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,7 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import record_verification, verify
 from ledger.state import calibration_report_bytes, read_state
+from ledger.store.base import Store as StoreBase
 from ledger.store.lookup import verification_result
 from ledger.store.opening import create_store, open_store
 from verifiers.calibration import GOOD_PATCH, PATCH_WORK_UNIT, PLANS, patch_bundle
@@ -500,6 +501,32 @@ def test_audit_names_every_verification_that_used_a_planted_object(
             assert address in violation.message
 
 
+@pytest.mark.parametrize("replay", [True, False], ids=["replay", "no-replay"])
+def test_audit_without_replay_reads_and_hashes_a_bundle_file_once(
+    store: Store, replay: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: the rules read every bundle file through the checked read (a point query and
+    two hashes each) only to learn whether it was sound, and the object pass then read and
+    hashed it again: most of ``audit --no-replay``'s cost on a history of distinct bundles.
+    Without replay the rules read the manifest alone (rule 9 decodes it); the object pass, run
+    first, says which other files are not their address (the test above: still named)."""
+    db = store.copy_of(_judged)
+    patch = _bundle_patch_object(db)
+    reads: list[str] = []
+    checked_read = StoreBase.get_object
+
+    def counting(self: StoreBase, address: str, **kwargs: Any) -> Any:
+        reads.append(address)
+        return checked_read(self, address, **kwargs)
+
+    monkeypatch.setattr(StoreBase, "get_object", counting)
+    with open_store(db, read_only=True) as ledger:
+        report, _ = api.audit_ledger(ledger, replay=replay, parallel=False)
+    assert report.ok, report.violations
+    # Replay judges the patch again, so it reads it as a verify does; without, nothing does.
+    assert reads.count(patch) == (1 if replay else 0)
+
+
 @pytest.mark.parametrize("lie", ["bytes", "sha256", "size", "media_type"])
 def test_planted_row_no_entry_names_is_still_hashed_by_the_object_pass(
     store: Store, lie: str
@@ -585,7 +612,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("store/postgres.py", "<module>"): "the schema and its triggers",
     ("store/postgres.py", "_grants"): "privileges",
     ("store/copy.py", "_check_source"): "copy's own row check: hashes each row, refuses",
-    ("audit/engine.py", "_check_objects"): "the audit's object pass: hashes each row, reports",
+    ("audit/engine.py", "_hash_objects"): "the audit's object pass: hashes each row, keeps the bad",
+    ("audit/engine.py", "_check_objects"): "the audit's object pass: missing, unreferenced rows",
     ("transparency/export.py", "export"): "a count of the rows for the progress bar",
     ("transparency/export.py", "open_export"): "the export reader filling its private store",
 }

@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -45,6 +45,7 @@ from ledger.audit.report import (
     AuditReport,
     Collector,
     EntryObserver,
+    ObjectsObserver,
     Violation,
 )
 from ledger.audit.rows import (
@@ -55,7 +56,7 @@ from ledger.audit.rows import (
     check_all_rows,
     column_bytes,
 )
-from ledger.audit.state_index import StateIndexCheck
+from ledger.audit.state_index import MENTIONS_SCRATCH, StateIndexCheck
 from ledger.audit.worker import RowWorker, wants_worker
 from ledger.format.entries import (
     FORMATS,
@@ -137,6 +138,7 @@ def audit(
 _SCRATCH: Final = {
     "audit_refs": "digest TEXT PRIMARY KEY, seq INTEGER",
     "audit_withheld": "digest TEXT PRIMARY KEY",
+    "audit_mentions": MENTIONS_SCRATCH,
 }
 _ADD_REF: Final = "INSERT INTO audit_refs VALUES (?, ?) ON CONFLICT DO NOTHING"
 
@@ -161,12 +163,19 @@ def _audit_snapshot(
     """One pass over the rows (bodies, rules; the row checks too unless a worker has them),
     the row checks' answer, then everything that needs the whole file, then the checkpoints."""
     report = Collector()
+    # The stored objects hashed first (the row worker meanwhile checks the rows): the rules
+    # then know which objects are not their address's bytes without reading and hashing each
+    # file a verification rests on again (LEDGER.md section 6, verification-object-mismatch).
+    hashed = _hash_objects(conn)
+    for observer in observers:
+        if isinstance(observer, ObjectsObserver):
+            observer.objects_hashed(frozenset(hashed.bad))
     inline = None if worker is not None else RowChecks(report, wanted_sizes)
     # With a worker, what this process read, to prove the worker read the same (``RowDigest``).
     seen = RowDigest() if worker is not None else None
     count, last = _entry_pass(conn, report, inline, seen, observers, derived, progress, total)
     rows = _row_answer(conn, report, worker, inline, seen, count, last, wanted_sizes)
-    objects = _whole_file_checks(conn, report, observers, derived, withheld, count)
+    objects = _whole_file_checks(conn, report, observers, derived, withheld, count, hashed)
     _check_checkpoints(
         checkpoints,
         rows.roots_at,
@@ -313,6 +322,7 @@ def _whole_file_checks(
     derived: StateIndexCheck,
     withheld: Collection[str],
     count: int,
+    hashed: _HashedObjects,
 ) -> int:
     """What needs every row read first: a genesis at all, the objects against the references,
     SQLite's integrity check, the observers' last word. Returns the number of objects."""
@@ -321,7 +331,7 @@ def _whole_file_checks(
     conn.executemany(
         "INSERT INTO audit_withheld VALUES (?) ON CONFLICT DO NOTHING", [(d,) for d in withheld]
     )
-    objects = _check_objects(conn, report)
+    objects = _check_objects(conn, report, hashed)
     # On this connection, in this snapshot: the structure it vouches for (the indexes the
     # rules look objects up by) is that of the file whose rows were read here.
     problems = _integrity_problems(conn)
@@ -538,16 +548,16 @@ def _check_body(
     return Entry(seq=seq, entry_hash=row_hash, body_bytes=body, body=decoded)
 
 
-def _check_objects(conn: Db, report: Callable[[Violation], None]) -> int:
-    missing = conn.execute(
-        "SELECT r.seq, r.digest FROM audit_refs r"
-        " WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.digest = r.digest)"
-        " AND NOT EXISTS (SELECT 1 FROM audit_withheld w WHERE w.digest = r.digest)"
-        " ORDER BY r.seq"
-    )
-    for seq, digest in missing:
-        report(Violation(seq, None, OBJECT_MISSING, f"referenced object {digest} is not stored"))
+class _HashedObjects(NamedTuple):
+    stored: int  # objects read
+    bad: list[str]  # in the order read: empty unless the file was tampered with
+
+
+def _hash_objects(conn: Db) -> _HashedObjects:
+    """Every stored object against its own row: its BLAKE3 address, sha256, size and media
+    type. Only the addresses that fail are kept."""
     count = 0
+    bad: list[str] = []
     for digest, sha256, size, body, media_type in conn.scan(
         "SELECT digest, sha256, size, body, media_type FROM objects"
     ):
@@ -559,18 +569,30 @@ def _check_objects(conn: Db, report: Callable[[Violation], None]) -> int:
             or size != len(body)
             or media_type not in MEDIA_TYPES
         ):
-            row = conn.execute(
-                "SELECT seq FROM audit_refs WHERE digest = ?", (digest,)
-            ).fetchone()
-            first = None if row is None else row[0]
-            report(
-                Violation(
-                    first,
-                    None,
-                    OBJECT_DIGEST_MISMATCH,
-                    f"object {digest}: its bytes, sha256, size or media type do not match",
-                )
+            bad.append(digest)
+    return _HashedObjects(count, bad)
+
+
+def _check_objects(conn: Db, report: Callable[[Violation], None], hashed: _HashedObjects) -> int:
+    missing = conn.execute(
+        "SELECT r.seq, r.digest FROM audit_refs r"
+        " WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.digest = r.digest)"
+        " AND NOT EXISTS (SELECT 1 FROM audit_withheld w WHERE w.digest = r.digest)"
+        " ORDER BY r.seq"
+    )
+    for seq, digest in missing:
+        report(Violation(seq, None, OBJECT_MISSING, f"referenced object {digest} is not stored"))
+    for digest in hashed.bad:
+        row = conn.execute("SELECT seq FROM audit_refs WHERE digest = ?", (digest,)).fetchone()
+        first = None if row is None else row[0]
+        report(
+            Violation(
+                first,
+                None,
+                OBJECT_DIGEST_MISMATCH,
+                f"object {digest}: its bytes, sha256, size or media type do not match",
             )
+        )
     for (digest,) in conn.execute(
         "SELECT o.digest FROM objects o"
         " WHERE NOT EXISTS (SELECT 1 FROM audit_refs r WHERE r.digest = o.digest)"
@@ -578,4 +600,4 @@ def _check_objects(conn: Db, report: Callable[[Violation], None]) -> int:
         report(
             Violation(None, None, OBJECT_UNREFERENCED, f"object {digest} is referenced by no entry")
         )
-    return count
+    return hashed.stored

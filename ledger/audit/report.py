@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Annotated, Final, Literal, Protocol
+from typing import Annotated, Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 from msgspec import Meta
@@ -160,6 +160,14 @@ class EntryObserver(Protocol):
     def observe(self, entry: Entry, report: Callable[[Violation], None]) -> None: ...
 
     def finish(self, report: Callable[[Violation], None]) -> None: ...
+
+
+@runtime_checkable
+class ObjectsObserver(Protocol):
+    """An observer told, before the first entry, which stored objects are not what their
+    address names (the audit's object pass, which hashes every stored object, runs first)."""
+
+    def objects_hashed(self, bad: frozenset[str]) -> None: ...
 
 
 # Where a violation was found: (row index, phase, order). The phases are the order in which one

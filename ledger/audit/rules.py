@@ -194,7 +194,9 @@ class CommitmentRules:
         self.skipped: dict[tuple[str, str], int] = {}
         # WorkUnit digest -> task content key of the stored bytes the rules read (rule 5).
         self._contents: dict[str, str] = {}
-        self._state = LedgerState(lambda _address, digest: self._contents.get(digest))
+        self._state = LedgerState(
+            lambda _address, digest: self._contents.get(digest), keep_mentions=False
+        )
         self._pending_bundle: tuple[Entry, BundleObserved] | None = None
         # The pending bundle's files as the rules read (and hashed) them, by address.
         self._pending_files: dict[str, bytes] = {}
@@ -213,6 +215,9 @@ class CommitmentRules:
         self._plan_visibility: dict[str, tuple[str, int]] = {}  # plan digest -> first (vis, seq)
         self.replayed = 0
         self._unsound: set[str] = set()  # objects whose bytes, as read, were not their address
+        # Objects the audit's object pass found are not their address's bytes; None: no object
+        # pass told us (then every bundle file is read and hashed here).
+        self._hashed_bad: frozenset[str] | None = None
         self._origin: str | None = None  # the genesis entry's, for checkpoint.witnessed
 
     # -- helpers --------------------------------------------------------------------------------
@@ -250,9 +255,10 @@ class CommitmentRules:
     ) -> StoredObject | None:
         """The object at ``address``, if the bytes read now are what names it.
 
-        The object pass runs after the rules, on bytes it reads again: its proof is about those
-        bytes, not about these. An owner who rewrites the file in place can show the rules one
-        body and the object pass another (the page cache does not hold a big ledger). So every
+        The object pass (run before the rules) read its own copy of the bytes: its proof is
+        about those bytes, not about these. An owner who rewrites the file in place can show
+        the rules one body and the object pass another (the page cache does not hold a big
+        ledger). So every
         body a rule uses comes from the store's checked read (``Store.get_object``: the body
         hashes to its address, its sha256 and size columns are its own), as read: a verdict
         covers exactly the bytes it used. ``keep``: a plan or WorkUnit, kept as read for the
@@ -260,8 +266,8 @@ class CommitmentRules:
         kept = self._kept.get(address)
         if kept is not None:
             return kept
-        if address in self._unsound:
-            return None  # reported once, at the first entry that read it
+        if address in self._unsound or (self._hashed_bad and address in self._hashed_bad):
+            return None  # reported once: at the first entry that read it, or by the object pass
         try:
             obj = self._ledger.get_object(address)
         except ObjectCorruptError as exc:
@@ -324,6 +330,11 @@ class CommitmentRules:
         return obj.body
 
     # -- observer protocol ----------------------------------------------------------------------
+
+    def objects_hashed(self, bad: frozenset[str]) -> None:
+        """The object pass ran first (``ObjectsObserver``): the bundle files no rule decodes
+        need not be read and hashed again to name the verifications that rest on them."""
+        self._hashed_bad = bad
 
     def observe(self, entry: Entry, report: Report) -> None:
         if entry.kind == "ledger.created":
@@ -888,8 +899,11 @@ class CommitmentRules:
         reader and names the verification that follows. Kept by address for rule 9 (the
         manifest) and the replay (every file; none without replay but the manifest)."""
         files: dict[str, bytes] = {}
+        # Without replay only the manifest is decoded; when the object pass already hashed
+        # every stored object, the other files' soundness is its answer (``_unsound_evidence``).
+        manifest_only = not self._replay and self._hashed_bad is not None
         for index, item in enumerate(payload.observations):
-            if item.object is None or item.object in files:
+            if item.object is None or item.object in files or (manifest_only and index > 0):
                 continue
             data = self._object(entry, item.object, report)
             if data is not None and (self._replay or index == 0):
@@ -1028,7 +1042,7 @@ class CommitmentRules:
         mismatch`` at the object's first reader, so every verdict that used it is named."""
         used = {payload.plan.object, payload.work_unit.object, payload.result.object}
         used.update(item.object for item in bundle.observations if item.object is not None)
-        bad = sorted(used & self._unsound)
+        bad = sorted((used & self._unsound) | (used & (self._hashed_bad or frozenset())))
         if bad:
             _flag(
                 report,

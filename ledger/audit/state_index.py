@@ -24,6 +24,12 @@ STATE_INDEX_MISMATCH: Final = "state-index-mismatch"
 
 
 _CONTENT_TABLES = frozenset({"state_contents", "state_exposed_contents"})
+# The audit's scratch table of the mentions the entries give (``ledger.audit.engine._SCRATCH``).
+MENTIONS_SCRATCH: Final = "sha256 TEXT, seq INTEGER, object TEXT, PRIMARY KEY (sha256, seq, object)"
+_ADD_MENTION: Final = "INSERT INTO audit_mentions VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+_MENTIONS_BATCH: Final = 10_000
+# ``=``, not SQLite's ``IS`` (PostgreSQL has no such ``IS`` for a value): key columns, never NULL.
+_SAME_MENTION: Final = "a.sha256 = s.sha256 AND a.seq = s.seq AND a.object = s.object"
 
 
 class StateIndexCheck:
@@ -38,7 +44,23 @@ class StateIndexCheck:
         if self._present:
             row = conn.execute("SELECT through FROM state_meta WHERE id = 0").fetchone()
             self._through = None if row is None else row[0]
-        self._state = LedgerState(stored_contents(read_object))
+        # Every (sha256, seq, object) the entries give for state_mentions, one per name an
+        # entry makes: kept in the snapshot's scratch table ``audit_mentions`` (flushed in
+        # batches), not in memory, which would grow with every entry.
+        self._mentions: list[tuple[str, int, str]] = []
+        self._state = LedgerState(
+            stored_contents(read_object), keep_mentions=False, mentions_to=self._mentioned
+        )
+
+    def _mentioned(self, seq: int, found: list[tuple[str, str]]) -> None:
+        self._mentions.extend((digest, seq, address) for digest, address in found)
+        if len(self._mentions) >= _MENTIONS_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._mentions:
+            self._conn.executemany(_ADD_MENTION, self._mentions)
+            self._mentions.clear()
 
     def observe(self, entry: Entry) -> None:
         through = self._through
@@ -64,6 +86,7 @@ class StateIndexCheck:
                 )
             )
             return
+        self._flush()
         for table, expected in self._expected():
             if table in _CONTENT_TABLES and self._state.contents_unknown:
                 # A committed WorkUnit's stored bytes are not the ones its entry names (the
@@ -73,6 +96,35 @@ class StateIndexCheck:
             problem = self._compare(table, expected)
             if problem is not None:
                 report(Violation(None, None, STATE_INDEX_MISMATCH, problem))
+        problem = self._compare_mentions()
+        if problem is not None:
+            report(Violation(None, None, STATE_INDEX_MISMATCH, problem))
+
+    def _compare_mentions(self) -> str | None:
+        """state_mentions against ``audit_mentions`` (both sets of (sha256, seq, object) by
+        their keys): no row the entries do not give, and none they give lacking."""
+        extra = self._conn.execute(
+            "SELECT s.sha256, s.seq, s.object FROM state_mentions s WHERE NOT EXISTS"
+            f" (SELECT 1 FROM audit_mentions a WHERE {_SAME_MENTION})"
+            " ORDER BY s.sha256, s.seq, s.object LIMIT 1"
+        ).fetchone()
+        if extra is not None:
+            row = tuple(extra)
+            return f"derived table state_mentions has a row for {row!r} that no entry gives"
+        # Both ways, never by counting: a table whose owner dropped its key could hold one
+        # row twice and lack another with the same count. In key order, so the row named is
+        # the same on either store.
+        lacking = self._conn.execute(
+            "SELECT a.sha256, a.seq, a.object FROM audit_mentions a WHERE NOT EXISTS"
+            f" (SELECT 1 FROM state_mentions s WHERE {_SAME_MENTION})"
+            " ORDER BY a.sha256, a.seq, a.object LIMIT 1"
+        ).fetchone()
+        if lacking is None:
+            return None
+        return (
+            f"derived table state_mentions lacks the row for {tuple(lacking)!r} that the"
+            " entries give"
+        )
 
     def _expected(self) -> Iterator[tuple[str, dict[Any, tuple[Any, ...]]]]:
         """Each derived table with the rows the entries give, by key (its first columns)."""
@@ -102,7 +154,6 @@ class StateIndexCheck:
             "state_calibration",
             {(k,): (int(green), seq) for k, (green, seq) in state.calibration.items()},
         )
-        yield "state_mentions", dict.fromkeys(state.mentions, ())
         yield "state_anchors", {(k,): (v,) for k, v in state.anchors.items()}
 
     def _compare(self, table: str, expected: dict[Any, tuple[Any, ...]]) -> str | None:
@@ -117,10 +168,9 @@ class StateIndexCheck:
             "state_exposed_contents": "SELECT content, seq, work_unit_id",
             "state_observed": "SELECT sha256, seq",
             "state_calibration": "SELECT adapter_version, green, seq",
-            "state_mentions": "SELECT sha256, seq, object",
             "state_anchors": "SELECT seq, tree_size",
         }[table]
-        width = {"state_tasks": 2, "state_mentions": 3}.get(table, 1)
+        width = {"state_tasks": 2}.get(table, 1)
         # In key order (its primary key's index; text collated bytewise on both stores): the
         # first difference reported is then the same on either store, whatever order the rows
         # were written or moved in (PostgreSQL's heap order is not SQLite's).
