@@ -8,15 +8,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from ledger.errors import CommitError, LedgerError
 from ledger.operations.behaviour import observe_runs, prepared_tree
 from verifiers.behaviour_result import (
     EXTENSION,
+    BehaviourInputs,
     build_behaviour_result,
     candidate_files,
     gate_plan,
+    inputs_of,
     observations_of,
 )
 from verifiers.bundle import BundleSnapshot
@@ -24,7 +27,7 @@ from verifiers.canonical import canonical_bytes, sha256_hex_digest
 from verifiers.contracts import EvaluatorPlanV05, WorkUnit, decode_evaluator_plan, decode_work_unit
 from verifiers.observations import Environment, Limits, RunObservation
 from verifiers.results import finish_result_bytes
-from verifiers.runner import read_bundle_for_plan
+from verifiers.runner import PlanBindingError, read_bundle_for_plan, run
 from verifiers.tree import TreeFile
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "calibration"
@@ -212,3 +215,35 @@ def test_the_same_observations_give_the_same_result_bytes() -> None:
         finish_result_bytes(_result("correct", runs))[1]
         == finish_result_bytes(_result("correct", list(runs)))[1]
     )
+
+
+def test_the_runner_judges_a_v05_plan_only_from_sandboxed_runs() -> None:
+    inputs = BehaviourInputs((), (_seen(), _seen()), {"kind": "recorded"})
+    outcome = run(PLAN, WORK_UNIT, _bundle("correct"), **TIMES, behaviour=inputs)
+    assert (outcome.outcome, outcome.adapter, outcome.adapter_version, outcome.runner_version) == (
+        "support",
+        "sandboxed-test-verifier",
+        "0.5.0",
+        "0.5",
+    )
+    # What the audit replays: the inputs read back from the recorded result give its bytes.
+    recorded = msgspec.to_builtins(outcome.result)
+    again = run(PLAN, WORK_UNIT, _bundle("correct"), **TIMES, behaviour=inputs_of(recorded))
+    assert again.result_bytes == outcome.result_bytes
+
+
+def test_a_v05_plan_judged_without_runs_is_refused_not_judged_by_its_gate_alone() -> None:
+    with pytest.raises(PlanBindingError) as raised:
+        run(PLAN, WORK_UNIT, _bundle("correct"), **TIMES)
+    assert raised.value.code == "behaviour-inputs-mismatch"
+
+
+def test_runs_handed_to_a_static_plan_are_refused() -> None:
+    v04 = decode_evaluator_plan(
+        (FIXTURES / "plans" / "v0.4-transition.evaluator-plan.json").read_bytes()
+    ).value
+    assert v04 is not None
+    inputs = BehaviourInputs((), (_seen(),), {})
+    with pytest.raises(PlanBindingError) as raised:
+        run(v04, WORK_UNIT, _bundle("correct"), **TIMES, behaviour=inputs)
+    assert raised.value.code == "behaviour-inputs-mismatch"

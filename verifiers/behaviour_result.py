@@ -13,7 +13,7 @@ audit can re-derive the verdict from the recorded result without executing anyth
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from verifiers.behaviour import judge_behaviour
@@ -92,6 +92,16 @@ def gate_supports(gate: Mapping[str, Any]) -> bool:
     return bool(gate["decision_support"]["recommendation"] == "accept_candidate")
 
 
+@dataclass(frozen=True)
+class BehaviourInputs:
+    """What a v0.5 result is built from beside the plan, WorkUnit, bundle and times: the
+    applier's findings, the runs observed and the sandbox configuration they were made with."""
+
+    apply_findings: tuple[dict[str, Any], ...]
+    observations: tuple[RunObservation, ...]
+    sandbox: Mapping[str, Any]
+
+
 def build_behaviour_result(
     plan: EvaluatorPlanV05,
     work_unit: WorkUnit | Mapping[str, Any],
@@ -139,6 +149,7 @@ def build_behaviour_result(
             result["decision_support"]["rationale"] = review["summary"]
     behaviour = plan_d["behaviour"]
     result["extensions"][EXTENSION] = {
+        "apply_findings": list(apply_findings) if supports else [],
         "executed": verdict.executed,
         "outcome": verdict.outcome,
         "source_snapshot": behaviour["source_snapshot"],
@@ -149,6 +160,20 @@ def build_behaviour_result(
         else [],
     }
     return result
+
+
+def inputs_of(result: Mapping[str, Any]) -> BehaviourInputs:
+    """The inputs a recorded result says it was built from (``ValueError`` when its extension
+    is not that shape): replaying them re-derives the verdict without executing anything."""
+    record = (result.get("extensions") or {}).get(EXTENSION)
+    if not isinstance(record, dict):
+        raise ValueError(f"no {EXTENSION} in the result")
+    applied, sandbox = record.get("apply_findings"), record.get("sandbox")
+    if not isinstance(applied, list) or not isinstance(sandbox, dict):
+        raise ValueError(f"{EXTENSION} is not a behavioural record")
+    if not all(isinstance(item, dict) for item in applied):
+        raise ValueError(f"{EXTENSION} apply_findings are not findings")
+    return BehaviourInputs(tuple(applied), observations_of(result), sandbox)
 
 
 def observations_of(result: Mapping[str, Any]) -> tuple[RunObservation, ...]:
@@ -171,10 +196,12 @@ _RUN_FIELDS: Final = frozenset(RunObservation.__dataclass_fields__)
 
 __all__ = [
     "EXTENSION",
+    "BehaviourInputs",
     "build_behaviour_result",
     "candidate_files",
     "gate_plan",
     "gate_result",
     "gate_supports",
+    "inputs_of",
     "observations_of",
 ]

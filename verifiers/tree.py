@@ -28,6 +28,7 @@ from msgspec import Meta
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 from verifiers.contracts.common import DIGEST_PATTERN
 from verifiers.diff import FileDiff, Hunk, path_problems
+from verifiers.errors import VerifierError
 from verifiers.jsonread import read_json_checked
 from verifiers.results import finding
 
@@ -59,9 +60,12 @@ class TreeFile:
     data: bytes
 
 
-class TreeError(ValueError):
+class TreeError(VerifierError):
     """A tree that breaks a rule above (the message says which); never a candidate's verdict:
     trees are the verifier's own, so a broken one is refused where it is read."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("source-tree-refused", message)
 
 
 def tree_problems(paths: Sequence[str]) -> list[str]:
