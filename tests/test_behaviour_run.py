@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from ledger.audit.replay import ReplayAnswer, ReplayJob, answer
 from ledger.errors import CommitError, LedgerError
 from ledger.operations.behaviour import observe_runs, prepared_tree
 from verifiers.behaviour_result import (
@@ -22,7 +23,7 @@ from verifiers.behaviour_result import (
     inputs_of,
     observations_of,
 )
-from verifiers.bundle import BundleSnapshot
+from verifiers.bundle import BundleSnapshot, snapshot_blobs, snapshot_observations
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 from verifiers.contracts import EvaluatorPlanV05, WorkUnit, decode_evaluator_plan, decode_work_unit
 from verifiers.observations import Environment, Limits, RunObservation
@@ -247,3 +248,65 @@ def test_runs_handed_to_a_static_plan_are_refused() -> None:
     with pytest.raises(PlanBindingError) as raised:
         run(v04, WORK_UNIT, _bundle("correct"), **TIMES, behaviour=inputs)
     assert raised.value.code == "behaviour-inputs-mismatch"
+
+
+def _job(result: dict[str, Any], outcome: str) -> ReplayJob:
+    snapshot = _bundle("correct")
+    return ReplayJob(
+        plan=canonical_bytes(msgspec.to_builtins(PLAN)),
+        work_unit=canonical_bytes(msgspec.to_builtins(WORK_UNIT)),
+        observations=snapshot_observations(snapshot),
+        blobs=snapshot_blobs(snapshot),
+        time=TIMES["started_at"],
+        result=canonical_bytes(result),
+        outcome=outcome,
+        runner_version="0.5",
+    )
+
+
+def _recorded(status: str) -> tuple[dict[str, Any], str]:
+    inputs = BehaviourInputs((), (_seen(status), _seen(status)), {"kind": "recorded"})
+    outcome = run(
+        PLAN,
+        WORK_UNIT,
+        _bundle("correct"),
+        started_at=TIMES["started_at"],
+        finished_at=TIMES["started_at"],
+        behaviour=inputs,
+    )
+    return msgspec.to_builtins(outcome.result), outcome.outcome
+
+
+def test_the_audit_replays_a_behavioural_result_from_its_recorded_runs() -> None:
+    result, outcome = _recorded("passed")
+    assert answer(_job(result, outcome)) == ReplayAnswer(True, None)
+
+
+def test_a_support_forged_over_runs_that_failed_is_a_replay_mismatch() -> None:
+    result, _ = _recorded("failed")
+    forged = _recorded("passed")[0]
+    forged["extensions"][EXTENSION]["runs"] = result["extensions"][EXTENSION]["runs"]
+    got = answer(_job(forged, "support"))
+    assert got.violation is not None
+    assert got.violation[0] == "replay-mismatch"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda record: record["runs"][0].update(report="all passed"),
+        lambda record: record["runs"][0].update(limit_hit="patience"),
+        lambda record: record["runs"][0].update(exit_status=True),
+        lambda record: record.pop("runs"),
+        lambda record: record.update(apply_findings=[{"summary": 1}]),
+    ],
+)
+def test_a_behavioural_record_that_does_not_read_is_a_failed_replay_never_a_crash(
+    damage: Any,
+) -> None:
+    result, outcome = _recorded("passed")
+    damage(result["extensions"][EXTENSION])
+    got = answer(_job(result, outcome))
+    assert got.violation is not None
+    assert got.violation[0] == "replay-failed"
+    assert "behaviour-record-invalid" in got.violation[1]

@@ -16,12 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+import msgspec
+
 from verifiers.behaviour import judge_behaviour
 from verifiers.bundle import BundleSnapshot
-from verifiers.contracts import EvaluatorPlanV05, WorkUnit
+from verifiers.contracts import EvaluatorPlanV05, Finding, WorkUnit
 from verifiers.contracts.common import document_digest, document_json
 from verifiers.diff import FileDiff, parse_diff
-from verifiers.observations import LIMIT_NAMES, RunObservation
+from verifiers.observations import LimitName, RunObservation, TestStatus
 from verifiers.patch import build_patch_result
 from verifiers.results import assess_manifest, candidate_view, cap_findings, status_fields
 from verifiers.semantics import ADAPTERS_BY_PLAN_VERSION
@@ -171,8 +173,11 @@ def inputs_of(result: Mapping[str, Any]) -> BehaviourInputs:
     applied, sandbox = record.get("apply_findings"), record.get("sandbox")
     if not isinstance(applied, list) or not isinstance(sandbox, dict):
         raise ValueError(f"{EXTENSION} is not a behavioural record")
-    if not all(isinstance(item, dict) for item in applied):
-        raise ValueError(f"{EXTENSION} apply_findings are not findings")
+    for item in applied:
+        try:
+            msgspec.convert(item, Finding, strict=True)
+        except msgspec.ValidationError:
+            raise ValueError(f"{EXTENSION} apply_findings are not findings") from None
     return BehaviourInputs(tuple(applied), observations_of(result), sandbox)
 
 
@@ -184,15 +189,31 @@ def observations_of(result: Mapping[str, Any]) -> tuple[RunObservation, ...]:
         raise ValueError(f"no {EXTENSION} runs in the result")
     runs: list[RunObservation] = []
     for item in record["runs"]:
-        if not isinstance(item, dict) or set(item) != _RUN_FIELDS:
-            raise ValueError("a recorded run is not an observation")
-        if item["limit_hit"] is not None and item["limit_hit"] not in LIMIT_NAMES:
-            raise ValueError("a recorded run names an unknown limit")
-        runs.append(RunObservation(**item))
+        try:
+            seen = msgspec.convert(item, _RecordedRun, strict=True)
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"a recorded run is not an observation: {exc}") from None
+        runs.append(RunObservation(**msgspec.structs.asdict(seen)))
     return tuple(runs)
 
 
-_RUN_FIELDS: Final = frozenset(RunObservation.__dataclass_fields__)
+class _RecordedRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A ``RunObservation`` as recorded, read strictly (types, limit names, statuses)."""
+
+    exit_status: int | None
+    signal: int | None
+    limit_hit: LimitName | None
+    duration_ms: int
+    cpu_ms: int
+    max_rss_bytes: int
+    stdout_digest: str
+    stderr_digest: str
+    stdout_bytes: int
+    stderr_bytes: int
+    output_truncated: bool
+    report_valid: bool
+    report: dict[str, TestStatus]
+
 
 __all__ = [
     "EXTENSION",
