@@ -10,19 +10,22 @@ the private copies are removed all the same.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from ledger.documents.source_tree import materialize
+from ledger.documents.source_tree import REFUSED, materialize, read_source_folder
 from ledger.errors import CommitError
-from verifiers.canonical import sha256_hex_digest
+from verifiers.behaviour import judge_behaviour, scope_findings
+from verifiers.canonical import canonical_bytes, sha256_hex_digest
 from verifiers.contracts import EvaluatorPlanV05
-from verifiers.diff import FileDiff
+from verifiers.diff import FileDiff, parse_diff, path_problems
 from verifiers.observations import Environment, Executor, Limits, Mount, RunObservation
-from verifiers.tree import TreeFile, apply_patch, tree_problems
+from verifiers.tree import TreeFile, apply_patch, encode_tree, tree_problems
 
 
 def plan_limits(plan: EvaluatorPlanV05) -> Limits:
@@ -106,4 +109,119 @@ def observe_runs(
     return observed
 
 
-__all__ = ["observe_runs", "plan_environment", "plan_limits", "prepared_tree"]
+# -- freeze: the committed source, the verifier's tests, calibration ----------------------------
+
+BEHAVIOUR_FOLDER: Final = "behaviour"
+MAX_REFERENCE_BYTES: Final = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PreparedBehaviour:
+    """What freeze stores for one v0.5 task: the tree object, every body it and the verifier's
+    tests name (by ``sha256:`` digest), and the calibration record (canonical JSON)."""
+
+    tree: bytes
+    bodies: Mapping[str, bytes]
+    calibration: bytes
+
+
+def _task_folder(cohort_dir: Path, task_id: str) -> Path:
+    if path_problems(task_id):
+        raise CommitError(REFUSED, f"task {task_id}: its id is no folder name")
+    return cohort_dir / BEHAVIOUR_FOLDER / task_id
+
+
+def _reference(folder: Path, task_id: str) -> tuple[FileDiff, ...]:
+    path = folder / "reference.diff"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise CommitError(REFUSED, f"task {task_id}: {path} ({exc.strerror})") from None
+    try:
+        data = os.read(fd, MAX_REFERENCE_BYTES + 1)
+    finally:
+        os.close(fd)
+    parsed = parse_diff(data, max_bytes=MAX_REFERENCE_BYTES)
+    if not parsed.valid:
+        first = parsed.findings[0] if parsed.findings else None
+        why = first.message if first is not None else "no file sections"
+        raise CommitError(REFUSED, f"task {task_id}: {path} is not a strict diff ({why})")
+    return parsed.files
+
+
+def _record(runs: Sequence[RunObservation]) -> list[dict[str, Any]]:
+    return [asdict(seen) | {"report": dict(seen.report)} for seen in runs]
+
+
+def prepare_behaviour(
+    cohort_dir: Path, task_id: str, plan: EvaluatorPlanV05, executor: Executor
+) -> PreparedBehaviour:
+    """Read a v0.5 task's ``behaviour/<task>/`` folder (``repo/``, ``verifier_tests/``,
+    ``reference.diff``), check it is what the plan commits (``behaviour-source-mismatch``), and
+    calibrate: the planned tests must fail on the base and pass with the reference solution, in
+    the sandbox, every run (``calibration-indistinct`` otherwise). Nothing is written here."""
+    folder = _task_folder(cohort_dir, task_id)
+    base = read_source_folder(folder / "repo")
+    tree, bodies = encode_tree(base)
+    if sha256_hex_digest(tree) != plan.behaviour.source_snapshot:
+        raise CommitError(
+            "behaviour-source-mismatch",
+            f"task {task_id}: {folder / 'repo'} is source tree {sha256_hex_digest(tree)}, the"
+            f" plan commits {plan.behaviour.source_snapshot}",
+        )
+    tests = read_source_folder(folder / "verifier_tests")
+    found = {sha256_hex_digest(item.data): item.data for item in tests.values()}
+    for item in plan.behaviour.test_files:
+        given = tests.get(item.path)
+        if given is None or sha256_hex_digest(given.data) != item.digest:
+            raise CommitError(
+                "behaviour-source-mismatch",
+                f"task {task_id}: verifier_tests/{item.path} is not the {item.digest} the plan"
+                " commits",
+            )
+    bodies = {**bodies, **found}
+    reference = _reference(folder, task_id)
+    problems: list[str] = []
+    at_base, unusable = prepared_tree(plan, base, (), bodies.get)
+    if at_base is None:
+        raise CommitError("behaviour-source-mismatch", f"task {task_id}: {unusable[0]['summary']}")
+    base_runs = observe_runs(plan, at_base, executor)
+    for test_id in plan.behaviour.fail_to_pass:
+        if any(seen.report_valid and seen.report.get(test_id) == "passed" for seen in base_runs):
+            problems.append(f"fail_to_pass test {test_id} passes on the base")
+    if any(not seen.report_valid for seen in base_runs):
+        problems.append("a run on the base gave no valid report")
+    scope = scope_findings(plan, reference)
+    with_reference, applied = prepared_tree(plan, base, reference, bodies.get)
+    reference_runs: list[RunObservation] = []
+    if with_reference is not None and not scope:
+        reference_runs = observe_runs(plan, with_reference, executor)
+    verdict = judge_behaviour(
+        plan,
+        gate_supports=True,
+        files=reference,
+        apply_findings=applied,
+        observations=reference_runs,
+    )
+    problems.extend(f"with the reference: {item['summary']}" for item in verdict.findings)
+    if problems:
+        raise CommitError(
+            "calibration-indistinct",
+            f"task {task_id}: the plan cannot tell the base from the reference solution: "
+            + "; ".join(problems[:5]),
+        )
+    calibration = canonical_bytes(
+        {"base": _record(base_runs), "reference": _record(reference_runs)}
+    )
+    return PreparedBehaviour(tree, bodies, calibration)
+
+
+__all__ = [
+    "BEHAVIOUR_FOLDER",
+    "PreparedBehaviour",
+    "observe_runs",
+    "plan_environment",
+    "plan_limits",
+    "prepare_behaviour",
+    "prepared_tree",
+]

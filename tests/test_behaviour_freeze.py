@@ -1,0 +1,226 @@
+"""Freezing a v0.5 task: its source, the verifier's tests and its calibration (tests fail on the
+base, pass with the reference solution, in the sandbox) are checked and stored with the freeze,
+or nothing is written. The executor here judges the tree it is given by its content (no process
+runs); the real sandbox is the other half's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.errors import CommitError
+from ledger.operations.calibrate import calibrate
+from ledger.operations.freeze import freeze
+from ledger.store.sqlite import Ledger
+from tests.commit_helpers import cohort_doc, task_doc, write_json
+from verifiers.calibration import BUNDLES, PLANS
+from verifiers.canonical import canonical_digest, sha256_hex_digest
+from verifiers.observations import Environment, Limits, RunObservation
+from verifiers.tree import TreeFile, decode_tree, encode_tree
+
+BASE_README = b"# Calibration project\nunsafe_call(args.value)\n"
+TEST_PATH = "tests/test_readme.py"
+TEST_BODY = b"import unittest\n"
+F2P = "tests.test_readme.TestReadme.test_safe"
+REFERENCE = dict(BUNDLES["correct"].files)["changes.patch"]
+
+
+class TreeJudge:
+    """Answers like a test that passes when README.md calls safe_call and not unsafe_call."""
+
+    def __init__(self, *, always: str | None = None) -> None:
+        self.always = always
+        self.runs = 0
+
+    def run(
+        self,
+        tree: Path,
+        command: Sequence[str],
+        test_ids: Sequence[str],
+        limits: Limits,
+        environment: Environment,
+    ) -> RunObservation:
+        self.runs += 1
+        readme = (tree / "README.md").read_bytes()
+        fixed = b"unsafe_call(" not in readme and (tree / TEST_PATH).read_bytes() == TEST_BODY
+        status = self.always or ("passed" if fixed else "failed")
+        return RunObservation(
+            exit_status=0,
+            signal=None,
+            limit_hit=None,
+            duration_ms=1,
+            cpu_ms=1,
+            max_rss_bytes=1,
+            stdout_digest=sha256_hex_digest(b""),
+            stderr_digest=sha256_hex_digest(b""),
+            stdout_bytes=0,
+            stderr_bytes=0,
+            output_truncated=False,
+            report_valid=True,
+            report={test_id: status for test_id in test_ids},  # type: ignore[misc]
+        )
+
+
+def _v05_plan(source_digest: str) -> dict[str, Any]:
+    v04 = PLANS["v0.4-transition"]
+    example = json.loads(
+        (Path(__file__).parent / "data/contracts/evaluator-plan-v0.5.json").read_text()
+    )
+    return {
+        **{k: v for k, v in v04.items() if k != "backend"},
+        "schema_version": "0.5",
+        "id": "calibration/plan-v0.5",
+        "execution_mode": "sandboxed_tests",
+        "verifier": example["verifier"],
+        "static_gate": v04["backend"],
+        "behaviour": {
+            **example["behaviour"],
+            "source_snapshot": source_digest,
+            "test_files": [{"path": TEST_PATH, "digest": sha256_hex_digest(TEST_BODY)}],
+            "fail_to_pass": [F2P],
+            "pass_to_pass": [],
+        },
+    }
+
+
+def _cohort(root: Path) -> Path:
+    """Four static tasks and one v0.5 task over the calibration WorkUnit."""
+    cohort_id = "test/behaviour"
+    keys = ("v0.2-whole-line", "v0.3-fragment", "v0.3-transition", "v0.4-transition")
+    families = ("bug_fix", "test_failure", "bounded_feature", "refactor")
+    tasks = [
+        task_doc(root, f"{cohort_id}/task-{i:03d}", key, family=families[i])
+        for i, key in enumerate(keys)
+    ]
+    folder = root / "cohort"
+    task_id = f"{cohort_id}/task-004"
+    behaviour = folder / "behaviour" / task_id
+    (behaviour / "repo").mkdir(parents=True)
+    (behaviour / "repo" / "README.md").write_bytes(BASE_README)
+    (behaviour / "verifier_tests" / "tests").mkdir(parents=True)
+    (behaviour / "verifier_tests" / TEST_PATH).write_bytes(TEST_BODY)
+    (behaviour / "reference.diff").write_bytes(REFERENCE)
+    tree, _ = encode_tree({"README.md": TreeFile("100644", BASE_README)})
+    plan = _v05_plan(sha256_hex_digest(tree))
+    write_json(root / "plans" / "v0.5.json", plan)
+    v05 = task_doc(root, task_id, "v0.4-transition", family="documentation_contract")
+    v05["evaluator"] = {
+        "visibility": "public",
+        "plan_id": plan["id"],
+        "plan_digest": canonical_digest(plan),
+        "backend": "sandboxed_tests",
+        "plan_path": "plans/v0.5.json",
+    }
+    write_json(folder / "cohort.json", cohort_doc(cohort_id, [*tasks, v05]))
+    return folder
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    store, _ = Ledger.create(tmp_path / "l.db", origin="test/behaviour")
+    calibrate(store)
+    return store
+
+
+def test_a_v05_task_freezes_with_its_source_tests_and_calibration_stored(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    judge = TreeJudge()
+    done = freeze(ledger, _cohort(tmp_path), root=tmp_path, executor=lambda: judge)
+    entry = ledger.entry(done.frozen_entry)
+    assert entry is not None
+    task = entry.body.payload["tasks"][4]
+    record = task["behaviour"]
+    plan = json.loads((tmp_path / "plans" / "v0.5.json").read_bytes())
+    assert record["source"]["digest"] == plan["behaviour"]["source_snapshot"]
+    tree = ledger.get_object(record["source"]["object"], digest=record["source"]["digest"])
+    assert tree is not None
+    assert [item.path for item in decode_tree(tree.body).files] == ["README.md"]
+    assert {item["digest"] for item in record["files"]} == {
+        sha256_hex_digest(BASE_README),
+        sha256_hex_digest(TEST_BODY),
+    }
+    calibration = ledger.get_object(record["calibration"]["object"])
+    assert calibration is not None
+    runs = json.loads(calibration.body)
+    assert [r["report"][F2P] for r in runs["base"]] == ["failed", "failed"]
+    assert [r["report"][F2P] for r in runs["reference"]] == ["passed", "passed"]
+    assert judge.runs == 4
+    assert "behaviour" not in entry.body.payload["tasks"][3]
+
+
+def _refused(tmp_path: Path, ledger: Ledger, folder: Path, judge: Any) -> CommitError:
+    size = ledger.size()
+    with pytest.raises(CommitError) as raised:
+        freeze(ledger, folder, root=tmp_path, executor=judge)
+    assert ledger.size() == size  # nothing written
+    return raised.value
+
+
+def test_a_plan_whose_tests_already_pass_on_the_base_never_freezes(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    error = _refused(tmp_path, ledger, _cohort(tmp_path), lambda: TreeJudge(always="passed"))
+    assert error.code == "calibration-indistinct"
+    assert f"fail_to_pass test {F2P} passes on the base" in error.message
+
+
+def test_a_plan_whose_tests_fail_with_the_reference_never_freezes(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    error = _refused(tmp_path, ledger, _cohort(tmp_path), lambda: TreeJudge(always="failed"))
+    assert error.code == "calibration-indistinct"
+    assert f"with the reference: The fail_to_pass test {F2P} was failed" in error.message
+
+
+def test_a_reference_that_does_not_apply_to_the_source_never_freezes(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    folder = _cohort(tmp_path)
+    reference = folder / "behaviour" / "test/behaviour/task-004" / "reference.diff"
+    reference.write_bytes(REFERENCE.replace(b" # Calibration project", b" # Another project"))
+    error = _refused(tmp_path, ledger, folder, TreeJudge)
+    assert error.code == "calibration-indistinct"
+    assert "does not match the base file at line 1" in error.message
+
+
+def test_a_source_folder_that_is_not_the_committed_snapshot_never_freezes(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    folder = _cohort(tmp_path)
+    repo = folder / "behaviour" / "test/behaviour/task-004" / "repo"
+    (repo / "README.md").write_bytes(b"# Calibration project\nsafe_call(args.value)\n")
+    error = _refused(tmp_path, ledger, folder, TreeJudge)
+    assert error.code == "behaviour-source-mismatch"
+
+
+def test_a_verifier_test_that_is_not_the_committed_one_never_freezes(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    folder = _cohort(tmp_path)
+    tests = folder / "behaviour" / "test/behaviour/task-004" / "verifier_tests"
+    (tests / TEST_PATH).write_bytes(b"import unittest  # weakened\n")
+    error = _refused(tmp_path, ledger, folder, TreeJudge)
+    assert error.code == "behaviour-source-mismatch"
+    assert f"verifier_tests/{TEST_PATH}" in error.message
+
+
+def test_freezing_a_v05_task_without_a_sandbox_refuses_and_writes_nothing(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    error = _refused(tmp_path, ledger, _cohort(tmp_path), None)
+    assert error.code == "sandbox-unavailable"
+
+
+def test_a_source_folder_link_to_the_outside_never_freezes(tmp_path: Path, ledger: Ledger) -> None:
+    folder = _cohort(tmp_path)
+    repo = folder / "behaviour" / "test/behaviour/task-004" / "repo"
+    shutil.rmtree(repo)
+    repo.symlink_to(tmp_path / "plans")
+    error = _refused(tmp_path, ledger, folder, TreeJudge)
+    assert error.code == "source-tree-refused"
