@@ -5,21 +5,29 @@ runs); the real sandbox is the other half's."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ledger.api import audit_ledger
+from ledger.documents.cohort_folder import load_cohort
 from ledger.errors import CommitError
+from ledger.operations.behaviour import prepare_behaviour
 from ledger.operations.calibrate import calibrate
-from ledger.operations.freeze import freeze
+from ledger.operations.freeze import _append_frozen, freeze
+from ledger.operations.verify import verify
 from ledger.store.sqlite import Ledger
-from tests.commit_helpers import cohort_doc, task_doc, write_json
+from tests.commit_helpers import cohort_doc, make_bundle, task_doc, write_json
+from verifiers.behaviour_result import EXTENSION
 from verifiers.calibration import BUNDLES, PLANS
-from verifiers.canonical import canonical_digest, sha256_hex_digest
+from verifiers.canonical import canonical_bytes, canonical_digest, sha256_hex_digest
+from verifiers.contracts import EvaluatorPlanV05
 from verifiers.observations import Environment, Limits, RunObservation
 from verifiers.tree import TreeFile, decode_tree, encode_tree
 
@@ -28,6 +36,7 @@ TEST_PATH = "tests/test_readme.py"
 TEST_BODY = b"import unittest\n"
 F2P = "tests.test_readme.TestReadme.test_safe"
 REFERENCE = dict(BUNDLES["correct"].files)["changes.patch"]
+TASK = "test/behaviour/task-004"
 
 
 class TreeJudge:
@@ -224,3 +233,155 @@ def test_a_source_folder_link_to_the_outside_never_freezes(tmp_path: Path, ledge
     repo.symlink_to(tmp_path / "plans")
     error = _refused(tmp_path, ledger, folder, TreeJudge)
     assert error.code == "source-tree-refused"
+
+
+# -- verify ---------------------------------------------------------------------------------
+
+
+def _hostile_bundle(root: Path, name: str, patch: bytes) -> Path:
+    """The "correct" bundle with its candidate patch replaced (and declared) by ``patch``."""
+    target = make_bundle(root, "correct", name)
+    (target / "changes.patch").write_bytes(patch)
+    manifest = json.loads((target / "result-manifest.json").read_bytes())
+    manifest["produced_artifacts"][0]["digest"] = sha256_hex_digest(patch)
+    (target / "result-manifest.json").write_text(json.dumps(manifest))
+    return target
+
+
+@pytest.fixture
+def frozen(tmp_path: Path, ledger: Ledger) -> Ledger:
+    freeze(ledger, _cohort(tmp_path), root=tmp_path, executor=TreeJudge)
+    return ledger
+
+
+def _audit_intact(ledger: Ledger) -> None:
+    report, replays = audit_ledger(ledger, parallel=False)
+    assert report.violations == [] and replays >= 1, report.violations
+
+
+def test_a_correct_fix_is_supported_by_its_sandboxed_runs_and_the_audit_replays_it(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    judge = TreeJudge()
+    done = verify(frozen, make_bundle(tmp_path, "correct"), task=TASK, executor=judge)
+    assert (done.outcome, done.adapter, judge.runs) == ("support", "sandboxed-test-verifier", 2)
+    record = done.verification_result["extensions"][EXTENSION]
+    assert record["executed"] is True and len(record["runs"]) == 2
+    _audit_intact(frozen)
+
+
+def test_a_fix_the_tests_reject_is_a_recorded_reject(tmp_path: Path, frozen: Ledger) -> None:
+    done = verify(
+        frozen, make_bundle(tmp_path, "correct"), task=TASK, executor=TreeJudge(always="failed")
+    )
+    assert done.outcome == "reject"
+    assert f"The fail_to_pass test {F2P} was failed in every run." in [
+        item["summary"] for item in done.verification_result["findings"]
+    ]
+    _audit_intact(frozen)
+
+
+def test_a_decoy_the_static_gate_rejects_is_never_executed(tmp_path: Path, frozen: Ledger) -> None:
+    judge = TreeJudge(always="passed")
+    done = verify(frozen, make_bundle(tmp_path, "decoy"), task=TASK, executor=judge)
+    assert (done.outcome, judge.runs) == ("reject", 0)
+
+
+def test_a_candidate_adding_conftest_py_is_rejected_and_never_executed(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    patch = REFERENCE + (
+        b"diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n"
+        b"+++ b/conftest.py\n@@ -0,0 +1 @@\n+import os\n"
+    )
+    judge = TreeJudge(always="passed")
+    done = verify(frozen, _hostile_bundle(tmp_path, "conftest", patch), task=TASK, executor=judge)
+    assert (done.outcome, judge.runs) == ("reject", 0)
+    assert any("conftest.py" in item["summary"] for item in done.verification_result["findings"])
+
+
+def test_a_candidate_overwriting_the_verifier_test_is_rejected_and_never_executed(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    patch = (
+        REFERENCE
+        + (
+            f"diff --git a/{TEST_PATH} b/{TEST_PATH}\nnew file mode 100644\n--- /dev/null\n"
+            f"+++ b/{TEST_PATH}\n@@ -0,0 +1 @@\n+pass\n"
+        ).encode()
+    )
+    judge = TreeJudge(always="passed")
+    done = verify(frozen, _hostile_bundle(tmp_path, "owned", patch), task=TASK, executor=judge)
+    assert (done.outcome, judge.runs) == ("reject", 0)
+
+
+def test_verifying_a_v05_task_without_a_sandbox_refuses_and_writes_nothing(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    size = frozen.size()
+    with pytest.raises(CommitError) as raised:
+        verify(frozen, make_bundle(tmp_path, "correct"), task=TASK)
+    assert raised.value.code == "sandbox-unavailable"
+    assert frozen.size() == size
+
+
+# -- the audit of a v0.5 freeze (nothing executed) ------------------------------------------
+
+
+def _forged_freeze(tmp_path: Path, ledger: Ledger, calibration: bytes | None) -> None:
+    """A freeze written by the freeze's own code with a calibration record it would refuse
+    (None: no behaviour record at all), as a library caller bent on a lie would write it."""
+    folder = _cohort(tmp_path)
+    loaded = load_cohort(folder, root=tmp_path)
+    plan = loaded.tasks[4].plan
+    assert isinstance(plan, EvaluatorPlanV05)
+    honest = prepare_behaviour(folder, TASK, plan, TreeJudge())
+    behaviours = {} if calibration is None else {TASK: replace(honest, calibration=calibration)}
+    with ledger.writer() as w:
+        _append_frozen(w, loaded, behaviours=behaviours)
+
+
+def _violations(ledger: Ledger) -> list[tuple[str, str]]:
+    report, _ = audit_ledger(ledger, parallel=False)
+    return [(v.code, v.message) for v in report.violations]
+
+
+def test_a_freeze_whose_calibration_runs_passed_on_the_base_is_an_audit_violation(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    tree = tmp_path / "seen"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "README.md").write_bytes(BASE_README)
+    (tree / TEST_PATH).write_bytes(TEST_BODY)
+    seen = TreeJudge(always="passed").run(tree, [], [F2P], None, None)  # type: ignore[arg-type]
+    runs = [dataclasses.asdict(seen)] * 2
+    forged = canonical_bytes({"base": runs, "reference": runs})
+    _forged_freeze(tmp_path, ledger, forged)
+    assert _violations(ledger) == [
+        (
+            "behaviour-calibration-invalid",
+            f"task {TASK}: calibration does not separate: fail_to_pass test {F2P} passes on"
+            " the base",
+        )
+    ]
+
+
+def test_a_v05_freeze_without_its_source_and_calibration_is_an_audit_violation(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    _forged_freeze(tmp_path, ledger, None)
+    assert _violations(ledger) == [
+        (
+            "behaviour-calibration-invalid",
+            f"task {TASK}: a v0.5 plan frozen without its source and calibration",
+        )
+    ]
+
+
+def test_a_calibration_record_that_does_not_read_is_an_audit_violation(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    _forged_freeze(tmp_path, ledger, canonical_bytes({"base": [{"exit_status": "0"}]}))
+    [(code, message)] = _violations(ledger)
+    assert code == "behaviour-calibration-invalid"
+    assert "the calibration record does not read" in message

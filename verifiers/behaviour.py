@@ -185,10 +185,39 @@ def judge_behaviour(
     return BehaviourVerdict("reject" if found else "support", tuple(found), executed=True)
 
 
+def calibration_problems(
+    plan: EvaluatorPlanV05,
+    base: Sequence[RunObservation],
+    reference: Sequence[RunObservation],
+) -> list[str]:
+    """What keeps recorded calibration runs from telling the base from the reference solution
+    (``[]`` when they do): every base run has a valid report in which no ``fail_to_pass`` test
+    passed, and the reference runs are what ``judge_behaviour`` supports. Freeze refuses on it;
+    the audit checks every recorded calibration with it."""
+    problems: list[str] = []
+    if len(base) != plan.behaviour.runs:
+        problems.append(f"{len(base)} runs on the base, the plan asks for {plan.behaviour.runs}")
+    if any(not seen.report_valid for seen in base):
+        problems.append("a run on the base gave no valid report")
+    for test_id in plan.behaviour.fail_to_pass:
+        if any(seen.report_valid and seen.report.get(test_id) == "passed" for seen in base):
+            problems.append(f"fail_to_pass test {test_id} passes on the base")
+    found = _run_findings(reference, plan.behaviour.runs)
+    found.extend(
+        _test_findings(plan.behaviour.fail_to_pass, reference, "fail_to_pass", "correctness")
+    )
+    found.extend(
+        _test_findings(plan.behaviour.pass_to_pass, reference, "pass_to_pass", "regression")
+    )
+    problems.extend(f"with the reference: {item['summary']}" for item in found)
+    return problems
+
+
 __all__ = [
     "MISSING",
     "BehaviourOutcome",
     "BehaviourVerdict",
+    "calibration_problems",
     "judge_behaviour",
     "pre_run_findings",
     "scope_findings",

@@ -187,8 +187,14 @@ def observations_of(result: Mapping[str, Any]) -> tuple[RunObservation, ...]:
     record = (result.get("extensions") or {}).get(EXTENSION)
     if not isinstance(record, dict) or not isinstance(record.get("runs"), list):
         raise ValueError(f"no {EXTENSION} runs in the result")
+    return runs_of(record["runs"])
+
+
+def runs_of(items: Sequence[Any]) -> tuple[RunObservation, ...]:
+    """Recorded runs (a result's, a freeze's calibration record's) read strictly
+    (``ValueError`` naming the first that is not an observation)."""
     runs: list[RunObservation] = []
-    for item in record["runs"]:
+    for item in items:
         try:
             seen = msgspec.convert(item, _RecordedRun, strict=True)
         except msgspec.ValidationError as exc:
@@ -225,4 +231,5 @@ __all__ = [
     "gate_supports",
     "inputs_of",
     "observations_of",
+    "runs_of",
 ]

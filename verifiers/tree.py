@@ -36,7 +36,6 @@ MAX_TREE_FILES: Final = 10_000
 MAX_TREE_BYTES: Final = 64 * 1024 * 1024  # the bodies, together
 MAX_PATH_CHARS: Final = 4096
 MAX_TREE_OBJECT_BYTES: Final = 4 * 1024 * 1024
-TREE_MEDIA_TYPE: Final = "application/vnd.evidence-ledger.tree+json"
 
 Mode = Literal["100644", "100755"]
 
@@ -309,7 +308,6 @@ def apply_patch(
 __all__ = [
     "MAX_TREE_BYTES",
     "MAX_TREE_FILES",
-    "TREE_MEDIA_TYPE",
     "TreeEntry",
     "TreeError",
     "TreeFile",

@@ -20,12 +20,28 @@ from typing import Any, Final
 
 from ledger.documents.source_tree import REFUSED, materialize, read_source_folder
 from ledger.errors import CommitError
-from verifiers.behaviour import judge_behaviour, scope_findings
+from ledger.store.base import Store as Ledger
+from verifiers.behaviour import calibration_problems, pre_run_findings, scope_findings
+from verifiers.behaviour_result import (
+    BehaviourInputs,
+    candidate_files,
+    gate_result,
+    gate_supports,
+)
+from verifiers.bundle import BundleSnapshot
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
-from verifiers.contracts import EvaluatorPlanV05
+from verifiers.contracts import EvaluatorPlanV05, WorkUnit
 from verifiers.diff import FileDiff, parse_diff, path_problems
 from verifiers.observations import Environment, Executor, Limits, Mount, RunObservation
-from verifiers.tree import TreeFile, apply_patch, encode_tree, tree_problems
+from verifiers.tree import (
+    TreeError,
+    TreeFile,
+    apply_patch,
+    decode_tree,
+    encode_tree,
+    tree_files,
+    tree_problems,
+)
 
 
 def plan_limits(plan: EvaluatorPlanV05) -> Limits:
@@ -181,29 +197,19 @@ def prepare_behaviour(
             )
     bodies = {**bodies, **found}
     reference = _reference(folder, task_id)
-    problems: list[str] = []
     at_base, unusable = prepared_tree(plan, base, (), bodies.get)
     if at_base is None:
         raise CommitError("behaviour-source-mismatch", f"task {task_id}: {unusable[0]['summary']}")
     base_runs = observe_runs(plan, at_base, executor)
-    for test_id in plan.behaviour.fail_to_pass:
-        if any(seen.report_valid and seen.report.get(test_id) == "passed" for seen in base_runs):
-            problems.append(f"fail_to_pass test {test_id} passes on the base")
-    if any(not seen.report_valid for seen in base_runs):
-        problems.append("a run on the base gave no valid report")
-    scope = scope_findings(plan, reference)
+    # The reference is held to what a candidate is: no forbidden or owned path, applied exactly.
+    before = [*scope_findings(plan, reference)]
     with_reference, applied = prepared_tree(plan, base, reference, bodies.get)
+    before.extend(applied)
     reference_runs: list[RunObservation] = []
-    if with_reference is not None and not scope:
+    if with_reference is not None and not before:
         reference_runs = observe_runs(plan, with_reference, executor)
-    verdict = judge_behaviour(
-        plan,
-        gate_supports=True,
-        files=reference,
-        apply_findings=applied,
-        observations=reference_runs,
-    )
-    problems.extend(f"with the reference: {item['summary']}" for item in verdict.findings)
+    problems = [f"with the reference: {item['summary']}" for item in before]
+    problems.extend(calibration_problems(plan, base_runs, reference_runs))
     if problems:
         raise CommitError(
             "calibration-indistinct",
@@ -216,9 +222,80 @@ def prepare_behaviour(
     return PreparedBehaviour(tree, bodies, calibration)
 
 
+# -- verify: a candidate judged by its committed v0.5 plan -------------------------------------
+
+
+def committed_source(
+    ledger: Ledger, cohort_entry: int, task: str
+) -> tuple[dict[str, TreeFile], dict[str, bytes]]:
+    """The source tree and every body a v0.5 task's freeze stored, through the checked read
+    (each object against the digest the entry commits); ``behaviour-object-missing`` when the
+    freeze names none or an object is gone."""
+    entry = ledger.entry(cohort_entry)
+    tasks = [] if entry is None else entry.body.payload.get("tasks") or []
+    record = next((t.get("behaviour") for t in tasks if t.get("task") == task), None)
+    if not isinstance(record, dict):
+        raise CommitError(
+            "behaviour-object-missing",
+            f"the freeze at seq {cohort_entry} stores no source for v0.5 task {task}",
+        )
+
+    def body(ref: Mapping[str, Any]) -> bytes:
+        stored = ledger.get_object(str(ref["object"]), digest=str(ref["digest"]))
+        if stored is None:
+            raise CommitError(
+                "behaviour-object-missing",
+                f"object {ref['object']} of task {task}'s source is not in this ledger;"
+                " run `ledger audit`",
+            )
+        return bytes(stored.body)
+
+    bodies = {str(ref["digest"]): body(ref) for ref in record["files"]}
+    try:
+        tree = tree_files(decode_tree(body(record["source"])), bodies.get)
+    except TreeError as exc:
+        raise CommitError("behaviour-object-missing", f"task {task}: {exc.message}") from None
+    return tree, bodies
+
+
+def observe_candidate(
+    plan: EvaluatorPlanV05,
+    work_unit: WorkUnit,
+    snapshot: BundleSnapshot,
+    source: tuple[Mapping[str, TreeFile], Mapping[str, bytes]],
+    executor: Executor | None,
+    time: str,
+) -> BehaviourInputs:
+    """What the result of one candidate is built from: nothing runs unless the static gate
+    supports it, its patch touches no forbidden or verifier-owned path and applies exactly; then
+    ``runs`` runs. ``sandbox-unavailable`` (nothing written) without an executor."""
+    supports = gate_supports(
+        gate_result(plan, work_unit, snapshot, started_at=time, finished_at=time)
+    )
+    files = candidate_files(plan, work_unit, snapshot) if supports else None
+    if pre_run_findings(plan, gate_supports=supports, files=files, apply_findings=()):
+        return BehaviourInputs((), (), {})
+    base, bodies = source
+    tree, applied = prepared_tree(plan, base, files or (), bodies.get)
+    if tree is None:
+        return BehaviourInputs(tuple(applied), (), {})
+    if executor is None:
+        raise CommitError(
+            "sandbox-unavailable", "a v0.5 plan judges in the sandbox, and none was given"
+        )
+    observed = observe_runs(plan, tree, executor)
+    # The sandbox says how it was set up (its runner's digest among it); duck-typed, as the seam
+    # (verifiers/observations.py) names no such member yet.
+    configuration = getattr(executor, "configuration", None)
+    sandbox = dict(configuration) if isinstance(configuration, Mapping) else {}
+    return BehaviourInputs((), tuple(observed), sandbox)
+
+
 __all__ = [
     "BEHAVIOUR_FOLDER",
     "PreparedBehaviour",
+    "committed_source",
+    "observe_candidate",
     "observe_runs",
     "plan_environment",
     "plan_limits",

@@ -28,7 +28,6 @@ from ledger.store.base import Writer
 from verifiers.canonical import sha256_hex_digest
 from verifiers.contracts import EvaluatorPlanV05
 from verifiers.observations import Executor
-from verifiers.tree import TREE_MEDIA_TYPE
 
 JSON: Final = "application/json"
 OCTETS: Final = "application/octet-stream"
@@ -326,7 +325,7 @@ def _prepare_behaviours(
 
 
 def _put_behaviour(w: Writer, prepared: PreparedBehaviour) -> tuple[dict[str, Any], list[str]]:
-    source = w.put_object(prepared.tree, TREE_MEDIA_TYPE)
+    source = w.put_object(prepared.tree, JSON)
     files = [
         {"object": w.put_object(data, OCTETS), "digest": digest}
         for digest, data in sorted(prepared.bodies.items())
