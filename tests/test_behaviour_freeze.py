@@ -17,11 +17,12 @@ import pytest
 
 from ledger.api import audit_ledger
 from ledger.documents.cohort_folder import load_cohort
-from ledger.errors import CommitError
+from ledger.errors import CommitError, LedgerError
 from ledger.operations.behaviour import prepare_behaviour
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import _append_frozen, freeze
 from ledger.operations.verify import verify
+from ledger.sandboxing import SandboxExecutor
 from ledger.store.sqlite import Ledger
 from tests.commit_helpers import cohort_doc, make_bundle, task_doc, write_json
 from verifiers.behaviour_result import EXTENSION
@@ -385,3 +386,22 @@ def test_a_calibration_record_that_does_not_read_is_an_audit_violation(
     [(code, message)] = _violations(ledger)
     assert code == "behaviour-calibration-invalid"
     assert "the calibration record does not read" in message
+
+
+def test_an_installation_without_the_sandbox_refuses_a_v05_verify_and_writes_nothing(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    size = frozen.size()
+    missing = SandboxExecutor(module="ledger.sandbox_not_installed.bwrap")
+    with pytest.raises(LedgerError) as raised:
+        verify(frozen, make_bundle(tmp_path, "correct"), task=TASK, executor=missing)
+    assert raised.value.code == "sandbox-unavailable"
+    assert frozen.size() == size
+
+
+def test_a_static_verify_never_opens_the_sandbox(tmp_path: Path, frozen: Ledger) -> None:
+    missing = SandboxExecutor(module="ledger.sandbox_not_installed.bwrap")
+    done = verify(
+        frozen, make_bundle(tmp_path, "good"), task="test/behaviour/task-000", executor=missing
+    )
+    assert done.outcome == "support"

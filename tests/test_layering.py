@@ -30,7 +30,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "transparency": ("ledger.transparency",),
     "interop": ("ledger.interop",),
     "authoring": ("ledger.authoring",),
-    "api": ("ledger.api", "ledger.trusting"),
+    "api": ("ledger.api", "ledger.trusting", "ledger.sandboxing"),
     "cli": ("ledger.cli",),
     "tools": ("tools",),
 }

@@ -1067,6 +1067,7 @@ def freeze(
     COHORT_DIR BUNDLE...` (judged, never recorded).
     """
     from ledger.operations.freeze import freeze as run_freeze
+    from ledger.sandboxing import sandbox_executor
 
     reuse = _reuse_exposed(reuse_exposed or [])
     settings = _settings()
@@ -1113,6 +1114,7 @@ def freeze(
                 hidden_plans=hidden_plans,
                 reuse_exposed=reuse,
                 progress=bar.update if bar is not None else None,
+                executor=sandbox_executor,
             )
             if bar is not None:
                 bar.close()
