@@ -105,6 +105,8 @@ def test_a_static_gate_reject_is_never_executed() -> None:
         "calc/UserCustomize.py",  # folds onto a forbidden name
         "calc/__main__.py",
         "tox.ini",
+        "sitecustomize/__init__.py",  # a package is imported under the same name
+        "lib/usercustomize/hook.py",
     ],
 )
 def test_a_candidate_adding_a_file_the_runner_loads_on_its_own_is_never_executed(

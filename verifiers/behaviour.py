@@ -44,8 +44,17 @@ class BehaviourVerdict:
     executed: bool
 
 
-def _last_component(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
+def _forbidden(folded: str, patterns: Sequence[str]) -> str | None:
+    """The pattern ``folded`` breaks: its file name matches one, or one of its folders does as
+    a package would (``sitecustomize/__init__.py`` is imported as ``sitecustomize.py`` is)."""
+    *folders, name = folded.split("/")
+    for pattern in patterns:
+        if fnmatchcase(name, pattern) or any(
+            fnmatchcase(folder, pattern) or fnmatchcase(folder + ".py", pattern)
+            for folder in folders
+        ):
+            return pattern
+    return None
 
 
 def scope_findings(plan: EvaluatorPlanV05, files: Sequence[FileDiff]) -> list[dict[str, Any]]:
@@ -58,8 +67,7 @@ def scope_findings(plan: EvaluatorPlanV05, files: Sequence[FileDiff]) -> list[di
     for section in files:
         for path in section.paths:
             folded = path.casefold()
-            name = _last_component(folded)
-            matched = next((p for p in patterns if fnmatchcase(name, p)), None)
+            matched = _forbidden(folded, patterns)
             if matched is not None:
                 found.append(
                     finding(
