@@ -25,6 +25,7 @@ from ledger.operations.verify import verify
 from ledger.sandboxing import SandboxExecutor
 from ledger.store.sqlite import Ledger
 from tests.commit_helpers import cohort_doc, make_bundle, task_doc, write_json
+from tests.helpers import attacker
 from verifiers.behaviour_result import EXTENSION
 from verifiers.calibration import BUNDLES, PLANS
 from verifiers.canonical import canonical_bytes, canonical_digest, sha256_hex_digest
@@ -98,8 +99,10 @@ def _v05_plan(source_digest: str) -> dict[str, Any]:
     }
 
 
-def _cohort(root: Path) -> Path:
-    """Four static tasks and one v0.5 task over the calibration WorkUnit."""
+def _cohort(root: Path, repo: dict[str, bytes] | None = None) -> Path:
+    """Four static tasks and one v0.5 task over the calibration WorkUnit (``repo``: the source
+    folder's files, README.md alone by default)."""
+    repo = {"README.md": BASE_README} if repo is None else repo
     cohort_id = "test/behaviour"
     keys = ("v0.2-whole-line", "v0.3-fragment", "v0.3-transition", "v0.4-transition")
     families = ("bug_fix", "test_failure", "bounded_feature", "refactor")
@@ -111,11 +114,12 @@ def _cohort(root: Path) -> Path:
     task_id = f"{cohort_id}/task-004"
     behaviour = folder / "behaviour" / task_id
     (behaviour / "repo").mkdir(parents=True)
-    (behaviour / "repo" / "README.md").write_bytes(BASE_README)
+    for name, data in repo.items():
+        (behaviour / "repo" / name).write_bytes(data)
     (behaviour / "verifier_tests" / "tests").mkdir(parents=True)
     (behaviour / "verifier_tests" / TEST_PATH).write_bytes(TEST_BODY)
     (behaviour / "reference.diff").write_bytes(REFERENCE)
-    tree, _ = encode_tree({"README.md": TreeFile("100644", BASE_README)})
+    tree, _ = encode_tree({name: TreeFile("100644", data) for name, data in repo.items()})
     plan = _v05_plan(sha256_hex_digest(tree))
     write_json(root / "plans" / "v0.5.json", plan)
     v05 = task_doc(root, task_id, "v0.4-transition", family="documentation_contract")
@@ -405,3 +409,57 @@ def test_a_static_verify_never_opens_the_sandbox(tmp_path: Path, frozen: Ledger)
         frozen, make_bundle(tmp_path, "good"), task="test/behaviour/task-000", executor=missing
     )
     assert done.outcome == "support"
+
+
+def test_a_source_whose_files_collide_with_the_verifier_tests_never_freezes(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    # A file named "tests" where the verifier's tests need a folder: the plan cannot run.
+    folder = _cohort(tmp_path, {"README.md": BASE_README, "tests": b"not a folder\n"})
+    error = _refused(tmp_path, ledger, folder, TreeJudge)
+    assert error.code == "behaviour-source-mismatch"
+    assert "The tree with the verifier's tests breaks a tree rule" in error.message
+
+
+def test_verifying_against_a_v05_freeze_that_stored_no_source_refuses(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    _forged_freeze(tmp_path, ledger, None)
+    size = ledger.size()
+    with pytest.raises(CommitError) as raised:
+        verify(ledger, make_bundle(tmp_path, "correct"), task=TASK, executor=TreeJudge())
+    assert raised.value.code == "behaviour-object-missing"
+    assert "stores no source" in raised.value.message
+    assert ledger.size() == size
+
+
+def test_verifying_against_a_source_tree_object_that_does_not_read_refuses(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    folder = _cohort(tmp_path)
+    loaded = load_cohort(folder, root=tmp_path)
+    plan = loaded.tasks[4].plan
+    assert isinstance(plan, EvaluatorPlanV05)
+    honest = prepare_behaviour(folder, TASK, plan, TreeJudge())
+    forged = replace(honest, tree=b'{"files": []}')  # not canonical: no tree object
+    with ledger.writer() as w:
+        _append_frozen(w, loaded, behaviours={TASK: forged})
+    with pytest.raises(CommitError) as raised:
+        verify(ledger, make_bundle(tmp_path, "correct"), task=TASK, executor=TreeJudge())
+    assert raised.value.code == "behaviour-object-missing"
+    assert "not canonical" in raised.value.message
+
+
+def test_verifying_when_a_source_body_is_gone_refuses(tmp_path: Path, frozen: Ledger) -> None:
+    entry = frozen.entry(frozen.size() - 1)
+    assert entry is not None
+    body = entry.body.payload["tasks"][4]["behaviour"]["files"][0]["object"]
+    db = tmp_path / "l.db"
+    frozen.close()
+    with attacker(db) as conn:
+        conn.execute("DELETE FROM objects WHERE digest = ?", (body,))
+    reopened, _ = Ledger.create(db, origin="test/behaviour")
+    with pytest.raises(CommitError) as raised:
+        verify(reopened, make_bundle(tmp_path, "correct"), task=TASK, executor=TreeJudge())
+    assert raised.value.code == "behaviour-object-missing"
+    assert "is not in this ledger" in raised.value.message
