@@ -463,3 +463,13 @@ def test_verifying_when_a_source_body_is_gone_refuses(tmp_path: Path, frozen: Le
         verify(reopened, make_bundle(tmp_path, "correct"), task=TASK, executor=TreeJudge())
     assert raised.value.code == "behaviour-object-missing"
     assert "is not in this ledger" in raised.value.message
+
+
+def test_a_verifier_test_missing_from_the_folder_never_freezes(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    folder = _cohort(tmp_path)
+    (folder / "behaviour" / TASK / "verifier_tests" / TEST_PATH).unlink()
+    error = _refused(tmp_path, ledger, folder, TreeJudge)
+    assert error.code == "behaviour-source-mismatch"
+    assert f"verifier_tests/{TEST_PATH}" in error.message

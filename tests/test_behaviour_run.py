@@ -310,3 +310,11 @@ def test_a_behavioural_record_that_does_not_read_is_a_failed_replay_never_a_cras
     assert got.violation is not None
     assert got.violation[0] == "replay-failed"
     assert "behaviour-record-invalid" in got.violation[1]
+
+
+def test_a_verifier_test_body_the_ledger_does_not_have_at_all_is_refused() -> None:
+    files = candidate_files(PLAN, WORK_UNIT, _bundle("correct"))
+    assert files is not None
+    with pytest.raises(CommitError) as raised:
+        prepared_tree(PLAN, BASE, files, {}.get)
+    assert raised.value.code == "behaviour-object-missing"
