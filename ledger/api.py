@@ -109,6 +109,7 @@ from ledger.transparency.witnessing import (
 from ledger.trusting import LoadedTrust, check_trust_origin, find_trust, load_trust, trust_beside
 from ledger.trusting import anchor_rule as _anchor_rule
 from verifiers.contracts import OUTCOMES, Outcome, VerificationResult
+from verifiers.observations import Executor
 
 if TYPE_CHECKING:
     from ledger.format.signing import TrustedSigners, WriterKey
@@ -228,6 +229,7 @@ def freeze(
     signer_key: str | None = None,
     unanchored: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    executor: Callable[[], Executor] | None = None,
 ) -> FreezeResult:
     """What ``ledger freeze COHORT_DIR`` runs (LEDGER.md section 5): freeze
     ``cohort_dir/cohort.json`` and what it names (paths relative to ``root``; hidden plans from
@@ -255,6 +257,7 @@ def freeze(
         hidden_plans=None if hidden_plans is None else Path(hidden_plans),
         reuse_exposed=reuse_exposed,
         progress=progress,
+        executor=executor,
     )
     warning = None
     if policy is None or signer_key is None:
@@ -522,6 +525,7 @@ def verify(
     task: str | None = None,
     trust: LoadedTrust | None = None,
     unanchored: bool = False,
+    executor: Executor | None = None,
 ) -> VerifyResult:
     """What ``ledger verify BUNDLE`` runs and prints (LEDGER.md section 5): judge the bundle
     folder by the plan this ledger committed for its task (``cohort``/``task`` choose when
@@ -529,10 +533,19 @@ def verify(
     (``support``, ``reject``, ``escalate``, ``insufficient_evidence``); ``verification_result``
     the typed VerificationResult. Under ``trust``'s anchoring policy a plan whose freeze is not
     anchored is ``plan-not-anchored`` (unless ``unanchored``); without a policy the result
-    carries a ``warning``. A bundle refused is a ``LedgerError`` and nothing is written."""
+    carries a ``warning``. A bundle refused is a ``LedgerError`` and nothing is written.
+    ``executor``: the sandbox a v0.5 plan's tests run in (``ledger.sandboxing.sandbox_executor()``);
+    without it a v0.5 bundle is ``sandbox-unavailable`` and nothing is written."""
     if trust is not None:
         check_trust_origin(trust, ledger.origin())
-    return _verify(ledger, Path(bundle), cohort=cohort, task=task, anchors=_rule(trust, unanchored))
+    return _verify(
+        ledger,
+        Path(bundle),
+        cohort=cohort,
+        task=task,
+        anchors=_rule(trust, unanchored),
+        executor=executor,
+    )
 
 
 def verify_many(

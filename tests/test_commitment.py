@@ -138,8 +138,9 @@ def codes(report: dict[str, Any]) -> set[str]:
 
 def test_verify_has_no_way_to_take_a_plan_file() -> None:
     params = set(inspect.signature(verify).parameters)
-    # anchors: the rule deciding whether the plan's freeze is anchored, never a plan.
-    assert params == {"ledger", "bundle_dir", "cohort", "task", "anchors"}
+    # anchors: the rule deciding whether the plan's freeze is anchored, never a plan;
+    # executor: the sandbox a v0.5 plan's tests run in, never a plan either.
+    assert params == {"ledger", "bundle_dir", "cohort", "task", "anchors", "executor"}
     proc = run_in_process(["verify", "--help"])
     assert proc.code == 0, proc.stderr
     assert "--plan" not in proc.stdout and "plan file" not in proc.stdout.lower()

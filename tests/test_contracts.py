@@ -24,6 +24,7 @@ from verifiers.contracts import (
     EvaluatorPlanV02,
     EvaluatorPlanV03,
     EvaluatorPlanV04,
+    EvaluatorPlanV05,
     Independence,
     Resources,
     ResultManifest,
@@ -48,6 +49,7 @@ CASES: dict[str, tuple[Decoder, type[Any], str]] = {
     "evaluator-plan-v0.2.json": (decode_evaluator_plan, EvaluatorPlanV02, "evaluator-plan"),
     "evaluator-plan-v0.3.json": (decode_evaluator_plan, EvaluatorPlanV03, "evaluator-plan"),
     "evaluator-plan-v0.4.json": (decode_evaluator_plan, EvaluatorPlanV04, "evaluator-plan"),
+    "evaluator-plan-v0.5.json": (decode_evaluator_plan, EvaluatorPlanV05, "evaluator-plan"),
     "verification-result-v0.1.json": (
         decode_verification_result,
         VerificationResult,
@@ -120,7 +122,7 @@ def put(value: Any, *path: str | int) -> Callable[[dict[str, Any]], None]:
 
 WU = "work-unit-v0.2.json"
 RM = "result-manifest-v0.1.json"
-P1, P2, P3, P4 = (f"evaluator-plan-v0.{n}.json" for n in range(1, 5))
+P1, P2, P3, P4, P5 = (f"evaluator-plan-v0.{n}.json" for n in range(1, 6))
 VR = "verification-result-v0.1.json"
 BC = "benchmark-cohort-v0.1.json"
 BN = "burn-notice-v0.1.json"
@@ -248,7 +250,121 @@ MUTATIONS: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         put(0, "backend", "max_candidate_bytes"),
         "/backend/max_candidate_bytes",
     ),
-    ("plan-unknown-version", P4, put("0.5", "schema_version"), "/schema_version"),
+    ("plan-unknown-version", P4, put("0.6", "schema_version"), "/schema_version"),
+    # v0.5: every field the verdict depends on is bound and bounded; anything else is refused.
+    ("p5-metadata-only", P5, put("metadata_only", "execution_mode"), "/execution_mode"),
+    ("p5-v04-relabelled", P4, put("0.5", "schema_version"), "/execution_mode"),
+    (
+        "p5-wrong-adapter",
+        P5,
+        put("0.3.0", "verifier", "adapter_version"),
+        "/verifier/adapter_version",
+    ),
+    ("p5-unknown-behaviour-field", P5, put(1, "behaviour", "timeout"), "/behaviour/timeout"),
+    ("p5-gate-missing", P5, drop("static_gate"), "/static_gate"),
+    (
+        "p5-shell-command",
+        P5,
+        put(["sh", "-c", "x"], "behaviour", "command"),
+        "/behaviour/command/0",
+    ),
+    ("p5-empty-command", P5, put([], "behaviour", "command"), "/behaviour/command"),
+    (
+        "p5-conftest-allowed",
+        P5,
+        put(
+            ["sitecustomize.py", "usercustomize.py", "*.pth", "__main__.py"],
+            "behaviour",
+            "forbidden_candidate_names",
+        ),
+        "/behaviour/forbidden_candidate_names",
+    ),
+    ("p5-no-fail-to-pass", P5, put([], "behaviour", "fail_to_pass"), "/behaviour/fail_to_pass"),
+    (
+        "p5-test-id-not-unittest",
+        P5,
+        put(["tests/test_x.py::test_a"], "behaviour", "fail_to_pass"),
+        "/behaviour/fail_to_pass/0",
+    ),
+    (
+        "p5-test-in-both-lists",
+        P5,
+        put(["tests.test_hidden_calc.TestAdd.test_negative"], "behaviour", "pass_to_pass"),
+        "/behaviour/pass_to_pass",
+    ),
+    ("p5-zero-runs", P5, put(0, "behaviour", "runs"), "/behaviour/runs"),
+    ("p5-runs-unbounded", P5, put(1000, "behaviour", "runs"), "/behaviour/runs"),
+    (
+        "p5-no-wall-limit",
+        P5,
+        drop("behaviour", "limits", "wall_seconds"),
+        "/behaviour/limits/wall_seconds",
+    ),
+    (
+        "p5-float-limit",
+        P5,
+        put(1.5, "behaviour", "limits", "cpu_seconds"),
+        "/behaviour/limits/cpu_seconds",
+    ),
+    (
+        "p5-huge-memory",
+        P5,
+        put(1 << 40, "behaviour", "limits", "memory_bytes"),
+        "/behaviour/limits/memory_bytes",
+    ),
+    (
+        "p5-test-file-traversal",
+        P5,
+        put("../outside.py", "behaviour", "test_files", 0, "path"),
+        "/behaviour/test_files/0/path",
+    ),
+    (
+        "p5-test-files-fold-together",
+        P5,
+        put(
+            [
+                {"path": "tests/test_a.py", "digest": "sha256:" + "2" * 64},
+                {"path": "tests/TEST_A.py", "digest": "sha256:" + "2" * 64},
+            ],
+            "behaviour",
+            "test_files",
+        ),
+        "/behaviour/test_files/1/path",
+    ),
+    (
+        "p5-snapshot-not-digest",
+        P5,
+        put("HEAD", "behaviour", "source_snapshot"),
+        "/behaviour/source_snapshot",
+    ),
+    (
+        "p5-relative-interpreter",
+        P5,
+        put("python3", "behaviour", "environment", "interpreter"),
+        "/behaviour/environment/interpreter",
+    ),
+    (
+        "p5-mount-over-harness",
+        P5,
+        put(
+            [{"source": "/opt/lib", "target": "/harness", "digest": "sha256:" + "4" * 64}],
+            "behaviour",
+            "environment",
+            "mounts",
+        ),
+        "/behaviour/environment/mounts/0/target",
+    ),
+    (
+        "p5-mount-traversal",
+        P5,
+        put(
+            [{"source": "/opt/../etc", "target": "/lib", "digest": "sha256:" + "4" * 64}],
+            "behaviour",
+            "environment",
+            "mounts",
+        ),
+        "/behaviour/environment/mounts/0/source",
+    ),
     ("vr-missing-decision", VR, drop("decision_support"), "/decision_support"),
     (
         "vr-bad-recommendation",
@@ -435,7 +551,7 @@ def test_number_fields_keep_int_or_float() -> None:
 
 
 def test_plan_union_selects_version_and_exposes_schema_version() -> None:
-    for version in ("0.1", "0.2", "0.3", "0.4"):
+    for version in ("0.1", "0.2", "0.3", "0.4", "0.5"):
         plan = decode_evaluator_plan((DATA / f"evaluator-plan-v{version}.json").read_bytes()).value
         assert plan is not None
         assert plan.schema_version == version

@@ -31,7 +31,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "interop": ("ledger.interop",),
     "authoring": ("ledger.authoring",),
     "sandbox": ("ledger.sandbox",),
-    "api": ("ledger.api", "ledger.trusting"),
+    "api": ("ledger.api", "ledger.trusting", "ledger.sandboxing"),
     "cli": ("ledger.cli",),
     "tools": ("tools",),
 }

@@ -193,5 +193,6 @@ def test_adapter_table_pairs_each_plan_version_with_one_adapter() -> None:
         "0.2": ("deterministic-patch-verifier", "0.1.1"),
         "0.3": ("deterministic-patch-verifier", "0.2.0"),
         "0.4": ("deterministic-patch-verifier", "0.3.0"),
+        "0.5": ("sandboxed-test-verifier", "0.5.0"),
     }
     assert RUNNER_VERSIONS["0.4"] == "0.4" and RUNNER_VERSIONS["0.3"] == "0.2"

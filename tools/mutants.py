@@ -58,6 +58,8 @@ TARGETS = (
     "ledger/operations/verify.py",
     "ledger/operations/check_result.py",
     "ledger/operations/rehearse.py",
+    "ledger/operations/behaviour.py",
+    "ledger/documents/source_tree.py",
     "ledger/state.py",
     "ledger/documents/cohort_folder.py",
     "ledger/transparency/check.py",

@@ -36,6 +36,7 @@ from verifiers.contracts import (
     EvaluatorPlanV02,
     EvaluatorPlanV03,
     EvaluatorPlanV04,
+    EvaluatorPlanV05,
     ResultManifest,
     VerificationResult,
     WorkUnit,
@@ -107,6 +108,14 @@ CONTRACTS: Final[tuple[ContractSchema, ...]] = (
         "EvaluatorPlan v0.4",
         "Verifier-owned plan: unified diff, added and removed line substrings "
         "(deterministic-patch-verifier 0.3.0).",
+    ),
+    ContractSchema(
+        "evaluator-plan",
+        "0.5",
+        EvaluatorPlanV05,
+        "EvaluatorPlan v0.5",
+        "Verifier-owned behavioural plan: a v0.4 static gate, then verifier-owned tests run in a "
+        "sandbox over the committed source snapshot (sandboxed-test-verifier 0.5.0).",
     ),
     ContractSchema(
         "verification-result",

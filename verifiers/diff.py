@@ -33,6 +33,7 @@ __all__ = [
     "Hunk",
     "ParsedDiff",
     "parse_diff",
+    "path_problems",
 ]
 
 DEFAULT_MAX_PATCH_BYTES: Final = 8 * 1024 * 1024
@@ -509,6 +510,12 @@ def _path_problems(path: str) -> list[tuple[str, str]]:
     if _looks_like_dotgit(path):
         problems.append(("dotgit-path", "a path has a '.git' component (or a look-alike)"))
     return problems
+
+
+def path_problems(path: str) -> list[tuple[str, str]]:
+    """The scope findings (code, message) of one repository-relative path, as the parser gives
+    them for a patch's paths: the one path rule the source tree of a v0.5 plan shares."""
+    return _path_problems(path)
 
 
 def _blank_hash(h: str) -> bool:

@@ -6,6 +6,7 @@
 | 0.2  | deterministic-patch-verifier | 0.1.1   | ``unified_diff``                | 0.2            |
 | 0.3  | deterministic-patch-verifier | 0.2.0   | ``unified_diff_substring``      | 0.2            |
 | 0.4  | deterministic-patch-verifier | 0.3.0   | ``unified_diff_transform``      | 0.4            |
+| 0.5  | sandboxed-test-verifier      | 0.5.0   | ``sandboxed_tests``             | 0.5            |
 
 ``check_binding`` is the operator-side gate (a plan that does not bind to the WorkUnit is refused
 with ``PlanBindingError``; nothing is recorded). Everything the candidate controls is judged by
@@ -19,13 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from verifiers.behaviour_result import BehaviourInputs, build_behaviour_result
 from verifiers.bundle import BundleSnapshot, plan_read_policy, read_bundle
+from verifiers.canonical import canonical_bytes
 from verifiers.contracts import (
     LIMITS,
     RECOMMENDATION_OUTCOMES,
     EvaluatorPlan,
+    EvaluatorPlanV05,
     VerificationResult,
     WorkUnit,
+    decode_evaluator_plan,
     plan_digest,
     work_unit_digest,
 )
@@ -41,21 +46,38 @@ ADAPTERS: Final[Mapping[str, tuple[str, str]]] = {
     "0.2": ("deterministic-patch-verifier", "0.1.1"),
     "0.3": ("deterministic-patch-verifier", "0.2.0"),
     "0.4": ("deterministic-patch-verifier", "0.3.0"),
+    "0.5": ("sandboxed-test-verifier", "0.5.0"),
 }
 # The reference runner reports "0.4" for v0.4 results and keeps its earlier marker, "0.2",
 # for v0.1-v0.3 results (seed 000; the last canonical runner before v0.4 said "0.2").
-RUNNER_VERSIONS: Final[Mapping[str, str]] = {"0.1": "0.2", "0.2": "0.2", "0.3": "0.2", "0.4": "0.4"}
+RUNNER_VERSIONS: Final[Mapping[str, str]] = {
+    "0.1": "0.2",
+    "0.2": "0.2",
+    "0.3": "0.2",
+    "0.4": "0.4",
+    "0.5": "0.5",
+}
 BACKEND_NAMES: Final[Mapping[str, str]] = {
     "0.1": "json_exact",
     "0.2": "unified_diff",
     "0.3": "unified_diff_substring",
     "0.4": "unified_diff_transform",
+    "0.5": "sandboxed_tests",
 }
 VALIDATOR_IDS: Final[Mapping[str, frozenset[str]]] = {
     "0.1": frozenset(JSON_VALIDATOR_IDS),
     "0.2": frozenset(PATCH_VALIDATOR_IDS),
     "0.3": frozenset(PATCH_VALIDATOR_IDS),
     "0.4": frozenset(PATCH_VALIDATOR_IDS),
+    "0.5": frozenset(PATCH_VALIDATOR_IDS),
+}
+# The execution mode each plan version must name: only v0.5 runs anything.
+EXECUTION_MODES: Final[Mapping[str, str]] = {
+    "0.1": "metadata_only",
+    "0.2": "metadata_only",
+    "0.3": "metadata_only",
+    "0.4": "metadata_only",
+    "0.5": "sandboxed_tests",
 }
 VERIFIER_ID: Final = "idkmesh-local-verifier"
 
@@ -109,9 +131,10 @@ def check_binding(
             "adapter-version-mismatch",
             f"EvaluatorPlan verifier must be {VERIFIER_ID} (system), not {verifier.get('id')!r}",
         )
-    if version != "0.1" and (plan_d.get("backend") or {}).get("type") != "unified_diff":
+    backend = plan_d.get("static_gate" if version == "0.5" else "backend") or {}
+    if version != "0.1" and backend.get("type") != "unified_diff":
         raise PlanBindingError("unsupported-backend", "patch plans must select unified_diff")
-    if plan_d.get("execution_mode") != "metadata_only" or not all(
+    if plan_d.get("execution_mode") != EXECUTION_MODES[version] or not all(
         (plan_d.get("policy") or {}).get(key) is True
         for key in (
             "require_plan_outside_candidate_root",
@@ -120,7 +143,8 @@ def check_binding(
         )
     ):
         raise PlanBindingError(
-            "plan-policy-invalid", "plan must be metadata_only with every policy flag true"
+            "plan-policy-invalid",
+            f"plan must be {EXECUTION_MODES[version]} with every policy flag true",
         )
     binding = plan_d.get("binding") or {}
     problems: list[str] = []
@@ -160,10 +184,13 @@ def check_binding(
 def read_bundle_for_plan(root: Path, plan: EvaluatorPlan | Mapping[str, Any]) -> BundleSnapshot:
     """``read_bundle`` with the manifest limit of the contract and the plan's ReadPolicy (each
     file within its role's limit, all of them within the plan's budget)."""
+    plan_d = document_json(plan)
+    if plan_d.get("schema_version") == "0.5":
+        plan_d = dict(plan_d, backend=plan_d.get("static_gate"))  # the gate reads the bundle
     return read_bundle(
         root,
         max_manifest_bytes=LIMITS["result-manifest"].max_bytes,
-        policy=plan_read_policy(document_json(plan)),
+        policy=plan_read_policy(plan_d),
     )
 
 
@@ -174,8 +201,12 @@ def run(
     *,
     started_at: str,
     finished_at: str,
+    behaviour: BehaviourInputs | None = None,
 ) -> RunOutcome:
-    """Check the binding (PlanBindingError), then judge the snapshot. Deterministic."""
+    """Check the binding (PlanBindingError), then judge the snapshot. Deterministic.
+
+    ``behaviour``: for a v0.5 plan, what the sandboxed runs gave (the applier's findings, the
+    observations, the sandbox configuration); required for 0.5, refused for any other."""
     # Computed afresh on every run, never cached by object: a caller may change a decoded
     # document between two runs (nested lists of a frozen Struct are mutable), and a verdict
     # must follow the bytes the document has now.
@@ -185,7 +216,29 @@ def run(
     version = _plan_version(plan_d)
     adapter, adapter_version = ADAPTERS[version]
     digest = plan_digest(plan)
-    if version == "0.1":
+    if (version == "0.5") != (behaviour is not None):
+        raise PlanBindingError(
+            "behaviour-inputs-mismatch",
+            f"EvaluatorPlan {version} is judged "
+            + ("from sandboxed runs, and none were given" if behaviour is None else "without runs"),
+        )
+    if behaviour is not None:
+        if not isinstance(plan, EvaluatorPlanV05):
+            decoded = decode_evaluator_plan(canonical_bytes(plan_d))
+            if not isinstance(decoded.value, EvaluatorPlanV05):
+                raise PlanBindingError("plan-binding-mismatch", "not a valid EvaluatorPlan 0.5")
+            plan = decoded.value
+        result = build_behaviour_result(
+            plan,
+            work_unit,
+            snapshot,
+            started_at=started_at,
+            finished_at=finished_at,
+            apply_findings=behaviour.apply_findings,
+            observations=behaviour.observations,
+            sandbox=behaviour.sandbox,
+        )
+    elif version == "0.1":
         result = build_json_result(
             plan,
             work_unit,

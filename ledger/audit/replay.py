@@ -24,13 +24,16 @@ from typing import IO, Any, Final, Literal
 
 import msgspec
 
+from verifiers.behaviour_result import BehaviourInputs, inputs_of
 from verifiers.bundle import SnapshotReplayError, snapshot_from_parts
 from verifiers.contracts import (
+    LIMITS,
     EvaluatorPlan,
     WorkUnit,
     decode_evaluator_plan,
     decode_work_unit,
 )
+from verifiers.jsonread import read_json
 from verifiers.runner import PlanBindingError, run
 
 REPLAY_MISMATCH: Final = "replay-mismatch"
@@ -98,7 +101,15 @@ def answer(job: ReplayJob, decodings: Decodings | None = None) -> ReplayAnswer:
         return ReplayAnswer(False, (REPLAY_FAILED, "stored plan or WorkUnit does not decode"))
     try:
         snapshot = snapshot_from_parts(job.observations, job.blobs)
-        outcome = run(plan, work_unit, snapshot, started_at=job.time, finished_at=job.time)
+        behaviour = _behaviour_inputs(job.result) if plan.schema_version == "0.5" else None
+        outcome = run(
+            plan,
+            work_unit,
+            snapshot,
+            started_at=job.time,
+            finished_at=job.time,
+            behaviour=behaviour,
+        )
     except (SnapshotReplayError, PlanBindingError) as exc:
         return ReplayAnswer(False, (REPLAY_FAILED, f"replay: {exc}"))
     if outcome.result_bytes != job.result:
@@ -111,6 +122,19 @@ def answer(job: ReplayJob, decodings: Decodings | None = None) -> ReplayAnswer:
             (REPLAY_MISMATCH, "the recorded outcome or runner version differs from the replay"),
         )
     return ReplayAnswer(True, None)
+
+
+def _behaviour_inputs(result: bytes) -> BehaviourInputs:
+    """What a recorded v0.5 result says its runs were: the replay re-judges them, never
+    re-runs them (``ledger rerun`` does that). A record that does not read is a failed replay."""
+    limits = LIMITS["verification-result"]
+    read = read_json(result, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    if not read.ok or not isinstance(read.value, dict):
+        raise PlanBindingError("behaviour-record-invalid", "the stored result does not read")
+    try:
+        return inputs_of(read.value)
+    except (ValueError, TypeError) as exc:
+        raise PlanBindingError("behaviour-record-invalid", str(exc)) from None
 
 
 _JOB: Final = msgspec.msgpack.Decoder(ReplayJob)

@@ -42,6 +42,7 @@ from ledger.format.payloads import (
     CohortBurned,
     CohortFrozen,
     ExposureReuse,
+    FrozenBehaviour,
     FrozenTask,
     LedgerCreated,
     Timestamped,
@@ -62,15 +63,19 @@ from ledger.store.base import Store as Ledger
 from ledger.tlog import merkle
 from ledger.tlog.notes import CheckpointError, parse_checkpoint, split_note
 from ledger.tlog.witness import WitnessError, parse_cosigner_key, verify_cosignature
+from verifiers.behaviour import calibration_problems
+from verifiers.behaviour_result import runs_of
 from verifiers.canonical import MAX_DEPTH, canonical_bytes
 from verifiers.contracts import (
     RECOMMENDATION_OUTCOMES,
     EvaluatorPlan,
+    EvaluatorPlanV05,
     decode_evaluator_plan,
     decode_work_unit,
 )
 from verifiers.jsonread import nesting_depth, read_json
 from verifiers.runner import ADAPTERS, PlanBindingError, check_binding
+from verifiers.tree import TreeError, decode_tree
 
 PAYLOAD_INVALID: Final = "payload-invalid"
 COHORT_REFROZEN: Final = "cohort-refrozen"
@@ -79,6 +84,7 @@ OBJECT_DIGEST_WRONG: Final = "object-sha256-mismatch"
 ADAPTER_PAIRING_INVALID: Final = "adapter-pairing-invalid"
 PLAN_BINDING_INVALID: Final = "plan-binding-invalid"
 CALIBRATION_MISSING: Final = "calibration-missing"
+BEHAVIOUR_CALIBRATION_INVALID: Final = "behaviour-calibration-invalid"
 WORKUNIT_EXPOSED: Final = "workunit-exposed"
 EXPOSURE_REUSE_INVALID: Final = "exposure-reuse-invalid"
 BURN_WITHOUT_FREEZE: Final = "burn-without-freeze"
@@ -527,7 +533,6 @@ class CommitmentRules:
                     f"task {task.task}: plan {task.plan.schema_version} paired with"
                     f" {task.adapter} {task.adapter_version}",
                 )
-            used_versions.add(task.adapter_version)
             self._check_plan_visibility(entry, task, report)
             wu_bytes = self._document(
                 entry, task.work_unit.object, task.work_unit.digest, "WorkUnit", report, keep=True
@@ -535,6 +540,11 @@ class CommitmentRules:
             plan_bytes = self._document(
                 entry, task.plan.object, task.plan.digest, "plan", report, keep=True
             )
+            if task.plan.schema_version == "0.5" or task.behaviour is not msgspec.UNSET:
+                # A v0.5 task carries its own calibration; the matrix covers static adapters.
+                self._check_behaviour(entry, task, plan_bytes, report)
+            else:
+                used_versions.add(task.adapter_version)
             if wu_bytes is not None and plan_bytes is not None:
                 self._check_binding(entry, task, wu_bytes, plan_bytes, report)
             elif task.plan.object in self._withheld:
@@ -551,6 +561,60 @@ class CommitmentRules:
                     f"adapter {version} had no green calibration before this freeze",
                 )
         state.apply(entry)
+
+    def _check_behaviour(
+        self, entry: Entry, task: FrozenTask, plan_bytes: bytes | None, report: Report
+    ) -> None:
+        """A v0.5 task's freeze stores its source tree (the plan's ``source_snapshot``), every
+        body the tree and the verifier's tests name, and calibration runs that tell the base
+        from the reference solution (``verifiers.behaviour.calibration_problems``); nothing is
+        executed. Any of it missing or wrong: ``behaviour-calibration-invalid``."""
+        problem = self._behaviour_problem(entry, task, plan_bytes, report)
+        if problem is not None:
+            _flag(report, entry, BEHAVIOUR_CALIBRATION_INVALID, f"task {task.task}: {problem}")
+
+    def _behaviour_problem(
+        self, entry: Entry, task: FrozenTask, plan_bytes: bytes | None, report: Report
+    ) -> str | None:
+        record = task.behaviour
+        if not isinstance(record, FrozenBehaviour):
+            return "a v0.5 plan frozen without its source and calibration"
+        plan = None if plan_bytes is None else decode_evaluator_plan(plan_bytes).value
+        if not isinstance(plan, EvaluatorPlanV05):
+            return "a source and calibration recorded for a plan that is not v0.5"
+        if record.source.digest != plan.behaviour.source_snapshot:
+            return (
+                f"source {record.source.digest} is not the plan's {plan.behaviour.source_snapshot}"
+            )
+        tree_bytes = self._document(
+            entry, record.source.object, record.source.digest, "source tree", report
+        )
+        calibration = self._document(
+            entry, record.calibration.object, record.calibration.digest, "calibration", report
+        )
+        if tree_bytes is None or calibration is None:
+            return None  # reported as the object's own violation
+        try:
+            tree = decode_tree(tree_bytes)
+        except TreeError as exc:
+            return f"the source tree does not read: {exc.message}"
+        stored = {item.digest for item in record.files}
+        needed = {item.digest for item in tree.files}
+        needed |= {item.digest for item in plan.behaviour.test_files}
+        if not needed <= stored:
+            return f"the freeze stores no body for {sorted(needed - stored)[0]}"
+        for item in record.files:
+            self._document(entry, item.object, item.digest, "source file", report)
+        read = read_json(calibration, max_bytes=1 << 20, max_depth=8)
+        value = read.value if read.ok else None
+        try:
+            if not isinstance(value, dict) or set(value) != {"base", "reference"}:
+                raise ValueError("not {base, reference}")
+            base, reference = runs_of(value["base"]), runs_of(value["reference"])
+        except (ValueError, TypeError) as exc:
+            return f"the calibration record does not read ({exc})"
+        problems = calibration_problems(plan, base, reference)
+        return None if not problems else f"calibration does not separate: {problems[0]}"
 
     def _content(self, task: FrozenTask, wu_bytes: bytes | None) -> str | None:
         """The task content key of the WorkUnit bytes just read (hashed by ``_document``), kept

@@ -1053,6 +1053,8 @@ def freeze(
     A freeze cannot be undone: try the plans on sample bundles first with `ledger rehearse
     COHORT_DIR BUNDLE...` (judged, never recorded).
     """
+    from ledger.sandboxing import sandbox_executor
+
     reuse = _reuse_exposed(reuse_exposed or [])
     settings = _settings()
     # Read (never written) before the dry run too: it refuses what freeze would.
@@ -1099,6 +1101,7 @@ def freeze(
                 signer_key=signer_key,
                 unanchored=unanchored,
                 progress=bar.update if bar is not None else None,
+                executor=sandbox_executor,
             )
     except LedgerError as exc:
         if exc.exit_code == EXIT_FAILED:  # anchoring-failed: the freeze stays; say whose policy

@@ -151,6 +151,7 @@ def verify_one(
     names it, and a verdict no anchor covers without a policy carries the warning. ``signer``:
     the writer key (loaded before the ledger is opened)."""
     from ledger.operations.verify import verify as run_verify
+    from ledger.sandboxing import sandbox_executor
     from ledger.trusting import anchor_rule, check_trust_origin, resolve_trust
 
     loaded = resolve_trust(trust_file, settings, db=db)
@@ -163,7 +164,9 @@ def verify_one(
     with open_writing(db, settings, signer()) as ledger:
         if loaded is not None:
             check_trust_origin(loaded, ledger.origin())
-        result = run_verify(ledger, bundle, cohort=cohort, task=task, anchors=rule)
+        result = run_verify(
+            ledger, bundle, cohort=cohort, task=task, anchors=rule, executor=sandbox_executor()
+        )
     said = render.trust_line(loaded)
     if said is not None:
         render.note(said)

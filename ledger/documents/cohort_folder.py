@@ -77,6 +77,7 @@ _BACKEND_OF_VERSION: Final[Mapping[str, tuple[str, ...]]] = {
     "0.2": ("unified_diff",),
     "0.3": ("unified_diff",),
     "0.4": ("unified_diff",),
+    "0.5": ("sandboxed_tests",),
 }
 
 

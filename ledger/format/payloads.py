@@ -57,6 +57,17 @@ class ExposureReuse(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=T
     reason: Annotated[str, Meta(min_length=1, max_length=MAX_REUSE_REASON)]
 
 
+class FrozenBehaviour(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A v0.5 task's committed source (LEDGER.md section 10, "Behavioural plans"): the tree
+    object (its digest is the plan's ``source_snapshot``), every body the tree and the
+    verifier's tests name, and the calibration record (the runs on the base and with the
+    reference solution)."""
+
+    source: StoredDocument
+    files: Annotated[list[StoredDocument], Meta(max_length=10_064)]
+    calibration: StoredDocument
+
+
 class FrozenTask(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):
     task: str
     split: Literal["pilot", "train", "development", "held_out"]
@@ -67,6 +78,8 @@ class FrozenTask(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True
     # Only on a task frozen with ``freeze --reuse-exposed`` (omitted otherwise, so every entry
     # written before reads byte for byte as it was).
     reuses: ExposureReuse | msgspec.UnsetType = msgspec.UNSET
+    # Only on a task whose plan is v0.5 (omitted otherwise, as ``reuses``).
+    behaviour: FrozenBehaviour | msgspec.UnsetType = msgspec.UNSET
 
 
 class CohortFrozen(_Payload, frozen=True, forbid_unknown_fields=True, kw_only=True):

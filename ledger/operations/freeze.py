@@ -15,6 +15,7 @@ from ledger.errors import CommitError, UsageError
 from ledger.format.entries import Entry
 from ledger.format.payloads import MAX_REUSE_REASON
 from ledger.format.trust import TrustSource
+from ledger.operations.behaviour import PreparedBehaviour, prepare_behaviour
 from ledger.operations.burn import append_burn
 from ledger.state import (
     CommitmentLookups,
@@ -25,6 +26,9 @@ from ledger.state import (
 )
 from ledger.store.base import Store as Ledger
 from ledger.store.base import Writer
+from verifiers.canonical import sha256_hex_digest
+from verifiers.contracts import EvaluatorPlanV05
+from verifiers.observations import Executor
 
 JSON: Final = "application/json"
 OCTETS: Final = "application/octet-stream"
@@ -62,8 +66,13 @@ def freeze(
     hidden_plans: Path | None = None,
     reuse_exposed: Mapping[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    executor: Callable[[], Executor] | None = None,
 ) -> FreezeResult:
     """Freeze ``cohort_dir/cohort.json`` and what it names; see the module rules.
+
+    ``executor``: how to get the sandbox (given by the edge, called only when a task's plan is
+    v0.5): each such task is calibrated in it before the lock (``prepare_behaviour``), and its
+    source, tests and calibration are stored with the freeze.
 
     ``reuse_exposed`` maps a held-out task id to why it deliberately reuses the content of an
     exposed task (rule 5); each is recorded in the entry. ``progress(done, total)``, when
@@ -79,6 +88,7 @@ def freeze(
         cohort_dir, root=root, hidden_plans=hidden_plans, progress=loading if progress else None
     )
     cohort = loaded.cohort
+    behaviours = _prepare_behaviours(cohort_dir, loaded, executor)
     with ledger.writer() as w:
         state = StateIndex.for_writer(w)
         existing = state.cohort(cohort.id)
@@ -113,7 +123,13 @@ def freeze(
             )
         for check in state_checks(reuse):
             check(loaded, state)
-        frozen = _append_frozen(w, loaded, progress, reuses=exposure_reuses(loaded, state, reuse))
+        frozen = _append_frozen(
+            w,
+            loaded,
+            progress,
+            reuses=exposure_reuses(loaded, state, reuse),
+            behaviours=behaviours,
+        )
         burned_seq = None
         if cohort.stage == "burned":
             committed = CommittedCohort(
@@ -220,7 +236,14 @@ def exposure_reuses(
 
 
 def _check_calibration(loaded: LoadedCohort, state: CommitmentLookups) -> None:
-    for version in sorted({item.adapter_version for item in loaded.tasks}):
+    # A v0.5 task is calibrated on its own, in the sandbox, before the lock (its record is
+    # stored with the freeze); the matrix of ``ledger calibrate`` covers the static adapters.
+    static = {
+        item.adapter_version
+        for item in loaded.tasks
+        if not isinstance(item.plan, EvaluatorPlanV05)
+    }
+    for version in sorted(static):
         green = state.calibration(version)
         if green is None or not green[0]:
             found = "no calibration entry" if green is None else f"entry {green[1]} is not green"
@@ -250,6 +273,7 @@ def _append_frozen(
     progress: Callable[[int, int], None] | None = None,
     *,
     reuses: Mapping[str, Mapping[str, Any]] | None = None,
+    behaviours: Mapping[str, PreparedBehaviour] | None = None,
 ) -> Entry:
     refs = [w.put_object(loaded.document.canonical, JSON)]
     tasks = []
@@ -280,6 +304,10 @@ def _append_frozen(
         reused = (reuses or {}).get(item.task.id)
         if reused is not None:
             task["reuses"] = dict(reused)
+        prepared = (behaviours or {}).get(item.task.id)
+        if prepared is not None:
+            task["behaviour"], stored = _put_behaviour(w, prepared)
+            refs += stored
         tasks.append(task)
         if progress is not None:
             progress(count + index, 2 * count)
@@ -291,6 +319,45 @@ def _append_frozen(
         "tasks": tasks,
     }
     return w.append("cohort.frozen", payload, refs)
+
+
+def _prepare_behaviours(
+    cohort_dir: Path, loaded: LoadedCohort, executor: Callable[[], Executor] | None
+) -> dict[str, PreparedBehaviour]:
+    """Calibrate each v0.5 task before the lock (runs take seconds; nothing is written)."""
+    behavioural = [item for item in loaded.tasks if isinstance(item.plan, EvaluatorPlanV05)]
+    if not behavioural:
+        return {}
+    if executor is None:
+        raise CommitError(
+            "sandbox-unavailable",
+            f"cohort {loaded.cohort.id} has v0.5 tasks, which are calibrated in the sandbox"
+            " before freeze, and no sandbox was given",
+        )
+    sandbox = executor()
+    return {
+        item.task.id: prepare_behaviour(cohort_dir, item.task.id, item.plan, sandbox)
+        for item in behavioural
+        if isinstance(item.plan, EvaluatorPlanV05)
+    }
+
+
+def _put_behaviour(w: Writer, prepared: PreparedBehaviour) -> tuple[dict[str, Any], list[str]]:
+    source = w.put_object(prepared.tree, JSON)
+    files = [
+        {"object": w.put_object(data, OCTETS), "digest": digest}
+        for digest, data in sorted(prepared.bodies.items())
+    ]
+    calibration = w.put_object(prepared.calibration, JSON)
+    record = {
+        "source": {"object": source, "digest": sha256_hex_digest(prepared.tree)},
+        "files": files,
+        "calibration": {
+            "object": calibration,
+            "digest": sha256_hex_digest(prepared.calibration),
+        },
+    }
+    return record, [source, calibration, *(item["object"] for item in files)]
 
 
 def _append_burn_from_document(

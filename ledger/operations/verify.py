@@ -20,6 +20,7 @@ from ledger.errors import (
 from ledger.format.entries import Entry, later_time
 from ledger.format.payloads import FOLDER_PATTERN
 from ledger.format.trust import TrustSource
+from ledger.operations.behaviour import committed_source, observe_candidate
 from ledger.state import (
     CommittedTask,
     EarlierVerification,
@@ -32,6 +33,7 @@ from ledger.state import (
 )
 from ledger.store.base import Store as Ledger
 from ledger.store.base import Writer
+from verifiers.behaviour_result import BehaviourInputs
 from verifiers.bundle import (
     MANIFEST_NAME,
     BundleRootError,
@@ -40,9 +42,18 @@ from verifiers.bundle import (
     snapshot_observations,
 )
 from verifiers.canonical import sha256_hex_digest
-from verifiers.contracts import LIMITS, EvaluatorPlan, Outcome, VerificationResult, WorkUnit
+from verifiers.contracts import (
+    LIMITS,
+    EvaluatorPlan,
+    EvaluatorPlanV05,
+    Outcome,
+    VerificationResult,
+    WorkUnit,
+)
 from verifiers.jsonread import read_json
+from verifiers.observations import Executor
 from verifiers.runner import PlanBindingError, RunOutcome, read_bundle_for_plan, run
+from verifiers.tree import TreeFile
 
 JSON: Final = "application/json"
 OCTETS: Final = "application/octet-stream"
@@ -293,6 +304,8 @@ class Judged:
     time: str
     outcome: RunOutcome | Verdict
     claims: tuple[str | None, int | None]
+    # A v0.5 plan's runs, made once outside the lock; a re-judgement under it re-uses them.
+    behaviour: BehaviourInputs | None = None
 
 
 PlanCache = dict[tuple[Any, ...], tuple[EvaluatorPlan, WorkUnit]]
@@ -320,20 +333,23 @@ def verify(
     cohort: str | None = None,
     task: str | None = None,
     anchors: AnchorRule | None = None,
+    executor: Executor | None = None,
 ) -> VerifyResult:
     """Judge a bundle by its committed plan and record bundle and result atomically.
 
     The bundle is read and judged before the write lock (``judge``); the lock is held only to
     re-check what the judgement relied on and append (``record``; operations rule 8).
     ``anchors``: what is asked of the anchor over the plan's freeze (rule 10; default: nothing
-    is required, and a verdict with none is recorded with a warning)."""
+    is required, and a verdict with none is recorded with a warning). ``executor``: the
+    sandbox a v0.5 plan's tests run in (given by the edge; ``sandbox-unavailable`` without)."""
     return record(
         ledger,
         bundle_dir,
-        judge(ledger, bundle_dir, cohort=cohort, task=task),
+        judge(ledger, bundle_dir, cohort=cohort, task=task, executor=executor),
         cohort=cohort,
         task=task,
         anchors=anchors,
+        executor=executor,
     )
 
 
@@ -345,6 +361,7 @@ def judge(
     task: str | None = None,
     now: str | None = None,
     plans: PlanCache | None = None,
+    executor: Executor | None = None,
 ) -> Judged | None:
     """Read and judge a bundle without the write lock, in one read snapshot of the ledger.
 
@@ -366,10 +383,32 @@ def judge(
         head = ledger.head()
         snapshot = read_snapshot(bundle_dir, plan, probe)
         digests = _check_outcome_before_plan(state, chosen, plan, snapshot)
+        source = (
+            committed_source(ledger, chosen.cohort_entry, chosen.task)
+            if isinstance(plan, EvaluatorPlanV05)
+            else None
+        )
     time = later_time(clock_time, None if head is None else head.body.time)
-    outcome = _run(chosen, plan, work_unit, snapshot, time)
+    behaviour = _behaviour(plan, work_unit, snapshot, source, executor, time)
+    outcome = _run(chosen, plan, work_unit, snapshot, time, behaviour)
     # ``snapshot.manifest`` is ``probe`` (``read_snapshot`` refuses otherwise): same claims.
-    return Judged(chosen, plan, work_unit, snapshot, digests, time, outcome, (wu_id, wu_version))
+    return Judged(
+        chosen, plan, work_unit, snapshot, digests, time, outcome, (wu_id, wu_version), behaviour
+    )
+
+
+def _behaviour(
+    plan: EvaluatorPlan,
+    work_unit: WorkUnit,
+    snapshot: BundleSnapshot,
+    source: tuple[dict[str, TreeFile], dict[str, bytes]] | None,
+    executor: Executor | None,
+    time: str,
+) -> BehaviourInputs | None:
+    """A v0.5 plan's runs (outside the write lock, where the caller can), else None."""
+    if not isinstance(plan, EvaluatorPlanV05) or source is None:
+        return None
+    return observe_candidate(plan, work_unit, snapshot, source, executor, time)
 
 
 def record(
@@ -380,6 +419,7 @@ def record(
     cohort: str | None = None,
     task: str | None = None,
     anchors: AnchorRule | None = None,
+    executor: Executor | None = None,
 ) -> VerifyResult:
     """Under the write lock: re-check ``judged`` against the state now and append it.
 
@@ -390,7 +430,9 @@ def record(
     rule = anchors or AnchorRule(recorded_anchor)
     with ledger.writer(at=None if judged is None else judged.time) as w:
         state = StateIndex.for_writer(w)
-        chosen, snapshot, outcome = _decide(ledger, w, state, bundle_dir, judged, cohort, task)
+        chosen, snapshot, outcome = _decide(
+            ledger, w, state, bundle_dir, judged, cohort, task, executor
+        )
         anchored_by = rule.anchor(ledger, chosen)
         return _recorded(
             w, state, chosen, snapshot, outcome, bundle_folder(bundle_dir), anchored_by, rule
@@ -448,8 +490,11 @@ def _decide(
     judged: Judged | None,
     cohort: str | None,
     task: str | None,
+    executor: Executor | None = None,
 ) -> tuple[CommittedTask, BundleSnapshot, RunOutcome | Verdict]:
-    """Under the lock, before anything is appended: what to record, or the refusal."""
+    """Under the lock, before anything is appended: what to record, or the refusal. A v0.5
+    plan judged here (no judgement from outside the lock could be used: a rare path) runs its
+    tests here, under the lock."""
     if judged is not None:
         wu_id, wu_version = judged.claims
         chosen = select_task(state, wu_id, wu_version, cohort=cohort, task=task)
@@ -461,7 +506,9 @@ def _decide(
         if w.time != judged.time:
             # Another writer's entry came later than this judgement's clock reading, and
             # entries' time never goes back: the result must carry the entries' time.
-            outcome = _run(chosen, judged.plan, judged.work_unit, judged.snapshot, w.time)
+            outcome = _run(
+                chosen, judged.plan, judged.work_unit, judged.snapshot, w.time, judged.behaviour
+            )
         return chosen, judged.snapshot, outcome
     probe = read_manifest_only(bundle_dir)
     wu_id, wu_version = manifest_claims(probe)
@@ -469,7 +516,13 @@ def _decide(
     plan, work_unit = committed_plan(ledger, chosen)
     snapshot = read_snapshot(bundle_dir, plan, probe)
     _check_outcome_before_plan(state, chosen, plan, snapshot)
-    return chosen, snapshot, _run(chosen, plan, work_unit, snapshot, w.time)
+    source = (
+        committed_source(ledger, chosen.cohort_entry, chosen.task)
+        if isinstance(plan, EvaluatorPlanV05)
+        else None
+    )
+    behaviour = _behaviour(plan, work_unit, snapshot, source, executor, w.time)
+    return chosen, snapshot, _run(chosen, plan, work_unit, snapshot, w.time, behaviour)
 
 
 def _recorded(
@@ -525,9 +578,12 @@ def _run(
     work_unit: WorkUnit,
     snapshot: BundleSnapshot,
     time: str,
+    behaviour: BehaviourInputs | None = None,
 ) -> RunOutcome:
     try:
-        return run(plan, work_unit, snapshot, started_at=time, finished_at=time)
+        return run(
+            plan, work_unit, snapshot, started_at=time, finished_at=time, behaviour=behaviour
+        )
     except PlanBindingError as exc:
         # Freeze checked the binding; reaching this means the stored plan changed meaning.
         raise from_verifier(

@@ -1,4 +1,4 @@
-"""EvaluatorPlan 0.1-0.4: the verifier-owned, pre-committed plan that judges one WorkUnit.
+"""EvaluatorPlan 0.1-0.5: the verifier-owned, pre-committed plan that judges one WorkUnit.
 
 One tagged union on ``schema_version`` (msgspec ``tag_field``); each version has its own Struct
 and exactly one verifier adapter version, so an old plan can never be read with a newer meaning:
@@ -9,6 +9,10 @@ and exactly one verifier adapter version, so an old plan can never be read with 
 - 0.3: deterministic-patch-verifier 0.2.0; ``backend.required_added_substrings``.
 - 0.4: deterministic-patch-verifier 0.3.0; ``backend.required_added_substrings`` and
   ``backend.required_removed_substrings``.
+- 0.5: sandboxed-test-verifier 0.5.0; ``execution_mode: sandboxed_tests``, a v0.4 backend as
+  ``static_gate`` and ``behaviour``: the source snapshot, the verifier-owned test files, the
+  forbidden candidate names, the test command, the test ids, runs, limits and environment, each
+  bound by value or digest (LEDGER.md section 10, "Behavioural plans").
 
 **Decision** (FORMATS.md): v0.2 plans require ``backend.required_log_types`` and name adapter
 version "0.1.1", as the reference code does; an older stored copy of the reference v0.2 schema
@@ -29,8 +33,10 @@ from verifiers.contracts.common import (
     Id,
     NonEmptyStr,
     PositiveInt,
+    RepoPath,
     decode_document,
     document_digest,
+    refuse,
 )
 from verifiers.contracts.result_manifest import LogType
 
@@ -45,6 +51,7 @@ RequiredLogTypes = Annotated[
 VERIFIER_ID: Final = "idkmesh-local-verifier"
 JSON_ADAPTER: Final = "deterministic-json-verifier"
 PATCH_ADAPTER: Final = "deterministic-patch-verifier"
+BEHAVIOUR_ADAPTER: Final = "sandboxed-test-verifier"
 
 # Plan schema_version -> (adapter, adapter_version): the only pairing each plan version allows.
 PLAN_ADAPTERS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
@@ -53,6 +60,7 @@ PLAN_ADAPTERS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
         "0.2": (PATCH_ADAPTER, "0.1.1"),
         "0.3": (PATCH_ADAPTER, "0.2.0"),
         "0.4": (PATCH_ADAPTER, "0.3.0"),
+        "0.5": (BEHAVIOUR_ADAPTER, "0.5.0"),
     }
 )
 # Patch adapter version -> the semantic mode name recorded in results.
@@ -201,7 +209,140 @@ class EvaluatorPlanV04(_PlanBase, frozen=True, kw_only=True, tag="0.4"):
     backend: UnifiedDiffBackendV04
 
 
-EvaluatorPlan = EvaluatorPlanV01 | EvaluatorPlanV02 | EvaluatorPlanV03 | EvaluatorPlanV04
+# ---------------------------------------------------------------------------------- v0.5
+
+# Names the interpreter or a test runner loads on its own when they appear in the tree: every
+# v0.5 plan must forbid at least these (it may forbid more), so a plan cannot be frozen that
+# lets a candidate hand the test process code the tests never imported.
+REQUIRED_FORBIDDEN_NAMES: Final = (
+    "conftest.py",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    "__main__.py",
+)
+# The interpreter named in ``command[0]``: the sandbox runs the environment's interpreter for it.
+COMMAND_INTERPRETER: Final = "python"
+TEST_ID_PATTERN: Final = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$(?!\n)"
+ABSOLUTE_PATH_PATTERN: Final = r"^/(?!.*(?:^|/)\.\.?(?:/|$))[^\x00\n]*$(?!\n)"
+MAX_TEST_IDS: Final = 1024
+MAX_TEST_FILES: Final = 64
+MAX_FORBIDDEN_NAMES: Final = 64
+MAX_COMMAND_ARGS: Final = 32
+MAX_MOUNTS: Final = 16
+MAX_RUNS: Final = 16
+
+TestId = Annotated[str, Meta(max_length=512, pattern=TEST_ID_PATTERN)]
+TestIds = Annotated[list[TestId], Meta(max_length=MAX_TEST_IDS)]
+AbsolutePath = Annotated[str, Meta(min_length=1, max_length=4096, pattern=ABSOLUTE_PATH_PATTERN)]
+ForbiddenName = Annotated[str, Meta(min_length=1, max_length=255, pattern=r"^[^/\x00]+$(?!\n)")]
+Arg = Annotated[str, Meta(min_length=1, max_length=4096, pattern=r"^[^\x00]+$")]
+
+
+class PlanVerifierV05(ContractStruct, frozen=True, kw_only=True):
+    id: Literal["idkmesh-local-verifier"]
+    type: Literal["system"]
+    adapter: Literal["sandboxed-test-verifier"]
+    adapter_version: Literal["0.5.0"]
+
+
+class BehaviourTestFile(ContractStruct, frozen=True, kw_only=True):
+    """A verifier-owned test file, written into the tree after the candidate's patch."""
+
+    path: RepoPath
+    digest: Digest
+
+
+class BehaviourLimits(ContractStruct, frozen=True, kw_only=True):
+    """Per run; each enforced by the sandbox (``verifiers.observations.Limits``)."""
+
+    wall_seconds: Annotated[int, Meta(ge=1, le=3600)]
+    cpu_seconds: Annotated[int, Meta(ge=1, le=3600)]
+    memory_bytes: Annotated[int, Meta(ge=1 << 20, le=1 << 36)]
+    processes: Annotated[int, Meta(ge=1, le=4096)]
+    output_bytes: Annotated[int, Meta(ge=1, le=1 << 30)]
+    disk_bytes: Annotated[int, Meta(ge=1, le=1 << 36)]
+
+
+class BehaviourMount(ContractStruct, frozen=True, kw_only=True):
+    source: AbsolutePath
+    target: AbsolutePath
+    digest: Digest
+
+
+class BehaviourEnvironment(ContractStruct, frozen=True, kw_only=True):
+    """The interpreter and the read-only mounts, each named by digest (checked before a run)."""
+
+    interpreter: AbsolutePath
+    interpreter_version: Annotated[str, Meta(min_length=1, max_length=64)]
+    interpreter_digest: Digest
+    mounts: Annotated[list[BehaviourMount], Meta(max_length=MAX_MOUNTS)]
+
+    def check_rules(self) -> None:
+        targets = [mount.target for mount in self.mounts]
+        for index, target in enumerate(targets):
+            if target in targets[:index]:
+                raise refuse(f"/mounts/{index}/target", f"duplicate mount target {target!r}")
+            if target == "/harness" or target.startswith("/harness/"):
+                raise refuse(f"/mounts/{index}/target", "/harness is the verifier's runner")
+
+
+class Behaviour(ContractStruct, frozen=True, kw_only=True):
+    """What the tests are, how they run and what they must show (LEDGER.md section 10)."""
+
+    unique_fields: ClassVar[tuple[str, ...]] = (
+        "forbidden_candidate_names",
+        "fail_to_pass",
+        "pass_to_pass",
+    )
+
+    source_snapshot: Digest
+    test_files: Annotated[list[BehaviourTestFile], Meta(min_length=1, max_length=MAX_TEST_FILES)]
+    forbidden_candidate_names: Annotated[
+        list[ForbiddenName],
+        Meta(min_length=1, max_length=MAX_FORBIDDEN_NAMES, extra_json_schema={"uniqueItems": True}),
+    ]
+    command: Annotated[list[Arg], Meta(min_length=1, max_length=MAX_COMMAND_ARGS)]
+    fail_to_pass: Annotated[TestIds, Meta(min_length=1, extra_json_schema={"uniqueItems": True})]
+    pass_to_pass: Annotated[TestIds, Meta(extra_json_schema={"uniqueItems": True})]
+    runs: Annotated[int, Meta(ge=1, le=MAX_RUNS)]
+    limits: BehaviourLimits
+    environment: BehaviourEnvironment
+
+    def check_rules(self) -> None:
+        if self.command[0] != COMMAND_INTERPRETER:
+            raise refuse(
+                "/command/0", f"must be {COMMAND_INTERPRETER!r}: the environment's interpreter"
+            )
+        for name in REQUIRED_FORBIDDEN_NAMES:
+            if name not in self.forbidden_candidate_names:
+                raise refuse("/forbidden_candidate_names", f"must include {name!r}")
+        both = set(self.fail_to_pass).intersection(self.pass_to_pass)
+        if both:
+            raise refuse("/pass_to_pass", f"also in fail_to_pass: {sorted(both)[0]!r}")
+        folded: set[str] = set()
+        for index, item in enumerate(self.test_files):
+            # Case-folded: two names one file on a case-insensitive disk would be one file.
+            key = item.path.casefold()
+            if key in folded:
+                raise refuse(f"/test_files/{index}/path", f"duplicate test file {item.path!r}")
+            folded.add(key)
+
+
+class EvaluatorPlanV05(_PlanBase, frozen=True, kw_only=True, tag="0.5"):
+    """Behavioural plan: the static gate (a v0.4 backend) first, then the tests in a sandbox."""
+
+    SCHEMA_VERSION: ClassVar[str] = "0.5"
+
+    execution_mode: Literal["sandboxed_tests"]  # type: ignore[assignment]
+    verifier: PlanVerifierV05
+    static_gate: UnifiedDiffBackendV04
+    behaviour: Behaviour
+
+
+EvaluatorPlan = (
+    EvaluatorPlanV01 | EvaluatorPlanV02 | EvaluatorPlanV03 | EvaluatorPlanV04 | EvaluatorPlanV05
+)
 PatchEvaluatorPlan = EvaluatorPlanV02 | EvaluatorPlanV03 | EvaluatorPlanV04
 
 
@@ -218,16 +359,24 @@ def plan_digest(doc: EvaluatorPlan | Mapping[str, Any]) -> str:
 
 
 __all__ = [
+    "BEHAVIOUR_ADAPTER",
     "JSON_ADAPTER",
     "PATCH_ADAPTER",
     "PLAN_ADAPTERS",
+    "REQUIRED_FORBIDDEN_NAMES",
     "SEMANTIC_MODES",
     "VERIFIER_ID",
+    "Behaviour",
+    "BehaviourEnvironment",
+    "BehaviourLimits",
+    "BehaviourMount",
+    "BehaviourTestFile",
     "EvaluatorPlan",
     "EvaluatorPlanV01",
     "EvaluatorPlanV02",
     "EvaluatorPlanV03",
     "EvaluatorPlanV04",
+    "EvaluatorPlanV05",
     "PatchEvaluatorPlan",
     "PlanBinding",
     "PlanPolicy",
@@ -235,6 +384,7 @@ __all__ = [
     "PlanVerifierV02",
     "PlanVerifierV03",
     "PlanVerifierV04",
+    "PlanVerifierV05",
     "UnifiedDiffBackendV02",
     "UnifiedDiffBackendV03",
     "UnifiedDiffBackendV04",
