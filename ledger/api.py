@@ -71,6 +71,8 @@ from ledger.state import (
     CohortStatus,
     EarlierVerification,
     StateIndex,
+    StatusResult,
+    StatusWorkUnit,
     TaskStatus,
     anchor_candidates,
     ledger_status,
@@ -622,9 +624,10 @@ def audit_of_export(
     return report.result(None if trust is None else trust.source)
 
 
-def status(ledger: Store, cohort: str | None = None) -> list[CohortStatus]:
-    """What ``ledger status [COHORT]`` shows: each frozen cohort (or only ``cohort``;
-    ``cohort-not-frozen`` if it is not) with its stage, tasks and outcomes per task."""
+def status(ledger: Store, cohort: str | None = None) -> StatusResult:
+    """What ``ledger status [COHORT]`` shows and ``--json`` prints: each frozen cohort (or only
+    ``cohort``; ``cohort-not-frozen`` if it is not) with its stage, tasks and outcomes per
+    task, in freeze order."""
     return ledger_status(ledger, cohort)
 
 
@@ -838,6 +841,8 @@ __all__ = [
     "ResultCheck",
     "Settings",
     "Skipped",
+    "StatusResult",
+    "StatusWorkUnit",
     "Store",
     "StoreError",
     "TaskStatus",

@@ -35,7 +35,7 @@ STILL_MIRRORED = frozenset(
         "output-new-cohort", "output-new-cohort-from-fixtures", "output-new-task",
         "output-rehearse", "output-remove-task", "output-bundle-pack", "output-log",
         "output-log-jsonl-line", "output-show", "output-show-verification",
-        "output-show-object", "output-status", "output-check-patch", "output-check-result",
+        "output-show-object", "output-check-patch", "output-check-result",
         "output-browse", "output-report", "output-trust-init", "output-trust-add-witness",
         "output-trust-add-tsa", "output-trust-add-writer", "output-trust-anchor",
         "output-trust-show", "output-keygen",

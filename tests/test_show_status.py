@@ -13,6 +13,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from commit_helpers import make_bundle, make_cohort
 from helpers import CliResult, checkpointed_copy, file_state, fixed_clock, run_cli
@@ -335,13 +336,16 @@ def test_the_library_answers_what_show_and_status_print(judged: tuple[Path, Path
         found = api.find_ref(ledger, entry["entry_hash"][:23])
         assert isinstance(found, Entry) and found.seq == entry["seq"]
         assert api.verification_result(ledger, found) == stored_result(db, entry)
-        [status] = api.status(ledger, COHORT)
+        result = api.status(ledger, COHORT)
+    assert isinstance(result, api.StatusResult)
+    [status] = result.cohorts
+    assert msgspec.to_builtins(status) == printed  # the type the command prints, as it is
     assert (status.stage, status.verified, status.outcomes) == (
         printed["stage"],
         printed["verified"],
         printed["outcomes"],
     )
-    assert [(t.task.task, t.verified, t.outcomes) for t in status.tasks] == [
+    assert [(t.task, t.verified, t.outcomes) for t in status.tasks] == [
         (t["task"], t["verified"], t["outcomes"]) for t in printed["tasks"]
     ]
 

@@ -885,24 +885,24 @@ def status(
 ) -> int:
     """Per cohort: its stage (frozen, burned), its tasks, the verifications recorded for each
     and their outcomes. Reads only."""
-    from ledger.state import ledger_status as read_status
+    from ledger.api import status as read_status
 
     with _open_ledger(read_only=True) as ledger:
-        cohorts = read_status(ledger, cohort)
+        result = read_status(ledger, cohort)
     if as_json:
-        _emit_json({"cohorts": [_cohort_status_json(c) for c in cohorts]})
+        _emit_json(msgspec_builtins(result))
         return EXIT_OK
-    if not cohorts:
+    if not result.cohorts:
         _say("no frozen cohort in this ledger")
-    for c in cohorts:
+    for c in result.cohorts:
         since = (
-            f"frozen at seq {c.cohort.frozen_entry}"
-            if c.cohort.burned_entry is None
-            else f"burned at seq {c.cohort.burned_entry} (frozen at seq {c.cohort.frozen_entry})"
+            f"frozen at seq {c.frozen_entry}"
+            if c.burned_entry is None
+            else f"burned at seq {c.burned_entry} (frozen at seq {c.frozen_entry})"
         )
-        _say(f"{c.cohort.cohort}: {since}; {_count(len(c.tasks), 'task')}, {_judged(c)}")
+        _say(f"{c.cohort}: {since}; {_count(len(c.tasks), 'task')}, {_judged(c)}")
         for t in c.tasks:
-            _say(f"  {t.task.task}  {t.task.split}: {_judged(t)}")
+            _say(f"  {t.task}  {t.split}: {_judged(t)}")
     return EXIT_OK
 
 
@@ -926,36 +926,6 @@ def _count(n: int, noun: str) -> str:
 
 def _outcomes(outcomes: dict[str, int]) -> str:
     return "" if not outcomes else " (" + ", ".join(f"{n} {o}" for o, n in outcomes.items()) + ")"
-
-
-def _cohort_status_json(c: Any) -> dict[str, Any]:
-    """One cohort of ``status --json`` (LEDGER.md section 7, "JSON shapes printed by the CLI")."""
-    return {
-        "cohort": c.cohort.cohort,
-        "stage": c.stage,
-        "frozen_entry": c.cohort.frozen_entry,
-        "burned_entry": c.cohort.burned_entry,
-        "definition_digest": c.cohort.definition_digest,
-        "verified": c.verified,
-        "outcomes": c.outcomes,
-        "candidates": c.candidates,
-        "candidate_outcomes": c.candidate_outcomes,
-        "tasks": [
-            {
-                "task": t.task.task,
-                "split": t.task.split,
-                "work_unit": {"id": t.task.work_unit_id, "version": t.task.work_unit_version},
-                "plan_id": t.task.plan_id,
-                "adapter_version": t.task.adapter_version,
-                "verified": t.verified,
-                "outcomes": t.outcomes,
-                "last_result_entry": t.last_result_entry,
-                "candidates": t.candidates,
-                "candidate_outcomes": t.candidate_outcomes,
-            }
-            for t in c.tasks
-        ],
-    }
 
 
 def _show_object(obj: Any, as_json: bool) -> int:

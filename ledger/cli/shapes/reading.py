@@ -15,7 +15,7 @@ from msgspec import UNSET, Meta, UnsetType
 from ledger.audit.report import AuditResult
 from ledger.cli.shapes.common import ErrorDetail, OutputShape
 from ledger.format.entries import EntryBody
-from ledger.state import EarlierVerification
+from ledger.state import EarlierVerification, StatusResult
 from verifiers.contracts import VerificationResult
 from verifiers.contracts.common import ContractStruct, refuse
 from verifiers.contracts.verification_result import Outcome
@@ -106,45 +106,6 @@ class ShowObjectOutput(ContractStruct, frozen=True, kw_only=True):
     def check_rules(self) -> None:
         if isinstance(self.document, UnsetType) == isinstance(self.body_base64, UnsetType):
             raise refuse("", "exactly one of document and body_base64")
-
-
-# -- status ---------------------------------------------------------------------------------------
-
-
-class StatusWorkUnit(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    id: str
-    version: int
-
-
-class StatusTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    task: str
-    split: str
-    work_unit: StatusWorkUnit
-    plan_id: str
-    adapter_version: str
-    verified: Count  # every verification recorded (a bundle judged again counts again)
-    outcomes: dict[Outcome, int]
-    last_result_entry: int | None
-    # Distinct candidates: verifications of bytes this task had not judged before, and theirs.
-    candidates: Count
-    candidate_outcomes: dict[Outcome, int]
-
-
-class StatusCohort(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    cohort: str
-    stage: Literal["frozen", "burned"]
-    frozen_entry: int
-    burned_entry: int | None
-    definition_digest: str
-    verified: Count
-    outcomes: dict[Outcome, int]
-    candidates: Count  # the sum of its tasks' distinct candidates
-    candidate_outcomes: dict[Outcome, int]
-    tasks: list[StatusTask]
-
-
-class StatusOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    cohorts: list[StatusCohort]
 
 
 # -- audit ----------------------------------------------------------------------------------------
@@ -287,7 +248,7 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "status",
-        StatusOutput,
+        StatusResult,
         "ledger status --json",
         "Per frozen cohort: its stage, tasks, and the verifications and outcomes recorded.",
     ),
