@@ -238,16 +238,19 @@ def freeze(
     checkpoint signed by ``signer_key`` (the log's private note key) that the file's witnesses
     and TSAs answer for. Without a policy, an anchor already recorded is named, if any.
 
-    A trust file of another ledger is ``trust-origin-mismatch`` and a policy without
-    ``signer_key`` is ``anchor-key-missing``, both before anything is written; witnesses and
+    A trust file of another ledger is ``trust-origin-mismatch``, a policy without
+    ``signer_key`` is ``anchor-key-missing`` and a ``signer_key`` with no policy (or with
+    ``unanchored``) ``usage-error``, all before anything is written; witnesses and
     TSAs that do not give the anchor are ``anchoring-failed`` (the freeze stays recorded)."""
     policy = trust.trust if trust is not None and trust.trust.anchor.required else None
     if policy is not None and not unanchored:
         from ledger.transparency.anchoring import anchor_signer
 
         signer_key = anchor_signer(signer_key, policy, trust.source.file if trust else "")
-    else:
-        signer_key = None
+    elif signer_key is not None:
+        from ledger.transparency.anchoring import refuse_idle_signer
+
+        refuse_idle_signer(has_policy=policy is not None, unanchored=unanchored)
     if trust is not None:
         check_trust_origin(trust, ledger.origin())
     result = _freeze(

@@ -442,6 +442,48 @@ def test_checkpoints_that_anchor_nothing_do_not_hide_a_new_anchor_from_verify(
         assert when(ledger, TASK, trust=trust).holds
 
 
+def test_the_library_refuses_a_signer_key_with_nothing_to_anchor_by_as_the_cli_does(
+    world: World,
+) -> None:
+    """Attack stopped (a silent no-op, in the library): ``api.freeze(signer_key=...)`` with
+    no anchoring policy, or with ``unanchored``, froze and dropped the key, where ``ledger
+    freeze --sign`` refuses: the same ``usage-error``, the same message, nothing written."""
+    from ledger import api
+
+    key, _ = world.log_keys()
+    policy_less = api.load_trust(world.write_trust(path=world.folder / "no-policy.json"))
+    witness_kept = api.load_trust(
+        world.write_trust(
+            witnesses=(("w1", "http://127.0.0.1:1", world.witness().vkey),),
+            anchor=(1, 0),
+            path=world.folder / "policy.json",
+        )
+    )
+    before = world.size()
+    cohort = REPO_DIR / "cohorts" / "demo"
+    with api.open_ledger(world.db) as ledger:
+        for trust, unanchored, why in (
+            (None, False, "there is no anchoring policy"),
+            (policy_less, False, "there is no anchoring policy"),
+            (witness_kept, True, "--unanchored was given"),
+        ):
+            with pytest.raises(api.UsageError) as refused:
+                api.freeze(
+                    ledger, cohort, root=REPO_DIR, trust=trust, signer_key=key,
+                    unanchored=unanchored,
+                )  # fmt: skip
+            assert refused.value.code == "usage-error"
+            assert why in refused.value.message, refused.value.message
+            cli = world.freeze("--sign", str(world.folder / "log.key"), *(
+                (() if trust is None else ("--trust", str(trust.source.file)))
+                + (("--unanchored",) if unanchored else ())
+            ))  # fmt: skip
+            assert cli.json()["error"] == {"code": "usage-error", "message": refused.value.message}
+        assert ledger.size() == before  # nothing frozen
+        frozen = api.freeze(ledger, cohort, root=REPO_DIR, trust=policy_less)
+    assert frozen.warning is not None and "there is no anchoring policy" in frozen.warning
+
+
 def test_without_a_policy_freeze_never_calls_a_planted_checkpoint_an_anchor(world: World) -> None:
     """No anchoring policy: nothing names the witnesses a checkpoint must be cosigned by, so a
     checkpoint.witnessed entry a writer appended (cosigned by a key of its own) is not checked.

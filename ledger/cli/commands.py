@@ -1029,20 +1029,9 @@ def freeze(
     loaded = trust.resolve(trust_file, writing=True, settings=settings)
     policy = loaded.trust if loaded is not None and loaded.trust.anchor.required else None
     if sign is not None and (policy is None or unanchored):
-        # --sign asks for an anchor; taken silently as nothing, the user believes the freeze
-        # anchored. Nothing names the witnesses and TSAs to ask without a policy.
-        why = (
-            "--unanchored was given"
-            if policy is not None
-            else "there is no anchoring policy (no trust file, or one without `ledger trust"
-            " anchor`), so no witness or TSA to ask"
-        )
-        raise UsageError(
-            "usage-error",
-            f"--sign signs the checkpoint that anchors the freeze under the trust file's"
-            f" anchoring policy, and {why}: nothing would be signed. Set a policy (`ledger"
-            " trust anchor --witnesses K --timestamps T`) or freeze without --sign",
-        )
+        from ledger.transparency.anchoring import refuse_idle_signer
+
+        refuse_idle_signer(has_policy=policy is not None, unanchored=unanchored)
     if dry_run:  # lint + the ledger-state checks, read-only (ledger/cli/authoring.py)
         return authoring.freeze_dry_run(
             _db(),
