@@ -199,3 +199,14 @@ def test_report_shows_the_signed_and_cosigned_note_the_ledger_recorded(
     assert f'data-entry="{entry.seq}" data-tree-size="{payload["tree_size"]}"' in about
     assert f"the first {payload['tree_size']} entries, cosigned by w.example/r." in about
     assert "valid" not in about and "intact" not in about
+
+
+def test_the_report_draws_its_outcome_columns_from_the_contract_not_a_copy() -> None:
+    """``interop/report.py`` kept its own tuple of the four outcome words (issue 31 item 2):
+    a fifth outcome in the contract would have been counted nowhere on the page. The columns,
+    the legend and the colours are the contract's outcomes, one tuple."""
+    from ledger.interop import report
+    from verifiers.contracts import OUTCOMES
+
+    assert report.OUTCOMES is OUTCOMES
+    assert set(report.COLOURS) == set(OUTCOMES)
