@@ -40,6 +40,7 @@ from ledger.format.payloads import (
 )
 from ledger.store.base import ObjectCorruptError, StoredObject, Writer
 from ledger.store.base import Store as Ledger
+from ledger.store.lookup import CandidateIdentity
 from verifiers.canonical import (
     blake3_address,
     canonical_bytes,
@@ -1029,6 +1030,27 @@ class SameBytes:
 
 
 # -- finding entries and objects by a sha256 digest (``show``, ``log --sha``) ---------------------
+
+
+def candidate_of(
+    ledger: Ledger, entry: Entry
+) -> tuple[CandidateIdentity, EarlierVerification | None] | None:
+    """For a bundle.observed entry, or a verification.recorded entry's bundle: (whose it is,
+    the first verification of the same bytes when it is an earlier one); None for another
+    kind, or a verification whose bundle entry is not one (what ``ledger show`` says)."""
+    from ledger.store.lookup import bundle_identity
+
+    bundle: Entry | None = entry
+    if entry.kind == "verification.recorded":
+        seq = entry.payload.get("bundle_entry")
+        bundle = ledger.entry(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+    if bundle is None or bundle.kind != "bundle.observed":
+        return None
+    observations = bundle.payload.get("observations")
+    first = (
+        SameBytes(ledger).of(bundle.seq, observations) if isinstance(observations, list) else None
+    )
+    return bundle_identity(ledger, bundle.payload), first
 
 
 class Mentions:

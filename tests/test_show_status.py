@@ -210,6 +210,43 @@ def test_short_hash_naming_nothing_is_not_found(judged: tuple[Path, Path]) -> No
 # -- status ----------------------------------------------------------------------------------------
 
 
+def test_show_json_of_a_planted_result_that_is_no_verification_result_gives_null(
+    judged: tuple[Path, Path], db: Path
+) -> None:
+    """A verification.recorded entry written around verify (the audit reports it) whose result
+    object is a JSON object but no VerificationResult: ``show --json`` printed that object as
+    ``result``, typed by its schema as a VerificationResult; it gives null, as for a result
+    that does not read (``ledger audit`` says why), and the text still shows the entry."""
+    import hashlib
+
+    from output_schemas import validate_output
+
+    from ledger import api
+
+    root = judged[0]
+    planted = b'{"outcome":"support","note":"not a VerificationResult"}'
+    with Ledger.open(db, clock=fixed_clock) as ledger, ledger.writer() as w:
+        original = ledger.entry(last_reject(root, db)["seq"])
+        assert original is not None
+        address = w.put_object(planted, "application/json")
+        payload = dict(original.payload)
+        payload["result"] = {
+            "object": address,
+            "digest": "sha256:" + hashlib.sha256(planted).hexdigest(),
+        }
+        seq = w.append("verification.recorded", payload, refs=[address]).seq
+    shown = cli(root, db, "show", str(seq), "--json")
+    assert shown.code == 0, shown.stdout
+    assert shown.json()["result"] is None  # before: the planted object, as if a result
+    validate_output("show-verification", shown.json())
+    with api.open_ledger(db, read_only=True) as ledger:
+        found = api.show(ledger, str(seq))
+    assert isinstance(found, api.ShowVerification) and found.result is None
+    assert msgspec.to_builtins(found) == shown.json()
+    text = cli(root, db, "show", str(seq))
+    assert text.code == 0 and f"seq {seq}  verification.recorded" in text.stdout
+
+
 def test_status_gives_each_task_its_verifications_and_outcomes(judged: tuple[Path, Path]) -> None:
     root, db = judged
     before = file_state(db)

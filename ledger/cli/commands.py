@@ -704,34 +704,27 @@ def show(
     attempt, outcome and every finding; --json gives the entry (and a verification's decoded
     result) or the object. A signed entry's writer is NAME+KEYID, marked unverified unless
     --signers lists the keys you trust."""
-    from ledger.state import Mentions
+    from ledger.state import Mentions, candidate_of
     from ledger.store.lookup import find_ref, verification_result
     from ledger.store.sqlite import StoredObject
 
     trusted = _trusted_signers(signers, as_json)
+    if as_json:
+        from ledger.api import show as run_show
+
+        with _open_ledger(read_only=True) as ledger:
+            _emit_json(msgspec_builtins(run_show(ledger, ref)))
+        return EXIT_OK
     with _open_ledger(read_only=True) as ledger, ledger.snapshot():
         found = find_ref(ledger, ref, lambda prefix, n: Mentions(ledger).digests(prefix, n))
         if isinstance(found, StoredObject):
-            return _show_object(found, as_json)
+            _show_object(found)
+            return EXIT_OK
         entry = found
         result = (
             verification_result(ledger, entry) if entry.kind == "verification.recorded" else None
         )
-        whose = _whose(ledger, entry)
-        if as_json:
-            doc: dict[str, Any] = {
-                "seq": entry.seq,
-                "kind": entry.kind,
-                "entry_hash": entry.entry_hash,
-                "body": _body(entry),
-            }
-            if entry.kind == "verification.recorded":
-                doc["result"] = result
-            if whose is not None:
-                doc["candidate"] = msgspec_builtins(whose[0])
-                doc["same_bytes_as"] = None if whose[1] is None else msgspec_builtins(whose[1])
-            _emit_json(doc)
-            return EXIT_OK
+        whose = candidate_of(ledger, entry)
         _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
         _say(f"time {entry.body.time}")
         mark = _signer_mark(entry, trusted)
@@ -763,26 +756,6 @@ def show(
             for line in lines:
                 _say(line)
     return EXIT_OK
-
-
-def _whose(ledger: Any, entry: Any) -> tuple[Any, Any] | None:
-    """For a bundle.observed entry, or a verification.recorded entry's bundle: (its
-    ``CandidateIdentity``, the first verification of the same bytes when it is an earlier one);
-    None for another kind, or a verification whose bundle entry is not one."""
-    from ledger.state import SameBytes
-    from ledger.store.lookup import bundle_identity
-
-    bundle = entry
-    if entry.kind == "verification.recorded":
-        seq = entry.payload.get("bundle_entry")
-        bundle = ledger.entry(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
-    if bundle is None or bundle.kind != "bundle.observed":
-        return None
-    observations = bundle.payload.get("observations")
-    first = (
-        SameBytes(ledger).of(bundle.seq, observations) if isinstance(observations, list) else None
-    )
-    return bundle_identity(ledger, bundle.payload), first
 
 
 def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
@@ -928,43 +901,16 @@ def _outcomes(outcomes: dict[str, int]) -> str:
     return "" if not outcomes else " (" + ", ".join(f"{n} {o}" for o, n in outcomes.items()) + ")"
 
 
-def _show_object(obj: Any, as_json: bool) -> int:
+def _show_object(obj: Any) -> None:
     text: str | None
     try:
         text = obj.body.decode("utf-8")
     except UnicodeDecodeError:
         text = None
-    if as_json:
-        doc: dict[str, Any] = {
-            "digest": obj.digest,
-            "sha256": obj.sha256,
-            "media_type": obj.media_type,
-            "size": obj.size,
-        }
-        document: Any = None
-        if obj.media_type == "application/json" and text is not None:
-            from verifiers.jsonread import read_json
-
-            # Strict and depth-bounded: a stored object is untrusted bytes (a deep one would
-            # crash json.loads); what does not read is shown as its bytes instead.
-            read = read_json(obj.body, max_bytes=len(obj.body), max_depth=256)
-            # Only an object is a document (LEDGER.md, `show --json`); a stored array or
-            # scalar is shown as its bytes, so a script never mistakes one for a document.
-            document = read.value if read.ok and isinstance(read.value, dict) else None
-        if document is not None:
-            doc["document"] = document
-        else:
-            doc["body_base64"] = base64.b64encode(obj.body).decode("ascii")
-        _emit_json(doc)
-    else:
-        _note(f"object {obj.digest}  {obj.sha256}  {obj.media_type}  {count(obj.size, 'byte')}")
-        # Shown, not copied: `show --json` gives the exact bytes (base64 or the document).
-        sys.stdout.write(
-            _visible(text, lines=True)
-            if text is not None
-            else base64.b64encode(obj.body).decode() + "\n"
-        )
-    return EXIT_OK
+    _note(f"object {obj.digest}  {obj.sha256}  {obj.media_type}  {count(obj.size, 'byte')}")
+    # Shown, not copied: `show --json` gives the exact bytes (base64 or the document).
+    shown = _visible(text, lines=True) if text is not None else None
+    sys.stdout.write(shown if shown is not None else base64.b64encode(obj.body).decode() + "\n")
 
 
 # -- freeze / verify / burn / calibrate -------------------------------------------------------
