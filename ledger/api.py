@@ -707,7 +707,9 @@ def _shown(ledger: Store, found: Entry | StoredObject) -> ShowEntry | ShowVerifi
     if isinstance(found, StoredObject):
         return _object_shown(found)
     whose = candidate_of(ledger, found)
-    body = msgspec.json.decode(found.body_bytes, type=EntryBody)  # as stored, not as typed
+    body = found.body  # as the store decodes it; a body decoded typed is decoded again
+    if not isinstance(body, EntryBody):
+        body = msgspec.json.decode(found.body_bytes, type=EntryBody)
     candidate = UNSET if whose is None else whose[0]
     same_bytes_as = UNSET if whose is None else whose[1]
     if found.kind == "verification.recorded":
