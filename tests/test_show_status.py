@@ -18,7 +18,7 @@ import pytest
 from commit_helpers import make_bundle, make_cohort
 from helpers import CliResult, checkpointed_copy, file_state, fixed_clock, run_cli
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.canonical import blake3_address
 
 TIME = "2026-11-01T12:00:00Z"
@@ -59,7 +59,7 @@ def log_entries(root: Path, db: Path) -> list[dict[str, Any]]:
 
 def stored_result(db: Path, entry: dict[str, Any]) -> dict[str, Any]:
     """The VerificationResult bytes the entry names, read back from the store."""
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         stored = ledger.get_object(entry["body"]["payload"]["result"]["object"])
     assert stored is not None
     value: dict[str, Any] = json.loads(stored.body)
@@ -179,7 +179,7 @@ def test_short_hash_matching_two_objects_is_refused_as_ambiguous(
             pair = (seen[prefix], data)
             break
         seen[prefix] = data
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
         refs = [w.put_object(d, "application/octet-stream") for d in pair]
         w.append("bundle.observed", {}, refs=refs)
     before = file_state(ledger_path)
@@ -225,7 +225,7 @@ def test_show_json_of_a_planted_result_that_is_no_verification_result_gives_null
 
     root = judged[0]
     planted = b'{"outcome":"support","note":"not a VerificationResult"}'
-    with Ledger.open(db, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(db, clock=fixed_clock) as ledger, ledger.writer() as w:
         original = ledger.entry(last_reject(root, db)["seq"])
         assert original is not None
         address = w.put_object(planted, "application/json")
@@ -393,7 +393,7 @@ def test_show_json_of_a_stored_json_value_that_is_not_an_object_gives_its_bytes(
 ) -> None:
     """A JSON object is a document; any other JSON value stored as application/json is shown
     as its exact bytes, never as a `document` a script would take for one."""
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
         ref = w.put_object(body, "application/json")
         w.append("bundle.observed", {}, refs=[ref])
     doc = cli(tmp_path, ledger_path, "show", ref, "--json").json()
@@ -404,7 +404,7 @@ def test_show_json_of_a_stored_json_value_that_is_not_an_object_gives_its_bytes(
 def test_show_json_of_a_stored_json_object_gives_the_document(
     ledger_path: Path, tmp_path: Path
 ) -> None:
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
         ref = w.put_object(b'{"a":[1,2]}', "application/json")
         w.append("bundle.observed", {}, refs=[ref])
     doc = cli(tmp_path, ledger_path, "show", ref, "--json").json()
