@@ -30,9 +30,10 @@ import secrets
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import msgspec
+from msgspec import UNSET, Meta, UnsetType
 
 from ledger.audit.engine import audit as _run_audit
 from ledger.audit.engine import audit_snapshot
@@ -47,7 +48,7 @@ from ledger.errors import (
     StoreError,
     UsageError,
 )
-from ledger.format.entries import Entry, EntrySigner
+from ledger.format.entries import Entry, EntryBody, EntrySigner
 from ledger.format.trust import TrustFile, TrustSource
 from ledger.interop.attest import AttestationCheck, attestations, check_attestation
 from ledger.operations.batch import BatchRefused, BatchRun, BatchVerified, batch_line
@@ -71,13 +72,16 @@ from ledger.state import (
     CohortStatus,
     EarlierVerification,
     StateIndex,
+    StatusResult,
+    StatusWorkUnit,
     TaskStatus,
     anchor_candidates,
+    candidate_of,
     ledger_status,
 )
-from ledger.store.base import AccessRoles, Store
+from ledger.store.base import AccessRoles, Store, StoredObject
 from ledger.store.copy import CopyResult, copy_store
-from ledger.store.lookup import find_ref, verification_result
+from ledger.store.lookup import CandidateIdentity, find_ref, verification_result
 from ledger.store.opening import create_store, open_store
 from ledger.tlog.notes import Checkpoint
 from ledger.transparency.anchors import Trust, WhenStatement, trust_from
@@ -109,6 +113,7 @@ from ledger.transparency.witnessing import (
 from ledger.trusting import LoadedTrust, check_trust_origin, find_trust, load_trust, trust_beside
 from ledger.trusting import anchor_rule as _anchor_rule
 from verifiers.contracts import OUTCOMES, Outcome, VerificationResult
+from verifiers.contracts.common import ContractStruct, refuse
 from verifiers.observations import Executor
 
 if TYPE_CHECKING:
@@ -238,16 +243,19 @@ def freeze(
     checkpoint signed by ``signer_key`` (the log's private note key) that the file's witnesses
     and TSAs answer for. Without a policy, an anchor already recorded is named, if any.
 
-    A trust file of another ledger is ``trust-origin-mismatch`` and a policy without
-    ``signer_key`` is ``anchor-key-missing``, both before anything is written; witnesses and
+    A trust file of another ledger is ``trust-origin-mismatch``, a policy without
+    ``signer_key`` is ``anchor-key-missing`` and a ``signer_key`` with no policy (or with
+    ``unanchored``) ``usage-error``, all before anything is written; witnesses and
     TSAs that do not give the anchor are ``anchoring-failed`` (the freeze stays recorded)."""
     policy = trust.trust if trust is not None and trust.trust.anchor.required else None
     if policy is not None and not unanchored:
         from ledger.transparency.anchoring import anchor_signer
 
         signer_key = anchor_signer(signer_key, policy, trust.source.file if trust else "")
-    else:
-        signer_key = None
+    elif signer_key is not None:
+        from ledger.transparency.anchoring import refuse_idle_signer
+
+        refuse_idle_signer(has_policy=policy is not None, unanchored=unanchored)
     if trust is not None:
         check_trust_origin(trust, ledger.origin())
     result = _freeze(
@@ -635,10 +643,140 @@ def audit_of_export(
     return report.result(None if trust is None else trust.source)
 
 
-def status(ledger: Store, cohort: str | None = None) -> list[CohortStatus]:
-    """What ``ledger status [COHORT]`` shows: each frozen cohort (or only ``cohort``;
-    ``cohort-not-frozen`` if it is not) with its stage, tasks and outcomes per task."""
+def status(ledger: Store, cohort: str | None = None) -> StatusResult:
+    """What ``ledger status [COHORT]`` shows and ``--json`` prints: each frozen cohort (or only
+    ``cohort``; ``cohort-not-frozen`` if it is not) with its stage, tasks and outcomes per
+    task, in freeze order."""
     return ledger_status(ledger, cohort)
+
+
+# ``show REF --json`` of an entry of any kind but verification.recorded (output-show).
+class ShowEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    seq: int
+    # Any kind as stored (an unknown one is the audit's to report) but the one shown with its
+    # result: a verification never prints this shape.
+    kind: Annotated[str, Meta(extra_json_schema={"not": {"const": "verification.recorded"}})]
+    entry_hash: str
+    body: EntryBody
+    # Only for a bundle.observed entry: whose it is, and the first verification of the same
+    # bytes when it is an earlier one (null: none found).
+    candidate: CandidateIdentity | UnsetType = UNSET
+    same_bytes_as: EarlierVerification | UnsetType | None = UNSET
+
+
+# ``show REF --json`` of a verification.recorded entry (output-show-verification).
+class ShowVerification(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    seq: int
+    kind: Literal["verification.recorded"]
+    entry_hash: str
+    body: EntryBody
+    # The stored result object decoded, or null when it is missing or does not read as a
+    # VerificationResult (the audit says why).
+    result: VerificationResult | None
+    # Whose bundle it judged (read from its bundle.observed entry), and the first verification
+    # of the same bytes when it is an earlier one (null: none found).
+    # (Both absent when the verification names no bundle.observed entry: a ledger written
+    # around verify, which the audit reports.)
+    candidate: CandidateIdentity | UnsetType = UNSET
+    same_bytes_as: EarlierVerification | UnsetType | None = UNSET
+
+
+# ``show ADDRESS --json`` of a stored object: exactly one of document and body_base64
+# (output-show-object).
+class ShowObject(ContractStruct, frozen=True, kw_only=True):
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "oneOf": [{"required": ["document"]}, {"required": ["body_base64"]}]
+    }
+
+    digest: str  # blake3:<64 hex>, the object's address
+    sha256: str
+    media_type: str  # as stored (the ledger writes application/json or application/octet-stream)
+    size: int
+    # Any JSON value: a stored application/json object holds whatever document was committed
+    # (a WorkUnit, a plan, a result, a bundle's JSON file), so its content is genuinely open.
+    document: Any | UnsetType = UNSET
+    body_base64: str | UnsetType = UNSET  # the exact bytes, when they are not readable JSON
+
+    def check_rules(self) -> None:
+        if isinstance(self.document, UnsetType) == isinstance(self.body_base64, UnsetType):
+            raise refuse("", "exactly one of document and body_base64")
+
+
+def show(ledger: Store, ref: str) -> ShowEntry | ShowVerification | ShowObject:
+    """What ``ledger show REF --json`` prints (``find_ref`` names what ``ref`` may be): an
+    entry with its decoded body (a verification with its VerificationResult; a bundle or a
+    verification with whose the bundle is and the first verification of the same bytes), or
+    a stored object with its JSON document or, when it is not one, its exact bytes. In one
+    read snapshot."""
+    from ledger.state import Mentions
+
+    with ledger.snapshot():
+        found = find_ref(ledger, ref, lambda prefix, n: Mentions(ledger).digests(prefix, n))
+        return _shown(ledger, found)
+
+
+def _shown(ledger: Store, found: Entry | StoredObject) -> ShowEntry | ShowVerification | ShowObject:
+    """``show``'s result for an entry or object ``find_ref`` found."""
+    if isinstance(found, StoredObject):
+        return _object_shown(found)
+    whose = candidate_of(ledger, found)
+    body = found.body  # as the store decodes it; a body decoded typed is decoded again
+    if not isinstance(body, EntryBody):
+        body = msgspec.json.decode(found.body_bytes, type=EntryBody)
+    candidate = UNSET if whose is None else whose[0]
+    same_bytes_as = UNSET if whose is None else whose[1]
+    if found.kind == "verification.recorded":
+        return ShowVerification(
+            seq=found.seq,
+            kind="verification.recorded",
+            entry_hash=found.entry_hash,
+            body=body,
+            result=_typed_result(verification_result(ledger, found)),
+            candidate=candidate,
+            same_bytes_as=same_bytes_as,
+        )
+    return ShowEntry(
+        seq=found.seq,
+        kind=found.kind,
+        entry_hash=found.entry_hash,
+        body=body,
+        candidate=candidate,
+        same_bytes_as=same_bytes_as,
+    )
+
+
+def _typed_result(decoded: dict[str, object] | None) -> VerificationResult | None:
+    """The stored result as its contract, or None when it is not one (the audit says why)."""
+    if decoded is None:
+        return None
+    try:
+        return msgspec.convert(decoded, VerificationResult)
+    except msgspec.ValidationError:
+        return None
+
+
+def _object_shown(obj: StoredObject) -> ShowObject:
+    """A stored object as ``show --json`` gives it: its JSON document when it is a readable
+    JSON object, else its exact bytes in base64."""
+    document: Any = None
+    if obj.media_type == "application/json":
+        from verifiers.jsonread import read_json
+
+        # Strict and depth-bounded: a stored object is untrusted bytes (a deep one would
+        # crash json.loads); what does not read is shown as its bytes instead. Only an object
+        # is a document: a stored array or scalar is shown as its bytes, so a script never
+        # mistakes one for a document.
+        read = read_json(obj.body, max_bytes=len(obj.body), max_depth=256)
+        document = read.value if read.ok and isinstance(read.value, dict) else None
+    if document is not None:
+        return ShowObject(
+            digest=obj.digest, sha256=obj.sha256, media_type=obj.media_type, size=obj.size,
+            document=document,
+        )  # fmt: skip
+    return ShowObject(
+        digest=obj.digest, sha256=obj.sha256, media_type=obj.media_type, size=obj.size,
+        body_base64=base64.b64encode(obj.body).decode("ascii"),
+    )  # fmt: skip
 
 
 def browse(
@@ -829,6 +967,7 @@ __all__ = [
     "CalibrateResult",
     "CalibrationReport",
     "CalibrationRow",
+    "CandidateIdentity",
     "Checkpoint",
     "CheckpointNote",
     "CohortStatus",
@@ -850,7 +989,12 @@ __all__ = [
     "ProofInputError",
     "ResultCheck",
     "Settings",
+    "ShowEntry",
+    "ShowObject",
+    "ShowVerification",
     "Skipped",
+    "StatusResult",
+    "StatusWorkUnit",
     "Store",
     "StoreError",
     "TaskStatus",
@@ -900,6 +1044,7 @@ __all__ = [
     "read_log",
     "report_html",
     "settings_from_environ",
+    "show",
     "status",
     "trust_beside",
     "verification_result",

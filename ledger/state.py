@@ -40,6 +40,7 @@ from ledger.format.payloads import (
 )
 from ledger.store.base import ObjectCorruptError, StoredObject, Writer
 from ledger.store.base import Store as Ledger
+from ledger.store.lookup import CandidateIdentity
 from verifiers.canonical import (
     blake3_address,
     canonical_bytes,
@@ -55,6 +56,7 @@ from verifiers.contracts import (
     decode_work_unit,
     is_outcome,
 )
+from verifiers.contracts.common import NonNegativeInt
 from verifiers.jsonread import read_json
 
 BURN_EXTENSION: Final = "org.idkmesh.phase_b2"
@@ -1038,6 +1040,27 @@ class SameBytes:
 # -- finding entries and objects by a sha256 digest (``show``, ``log --sha``) ---------------------
 
 
+def candidate_of(
+    ledger: Ledger, entry: Entry
+) -> tuple[CandidateIdentity, EarlierVerification | None] | None:
+    """For a bundle.observed entry, or a verification.recorded entry's bundle: (whose it is,
+    the first verification of the same bytes when it is an earlier one); None for another
+    kind, or a verification whose bundle entry is not one (what ``ledger show`` says)."""
+    from ledger.store.lookup import bundle_identity
+
+    bundle: Entry | None = entry
+    if entry.kind == "verification.recorded":
+        seq = entry.payload.get("bundle_entry")
+        bundle = ledger.entry(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+    if bundle is None or bundle.kind != "bundle.observed":
+        return None
+    observations = bundle.payload.get("observations")
+    first = (
+        SameBytes(ledger).of(bundle.seq, observations) if isinstance(observations, list) else None
+    )
+    return bundle_identity(ledger, bundle.payload), first
+
+
 class Mentions:
     """For a reader, inside ``ledger.snapshot()``: the objects entries name, by sha256 digest
     (``mentions``), from the derived state's ``state_mentions`` when it is current (a range on
@@ -1129,54 +1152,97 @@ def _holding(
 
 
 @dataclass(slots=True)
-class TaskStatus:
+class _TaskTally:
+    """One committed task and the verifications recorded against it, counted as the entries
+    are read: all of them, and the distinct candidates among them (a bundle judged again with
+    the same bytes is one candidate; ``first_judgement``)."""
+
+    task: CommittedTask
+    verified: int = 0
+    outcomes: dict[Outcome, int] = field(default_factory=dict)
+    last_result_entry: int | None = None
+    candidates: int = 0
+    candidate_outcomes: dict[Outcome, int] = field(default_factory=dict)
+
+    def status(self) -> TaskStatus:
+        t = self.task
+        return TaskStatus(
+            task=t.task,
+            split=t.split,
+            work_unit=StatusWorkUnit(id=t.work_unit_id, version=t.work_unit_version),
+            plan_id=t.plan_id,
+            adapter_version=t.adapter_version,
+            verified=self.verified,
+            outcomes=dict(sorted(self.outcomes.items())),
+            last_result_entry=self.last_result_entry,
+            candidates=self.candidates,
+            candidate_outcomes=dict(sorted(self.candidate_outcomes.items())),
+        )
+
+
+class StatusWorkUnit(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The WorkUnit a task committed: its id and version."""
+
+    id: str
+    version: int
+
+
+class TaskStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One committed task and the verifications recorded against it: all of them, and the
     distinct candidates among them (a bundle judged again with the same bytes is one
     candidate; ``first_judgement``)."""
 
-    task: CommittedTask
-    verified: int = 0
-    outcomes: dict[str, int] = field(default_factory=dict)
-    last_result_entry: int | None = None
-    candidates: int = 0
-    candidate_outcomes: dict[str, int] = field(default_factory=dict)
+    task: str
+    split: str
+    work_unit: StatusWorkUnit
+    plan_id: str
+    adapter_version: str
+    verified: NonNegativeInt  # every verification recorded (a bundle judged again counts again)
+    outcomes: dict[Outcome, int]
+    last_result_entry: int | None
+    # Distinct candidates: verifications of bytes this task had not judged before, and theirs.
+    candidates: NonNegativeInt
+    candidate_outcomes: dict[Outcome, int]
 
-    @property
-    def repeats(self) -> int:
-        """Verifications of bytes this task had already judged."""
-        return self.verified - self.candidates
 
+class CohortStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One frozen cohort: its stage (``frozen`` or ``burned``) and each task's tally, summed."""
 
-@dataclass(slots=True)
-class CohortStatus:
-    """One frozen cohort: its stage (``frozen`` or ``burned``) and each task's tally."""
-
-    cohort: CommittedCohort
+    cohort: str
+    stage: Literal["frozen", "burned"]
+    frozen_entry: int
+    burned_entry: int | None
+    definition_digest: str
+    verified: NonNegativeInt
+    outcomes: dict[Outcome, int]
+    candidates: NonNegativeInt  # the sum of its tasks' distinct candidates
+    candidate_outcomes: dict[Outcome, int]
     tasks: list[TaskStatus]
 
-    @property
-    def stage(self) -> str:
-        return "frozen" if self.cohort.burned_entry is None else "burned"
-
-    @property
-    def verified(self) -> int:
-        return sum(t.verified for t in self.tasks)
-
-    @property
-    def candidates(self) -> int:
-        return sum(t.candidates for t in self.tasks)
-
-    @property
-    def outcomes(self) -> dict[str, int]:
-        return _summed(t.outcomes for t in self.tasks)
-
-    @property
-    def candidate_outcomes(self) -> dict[str, int]:
-        return _summed(t.candidate_outcomes for t in self.tasks)
+    @classmethod
+    def of(cls, cohort: CommittedCohort, tasks: list[TaskStatus]) -> CohortStatus:
+        return cls(
+            cohort=cohort.cohort,
+            stage="frozen" if cohort.burned_entry is None else "burned",
+            frozen_entry=cohort.frozen_entry,
+            burned_entry=cohort.burned_entry,
+            definition_digest=cohort.definition_digest,
+            verified=sum(t.verified for t in tasks),
+            outcomes=_summed(t.outcomes for t in tasks),
+            candidates=sum(t.candidates for t in tasks),
+            candidate_outcomes=_summed(t.candidate_outcomes for t in tasks),
+            tasks=tasks,
+        )
 
 
-def _summed(tallies: Iterable[dict[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
+class StatusResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``ledger status`` reads and ``--json`` prints (``schemas/output-status-v1``)."""
+
+    cohorts: list[CohortStatus]
+
+
+def _summed(tallies: Iterable[dict[Outcome, int]]) -> dict[Outcome, int]:
+    total: dict[Outcome, int] = {}
     for tally in tallies:
         for outcome, n in tally.items():
             total[outcome] = total.get(outcome, 0) + n
@@ -1219,7 +1285,7 @@ class CandidateCount:
         return True, first
 
 
-def ledger_status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatus]:
+def ledger_status(ledger: Ledger, cohort: str | None = None) -> StatusResult:
     """Every frozen cohort (or only ``cohort``) in freeze order, with its tasks' outcomes.
 
     Cohorts and tasks come from the derived state when it is current (a few key reads), else
@@ -1242,10 +1308,8 @@ def ledger_status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatu
             )
         if cohort is not None and not committed:
             raise UsageError("cohort-not-frozen", f"no frozen cohort {cohort} in this ledger")
-        statuses = [
-            CohortStatus(c, [TaskStatus(t) for _, t in sorted(c.tasks.items())]) for c in committed
-        ]
-        by_task = {(s.cohort.cohort, t.task.task): t for s in statuses for t in s.tasks}
+        tallies = {c.cohort: [_TaskTally(t) for _, t in sorted(c.tasks.items())] for c in committed}
+        by_task = {(name, t.task.task): t for name, ts in tallies.items() for t in ts}
         counting = CandidateCount(ledger)
         for entry in ledger.entries(kinds=("bundle.observed", "verification.recorded")):
             p = entry.payload
@@ -1258,8 +1322,8 @@ def ledger_status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatu
                 if isinstance(name, str) and isinstance(task, str)
                 else None
             )
-            if tally is None or not isinstance(outcome, str):
-                continue
+            if tally is None or not is_outcome(outcome):
+                continue  # of no committed task (the payload's outcome is read typed)
             tally.verified += 1
             tally.outcomes[outcome] = tally.outcomes.get(outcome, 0) + 1
             tally.last_result_entry = entry.seq
@@ -1267,8 +1331,6 @@ def ledger_status(ledger: Ledger, cohort: str | None = None) -> list[CohortStatu
             if new:
                 tally.candidates += 1
                 tally.candidate_outcomes[outcome] = tally.candidate_outcomes.get(outcome, 0) + 1
-    for s in statuses:
-        for t in s.tasks:
-            t.outcomes = dict(sorted(t.outcomes.items()))
-            t.candidate_outcomes = dict(sorted(t.candidate_outcomes.items()))
-    return statuses
+    return StatusResult(
+        [CohortStatus.of(c, [t.status() for t in tallies[c.cohort]]) for c in committed]
+    )

@@ -194,7 +194,7 @@ def append_frozen_with(db: Path, loaded: Any, change: Callable[[dict[str, Any]],
     """Append the cohort.frozen entry of ``loaded`` (a ``load_cohort`` result), its
     payload first edited in place by ``change``, bypassing every freeze-time refusal; its seq."""
     from ledger.operations.freeze import _append_frozen
-    from ledger.store.sqlite import Ledger
+    from ledger.store.sqlite import SqliteStore
 
-    with Ledger.open(db) as ledger, ledger.writer() as w:
+    with SqliteStore.open(db) as ledger, ledger.writer() as w:
         return int(_append_frozen(_ChangingWriter(w, change), loaded).seq)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger.store.sqlite import Ledger, Writer
+from ledger.store.sqlite import SqliteStore, Writer
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 FIXED_TIME = "2026-01-31T12:00:00Z"
@@ -71,7 +71,9 @@ def append_one(w: Writer, tag: str, i: int) -> Appended:
     return Appended(entry.seq, entry.entry_hash, digest)
 
 
-def append_entries(ledger: Ledger, n: int, *, tag: str = "t", batch: int = 1) -> list[Appended]:
+def append_entries(
+    ledger: SqliteStore, n: int, *, tag: str = "t", batch: int = 1
+) -> list[Appended]:
     """Append ``n`` entries (see ``append_one``), ``batch`` per write transaction."""
     done: list[Appended] = []
     for start in range(0, n, batch):
@@ -82,7 +84,7 @@ def append_entries(ledger: Ledger, n: int, *, tag: str = "t", batch: int = 1) ->
 
 def make_ledger(path: Path, n: int = 0, *, origin: str = ORIGIN) -> list[Appended]:
     """Create a closed ledger at ``path`` with genesis plus ``n`` entries (fixed clock)."""
-    ledger, created = Ledger.create(path, origin=origin, clock=fixed_clock)
+    ledger, created = SqliteStore.create(path, origin=origin, clock=fixed_clock)
     with ledger:
         if not created:
             raise RuntimeError(f"{path} already existed")
@@ -463,7 +465,7 @@ def python_child(code: str, **kwargs: Any) -> subprocess.Popen[str]:
 
 def child_append(path: str, tag: str, count: int) -> None:
     """Wait for 'go' on stdin, append ``count`` entries, print 'seq hash digest' per commit."""
-    ledger = Ledger.open(path, clock=fixed_clock)
+    ledger = SqliteStore.open(path, clock=fixed_clock)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     sys.stdin.readline()
@@ -479,7 +481,7 @@ def child_append(path: str, tag: str, count: int) -> None:
 
 def child_append_forever(path: str, tag: str) -> None:
     """Append until killed, two entries per transaction; print each seq only after COMMIT."""
-    ledger = Ledger.open(path, clock=fixed_clock)
+    ledger = SqliteStore.open(path, clock=fixed_clock)
     i = 0
     while True:
         with ledger.writer() as w:
@@ -491,11 +493,12 @@ def child_append_forever(path: str, tag: str) -> None:
 
 
 def child_create(path: str, origin: str) -> None:
-    """Wait for 'go' on stdin, then ``Ledger.create``; print 'created' or 'opened' and origin."""
+    """Wait for 'go' on stdin, then ``SqliteStore.create``; print 'created' or 'opened' and
+    origin."""
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     sys.stdin.readline()
-    ledger, created = Ledger.create(path, origin=origin, clock=fixed_clock)
+    ledger, created = SqliteStore.create(path, origin=origin, clock=fixed_clock)
     with ledger:
         sys.stdout.write(f"{'created' if created else 'opened'} {ledger.origin()}\n")
         sys.stdout.flush()

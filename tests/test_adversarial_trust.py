@@ -36,7 +36,7 @@ from ledger.audit.rules import SKIP_PLAN_WITHHELD, SKIP_RESULT_WITHHELD
 from ledger.operations.verify import JSON
 from ledger.state import calibration_report_bytes, read_state
 from ledger.store.opening import create_store, open_store
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.bundle import snapshot_from_parts
 from verifiers.calibration import GOOD_PATCH, PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import (
@@ -452,7 +452,9 @@ class _RestoreAfter:
 
     name = "owner restoring the plan"
 
-    def __init__(self, ledger: Ledger, path: Path, seq: int, offset: int, honest: bytes) -> None:
+    def __init__(
+        self, ledger: SqliteStore, path: Path, seq: int, offset: int, honest: bytes
+    ) -> None:
         self.ledger, self.path, self.seq, self.offset, self.honest = (
             ledger,
             path,
@@ -498,7 +500,7 @@ def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
     shutil.copy(db, scratch)
     judged = cli(root, scratch, "verify", str(bundle), "--task", task, "--json")
     assert judged.code == 1 and judged.json()["outcome"] == "reject"
-    with Ledger.open(scratch) as ledger:
+    with SqliteStore.open(scratch) as ledger:
         observed, recorded = list(ledger.entries())[-2:]
         blobs = {
             o["object"]: ledger.get_object(o["object"]).body  # type: ignore[union-attr]
@@ -542,7 +544,7 @@ def test_plan_swapped_in_place_while_the_rules_read_it_is_caught(
         with db.open("r+b") as f:
             f.seek(offset)
             f.write(forged_plan)
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         # The object pass runs first: swapped after it (at the genesis, before the freeze the
         # rules first read the plan at), P' is seen by the rules alone, which must hash it.
         swap = (
@@ -650,7 +652,7 @@ def test_forged_public_verdict_withheld_through_a_hidden_bundle_is_caught(
         env={"LEDGER_TIME": TIME},
     )
     assert judged.code == 1 and judged.json()["outcome"] == "reject", judged.stdout
-    with Ledger.open(scratch) as ledger:
+    with SqliteStore.open(scratch) as ledger:
         observed, recorded = list(ledger.entries())[-2:]
         blobs = [
             ledger.get_object(o["object"]).body  # type: ignore[union-attr]

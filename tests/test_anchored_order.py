@@ -22,7 +22,7 @@ from helpers import REPO_DIR
 from trust_helpers import BUNDLES, COHORT, ORIGIN, TASK, World, build_base, frozen_entry
 
 from ledger.format.trust import TrustTsa, split_roots
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import sign_checkpoint
 from ledger.tlog.witness import (
     cosign,
@@ -174,7 +174,7 @@ def test_a_freeze_whose_witness_is_down_stays_frozen_exits_1_and_verify_waits_fo
     assert f"cohort {COHORT} frozen at seq" in message and "NOT anchored" in message
     assert "witness-quorum-not-met" in message and "witness-unreachable" in message
     frozen_size = world.size()  # the freeze stays, and nothing else was written
-    with Ledger.open_read_only(world.db) as ledger:
+    with SqliteStore.open_read_only(world.db) as ledger:
         assert ledger.entry(frozen_size - 1).kind == "cohort.frozen"  # type: ignore[union-attr]
     refused = world.verify()
     assert (refused.code, refused.error_code()) == (2, "plan-not-anchored")
@@ -214,7 +214,7 @@ def test_a_planted_anchor_does_not_open_verify(world: World) -> None:
     assert world.freeze("--unanchored").code == 0
     skey = world.log_keys()[0]
     impostor = parse_cosigner_signer(generate_cosigner_key("w1.example/w", bytes(32))[0])
-    with Ledger.open(world.db) as ledger:
+    with SqliteStore.open(world.db) as ledger:
         cp = checkpoint(ledger)
         note = sign_checkpoint(cp, skey)
         text = note.split("\n\n", 1)[0] + "\n"
@@ -312,14 +312,14 @@ def test_checkpoint_anchor_takes_everything_from_the_trust_file(world: World) ->
 
 def _plant(world: World, payload: dict[str, object]) -> None:
     """A writer appends a checkpoint.witnessed entry of its making (no witness was asked)."""
-    with Ledger.open(world.db) as ledger:
+    with SqliteStore.open(world.db) as ledger:
         ledger.append("checkpoint.witnessed", payload, [])
 
 
 def _cosigned(world: World, *lines: tuple[str, str, str]) -> dict[str, object]:
     """A payload over the current tree, signed with the log key, with a cosignature line by
     each (witness key, signing key, name to label it with) of ``lines``."""
-    with Ledger.open_read_only(world.db) as ledger:
+    with SqliteStore.open_read_only(world.db) as ledger:
         cp = checkpoint(ledger)
     note = sign_checkpoint(cp, world.log_keys()[0])
     text = note.split("\n\n", 1)[0] + "\n"
@@ -402,7 +402,7 @@ def test_one_tsa_at_two_urls_or_its_token_listed_twice_is_one_timestamp_to_the_p
     one = world.cli("checkpoint", "--sign", str(world.folder / "log.key"), "--tsa", url,
                     "--tsa-ca", str(local.ca_pem), "--json")  # fmt: skip
     assert one.code == 0, one.stderr
-    with Ledger.open_read_only(world.db) as ledger:
+    with SqliteStore.open_read_only(world.db) as ledger:
         payload = dict(ledger.entry(one.json()["entry"]).payload)  # type: ignore[union-attr]
     payload["timestamps"] = [*payload["timestamps"], *payload["timestamps"]]
     _plant(world, payload)
@@ -423,8 +423,9 @@ def test_checkpoints_that_anchor_nothing_do_not_hide_a_new_anchor_from_verify(
     it names, did not help. The newest are read too. (The bound is lowered here to 2 instead
     of appending 1,000 entries.)"""
     from ledger import state
-    from ledger.api import anchor_rule, load_trust, when
+    from ledger.api import load_trust, when
     from ledger.operations.verify import verify
+    from ledger.trusting import anchor_rule
 
     one, one_pub = generate_cosigner_key("w1.example/w", bytes([1]) * 32)
     old, old_pub = generate_cosigner_key("old.example/w", bytes([3]) * 32)
@@ -436,10 +437,52 @@ def test_checkpoints_that_anchor_nothing_do_not_hide_a_new_anchor_from_verify(
     anchor_seq = world.size() - 1
     monkeypatch.setattr(state, "MAX_ANCHOR_CANDIDATES", 2)
     trust = load_trust(world.trust_path).trust
-    with Ledger.open(world.db) as ledger:
+    with SqliteStore.open(world.db) as ledger:
         result = verify(ledger, BUNDLES[0], anchors=anchor_rule(trust))
         assert (result.outcome, result.anchored_by) == ("support", anchor_seq)
         assert when(ledger, TASK, trust=trust).holds
+
+
+def test_the_library_refuses_a_signer_key_with_nothing_to_anchor_by_as_the_cli_does(
+    world: World,
+) -> None:
+    """Attack stopped (a silent no-op, in the library): ``api.freeze(signer_key=...)`` with
+    no anchoring policy, or with ``unanchored``, froze and dropped the key, where ``ledger
+    freeze --sign`` refuses: the same ``usage-error``, the same message, nothing written."""
+    from ledger import api
+
+    key, _ = world.log_keys()
+    policy_less = api.load_trust(world.write_trust(path=world.folder / "no-policy.json"))
+    witness_kept = api.load_trust(
+        world.write_trust(
+            witnesses=(("w1", "http://127.0.0.1:1", world.witness().vkey),),
+            anchor=(1, 0),
+            path=world.folder / "policy.json",
+        )
+    )
+    before = world.size()
+    cohort = REPO_DIR / "cohorts" / "demo"
+    with api.open_ledger(world.db) as ledger:
+        for trust, unanchored, why in (
+            (None, False, "there is no anchoring policy"),
+            (policy_less, False, "there is no anchoring policy"),
+            (witness_kept, True, "--unanchored was given"),
+        ):
+            with pytest.raises(api.UsageError) as refused:
+                api.freeze(
+                    ledger, cohort, root=REPO_DIR, trust=trust, signer_key=key,
+                    unanchored=unanchored,
+                )  # fmt: skip
+            assert refused.value.code == "usage-error"
+            assert why in refused.value.message, refused.value.message
+            cli = world.freeze("--sign", str(world.folder / "log.key"), *(
+                (() if trust is None else ("--trust", str(trust.source.file)))
+                + (("--unanchored",) if unanchored else ())
+            ))  # fmt: skip
+            assert cli.json()["error"] == {"code": "usage-error", "message": refused.value.message}
+        assert ledger.size() == before  # nothing frozen
+        frozen = api.freeze(ledger, cohort, root=REPO_DIR, trust=policy_less)
+    assert frozen.warning is not None and "there is no anchoring policy" in frozen.warning
 
 
 def test_without_a_policy_freeze_never_calls_a_planted_checkpoint_an_anchor(world: World) -> None:

@@ -13,7 +13,7 @@ from helpers import ORIGIN, attacker, fixed_clock, make_ledger
 
 from ledger import api
 from ledger.errors import LedgerError
-from ledger.store.sqlite import Ledger, _db_error
+from ledger.store.sqlite import SqliteStore, _db_error
 
 NUL_PATH = "ledger\x00.db"
 
@@ -48,7 +48,7 @@ def test_audit_export_of_a_path_with_a_nul_byte_is_refused() -> None:
 def test_verify_of_a_bundle_path_with_a_nul_byte_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         with pytest.raises(LedgerError) as info:
             api.verify(ledger, Path("bundle\x00"))
         assert info.value.code == "bundle-unreadable"
@@ -58,7 +58,7 @@ def test_verify_of_a_bundle_path_with_a_nul_byte_is_refused(tmp_path: Path) -> N
 def test_freeze_of_a_cohort_path_with_a_nul_byte_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         with pytest.raises(LedgerError) as info:
             api.freeze(ledger, Path("cohort\x00"), root=tmp_path)
         assert info.value.code == "folder-unusable"
@@ -76,7 +76,7 @@ def test_trigger_message_that_reads_busy_is_not_taken_for_a_busy_lock(tmp_path: 
             "CREATE TRIGGER planted BEFORE INSERT ON entries"
             " BEGIN SELECT RAISE(ABORT, 'database is locked, busy'); END"
         )
-    with Ledger.open(path, clock=fixed_clock) as ledger, pytest.raises(LedgerError) as info:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger, pytest.raises(LedgerError) as info:
         ledger.append("bundle.observed", {})
     assert info.value.code == "ledger-trigger-refused"
 

@@ -19,7 +19,7 @@ from helpers import append_one, attacker, fixed_clock, make_ledger
 from ledger.audit.engine import audit
 from ledger.errors import UsageError
 from ledger.format.entries import GENESIS_PREV
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog import merkle
 from ledger.transparency.proofs import LedgerNodes
 
@@ -46,7 +46,7 @@ def _perfect_nodes(leaves: list[bytes]) -> set[tuple[int, int, bytes]]:
     return nodes
 
 
-def hash_at(ledger: Ledger, seq: int) -> str:
+def hash_at(ledger: SqliteStore, seq: int) -> str:
     entry = ledger.entry(seq)
     assert entry is not None
     return entry.entry_hash
@@ -95,7 +95,7 @@ def assert_intact(path: Path) -> None:
         for level in range(len(blob) // 32)
     }
     assert tree == _perfect_nodes(bodies)
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         report = audit(ledger)
     assert report.ok, report.violations[:5]
     assert report.tree_size == len(bodies)
@@ -108,7 +108,10 @@ def test_two_ledger_objects_interleaving_appends_keep_one_chain_and_tree(tmp_pat
     # 0/1 says which object writes next; runs of each, single appends and multi-entry writes,
     # so each object's remembered head is stale at many different tree sizes.
     pattern = [0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0]
-    with Ledger.open(path, clock=fixed_clock) as a, Ledger.open(path, clock=fixed_clock) as b:
+    with (
+        SqliteStore.open(path, clock=fixed_clock) as a,
+        SqliteStore.open(path, clock=fixed_clock) as b,
+    ):
         i = 0
         for turn, who in enumerate(pattern * 3):
             ledger = (a, b)[who]
@@ -130,7 +133,7 @@ def test_two_ledger_objects_interleaving_appends_keep_one_chain_and_tree(tmp_pat
 def test_an_append_after_a_rolled_back_writer_builds_on_the_stored_head(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path, 5)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         ledger.append("bundle.observed", {"n": 0})  # this object now remembers the head
         with pytest.raises(RuntimeError), ledger.writer() as w:
             for i in range(3):
@@ -149,7 +152,7 @@ def test_an_append_after_a_rolled_back_writer_builds_on_the_stored_head(tmp_path
 def test_a_refused_append_inside_a_writer_does_not_move_the_head(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path, 2)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         with ledger.writer() as w:
             first = w.append("bundle.observed", {"n": 1})
             with pytest.raises(UsageError) as info:
@@ -165,11 +168,11 @@ def test_a_refused_append_inside_a_writer_does_not_move_the_head(tmp_path: Path)
 def test_a_write_by_another_connection_is_seen_before_the_next_append(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path, 3)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         ledger.append("bundle.observed", {"n": 0})
         # Another connection appends a correctly linked entry (and its leaf node) behind the
         # object's back; its next append must link to that entry, not to the one it wrote.
-        with Ledger.open(path, clock=fixed_clock) as other:
+        with SqliteStore.open(path, clock=fixed_clock) as other:
             theirs = other.append("bundle.observed", {"by": "other"})
         ours = ledger.append("bundle.observed", {"n": 1})
         assert ours.seq == theirs.seq + 1
@@ -181,7 +184,7 @@ def test_a_write_by_another_connection_is_seen_before_the_next_append(tmp_path: 
 def test_a_failed_insert_does_not_leave_its_leaf_in_the_edge(tmp_path: Path, size: int) -> None:
     path = tmp_path / "l.db"
     make_ledger(path, size)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         ledger.append("bundle.observed", {"n": 0})  # the object remembers head and edge
         # The edge takes the new leaf before the row's INSERT runs; make that INSERT fail (an
         # extra trigger, as a careless tool or an attacker could add).
@@ -210,7 +213,7 @@ def test_a_failed_insert_does_not_leave_its_leaf_in_the_edge(tmp_path: Path, siz
 def test_a_half_failed_append_is_not_remembered_past_its_transaction(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path, 4)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         ledger.append("bundle.observed", {"n": 0})  # seq 5; the object remembers it
         # An extra trigger makes the INSERT of entry 6 fail after the edge took its leaf.
         with attacker(path, drop_triggers=False) as conn:
@@ -244,7 +247,7 @@ def test_the_returned_entry_is_exactly_the_stored_one(
 ) -> None:
     path = tmp_path / "l.db"
     make_ledger(path)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         with ledger.writer() as w:
             addresses = [w.put_object(r.encode(), "application/octet-stream") for r in refs]
             entry = w.append("bundle.observed", payload, addresses)
@@ -258,7 +261,7 @@ def test_the_returned_entry_is_exactly_the_stored_one(
 
 def test_create_then_append_on_the_same_object(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    ledger, created = Ledger.create(path, origin="test.example/ledger", clock=fixed_clock)
+    ledger, created = SqliteStore.create(path, origin="test.example/ledger", clock=fixed_clock)
     with ledger:
         assert created
         entries = [ledger.append("bundle.observed", {"i": i}) for i in range(9)]
@@ -276,9 +279,9 @@ def test_hundreds_of_interleaved_appends_store_exactly_the_rfc_9162_nodes(
     make_ledger(path)
     rng = random.Random(9162)
     with (
-        Ledger.open(path, clock=fixed_clock) as a,
-        Ledger.open(path, clock=fixed_clock) as b,
-        Ledger.open(path, clock=fixed_clock) as c,
+        SqliteStore.open(path, clock=fixed_clock) as a,
+        SqliteStore.open(path, clock=fixed_clock) as b,
+        SqliteStore.open(path, clock=fixed_clock) as c,
     ):
         objects = (a, b, c)
         i = 0

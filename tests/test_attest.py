@@ -306,9 +306,9 @@ def test_a_result_naming_no_candidate_digest_is_reported_as_a_corrupt_ledger(
     from ledger.errors import LedgerError
     from ledger.format.payloads import VerificationRecorded
     from ledger.interop.attest import _statement
-    from ledger.store.sqlite import Ledger
+    from ledger.store.sqlite import SqliteStore
 
-    with Ledger.open_read_only(built.db) as ledger:
+    with SqliteStore.open_read_only(built.db) as ledger:
         entry = ledger.entry(built.verdicts["test/cohort-a/task-000"])
     assert entry is not None
     payload = msgspec.convert(entry.payload, VerificationRecorded)
@@ -425,10 +425,10 @@ def forge(
 ) -> Doc:
     """What a forger holding the file does to the attestation of entry ``seq``: see
     ``reforge``."""
-    from ledger.store.sqlite import Ledger
+    from ledger.store.sqlite import SqliteStore
 
     (doc,) = attest(built, str(seq))
-    with Ledger.open_read_only(built.db) as ledger:
+    with SqliteStore.open_read_only(built.db) as ledger:
         bodies = [e.body_bytes for e in ledger.entries()]
     return reforge(
         doc, bodies, entry=entry, statement=statement, result=result, signer=signer
@@ -652,13 +652,13 @@ class FuzzBase:
 
 @pytest.fixture(scope="module")
 def fuzz_base(built: Built) -> FuzzBase:
-    from ledger.store.sqlite import Ledger
+    from ledger.store.sqlite import SqliteStore
 
     docs = [
         *attest(built, "--cohort", "test/cohort-a", "--sign", str(built.key)),
         *attest(built, str(built.verdicts[HIDDEN_TASK]), "--sign", str(built.key)),
     ]
-    with Ledger.open_read_only(built.db) as ledger:
+    with SqliteStore.open_read_only(built.db) as ledger:
         bodies = [e.body_bytes for e in ledger.entries()]
     return FuzzBase(
         docs, bodies, built.key.read_text().strip(), built.pub.read_text().strip()

@@ -37,11 +37,11 @@ from ledger.audit.report import MAX_REPORTED
 from ledger.audit.rows import RowDigest, RowResult
 from ledger.store.opening import open_store
 from ledger.store.postgres import PostgresLedger
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 
 def _report(path: Path, *, parallel: bool) -> bytes:
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         return msgspec.json.encode(audit(ledger, parallel=parallel))
 
 
@@ -78,7 +78,7 @@ def test_an_append_between_the_two_snapshots_is_noticed(
     def start_after_an_append(
         conn: sqlite3.Connection, wanted_sizes: Collection[int], upto: int, timeout: int
     ) -> worker.RowWorker | None:
-        with Ledger.open(path) as writer:  # the auditor's snapshot has begun
+        with SqliteStore.open(path) as writer:  # the auditor's snapshot has begun
             append_entries(writer, 1, tag="late")
         return real_start(conn, wanted_sizes, upto, timeout)
 
@@ -159,7 +159,7 @@ def test_index_damage_is_found_on_the_auditors_own_connection(
         return real(conn)
 
     monkeypatch.setattr(engine, "_integrity_problems", recorded)
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         report = msgspec.json.encode(audit(ledger, parallel=True))
         own = ledger._conn
     assert report == alone
@@ -205,7 +205,7 @@ def test_swap_rows_while_worker_reads_is_caught(
     forged_alone = msgspec.json.decode(_report(path, parallel=False))
     assert {v["code"] for v in forged_alone["violations"]} >= {"entry-hash-mismatch"}
     started = _swap_at_start(monkeypatch, path, original)
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         report = audit(ledger, parallel=True)
     assert started == [40]  # the worker ran, on the honest file
     codes = [v.code for v in report.violations]
@@ -226,7 +226,7 @@ def test_index_damage_shown_to_the_auditor_only_is_reported(
     original = checkpointed_copy(path, tmp_path / "original.db")
     _damage_the_kind_index(path)
     _swap_at_start(monkeypatch, path, original)
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         report = audit(ledger, parallel=True)
     assert "database-corrupt" in [v.code for v in report.violations]
 
@@ -243,7 +243,7 @@ def test_an_honest_file_gives_the_worker_the_same_digest(
         raise AssertionError("the auditor checked the rows again")
 
     monkeypatch.setattr(engine, "check_all_rows", no_second_pass)
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         report = audit(ledger, parallel=True)
     assert report.ok, report.violations
 

@@ -17,7 +17,7 @@ from ledger.audit.engine import audit
 from ledger.format.entries import encode_body, entry_hash
 from ledger.store.opening import open_store
 from ledger.store.postgres import PostgresLedger
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 A = "blake3:" + "a" * 64
 B = "blake3:" + "b" * 64
@@ -56,7 +56,7 @@ def genesis_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path 
     """A ledger holding its genesis entry only, on each store of ``ABOVE_THE_STORE``."""
     if request.param == "sqlite":
         path = tmp_path / "ledger.db"
-        ledger, _ = Ledger.create(path, origin=ORIGIN, clock=lambda: GENESIS_TIME)
+        ledger, _ = SqliteStore.create(path, origin=ORIGIN, clock=lambda: GENESIS_TIME)
         ledger.close()
         yield path
         return

@@ -31,7 +31,7 @@ from ledger.errors import LedgerError
 from ledger.operations.batch import MAX_LIST_BYTES, verify_many
 from ledger.operations.burn import burn
 from ledger.operations.verify import VerifyResult, verify
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 TASK = "test/cohort-a/task-000"
 COHORT = "test/cohort-a"
@@ -107,7 +107,7 @@ def demo_db(demo_template: Path, tmp_path: Path) -> Path:
 def frozen(tmp_path: Path) -> Path:
     """A ledger (ticking clock) with calibration and one frozen cohort of five tasks."""
     db = tmp_path / "frozen.db"
-    ledger, _ = Ledger.create(db, origin="test/batch", clock=Clock())
+    ledger, _ = SqliteStore.create(db, origin="test/batch", clock=Clock())
     with ledger:
         api.calibrate(ledger)
         api.freeze(ledger, make_cohort(tmp_path), root=tmp_path)
@@ -156,9 +156,9 @@ def test_batch_with_workers_writes_the_bytes_of_n_single_verifies_under_a_tickin
             ["good", "wrong-marker", "good", "decoy", "good", "good", "wrong-marker"]
         )
     ]
-    with Ledger.open(singles, clock=ticking_from(1000)) as ledger:
+    with SqliteStore.open(singles, clock=ticking_from(1000)) as ledger:
         expected = [verify(ledger, b, task=TASK).outcome for b in bundles]
-    with Ledger.open(frozen, clock=ticking_from(1000)) as ledger:
+    with SqliteStore.open(frozen, clock=ticking_from(1000)) as ledger:
         got = list(verify_many(ledger, bundles, jobs=2, task=TASK))
     assert [r.outcome for r in got if isinstance(r, VerifyResult)] == expected
     assert "reject" in expected and "support" in expected
@@ -249,7 +249,7 @@ def test_verify_without_a_bundle_is_a_usage_error(demo_db: Path) -> None:
     no_jobs = run_cli(["--db", str(demo_db), "verify", *bundles, "--jobs", "0"])
     assert no_jobs.code == 2 and no_jobs.error_code() == "usage-error"
     assert "'--jobs'" in no_jobs.stderr
-    with Ledger.open(demo_db) as ledger, pytest.raises(LedgerError) as library:
+    with SqliteStore.open(demo_db) as ledger, pytest.raises(LedgerError) as library:
         verify_many(ledger, DEMO_BUNDLES[:2], jobs=0)  # the library says the same, no CLI
     assert library.value.code == "usage-error" and "at least 1" in library.value.message
     assert file_state(demo_db) == before
@@ -317,12 +317,12 @@ def test_burn_while_batch_judges_ahead_refuses_the_rest(frozen: Path, tmp_path: 
     """Workers judge bundles ahead of the appends; a burn landing meanwhile refuses every bundle
     not yet recorded (each is re-checked under the lock), and those recorded before it stay."""
     good = make_bundle(tmp_path, "good")
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with SqliteStore.open(frozen, clock=Clock()) as ledger:
         results = verify_many(ledger, [good] * 60, jobs=2, task=TASK)
         first = next(results)
         assert isinstance(first, VerifyResult)
         time.sleep(0.5)  # the workers have judged the bundles in flight
-        with Ledger.open(frozen, clock=Clock()) as other:
+        with SqliteStore.open(frozen, clock=Clock()) as other:
             burned = burn(other, COHORT, reason="published while the batch ran").burned_entry
         rest = list(results)
     # The group the first result was appended with (committed before the burn), then refusals.
@@ -332,7 +332,7 @@ def test_burn_while_batch_judges_ahead_refuses_the_rest(frozen: Path, tmp_path: 
     assert [r.code for r in refused if isinstance(r, LedgerError)] == ["cohort-burned"] * (
         59 - len(recorded)
     )
-    with Ledger.open_read_only(frozen) as ledger:
+    with SqliteStore.open_read_only(frozen) as ledger:
         report, _ = api.audit_ledger(ledger)
     assert report.ok, report.violations
 
@@ -405,7 +405,7 @@ def test_ctrl_c_during_a_batch_keeps_whole_pairs_and_stops_the_workers(
     while any(map(_alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(map(_alive, workers))
-    with Ledger.open_read_only(demo_db) as ledger:
+    with SqliteStore.open_read_only(demo_db) as ledger:
         results = list(ledger.entries(kinds=["verification.recorded"]))
         observed = list(ledger.entries(kinds=["bundle.observed"]))
         report, _ = api.audit_ledger(ledger)
@@ -478,7 +478,7 @@ def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(
     """A worker that dies (OOM killer, kill -9) breaks the pool: every bundle not yet judged is
     judged in the parent under the lock, as a single verify would be; none is lost or doubled."""
     good = make_bundle(tmp_path, "good")
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with SqliteStore.open(frozen, clock=Clock()) as ledger:
         results = verify_many(ledger, [good] * 40, jobs=2, task=TASK)
         first = next(results)
         # The parent judged the first bundle while its workers started (in a thread): wait
@@ -495,7 +495,7 @@ def test_workers_killed_mid_batch_leave_their_bundles_to_the_parent(
     assert [type(r) for r in [first, *rest]] == [VerifyResult] * 40
     entries = [r.result_entry for r in [first, *rest] if isinstance(r, VerifyResult)]
     assert entries == sorted(entries) and len(set(entries)) == 40
-    with Ledger.open_read_only(frozen) as ledger:
+    with SqliteStore.open_read_only(frozen) as ledger:
         report, _ = api.audit_ledger(ledger)
     assert report.ok, report.violations
 
@@ -506,12 +506,12 @@ def test_relative_bundle_paths_resolve_where_the_batch_runs(
     """The workers' forkserver may have been started in another folder (by an earlier batch of
     this process): a relative path still names the bundle in the folder the batch runs in (each
     worker starts in the parent's folder), and its refusal reads as a single verify's."""
-    with Ledger.open(frozen, clock=Clock()) as ledger:  # a batch elsewhere starts the server
+    with SqliteStore.open(frozen, clock=Clock()) as ledger:  # a batch elsewhere starts the server
         assert isinstance(next(verify_many(ledger, [DEMO_BUNDLES[0]] * 2, jobs=2)), LedgerError)
     make_bundle(tmp_path, "good")
     monkeypatch.chdir(tmp_path)
     relative = [Path("bundles/good"), Path("bundles/missing"), Path("bundles/good")]
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with SqliteStore.open(frozen, clock=Clock()) as ledger:
         got = list(verify_many(ledger, relative, jobs=2, task=TASK))
         with pytest.raises(LedgerError) as single:
             verify(ledger, relative[1], task=TASK)
@@ -541,7 +541,7 @@ def test_a_small_batch_in_auto_mode_starts_no_worker(
 
     monkeypatch.setattr(batch._Workers, "start", start)
     bundles = DEMO_BUNDLES[:3]
-    with Ledger.open(demo_db) as ledger:
+    with SqliteStore.open(demo_db) as ledger:
         got = list(verify_many(ledger, bundles))
     assert started == []
     assert [r.outcome for r in got if isinstance(r, VerifyResult)] == [
@@ -553,11 +553,11 @@ def test_a_small_batch_in_auto_mode_starts_no_worker(
     monkeypatch.setattr(batch, "default_jobs", lambda: 2)
     # A machine whose two cores are busy: workers would only wait (no worker either).
     monkeypatch.setattr(batch, "idle_cpus", lambda: 0.5)
-    with Ledger.open(demo_db) as ledger:
+    with SqliteStore.open(demo_db) as ledger:
         assert len(list(verify_many(ledger, bundles))) == 3
     assert started == []
     monkeypatch.setattr(batch, "idle_cpus", lambda: 1.5)
-    with Ledger.open(demo_db) as ledger, pytest.raises(RuntimeError, match="no worker"):
+    with SqliteStore.open(demo_db) as ledger, pytest.raises(RuntimeError, match="no worker"):
         list(verify_many(ledger, bundles))
     assert started == [2]
 
@@ -589,12 +589,12 @@ def test_a_batch_judges_its_first_bundles_while_its_workers_start(
     monkeypatch.setattr(batch._Workers, "start", start)
     monkeypatch.setattr(batch, "_one", one)
     good = make_bundle(tmp_path, "good")
-    with Ledger.open(frozen, clock=Clock()) as ledger:
+    with SqliteStore.open(frozen, clock=Clock()) as ledger:
         got = list(verify_many(ledger, [good] * 12, jobs=2, task=TASK))
     assert [type(r) for r in got] == [VerifyResult] * 12
     entries = [r.result_entry for r in got if isinstance(r, VerifyResult)]
     assert entries == sorted(entries) and len(set(entries)) == 12
-    with Ledger.open_read_only(frozen) as ledger:
+    with SqliteStore.open_read_only(frozen) as ledger:
         report, _ = api.audit_ledger(ledger)
     assert report.ok, report.violations
 
@@ -612,18 +612,18 @@ def test_one_process_commits_a_seconds_bundles_together(
     singles: list[Path] = []
     real_group, real_one = batch.record_group, batch._one
 
-    def group(ledger: Ledger, pairs: list[tuple[Path, object]], **kw: object) -> object:
+    def group(ledger: SqliteStore, pairs: list[tuple[Path, object]], **kw: object) -> object:
         groups.append(len(pairs))
         return real_group(ledger, pairs, **kw)  # type: ignore[arg-type]
 
-    def one(ledger: Ledger, path: Path, *args: object) -> object:
+    def one(ledger: SqliteStore, path: Path, *args: object) -> object:
         singles.append(path)
         return real_one(ledger, path, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(batch, "record_group", group)
     monkeypatch.setattr(batch, "_one", one)
     bundles = [*DEMO_BUNDLES, DEMO / "no-such-bundle", DEMO_BUNDLES[0]]
-    with Ledger.open(demo_db, clock=fixed_clock) as ledger:
+    with SqliteStore.open(demo_db, clock=fixed_clock) as ledger:
         got = list(verify_many(ledger, bundles, jobs=1))
     # The refusal ends the first group; the bundle after it is alone.
     assert groups == [5] and singles == [DEMO_BUNDLES[0]]
@@ -631,7 +631,7 @@ def test_one_process_commits_a_seconds_bundles_together(
     assert isinstance(got[5], LedgerError) and got[5].code == "bundle-not-found"
     entries = [r.result_entry for r in got if isinstance(r, VerifyResult)]
     assert entries == sorted(entries) and len(set(entries)) == 6
-    with Ledger.open_read_only(demo_db) as ledger:
+    with SqliteStore.open_read_only(demo_db) as ledger:
         report, _ = api.audit_ledger(ledger)
     assert report.ok, report.violations
 

@@ -23,7 +23,7 @@ from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import _append_frozen, freeze
 from ledger.operations.verify import verify
 from ledger.sandboxing import SandboxExecutor
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from tests.commit_helpers import cohort_doc, make_bundle, task_doc, write_json
 from tests.helpers import attacker
 from verifiers.behaviour_result import EXTENSION
@@ -135,14 +135,14 @@ def _cohort(root: Path, repo: dict[str, bytes] | None = None) -> Path:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    store, _ = Ledger.create(tmp_path / "l.db", origin="test/behaviour")
+def ledger(tmp_path: Path) -> SqliteStore:
+    store, _ = SqliteStore.create(tmp_path / "l.db", origin="test/behaviour")
     calibrate(store)
     return store
 
 
 def test_a_v05_task_freezes_with_its_source_tests_and_calibration_stored(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     judge = TreeJudge()
     done = freeze(ledger, _cohort(tmp_path), root=tmp_path, executor=lambda: judge)
@@ -168,7 +168,7 @@ def test_a_v05_task_freezes_with_its_source_tests_and_calibration_stored(
     assert "behaviour" not in entry.body.payload["tasks"][3]
 
 
-def _refused(tmp_path: Path, ledger: Ledger, folder: Path, judge: Any) -> CommitError:
+def _refused(tmp_path: Path, ledger: SqliteStore, folder: Path, judge: Any) -> CommitError:
     size = ledger.size()
     with pytest.raises(CommitError) as raised:
         freeze(ledger, folder, root=tmp_path, executor=judge)
@@ -177,7 +177,7 @@ def _refused(tmp_path: Path, ledger: Ledger, folder: Path, judge: Any) -> Commit
 
 
 def test_a_plan_whose_tests_already_pass_on_the_base_never_freezes(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     error = _refused(tmp_path, ledger, _cohort(tmp_path), lambda: TreeJudge(always="passed"))
     assert error.code == "calibration-indistinct"
@@ -185,7 +185,7 @@ def test_a_plan_whose_tests_already_pass_on_the_base_never_freezes(
 
 
 def test_a_plan_whose_tests_fail_with_the_reference_never_freezes(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     error = _refused(tmp_path, ledger, _cohort(tmp_path), lambda: TreeJudge(always="failed"))
     assert error.code == "calibration-indistinct"
@@ -193,7 +193,7 @@ def test_a_plan_whose_tests_fail_with_the_reference_never_freezes(
 
 
 def test_a_reference_that_does_not_apply_to_the_source_never_freezes(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     folder = _cohort(tmp_path)
     reference = folder / "behaviour" / "test/behaviour/task-004" / "reference.diff"
@@ -204,7 +204,7 @@ def test_a_reference_that_does_not_apply_to_the_source_never_freezes(
 
 
 def test_a_source_folder_that_is_not_the_committed_snapshot_never_freezes(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     folder = _cohort(tmp_path)
     repo = folder / "behaviour" / "test/behaviour/task-004" / "repo"
@@ -214,7 +214,7 @@ def test_a_source_folder_that_is_not_the_committed_snapshot_never_freezes(
 
 
 def test_a_verifier_test_that_is_not_the_committed_one_never_freezes(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     folder = _cohort(tmp_path)
     tests = folder / "behaviour" / "test/behaviour/task-004" / "verifier_tests"
@@ -225,13 +225,15 @@ def test_a_verifier_test_that_is_not_the_committed_one_never_freezes(
 
 
 def test_freezing_a_v05_task_without_a_sandbox_refuses_and_writes_nothing(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     error = _refused(tmp_path, ledger, _cohort(tmp_path), None)
     assert error.code == "sandbox-unavailable"
 
 
-def test_a_source_folder_link_to_the_outside_never_freezes(tmp_path: Path, ledger: Ledger) -> None:
+def test_a_source_folder_link_to_the_outside_never_freezes(
+    tmp_path: Path, ledger: SqliteStore
+) -> None:
     folder = _cohort(tmp_path)
     repo = folder / "behaviour" / "test/behaviour/task-004" / "repo"
     shutil.rmtree(repo)
@@ -254,18 +256,18 @@ def _hostile_bundle(root: Path, name: str, patch: bytes) -> Path:
 
 
 @pytest.fixture
-def frozen(tmp_path: Path, ledger: Ledger) -> Ledger:
+def frozen(tmp_path: Path, ledger: SqliteStore) -> SqliteStore:
     freeze(ledger, _cohort(tmp_path), root=tmp_path, executor=TreeJudge)
     return ledger
 
 
-def _audit_intact(ledger: Ledger) -> None:
+def _audit_intact(ledger: SqliteStore) -> None:
     report, replays = audit_ledger(ledger, parallel=False)
     assert report.violations == [] and replays >= 1, report.violations
 
 
 def test_a_correct_fix_is_supported_by_its_sandboxed_runs_and_the_audit_replays_it(
-    tmp_path: Path, frozen: Ledger
+    tmp_path: Path, frozen: SqliteStore
 ) -> None:
     judge = TreeJudge()
     done = verify(frozen, make_bundle(tmp_path, "correct"), task=TASK, executor=judge)
@@ -277,7 +279,7 @@ def test_a_correct_fix_is_supported_by_its_sandboxed_runs_and_the_audit_replays_
     _audit_intact(frozen)
 
 
-def test_a_fix_the_tests_reject_is_a_recorded_reject(tmp_path: Path, frozen: Ledger) -> None:
+def test_a_fix_the_tests_reject_is_a_recorded_reject(tmp_path: Path, frozen: SqliteStore) -> None:
     done = verify(
         frozen, make_bundle(tmp_path, "correct"), task=TASK, executor=TreeJudge(always="failed")
     )
@@ -288,14 +290,16 @@ def test_a_fix_the_tests_reject_is_a_recorded_reject(tmp_path: Path, frozen: Led
     _audit_intact(frozen)
 
 
-def test_a_decoy_the_static_gate_rejects_is_never_executed(tmp_path: Path, frozen: Ledger) -> None:
+def test_a_decoy_the_static_gate_rejects_is_never_executed(
+    tmp_path: Path, frozen: SqliteStore
+) -> None:
     judge = TreeJudge(always="passed")
     done = verify(frozen, make_bundle(tmp_path, "decoy"), task=TASK, executor=judge)
     assert (done.outcome, judge.runs) == ("reject", 0)
 
 
 def test_a_candidate_adding_conftest_py_is_rejected_and_never_executed(
-    tmp_path: Path, frozen: Ledger
+    tmp_path: Path, frozen: SqliteStore
 ) -> None:
     patch = REFERENCE + (
         b"diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n"
@@ -308,7 +312,7 @@ def test_a_candidate_adding_conftest_py_is_rejected_and_never_executed(
 
 
 def test_a_candidate_overwriting_the_verifier_test_is_rejected_and_never_executed(
-    tmp_path: Path, frozen: Ledger
+    tmp_path: Path, frozen: SqliteStore
 ) -> None:
     patch = (
         REFERENCE
@@ -323,7 +327,7 @@ def test_a_candidate_overwriting_the_verifier_test_is_rejected_and_never_execute
 
 
 def test_verifying_a_v05_task_without_a_sandbox_refuses_and_writes_nothing(
-    tmp_path: Path, frozen: Ledger
+    tmp_path: Path, frozen: SqliteStore
 ) -> None:
     size = frozen.size()
     with pytest.raises(CommitError) as raised:
@@ -335,7 +339,7 @@ def test_verifying_a_v05_task_without_a_sandbox_refuses_and_writes_nothing(
 # -- the audit of a v0.5 freeze (nothing executed) ------------------------------------------
 
 
-def _forged_freeze(tmp_path: Path, ledger: Ledger, calibration: bytes | None) -> None:
+def _forged_freeze(tmp_path: Path, ledger: SqliteStore, calibration: bytes | None) -> None:
     """A freeze written by the freeze's own code with a calibration record it would refuse
     (None: no behaviour record at all), as a library caller bent on a lie would write it."""
     folder = _cohort(tmp_path)
@@ -348,13 +352,13 @@ def _forged_freeze(tmp_path: Path, ledger: Ledger, calibration: bytes | None) ->
         _append_frozen(w, loaded, behaviours=behaviours)
 
 
-def _violations(ledger: Ledger) -> list[tuple[str, str]]:
+def _violations(ledger: SqliteStore) -> list[tuple[str, str]]:
     report, _ = audit_ledger(ledger, parallel=False)
     return [(v.code, v.message) for v in report.violations]
 
 
 def test_a_freeze_whose_calibration_runs_passed_on_the_base_is_an_audit_violation(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     tree = tmp_path / "seen"
     (tree / "tests").mkdir(parents=True)
@@ -374,7 +378,7 @@ def test_a_freeze_whose_calibration_runs_passed_on_the_base_is_an_audit_violatio
 
 
 def test_a_v05_freeze_without_its_source_and_calibration_is_an_audit_violation(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     _forged_freeze(tmp_path, ledger, None)
     assert _violations(ledger) == [
@@ -386,7 +390,7 @@ def test_a_v05_freeze_without_its_source_and_calibration_is_an_audit_violation(
 
 
 def test_a_calibration_record_that_does_not_read_is_an_audit_violation(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     _forged_freeze(tmp_path, ledger, canonical_bytes({"base": [{"exit_status": "0"}]}))
     [(code, message)] = _violations(ledger)
@@ -395,7 +399,7 @@ def test_a_calibration_record_that_does_not_read_is_an_audit_violation(
 
 
 def test_an_installation_without_the_sandbox_refuses_a_v05_verify_and_writes_nothing(
-    tmp_path: Path, frozen: Ledger
+    tmp_path: Path, frozen: SqliteStore
 ) -> None:
     size = frozen.size()
     missing = SandboxExecutor(module="ledger.sandbox_not_installed.bwrap")
@@ -405,7 +409,7 @@ def test_an_installation_without_the_sandbox_refuses_a_v05_verify_and_writes_not
     assert frozen.size() == size
 
 
-def test_a_static_verify_never_opens_the_sandbox(tmp_path: Path, frozen: Ledger) -> None:
+def test_a_static_verify_never_opens_the_sandbox(tmp_path: Path, frozen: SqliteStore) -> None:
     missing = SandboxExecutor(module="ledger.sandbox_not_installed.bwrap")
     done = verify(
         frozen, make_bundle(tmp_path, "good"), task="test/behaviour/task-000", executor=missing
@@ -414,7 +418,7 @@ def test_a_static_verify_never_opens_the_sandbox(tmp_path: Path, frozen: Ledger)
 
 
 def test_a_source_whose_files_collide_with_the_verifier_tests_never_freezes(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     # A file named "tests" where the verifier's tests need a folder: the plan cannot run.
     folder = _cohort(tmp_path, {"README.md": BASE_README, "tests": b"not a folder\n"})
@@ -424,7 +428,7 @@ def test_a_source_whose_files_collide_with_the_verifier_tests_never_freezes(
 
 
 def test_verifying_against_a_v05_freeze_that_stored_no_source_refuses(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     _forged_freeze(tmp_path, ledger, None)
     size = ledger.size()
@@ -436,7 +440,7 @@ def test_verifying_against_a_v05_freeze_that_stored_no_source_refuses(
 
 
 def test_verifying_against_a_source_tree_object_that_does_not_read_refuses(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     folder = _cohort(tmp_path)
     loaded = load_cohort(folder, root=tmp_path)
@@ -452,7 +456,7 @@ def test_verifying_against_a_source_tree_object_that_does_not_read_refuses(
     assert "not canonical" in raised.value.message
 
 
-def test_verifying_when_a_source_body_is_gone_refuses(tmp_path: Path, frozen: Ledger) -> None:
+def test_verifying_when_a_source_body_is_gone_refuses(tmp_path: Path, frozen: SqliteStore) -> None:
     entry = frozen.entry(frozen.size() - 1)
     assert entry is not None
     body = entry.body.payload["tasks"][4]["behaviour"]["files"][0]["object"]
@@ -460,7 +464,7 @@ def test_verifying_when_a_source_body_is_gone_refuses(tmp_path: Path, frozen: Le
     frozen.close()
     with attacker(db) as conn:
         conn.execute("DELETE FROM objects WHERE digest = ?", (body,))
-    reopened, _ = Ledger.create(db, origin="test/behaviour")
+    reopened, _ = SqliteStore.create(db, origin="test/behaviour")
     with pytest.raises(CommitError) as raised:
         verify(reopened, make_bundle(tmp_path, "correct"), task=TASK, executor=TreeJudge())
     assert raised.value.code == "behaviour-object-missing"
@@ -468,7 +472,7 @@ def test_verifying_when_a_source_body_is_gone_refuses(tmp_path: Path, frozen: Le
 
 
 def test_a_verifier_test_missing_from_the_folder_never_freezes(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, ledger: SqliteStore
 ) -> None:
     folder = _cohort(tmp_path)
     (folder / "behaviour" / TASK / "verifier_tests" / TEST_PATH).unlink()

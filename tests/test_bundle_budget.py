@@ -19,7 +19,7 @@ import pytest
 from commit_helpers import FAMILIES, cohort_doc, make_bundle, task_doc, write_json
 from helpers import FIXED_TIME, run_cli
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.bundle import (
     DEFAULT_MAX_MANIFEST_BYTES,
     ReadPolicy,
@@ -133,7 +133,7 @@ def test_manifest_with_250_declared_logs_grows_the_ledger_by_at_most_the_budget(
     ) in findings
 
     budget = budget_of(small_log_plan())
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         observed = ledger.entry(doc["bundle_entry"])
         assert observed is not None
         observations = observed.payload["observations"]

@@ -30,7 +30,7 @@ from helpers import (
     run_cli,
 )
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 COHORT = "example/demo"
 OBSERVED = "demo/002-yaml-safe-load"  # verified in the built ledger: exposed already
@@ -55,7 +55,7 @@ def cli(db: Path, *args: str) -> CliResult:
 
 
 def kinds(db: Path) -> list[str]:
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         return [e.kind for e in ledger.entries()]
 
 
@@ -93,7 +93,7 @@ def test_burn_dry_run_shows_exactly_what_would_be_recorded_and_writes_nothing(db
     assert file_state(db) == before
     burned = cli(db, *args[:-1], "--yes")
     assert burned.code == 0, burned.stderr
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         entry = ledger.entry(ledger.size() - 1)
         notice = ledger.get_object(plan["payload"]["notice"]["object"])
     assert entry.kind == "cohort.burned" and entry.payload == plan["payload"]

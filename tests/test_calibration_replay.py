@@ -17,7 +17,7 @@ from helpers import run_cli
 from ledger.audit.engine import audit
 from ledger.audit.rules import CommitmentRules
 from ledger.state import calibration_report_bytes
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.canonical import canonical_bytes, sha256_hex_digest
 
 HONEST: dict[str, Any] = calibration_report_bytes()[1]
@@ -36,7 +36,9 @@ def _greens(report: dict[str, Any]) -> dict[str, Any]:
 def _ledger_with(tmp_path: Path, report: dict[str, Any]) -> Path:
     """A ledger whose one calibration.recorded entry stores ``report`` (entry consistent)."""
     path = tmp_path / "ledger.db"
-    ledger, _ = Ledger.create(path, origin="test/calibration", clock=lambda: "2026-01-31T12:00:00Z")
+    ledger, _ = SqliteStore.create(
+        path, origin="test/calibration", clock=lambda: "2026-01-31T12:00:00Z"
+    )
     data = canonical_bytes(report)
     with ledger, ledger.writer() as w:
         address = w.put_object(data, "application/json")
@@ -54,7 +56,7 @@ def _ledger_with(tmp_path: Path, report: dict[str, Any]) -> Path:
 
 
 def _audit(path: Path) -> tuple[list[tuple[int | None, str]], CommitmentRules]:
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         rules = CommitmentRules(ledger)
         report = audit(ledger, observers=[rules])
     return [(v.seq, v.code) for v in report.violations], rules

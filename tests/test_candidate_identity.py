@@ -20,7 +20,7 @@ import pytest
 from helpers import DEMO_BUNDLES_DIR, FIXED_TIME, REPO_DIR, CliResult, checkpointed_copy, run_cli
 
 from ledger.operations.verify import bundle_folder
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 TASK = "demo/001-readme-marker"
 ATTEMPTS = DEMO_BUNDLES_DIR / "readme-marker"
@@ -59,7 +59,7 @@ def test_each_candidate_of_a_task_is_named_by_its_folder_and_what_its_manifest_s
     """Attack stopped: log, show and browse never said whose a verdict was; three candidates
     of one task read the same."""
     db, results = judged
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         bundles = {name: ledger.entry(seq - 1) for name, seq in results.items()}
     assert {n: b.payload["folder"] for n, b in bundles.items() if b} == {n: n for n in results}
     log = cli(db, "log", "--kind", "bundle.observed").stdout.splitlines()
@@ -153,7 +153,7 @@ def test_a_folder_name_that_could_mislead_a_reader_is_not_recorded(
     shutil.copytree(ATTEMPTS / "attempt-2", folder)
     out = cli(db, "verify", str(folder), "--json")
     assert out.code == 1, out.stderr
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         bundle = ledger.entry(out.json()["bundle_entry"])
     assert bundle is not None and "folder" not in bundle.payload
     assert cli(db, "audit", "--no-replay").code == 0
@@ -179,7 +179,7 @@ def test_a_recorded_folder_label_of_another_form_is_payload_invalid(
     too long, a final newline) is ``payload-invalid`` at that entry."""
     db = checkpointed_copy(judged[0], tmp_path / "ledger.db")
     first = judged[1]["attempt-1"]
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         bundle, result = ledger.entry(first - 1), ledger.entry(first)
         assert bundle is not None and result is not None
         with ledger.writer() as w:

@@ -28,7 +28,7 @@ from helpers import (
 
 from ledger import api
 from ledger.errors import LedgerError
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import Checkpoint, format_checkpoint, format_tlog_proof
 from ledger.transparency.check import MAX_PROOF_BYTES, ProofCheck, check_proof
 from ledger.transparency.proofs import checkpoint
@@ -80,7 +80,7 @@ def _grow(db: Path, folder: Path, origin: str, n: int = 20, old: int = 7) -> tup
     make_ledger(db, old - 1, origin=origin)
     old_cp = folder / "old.cp"
     assert cli("checkpoint", "--out", str(old_cp), db=db).code == 0
-    with Ledger.open(db, clock=fixed_clock) as ledger:
+    with SqliteStore.open(db, clock=fixed_clock) as ledger:
         append_entries(ledger, n - old, tag="more")
     cp = folder / "now.cp"
     assert cli("checkpoint", "--out", str(cp), db=db).code == 0
@@ -253,11 +253,11 @@ def test_consistency_proof_from_a_forked_tree_is_invalid(log: Log, tmp_path: Pat
     # The same origin, the first entries rewritten: a fork of the auditor's log.
     fork_db = tmp_path / "fork.db"
     make_ledger(fork_db, 2, origin="test.example/ledger")
-    with Ledger.open(fork_db, clock=fixed_clock) as ledger:
+    with SqliteStore.open(fork_db, clock=fixed_clock) as ledger:
         append_entries(ledger, 17, tag="fork")
     fork_old = tmp_path / "fork-old.cp"
     shutil.copy(log.old_cp, tmp_path / "real-old.cp")
-    with Ledger.open(fork_db, clock=fixed_clock) as ledger:
+    with SqliteStore.open(fork_db, clock=fixed_clock) as ledger:
         fork_old.write_text(format_checkpoint(checkpoint(ledger, 7)), encoding="utf-8")
     proof = cli("prove", "--consistency", str(fork_old), "--json", db=fork_db)
     assert proof.code == 0, proof.stderr
@@ -287,7 +287,7 @@ def test_consistency_proof_to_another_tree_than_the_checkpoint_is_invalid(log: L
 
 
 def _checkpoint_at(log: Log, size: int) -> str:
-    with Ledger.open_read_only(log.db) as ledger:
+    with SqliteStore.open_read_only(log.db) as ledger:
         return format_checkpoint(checkpoint(ledger, size))
 
 

@@ -32,7 +32,7 @@ from helpers import (
     run_cli_subprocess,
 )
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 ERROR_LINE = re.compile(r"^ledger: ([a-z0-9]+(?:-[a-z0-9]+)*): \S.*\n\Z")
 COMMANDS: dict[str, list[str]] = {
@@ -273,7 +273,7 @@ def test_init_without_origin_picks_a_fresh_one(tmp_path: Path, fixed_env: None) 
 
 @pytest.fixture
 def filled(ledger_path: Path) -> Path:
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger:
         append_entries(ledger, 4)
     return ledger_path
 
@@ -326,7 +326,7 @@ def test_show_by_seq_by_entry_hash_and_by_object_address(filled: Path) -> None:
     obj = run_cli(["--db", str(filled), "show", address, "--json"])
     assert obj.code == 0, obj
     doc = obj.json()
-    with Ledger.open(filled) as ledger:
+    with SqliteStore.open(filled) as ledger:
         stored = ledger.get_object(address)
     assert stored is not None
     assert doc["digest"] == address
@@ -342,7 +342,7 @@ def test_show_by_seq_by_entry_hash_and_by_object_address(filled: Path) -> None:
 
 def test_show_binary_object_as_base64(ledger_path: Path) -> None:
     data = b"\x00\xff\xfe binary"
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
         address = w.put_object(data, "application/octet-stream")
         w.append("bundle.observed", {}, refs=[address])
     doc = run_cli(["--db", str(ledger_path), "show", address, "--json"]).json()
@@ -372,7 +372,7 @@ def test_show_unknown_or_malformed_ref_is_refused(ledger_path: Path, ref: str, c
 
 def test_show_json_object_that_is_not_json_does_not_crash(ledger_path: Path) -> None:
     """Media types are labels the writer chose, not facts: `show` must not trust them."""
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
         address = w.put_object(b"{not json", "application/json")
         w.append("bundle.observed", {}, refs=[address])
     result = run_cli(["--db", str(ledger_path), "show", address, "--json"])
@@ -486,7 +486,7 @@ def test_ctrl_c_inside_a_command_is_one_interrupted_line_and_exit_130_in_process
     def interrupted(*_args: object, **_kwargs: object) -> None:
         raise signal
 
-    monkeypatch.setattr(store.Ledger, "entries", interrupted)
+    monkeypatch.setattr(store.SqliteStore, "entries", interrupted)
     for as_json in (False, True):
         args = ["--db", str(ledger_path), "log", *(["--json"] if as_json else [])]
         result = run_cli(args)
@@ -503,7 +503,7 @@ def test_a_bug_is_an_internal_error_line_and_ledger_debug_shows_the_traceback(
     def broken(*_args: object, **_kwargs: object) -> None:
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(store.Ledger, "entries", broken)
+    monkeypatch.setattr(store.SqliteStore, "entries", broken)
     result = run_cli(["--db", str(ledger_path), "log"], env={"LEDGER_DEBUG": None})
     assert_refused(result, "internal-error", as_json=False)
     assert "ZeroDivisionError: a bug; nothing was written" in result.stderr

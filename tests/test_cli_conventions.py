@@ -34,7 +34,7 @@ from helpers import (
 from test_hostile_bundles import judge, make_bench
 
 from ledger.cli.commands import app
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.calibration import GOOD_PATCH
 from verifiers.diff import parse_diff
 
@@ -214,7 +214,7 @@ def test_checkpoint_of_a_rewritten_ledger_says_the_root_cannot_name_the_entry(
     assert run_cli(["--db", str(db), "checkpoint", "--out", str(cp)]).code == 0
     other = tmp_path / "other.db"
     make_ledger(other, 1)  # same origin, other entries after the genesis: a whole rewrite
-    with Ledger.open(other, clock=fixed_clock) as ledger:
+    with SqliteStore.open(other, clock=fixed_clock) as ledger:
         append_entries(ledger, 2, tag="rewritten")
     result = run_cli(["--db", str(other), "audit", "--no-replay", "--checkpoint", str(cp)])
     lines = result.stdout.splitlines()

@@ -33,7 +33,7 @@ from ledger.documents.cohort import decode_cohort
 from ledger.errors import LedgerError
 from ledger.operations import verify as verify_module
 from ledger.store import base as store  # where the Writer and its limit live
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import blake3_address, canonical_digest, sha256_hex_digest
 from verifiers.diff import MAX_HUNKS, parse_diff
@@ -352,7 +352,7 @@ def test_verify_of_a_bundle_path_through_a_file_is_refused(tmp_path: Path, froze
 
 
 def _committed(db: Path, document: str) -> str:
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         payload = next(e for e in ledger.entries() if e.kind == "cohort.frozen").payload
     return str(payload["tasks"][0][document]["object"])
 
@@ -458,7 +458,7 @@ def test_object_over_the_limit_is_refused(
     assert store.MAX_OBJECT_BYTES == 256 * 1024 * 1024  # the limit LEDGER.md section 11 states
     monkeypatch.setattr(store, "MAX_OBJECT_BYTES", 16)
     before = file_state(db)
-    with Ledger.open(db) as ledger, pytest.raises(LedgerError) as caught, ledger.writer() as w:
+    with SqliteStore.open(db) as ledger, pytest.raises(LedgerError) as caught, ledger.writer() as w:
         w.put_object(b"x" * 16, "application/octet-stream")  # at the limit: accepted
         w.put_object(b"x" * 17, "application/octet-stream")
     assert caught.value.code == "object-too-large"

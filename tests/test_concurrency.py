@@ -12,7 +12,7 @@ from pathlib import Path
 from helpers import AUDIT, ORIGIN, make_ledger, python_child, run_cli
 
 from ledger.audit.engine import audit
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 WRITERS = 4
 PER_WRITER = 200
@@ -64,7 +64,7 @@ def test_concurrent_appenders_build_one_linear_chain_with_every_entry(tmp_path: 
     release(procs)
     # Audits running while the writers work must each see one consistent, intact snapshot.
     audits_during = 0
-    with Ledger.open(path) as reader:
+    with SqliteStore.open(path) as reader:
         while any(p.poll() is None for p in procs) or audits_during == 0:
             report = audit(reader)
             assert report.ok, report.violations[:5]
@@ -84,7 +84,7 @@ def test_concurrent_appenders_build_one_linear_chain_with_every_entry(tmp_path: 
     all_seqs = sorted(seq for mine in reported for seq, _, _ in mine)
     assert all_seqs == list(range(1, total + 1))  # every append present, contiguous, no dupes
 
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         assert ledger.size() == total + 1
         for mine in reported:
             for seq, hash_, digest in mine:
@@ -115,7 +115,7 @@ def test_concurrent_init_creates_exactly_one_ledger(tmp_path: Path) -> None:
         assert sorted(o[0] for o in outcomes) == ["created", "opened"], outcomes
         winner = next(o[1] for o in outcomes if o[0] == "created")
         assert all(o[1] == winner for o in outcomes)  # both see the one origin that won
-        with Ledger.open(path) as ledger:
+        with SqliteStore.open(path) as ledger:
             assert ledger.size() == 1
             assert ledger.origin() == winner
             assert audit(ledger).ok

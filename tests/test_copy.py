@@ -26,7 +26,7 @@ from pg_server import PgServer
 
 from ledger.errors import UsageError
 from ledger.format.entries import encode_body
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
@@ -147,7 +147,7 @@ def test_a_body_that_does_not_extend_the_head_is_refused_as_entry_not_next(
 ) -> None:
     path = tmp_path / "l.db"
     make_ledger(path, 2)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         head = ledger.head()
         assert head is not None
         forked = encode_body(
@@ -168,7 +168,7 @@ def test_a_body_with_only_its_seq_or_only_its_prev_wrong_is_refused_as_entry_not
     skips one, or the next seq with another prev."""
     path = tmp_path / "l.db"
     make_ledger(path, 2)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         head = ledger.head()
         assert head is not None
         seq, prev = head.seq + 1, head.entry_hash
@@ -212,7 +212,7 @@ def test_copy_into_a_database_that_already_holds_the_same_genesis_is_refused(
     `ledger copy` writes only into an empty database, so it is refused and left as it was."""
     src = tmp_path / "src.db"
     assert _cli("--db", str(src), "init", "--origin", "copy.example/same")[0] == 0
-    with Ledger.open(src, clock=fixed_clock) as ledger:
+    with SqliteStore.open(src, clock=fixed_clock) as ledger:
         append_entries(ledger, 3)
     assert _cli("--db", pg_db, "init", "--origin", "copy.example/same")[0] == 0
     code, _, err = _cli("copy", str(src), pg_db)

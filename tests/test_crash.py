@@ -17,7 +17,7 @@ from pathlib import Path
 from helpers import AUDIT, make_ledger, python_child, run_cli
 
 from ledger.audit.engine import audit
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 ROUNDS = 20
 SEED = 20260131
@@ -52,7 +52,7 @@ def test_sigkill_at_random_moments_keeps_every_reported_append_and_only_whole_en
             seq, entry_hash = line.split()
             reported[int(seq)] = entry_hash
 
-        with Ledger.open(path) as ledger:
+        with SqliteStore.open(path) as ledger:
             size = ledger.size()
             for seq, entry_hash in reported.items():
                 entry = ledger.entry(seq)

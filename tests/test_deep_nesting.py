@@ -18,7 +18,7 @@ from commit_helpers import make_bundle
 from helpers import AUDIT, CliResult, attacker, make_ledger, run_cli
 
 from ledger.format.entries import MAX_BODY_DEPTH
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.canonical import sha256_hex_digest
 
 DEPTHS = [1_000, 100_000]
@@ -156,7 +156,7 @@ def test_deeply_nested_stored_document_is_a_violation_not_a_crash(
     db = tmp_path / "ledger.db"
     make_ledger(db, 4)
     data = deep_value(depth)
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         calibration = next(e for e in ledger.entries() if e.kind == "calibration.recorded")
         with ledger.writer() as w:
             address = w.put_object(data, "application/json")

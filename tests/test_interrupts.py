@@ -34,7 +34,7 @@ import pytest
 from helpers import LEDGER_SCRIPT, REPO_DIR, cli_env, make_ledger, run_cli
 
 from ledger import api
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 DEADLINE = 60.0
 BUNDLE = REPO_DIR / "fixtures/demo/bundles/readme-marker/attempt-1"
@@ -246,7 +246,7 @@ def test_ctrl_c_during_a_verify_writes_nothing_half_and_says_what_the_file_holds
             f"2 entries (seq {first}-{first + 1}) appended to {frozen} stay, each whole;"
             " nothing else was written"
         ), said
-    with Ledger.open_read_only(frozen) as ledger:
+    with SqliteStore.open_read_only(frozen) as ledger:
         report, _ = api.audit_ledger(ledger, replay=False)
     assert report.ok, report.violations
 

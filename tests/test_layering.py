@@ -292,7 +292,7 @@ def test_no_private_name_is_imported_from_another_module() -> None:
 def test_the_private_import_rule_catches_both_forms(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(
-        "from ledger.store.sqlite import Ledger, _split_sql\n"
+        "from ledger.store.sqlite import SqliteStore, _split_sql\n"
         "from ledger.tlog import notes\n"
         "import ledger.store.base\n"
         "def f():\n    return notes._b64(b''), ledger._y, ledger.store._x, _own\n"

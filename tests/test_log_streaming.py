@@ -34,7 +34,7 @@ from helpers import (
 
 from ledger import api
 from ledger.errors import LedgerError
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 DEMO = REPO_DIR / "fixtures" / "demo" / "bundles"
 BUNDLES = DEMO_THREE
@@ -163,7 +163,7 @@ def test_json_and_jsonl_together_and_negative_counts_are_usage_errors(mixed: Pat
 
 
 def test_the_library_refuses_bad_kinds_and_negative_counts_before_reading(mixed: Path) -> None:
-    with Ledger.open_read_only(mixed) as ledger:
+    with SqliteStore.open_read_only(mixed) as ledger:
         for kwargs in ({"kinds": ["nope"]}, {"tail": -1}, {"limit": -1}, {"since": -3}):
             with pytest.raises(LedgerError) as caught:
                 api.read_log(ledger, **kwargs)  # refused at the call, not at the first read
@@ -185,7 +185,7 @@ class Steps:
 
 
 def test_tail_reads_a_bounded_range_not_the_whole_ledger(big: Path) -> None:
-    with Ledger.open_read_only(big) as ledger:
+    with SqliteStore.open_read_only(big) as ledger:
         steps = Steps(ledger.derived_db())
         everything = sum(1 for _ in ledger.select_entries())
         whole, steps.count = steps.count, 0
@@ -198,7 +198,7 @@ def test_tail_reads_a_bounded_range_not_the_whole_ledger(big: Path) -> None:
 
 def test_several_kinds_give_the_first_entry_without_sorting_every_match(big: Path) -> None:
     # `kind IN (a, b) ORDER BY seq` sorted all 3001 rows in a temporary B-tree first.
-    with Ledger.open_read_only(big) as ledger:
+    with SqliteStore.open_read_only(big) as ledger:
         steps = Steps(ledger.derived_db())
         assert (
             sum(1 for _ in ledger.entries(kinds=["calibration.recorded", "ledger.created"])) == 3001
@@ -256,7 +256,7 @@ def test_log_json_and_jsonl_bytes_match_json_dumps_for_hostile_strings(tmp_path:
     path = tmp_path / "hostile.db"
     make_ledger(path, 2)
     tricky = '\x00\x1f\x7f\n\t\u2028\u2029\u202e é \U0001f600 "quoted" back\\slash </script>'
-    with Ledger.open(path, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger, ledger.writer() as w:
         w.append("cohort.burned", {"note": tricky, tricky: [1, -2, {"é": None, "a": True}]})
     everything = stored(path)
     assert everything[-1]["body"]["payload"]["note"] == tricky
@@ -281,7 +281,7 @@ def test_an_entry_appended_while_tail_reads_is_not_part_of_the_tail(
     # commits in between must not make "the last 3" four entries.
     path = tmp_path / "busy.db"
     make_ledger(path, 10)
-    with Ledger.open(path, clock=fixed_clock) as reader, Ledger.open(path) as writer:
+    with SqliteStore.open(path, clock=fixed_clock) as reader, SqliteStore.open(path) as writer:
         real = reader.tail_start
 
         def tail_then_append(*args: Any, **kwargs: Any) -> int:

@@ -27,7 +27,7 @@ from commit_helpers import (
 from test_commitment import audit_json, codes, entries, run_cli
 
 from ledger.documents.cohort_folder import load_cohort
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.calibration import PATCH_WORK_UNIT, PLANS
 from verifiers.canonical import canonical_digest, sha256_hex_digest
 
@@ -147,7 +147,7 @@ def test_frozen_document_later_observed_as_a_bundle_file_keeps_the_ledger_intact
 ) -> None:
     root, db = workspace
     frozen = entries(db)[2]["payload"]
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         doc = ledger.get_object(frozen["document"]["object"])
         wu = ledger.get_object(frozen["tasks"][0]["work_unit"]["object"])
     assert doc is not None and wu is not None

@@ -22,7 +22,8 @@ from output_schemas import schema, validate_output
 from test_export import HIDDEN_COHORT, HIDDEN_TASK
 from verdict_ledger import build_verdict_ledger
 
-from ledger.cli.shapes.reading import SHAPES, ShowObjectOutput
+from ledger.api import ShowObject
+from ledger.cli.shapes.reading import SHAPES
 from verifiers.calibration import FORBIDDEN_PATCH, GOOD_PATCH
 
 ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}
@@ -213,7 +214,7 @@ def test_show_json_of_a_json_object_gives_its_document(built: Built) -> None:
         validate_output("show-object", {k: v for k, v in doc.items() if k != "document"})
     # The Struct holds the same rule as its schema.
     with pytest.raises(msgspec.ValidationError, match="exactly one of document and body_base64"):
-        msgspec.convert({**doc, "body_base64": "e30="}, ShowObjectOutput)
+        msgspec.convert({**doc, "body_base64": "e30="}, ShowObject)
 
 
 def test_show_json_of_a_bytes_object_gives_its_base64(built: Built) -> None:

@@ -23,7 +23,7 @@ from test_witnessed_checkpoint import Setup
 from verdict_ledger import SignedVerdicts, signed_verdict_ledger
 from witness_helpers import FORK, HONEST, START_TIMEOUT_S, Log, Server, Witness
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import format_checkpoint
 from ledger.transparency.proofs import checkpoint as checkpoint_at
 
@@ -84,7 +84,7 @@ def test_checkpoint_json_plain_and_signed_has_its_schema(built: Built) -> None:
 
 
 def old_checkpoint(built: Built, size: int) -> Path:
-    ledger = Ledger.open_read_only(built.db)
+    ledger = SqliteStore.open_read_only(built.db)
     try:
         note = format_checkpoint(checkpoint_at(ledger, size))
     finally:
@@ -131,7 +131,7 @@ def test_check_proof_json_valid_and_invalid_of_every_kind_has_its_schema(built: 
     assert_strict("prove-tlog", carried)
     tlog.write_text(carried["tlog_proof"], encoding="utf-8")
     body = built.root / "leaf.bin"
-    ledger = Ledger.open_read_only(built.db)
+    ledger = SqliteStore.open_read_only(built.db)
     try:
         entry = ledger.entry(seq)
         assert entry is not None

@@ -21,7 +21,7 @@ import pytest
 from helpers import DEMO_THREE, FIXED_TIME, REPO_DIR, cli_env, demo_ledger, ledger_command, run_cli
 
 from ledger import api
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 DEMO = REPO_DIR / "fixtures" / "demo" / "bundles"
 BUNDLES = DEMO_THREE
@@ -90,7 +90,7 @@ def calibrated(tmp_path: Path) -> Path:
 
 
 def size_and_objects(db: Path) -> tuple[int, int]:
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         objects = ledger.derived_db().execute("SELECT count(*) FROM objects").fetchone()[0]
         return ledger.size(), int(objects)
 
@@ -186,7 +186,7 @@ def test_a_single_verify_at_a_terminal_draws_no_bar(verified: Path, tmp_path: Pa
 def test_library_reports_progress_as_done_of_total(verified: Path, tmp_path: Path) -> None:
     entries, objects = size_and_objects(verified)
     seen: list[tuple[int, int]] = []
-    with Ledger.open_read_only(verified) as ledger:
+    with SqliteStore.open_read_only(verified) as ledger:
         report, _ = api.audit_ledger(
             ledger, replay=False, progress=lambda d, t: seen.append((d, t))
         )
@@ -202,7 +202,7 @@ def test_library_reports_progress_as_done_of_total(verified: Path, tmp_path: Pat
     db = tmp_path / "fresh.db"
     for args in (["init", "--origin", "test/p"], ["calibrate"]):
         assert run_cli(["--db", str(db), *args], env={"LEDGER_TIME": FIXED_TIME}).code == 0
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         api.freeze(
             ledger,
             REPO_DIR / "cohorts/demo",

@@ -46,7 +46,7 @@ from pg_server import PgServer
 from ledger.audit.engine import audit
 from ledger.errors import StoreError
 from ledger.store.postgres import PostgresLedger
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 # Every command that only reads, with arguments that succeed on ``make_ledger(path, 6)``.
 READERS: dict[str, list[str]] = {
@@ -150,7 +150,7 @@ def test_a_reader_in_a_shared_folder_leaves_no_file_beside_the_ledger(
     code, _, err = _run_as_nobody(["--db", str(path), *READERS[command]])
     assert code == 0, err
     assert folder_state(folder) == before
-    with Ledger.open(path, clock=fixed_clock) as owner:
+    with SqliteStore.open(path, clock=fixed_clock) as owner:
         append_entries(owner, 1, tag="after")
 
 
@@ -217,7 +217,7 @@ def _copy_with_wal(tmp_path: Path, *, with_shm: bool) -> Path:
     make_ledger(path, 3)
     copy = tmp_path / "copy"
     copy.mkdir()
-    with Ledger.open(path, clock=fixed_clock) as writer:
+    with SqliteStore.open(path, clock=fixed_clock) as writer:
         append_entries(writer, 5, tag="in-wal")
         assert Path(f"{path}-wal").stat().st_size > 0
         for suffix in ("", "-wal", *(["-shm"] if with_shm else [])):
@@ -259,7 +259,7 @@ def test_writing_through_a_read_only_open_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     make_ledger(path, 2)
     before = folder_state(tmp_path)
-    with Ledger.open_read_only(path) as ledger:
+    with SqliteStore.open_read_only(path) as ledger:
         with pytest.raises(StoreError) as caught:
             append_entries(ledger, 1)
         assert caught.value.code == "ledger-read-only"
@@ -280,10 +280,10 @@ def test_a_writer_never_checkpoints_into_the_file_under_a_reader(tmp_path: Path)
     make_ledger(path, 10)
     assert not Path(f"{path}-wal").exists()
     main = _sha(path)
-    with Ledger.open_read_only(path) as reader:
+    with SqliteStore.open_read_only(path) as reader:
         child = python_child(
-            "import helpers, sys; from ledger.store.sqlite import Ledger\n"
-            f"with Ledger.open({str(path)!r}, clock=helpers.fixed_clock) as w:\n"
+            "import helpers, sys; from ledger.store.sqlite import SqliteStore\n"
+            f"with SqliteStore.open({str(path)!r}, clock=helpers.fixed_clock) as w:\n"
             "    helpers.append_entries(w, 600, tag='late')\n",
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -296,27 +296,30 @@ def test_a_writer_never_checkpoints_into_the_file_under_a_reader(tmp_path: Path)
         assert report.ok, report.violations
         assert report.entries == 11
         # A new reader now finds the -wal and reads through it: all of them.
-        with Ledger.open_read_only(path) as second:
+        with SqliteStore.open_read_only(path) as second:
             assert second.size() == 611
-    with Ledger.open(path, clock=fixed_clock) as owner:
+    with SqliteStore.open(path, clock=fixed_clock) as owner:
         assert owner.size() == 611
     assert not Path(f"{path}-wal").exists()  # the last close folded the log into the file
     assert _sha(path) != main
-    with Ledger.open_read_only(path) as reader:
+    with SqliteStore.open_read_only(path) as reader:
         assert reader.size() == 611
 
 
 def test_a_writer_in_the_same_process_sees_the_readers_mark(tmp_path: Path) -> None:
-    """A harness holding a read-only Ledger and a writing one on the same file: the writer's
+    """A harness holding a read-only SqliteStore and a writing one on the same file: the writer's
     periodic checkpoint still waits for the reader (its probe is a descriptor of its own)."""
     path = tmp_path / "ledger.db"
     make_ledger(path, 3)
     main = _sha(path)
-    with Ledger.open_read_only(path) as reader, Ledger.open(path, clock=fixed_clock) as writer:
+    with (
+        SqliteStore.open_read_only(path) as reader,
+        SqliteStore.open(path, clock=fixed_clock) as writer,
+    ):
         append_entries(writer, 300, tag="same-process")
         assert _sha(path) == main
         assert reader.size() == 4
-    with Ledger.open_read_only(path) as reader:
+    with SqliteStore.open_read_only(path) as reader:
         assert reader.size() == 304
 
 
@@ -326,7 +329,7 @@ def test_a_writer_checkpoints_periodically_when_no_reader_is_there(tmp_path: Pat
     path = tmp_path / "ledger.db"
     make_ledger(path, 1)
     main = _sha(path)
-    with Ledger.open(path, clock=fixed_clock) as writer:
+    with SqliteStore.open(path, clock=fixed_clock) as writer:
         append_entries(writer, 300, tag="long")
         assert _sha(path) != main  # checkpointed while still open
 
@@ -338,25 +341,25 @@ def test_readers_alongside_concurrent_writers_see_consistent_snapshots(tmp_path:
     make_ledger(path, 5)
     writer = python_child(
         "import helpers\n"
-        "from ledger.store.sqlite import Ledger\n"
+        "from ledger.store.sqlite import SqliteStore\n"
         "for n in range(20):\n"
-        f"    with Ledger.open({str(path)!r}, clock=helpers.fixed_clock) as w:\n"
+        f"    with SqliteStore.open({str(path)!r}, clock=helpers.fixed_clock) as w:\n"
         "        helpers.append_entries(w, 5, tag=f'c{n}')\n",
         stderr=subprocess.PIPE,
     )
     sizes = []
     while writer.poll() is None:
-        with Ledger.open_read_only(path) as reader:
+        with SqliteStore.open_read_only(path) as reader:
             report = audit(reader)
             assert report.ok, report.violations
             sizes.append(report.entries)
     assert writer.returncode == 0, writer.stderr.read() if writer.stderr else ""
     assert sizes == sorted(sizes)
-    with Ledger.open_read_only(path) as reader:
+    with SqliteStore.open_read_only(path) as reader:
         assert reader.size() == 106
     # A writer's last close that met a reader left its -wal; the next one, with every reader
     # gone (their locks released), folds it into the file.
-    with Ledger.open(path, clock=fixed_clock):
+    with SqliteStore.open(path, clock=fixed_clock):
         pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.db"]
 
@@ -369,11 +372,11 @@ def test_a_ledger_reached_through_a_symlink_is_read_with_its_wal(tmp_path: Path)
     make_ledger(real / "ledger.db", 3)
     link = tmp_path / "link.db"
     link.symlink_to(real / "ledger.db")
-    with Ledger.open(real / "ledger.db", clock=fixed_clock) as writer:
+    with SqliteStore.open(real / "ledger.db", clock=fixed_clock) as writer:
         append_entries(writer, 5, tag="in-wal")
         assert Path(f"{real}/ledger.db-wal").stat().st_size > 0
         assert not Path(f"{link}-wal").exists()
-        with Ledger.open_read_only(link) as reader:
+        with SqliteStore.open_read_only(link) as reader:
             assert reader.size() == 9
 
 

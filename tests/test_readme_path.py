@@ -43,7 +43,7 @@ from witness_helpers import Log, Witness
 
 from ledger.documents.cohort_folder import PLAN_SALT_EXTENSION
 from ledger.documents.placeholders import MARKER
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from tools.tsa import LocalTsa
 from verifiers.canonical import canonical_bytes
 from verifiers.contracts.common import escape_pointer
@@ -141,7 +141,7 @@ def start_witness(walk: Walk) -> None:
     """The witness the user is given: it trusts this ledger's log key (`log.pub`, the step
     before), and hands out its own key as `w1.pub`. It runs on the wall clock, as a witness
     does; the ledger's entries are at ``FIXED_TIME``, earlier."""
-    with Ledger.open_read_only(walk.work / "ledger.db") as ledger:
+    with SqliteStore.open_read_only(walk.work / "ledger.db") as ledger:
         origin = ledger.origin()  # what `ledger init` printed, read without a README step
     keys = tuple((walk.work / name).read_text().strip() for name in ("log.key", "log.pub"))
     witness = Witness(walk.work.parent / "witness", Log(origin, (keys[0], keys[1])))
@@ -230,13 +230,13 @@ def placeholders_listed_and_refused(walk: Walk, linted: CliResult, freeze: Step)
     listed = set(re.findall(r"^(\S+): (\S*): placeholder-left: ", linted.stdout, re.M))
     assert listed == left, (sorted(listed ^ left), linted.stdout)
     assert linted.stdout.rstrip().endswith(f"\n{len(left)} errors"), linted.stdout
-    with Ledger.open_read_only(walk.work / "ledger.db") as ledger:
+    with SqliteStore.open_read_only(walk.work / "ledger.db") as ledger:
         size = ledger.size()
     refused = walk.ledger(*(walk.fill(arg) for arg in freeze.argv))
     assert refused.code == 2, (refused.stdout, refused.stderr)
     assert refused.stderr.startswith("ledger: placeholder-left: "), refused.stderr
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
-    with Ledger.open_read_only(walk.work / "ledger.db") as ledger:
+    with SqliteStore.open_read_only(walk.work / "ledger.db") as ledger:
         assert ledger.size() == size and ledger.count_kind("cohort.frozen") == 0
 
 

@@ -18,7 +18,7 @@ from test_export import HIDDEN_COHORT, HIDDEN_TASK, SECRET
 from verdict_ledger import build_verdict_ledger
 from witness_helpers import Log, Witness
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 ENV: dict[str, str | None] = {"LEDGER_TIME": FIXED_TIME, "LEDGER_DB": None}
 
@@ -100,7 +100,7 @@ def test_report_renders_in_chromium_with_a_row_per_verdict_and_no_console_error(
     assert rendered.console == []
     assert rendered.screenshot.startswith(b"\x89PNG\r\n\x1a\n")
     assert len(rendered.screenshot) > 10_000
-    with Ledger.open_read_only(built.db) as ledger:
+    with SqliteStore.open_read_only(built.db) as ledger:
         recorded = list(ledger.entries(kinds=["verification.recorded"]))
     rows = re.findall(r'<tr class="verification" id="entry-(\d+)"', rendered.dom)
     assert sorted(map(int, rows)) == [e.seq for e in recorded]
@@ -189,7 +189,7 @@ def test_report_shows_the_signed_and_cosigned_note_the_ledger_recorded(
                    "--witness", f"http://127.0.0.1:{server.port}={witness.vkey}")  # fmt: skip
     assert made.code == 0, made.stdout + made.stderr
     printed = made.json()["note"]  # what `checkpoint --witness` printed: note + cosignature
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         (entry,) = ledger.entries(kinds=["checkpoint.witnessed"])
     payload = entry.payload
     assert printed == payload["note"] + payload["cosignatures"][0]["cosignature"]
@@ -199,3 +199,14 @@ def test_report_shows_the_signed_and_cosigned_note_the_ledger_recorded(
     assert f'data-entry="{entry.seq}" data-tree-size="{payload["tree_size"]}"' in about
     assert f"the first {payload['tree_size']} entries, cosigned by w.example/r." in about
     assert "valid" not in about and "intact" not in about
+
+
+def test_the_report_draws_its_outcome_columns_from_the_contract_not_a_copy() -> None:
+    """``interop/report.py`` kept its own tuple of the four outcome words (issue 31 item 2):
+    a fifth outcome in the contract would have been counted nowhere on the page. The columns,
+    the legend and the colours are the contract's outcomes, one tuple."""
+    from ledger.interop import report
+    from verifiers.contracts import OUTCOMES
+
+    assert report.OUTCOMES is OUTCOMES
+    assert set(report.COLOURS) == set(OUTCOMES)

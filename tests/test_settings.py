@@ -19,7 +19,7 @@ from ledger import api
 from ledger.audit import worker
 from ledger.errors import StoreError, UsageError
 from ledger.settings import Settings
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 
 def run(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -257,12 +257,12 @@ def test_the_busy_timeout_passed_in_bounds_the_wait(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     api.init_ledger(path, origin="test/settings")
     with pytest.raises(UsageError) as info:
-        Ledger.open(path, busy_timeout_ms=0)
+        SqliteStore.open(path, busy_timeout_ms=0)
     assert info.value.code == "bad-busy-timeout"
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
     try:
-        with Ledger.open(path, busy_timeout_ms=200) as ledger:
+        with SqliteStore.open(path, busy_timeout_ms=200) as ledger:
             started = time.monotonic()
             with pytest.raises(StoreError) as busy:
                 ledger.append("bundle.observed", {})

@@ -13,11 +13,12 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from commit_helpers import make_bundle, make_cohort
 from helpers import CliResult, checkpointed_copy, file_state, fixed_clock, run_cli
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.canonical import blake3_address
 
 TIME = "2026-11-01T12:00:00Z"
@@ -58,7 +59,7 @@ def log_entries(root: Path, db: Path) -> list[dict[str, Any]]:
 
 def stored_result(db: Path, entry: dict[str, Any]) -> dict[str, Any]:
     """The VerificationResult bytes the entry names, read back from the store."""
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         stored = ledger.get_object(entry["body"]["payload"]["result"]["object"])
     assert stored is not None
     value: dict[str, Any] = json.loads(stored.body)
@@ -178,7 +179,7 @@ def test_short_hash_matching_two_objects_is_refused_as_ambiguous(
             pair = (seen[prefix], data)
             break
         seen[prefix] = data
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
         refs = [w.put_object(d, "application/octet-stream") for d in pair]
         w.append("bundle.observed", {}, refs=refs)
     before = file_state(ledger_path)
@@ -207,6 +208,43 @@ def test_short_hash_naming_nothing_is_not_found(judged: tuple[Path, Path]) -> No
 
 
 # -- status ----------------------------------------------------------------------------------------
+
+
+def test_show_json_of_a_planted_result_that_is_no_verification_result_gives_null(
+    judged: tuple[Path, Path], db: Path
+) -> None:
+    """A verification.recorded entry written around verify (the audit reports it) whose result
+    object is a JSON object but no VerificationResult: ``show --json`` printed that object as
+    ``result``, typed by its schema as a VerificationResult; it gives null, as for a result
+    that does not read (``ledger audit`` says why), and the text still shows the entry."""
+    import hashlib
+
+    from output_schemas import validate_output
+
+    from ledger import api
+
+    root = judged[0]
+    planted = b'{"outcome":"support","note":"not a VerificationResult"}'
+    with SqliteStore.open(db, clock=fixed_clock) as ledger, ledger.writer() as w:
+        original = ledger.entry(last_reject(root, db)["seq"])
+        assert original is not None
+        address = w.put_object(planted, "application/json")
+        payload = dict(original.payload)
+        payload["result"] = {
+            "object": address,
+            "digest": "sha256:" + hashlib.sha256(planted).hexdigest(),
+        }
+        seq = w.append("verification.recorded", payload, refs=[address]).seq
+    shown = cli(root, db, "show", str(seq), "--json")
+    assert shown.code == 0, shown.stdout
+    assert shown.json()["result"] is None  # before: the planted object, as if a result
+    validate_output("show-verification", shown.json())
+    with api.open_ledger(db, read_only=True) as ledger:
+        found = api.show(ledger, str(seq))
+    assert isinstance(found, api.ShowVerification) and found.result is None
+    assert msgspec.to_builtins(found) == shown.json()
+    text = cli(root, db, "show", str(seq))
+    assert text.code == 0 and f"seq {seq}  verification.recorded" in text.stdout
 
 
 def test_status_gives_each_task_its_verifications_and_outcomes(judged: tuple[Path, Path]) -> None:
@@ -335,13 +373,16 @@ def test_the_library_answers_what_show_and_status_print(judged: tuple[Path, Path
         found = api.find_ref(ledger, entry["entry_hash"][:23])
         assert isinstance(found, Entry) and found.seq == entry["seq"]
         assert api.verification_result(ledger, found) == stored_result(db, entry)
-        [status] = api.status(ledger, COHORT)
+        result = api.status(ledger, COHORT)
+    assert isinstance(result, api.StatusResult)
+    [status] = result.cohorts
+    assert msgspec.to_builtins(status) == printed  # the type the command prints, as it is
     assert (status.stage, status.verified, status.outcomes) == (
         printed["stage"],
         printed["verified"],
         printed["outcomes"],
     )
-    assert [(t.task.task, t.verified, t.outcomes) for t in status.tasks] == [
+    assert [(t.task, t.verified, t.outcomes) for t in status.tasks] == [
         (t["task"], t["verified"], t["outcomes"]) for t in printed["tasks"]
     ]
 
@@ -352,7 +393,7 @@ def test_show_json_of_a_stored_json_value_that_is_not_an_object_gives_its_bytes(
 ) -> None:
     """A JSON object is a document; any other JSON value stored as application/json is shown
     as its exact bytes, never as a `document` a script would take for one."""
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
         ref = w.put_object(body, "application/json")
         w.append("bundle.observed", {}, refs=[ref])
     doc = cli(tmp_path, ledger_path, "show", ref, "--json").json()
@@ -363,7 +404,7 @@ def test_show_json_of_a_stored_json_value_that_is_not_an_object_gives_its_bytes(
 def test_show_json_of_a_stored_json_object_gives_the_document(
     ledger_path: Path, tmp_path: Path
 ) -> None:
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger, ledger.writer() as w:
         ref = w.put_object(b'{"a":[1,2]}', "application/json")
         w.append("bundle.observed", {}, refs=[ref])
     doc = cli(tmp_path, ledger_path, "show", ref, "--json").json()

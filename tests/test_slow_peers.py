@@ -25,7 +25,7 @@ import pytest
 from helpers import ORIGIN, append_one, fixed_clock
 from witness_helpers import HONEST, Log
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import generate_key
 from ledger.tlog.timestamp import TimestampError, ask_tsa
 from ledger.tlog.witness import (
@@ -259,13 +259,13 @@ def test_slow_witnesses_and_a_slow_tsa_cost_one_deadline_not_one_each(
     under one deadline over the whole exchange: three slow witnesses and a slow TSA are all
     reported unreachable within about one deadline, and nothing is written."""
     db = tmp_path / "ledger.db"
-    Ledger.create(db, origin=ORIGIN, clock=fixed_clock)[0].close()
+    SqliteStore.create(db, origin=ORIGIN, clock=fixed_clock)[0].close()
     skey, _ = generate_key(ORIGIN)
     targets = []
     for index, server in enumerate(tricklers[:3]):
         _, vkey = generate_cosigner_key(f"w{index}.example/slow", bytes([index + 2]) * 32)
         targets.append(parse_witness_option(f"{server.url}={vkey}"))
-    ledger = Ledger.open(db, clock=fixed_clock)
+    ledger = SqliteStore.open(db, clock=fixed_clock)
     try:
         with ledger.writer() as w:
             append_one(w, "slow", 0)

@@ -15,7 +15,7 @@ from ledger.audit.engine import audit
 from ledger.errors import StoreError, UsageError
 from ledger.format.entries import GENESIS_PREV
 from ledger.settings import Settings
-from ledger.store.sqlite import APPLICATION_ID, STORE_FORMAT, Ledger, Writer
+from ledger.store.sqlite import APPLICATION_ID, STORE_FORMAT, SqliteStore, Writer
 
 GENESIS_BODY = (
     b'{"format":1,"kind":"ledger.created","payload":{"origin":"test.example/ledger"},'
@@ -52,7 +52,7 @@ def test_genesis_entry_bytes_and_hash_are_pinned(tmp_path: Path) -> None:
     assert (seq, prev, kind) == (0, GENESIS_PREV, "ledger.created")
     assert body == GENESIS_BODY
     assert hash_ == GENESIS_HASH == "blake3:" + blake3.blake3(GENESIS_BODY).hexdigest()
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         assert ledger.origin() == ORIGIN
         assert ledger.size() == 1
 
@@ -95,7 +95,7 @@ def test_tree_root_commits_to_the_same_bodies_as_the_chain(tmp_path: Path, n: in
     path = tmp_path / "l.db"
     make_ledger(path, n)
     bodies = [bytes(r[0]) for r in rows(path, "SELECT body FROM entries ORDER BY seq")]
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         report = audit(ledger)
     assert report.ok, report.violations
     assert report.tree_size == n + 1
@@ -106,7 +106,7 @@ def test_objects_are_addressed_by_their_bytes_and_stored_once(tmp_path: Path) ->
     path = tmp_path / "l.db"
     make_ledger(path)
     data = b"\x00\xffsome bytes\n"
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         with ledger.writer() as w:
             first = w.put_object(data, "application/octet-stream")
             again = w.put_object(data, "text/plain")  # same bytes: a no-op, not an error
@@ -122,7 +122,7 @@ def test_objects_are_addressed_by_their_bytes_and_stored_once(tmp_path: Path) ->
 def test_refs_are_stored_sorted_and_distinct(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path)
-    with Ledger.open(path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(path, clock=fixed_clock) as ledger:
         with ledger.writer() as w:
             a = w.put_object(b"a", "text/plain")
             b = w.put_object(b"b", "text/plain")
@@ -133,10 +133,10 @@ def test_refs_are_stored_sorted_and_distinct(tmp_path: Path) -> None:
 def test_time_never_goes_backwards_even_when_the_clock_does(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     make_ledger(path)
-    with Ledger.open(path, clock=lambda: "2020-01-01T00:00:00Z") as ledger:
+    with SqliteStore.open(path, clock=lambda: "2020-01-01T00:00:00Z") as ledger:
         entry = ledger.append("bundle.observed", {})
     assert entry.body.time == FIXED_TIME
-    with Ledger.open(path, clock=lambda: "2027-01-01T00:00:00Z") as ledger:
+    with SqliteStore.open(path, clock=lambda: "2027-01-01T00:00:00Z") as ledger:
         assert ledger.append("bundle.observed", {}).body.time == "2027-01-01T00:00:00Z"
 
 
@@ -145,7 +145,7 @@ def test_malformed_fixed_time_is_refused_and_writes_nothing(ledger_path: Path) -
     before = counts(ledger_path)
     with pytest.raises(UsageError) as info:
         settings = Settings(time="yesterday")
-        with Ledger.open(ledger_path, clock=settings.clock) as ledger:
+        with SqliteStore.open(ledger_path, clock=settings.clock) as ledger:
             ledger.append("bundle.observed", {})
     assert info.value.code == "bad-time"
     assert counts(ledger_path) == before
@@ -153,7 +153,10 @@ def test_malformed_fixed_time_is_refused_and_writes_nothing(ledger_path: Path) -
 
 def test_reference_to_a_missing_object_is_refused_and_writes_nothing(ledger_path: Path) -> None:
     before = counts(ledger_path)
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger, pytest.raises(UsageError) as info:
+    with (
+        SqliteStore.open(ledger_path, clock=fixed_clock) as ledger,
+        pytest.raises(UsageError) as info,
+    ):
         with ledger.writer() as w:
             w.put_object(b"stored in the same transaction", "text/plain")
             w.append("bundle.observed", {}, refs=["blake3:" + "ab" * 32])
@@ -163,7 +166,7 @@ def test_reference_to_a_missing_object_is_refused_and_writes_nothing(ledger_path
 
 def test_payload_without_canonical_form_is_refused_and_writes_nothing(ledger_path: Path) -> None:
     before = counts(ledger_path)
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger:
         for payload in ({"x": float("nan")}, {"x": 2**64}, {"x": 1e16}, {"x": (1, 2)}):
             with pytest.raises(UsageError) as info:
                 ledger.append("bundle.observed", payload)
@@ -173,13 +176,13 @@ def test_payload_without_canonical_form_is_refused_and_writes_nothing(ledger_pat
 
 def test_failure_inside_a_writer_rolls_back_every_write_of_it(ledger_path: Path) -> None:
     before = counts(ledger_path)
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger:
         with pytest.raises(RuntimeError), ledger.writer() as w:
             append_entries_in(w, 5)
             raise RuntimeError("caller gave up half-way")
         assert ledger.size() == 1
     assert counts(ledger_path) == before
-    with Ledger.open(ledger_path) as ledger:
+    with SqliteStore.open(ledger_path) as ledger:
         assert audit(ledger).ok
 
 
@@ -193,7 +196,7 @@ def test_create_is_idempotent_and_keeps_the_first_origin(tmp_path: Path) -> None
     path = tmp_path / "l.db"
     make_ledger(path, 3)
     before = path.read_bytes()
-    ledger, created = Ledger.create(path, origin="someone.else/origin", clock=fixed_clock)
+    ledger, created = SqliteStore.create(path, origin="someone.else/origin", clock=fixed_clock)
     with ledger:
         assert not created
         assert ledger.origin() == ORIGIN
@@ -205,7 +208,7 @@ def test_create_is_idempotent_and_keeps_the_first_origin(tmp_path: Path) -> None
 def test_create_refuses_a_bad_origin_without_creating_a_file(tmp_path: Path, origin: str) -> None:
     path = tmp_path / "l.db"
     with pytest.raises(UsageError) as info:
-        Ledger.create(path, origin=origin)
+        SqliteStore.create(path, origin=origin)
     assert info.value.code == "bad-origin"
     assert list(tmp_path.iterdir()) == []
 
@@ -235,7 +238,7 @@ def test_create_never_takes_over_another_applications_database(
     path = tmp_path / "foreign.db"
     before = _foreign_db(path, *statements)
     with pytest.raises(StoreError) as info:
-        Ledger.create(path, origin=ORIGIN)
+        SqliteStore.create(path, origin=ORIGIN)
     assert info.value.code == "not-a-ledger"
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign.db"]
@@ -244,7 +247,7 @@ def test_create_never_takes_over_another_applications_database(
 def test_create_turns_an_empty_file_into_a_ledger(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     path.write_bytes(b"")
-    ledger, created = Ledger.create(path, origin=ORIGIN, clock=fixed_clock)
+    ledger, created = SqliteStore.create(path, origin=ORIGIN, clock=fixed_clock)
     with ledger:
         assert created
         assert audit(ledger).ok
@@ -269,8 +272,8 @@ def test_open_refuses_a_file_of_another_format_or_application(
 ) -> None:
     _set_pragma(ledger_path, pragma)
     for opener in (
-        lambda: Ledger.open(ledger_path),
-        lambda: Ledger.create(ledger_path, origin=ORIGIN)[0],
+        lambda: SqliteStore.open(ledger_path),
+        lambda: SqliteStore.create(ledger_path, origin=ORIGIN)[0],
     ):
         with pytest.raises(StoreError) as info:
             opener()
@@ -281,7 +284,7 @@ def test_open_refuses_a_file_of_another_format_or_application(
 def test_lookup_of_a_seq_beyond_int64_finds_nothing_instead_of_crashing(
     ledger_path: Path,
 ) -> None:
-    with Ledger.open(ledger_path) as ledger:
+    with SqliteStore.open(ledger_path) as ledger:
         assert ledger.entry(2**64) is None
         assert ledger.entry(-(2**70)) is None
         assert ledger.entry(1) is None
@@ -289,7 +292,7 @@ def test_lookup_of_a_seq_beyond_int64_finds_nothing_instead_of_crashing(
 
 
 def test_reading_a_tampered_body_fails_closed_with_a_store_error(ledger_path: Path) -> None:
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger:
         append_entries(ledger, 3)
     conn = sqlite3.connect(ledger_path, isolation_level=None)
     conn.execute("DROP TRIGGER entries_no_update")
@@ -297,7 +300,7 @@ def test_reading_a_tampered_body_fails_closed_with_a_store_error(ledger_path: Pa
     conn.execute("UPDATE entries SET body = CAST(body AS TEXT) WHERE seq = 3")
     conn.close()
     before = counts(ledger_path)
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger:
         assert ledger.entry(1) is not None
         with pytest.raises(StoreError, match="entry 2") as info:
             ledger.entry(2)
@@ -311,13 +314,13 @@ def test_reading_a_tampered_body_fails_closed_with_a_store_error(ledger_path: Pa
 
 
 def test_object_body_not_stored_as_a_blob_is_not_handed_out(ledger_path: Path) -> None:
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger:
         (done,) = append_entries(ledger, 1)
     conn = sqlite3.connect(ledger_path, isolation_level=None)
     conn.execute("DROP TRIGGER objects_no_update")
     conn.execute("UPDATE objects SET body = CAST(body AS TEXT)")
     conn.close()
-    with Ledger.open(ledger_path) as ledger:
+    with SqliteStore.open(ledger_path) as ledger:
         # Refused with its code, never taken for an absent object (rule A: verified reads).
         with pytest.raises(StoreError) as info:
             ledger.get_object(done.object_digest)
@@ -360,9 +363,9 @@ def test_a_format_1_file_is_refused_as_older_and_nothing_is_written(tmp_path: Pa
     before = path.read_bytes()
     dump = rows(path, "SELECT * FROM entries"), rows(path, "SELECT * FROM tree")
     for opener in (
-        lambda: Ledger.open(path),
-        lambda: Ledger.create(path, origin=ORIGIN)[0],
-        lambda: Ledger.create(path, origin="someone.else/origin")[0],
+        lambda: SqliteStore.open(path),
+        lambda: SqliteStore.create(path, origin=ORIGIN)[0],
+        lambda: SqliteStore.create(path, origin="someone.else/origin")[0],
     ):
         with pytest.raises(StoreError) as info:
             opener()
@@ -384,7 +387,10 @@ def test_a_format_2_file_whose_entries_table_lacks_the_nodes_column_is_not_a_led
     _format_1_ledger(path)
     _set_pragma(path, f"PRAGMA user_version = {STORE_FORMAT}")
     before = path.read_bytes()
-    for opener in (lambda: Ledger.open(path), lambda: Ledger.create(path, origin=ORIGIN)[0]):
+    for opener in (
+        lambda: SqliteStore.open(path),
+        lambda: SqliteStore.create(path, origin=ORIGIN)[0],
+    ):
         with pytest.raises(StoreError) as info:
             opener()
         assert info.value.code == "not-a-ledger"
@@ -409,12 +415,12 @@ def test_the_schema_has_no_tree_table_and_each_row_holds_its_completed_nodes(
 def test_tree_nodes_reads_slices_of_rows_and_refuses_a_missing_or_short_blob(
     ledger_path: Path,
 ) -> None:
-    with Ledger.open(ledger_path, clock=fixed_clock) as ledger:
+    with SqliteStore.open(ledger_path, clock=fixed_clock) as ledger:
         append_entries(ledger, 7)  # 8 leaves: row 7 holds levels 0..3
     ((row7,),) = rows(ledger_path, "SELECT nodes FROM entries WHERE seq = 7")
     ((row3,),) = rows(ledger_path, "SELECT nodes FROM entries WHERE seq = 3")
     assert isinstance(row7, bytes) and isinstance(row3, bytes)
-    with Ledger.open(ledger_path) as ledger:
+    with SqliteStore.open(ledger_path) as ledger:
         got = ledger.tree_nodes([(3, 0), (0, 7), (1, 1), (2, 1), (0, 3), (1, 3)])
         assert got == [row7[96:128], row7[0:32], row3[32:64], row7[64:96], row3[:32], row7[32:64]]
         for missing in [(0, 8), (1, 4), (3, 1), (4, 0)]:  # no such row, or past its levels
@@ -426,7 +432,7 @@ def test_tree_nodes_reads_slices_of_rows_and_refuses_a_missing_or_short_blob(
     conn.execute("UPDATE entries SET nodes = substr(nodes, 1, 95) WHERE seq = 7")  # truncated
     conn.execute("UPDATE entries SET nodes = CAST(nodes AS TEXT) WHERE seq = 3")  # not a blob
     conn.close()
-    with Ledger.open(ledger_path) as ledger:
+    with SqliteStore.open(ledger_path) as ledger:
         assert ledger.tree_nodes([(0, 7), (1, 3), (1, 2)])[0] == row7[:32]
         for broken in [(2, 1), (3, 0), (0, 3), (1, 1)]:
             with pytest.raises(KeyError) as info:
@@ -438,7 +444,7 @@ def test_nodes_come_before_the_body_so_proofs_never_read_a_long_body(tmp_path: P
     """SQLite reaches a column stored after a long value only through that value's overflow
     pages: with ``nodes`` last, a proof touching a big cohort.frozen row would read all of it."""
     path = tmp_path / "ledger.db"
-    Ledger.create(path, origin=ORIGIN)[0].close()
+    SqliteStore.create(path, origin=ORIGIN)[0].close()
     conn = sqlite3.connect(path)
     columns = [row[1] for row in conn.execute("PRAGMA table_info(entries)")]
     conn.close()
@@ -456,7 +462,7 @@ def test_a_ledger_whose_owner_deleted_every_entry_is_refused_as_not_a_ledger(
     conn.execute("DROP TRIGGER entries_no_delete")
     conn.execute("DELETE FROM entries")
     conn.close()
-    with Ledger.open_read_only(ledger_path) as ledger, pytest.raises(StoreError) as info:
+    with SqliteStore.open_read_only(ledger_path) as ledger, pytest.raises(StoreError) as info:
         ledger.origin()
     assert info.value.code == "not-a-ledger"
     for args in (["checkpoint"], ["init"]):
@@ -468,10 +474,10 @@ def test_a_ledger_whose_owner_deleted_every_entry_is_refused_as_not_a_ledger(
 def test_an_in_memory_ledger_is_append_only_unless_it_loads_unchecked_rows(
     tmp_path: Path, triggers: bool
 ) -> None:
-    """``Ledger.in_memory``, the export reader's store: with its triggers an entry out of order
+    """``SqliteStore.in_memory``, the export reader's store: with its triggers an entry out of order
     is refused as a file ledger refuses it; without them (an export being loaded for the audit
     to judge) it goes in, and nothing is written beside the label."""
-    ledger, conn = Ledger.in_memory(tmp_path / "x.jsonl", clock=fixed_clock, triggers=triggers)
+    ledger, conn = SqliteStore.in_memory(tmp_path / "x.jsonl", clock=fixed_clock, triggers=triggers)
     row = (5, "sha256:" + "0" * 64, "sha256:" + "1" * 64, "genesis", b"", b"{}")
     insert = "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)"
     try:

@@ -14,7 +14,7 @@ from helpers import run_cli
 
 from ledger.errors import UsageError
 from ledger.format.entries import valid_time
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 BOGUS = {
     "arabic-indic-digits": "\u0662\u0660\u0662\u0666-01-31T12:00:00Z",
@@ -48,8 +48,8 @@ def test_bogus_time_from_a_library_clock_is_refused_and_writes_nothing(
     tmp_path: Path, value: str
 ) -> None:
     path = tmp_path / "l.db"
-    Ledger.create(path, origin="test/time", clock=lambda: "2026-01-31T12:00:00Z")[0].close()
-    with Ledger.open(path, clock=lambda: value) as ledger:
+    SqliteStore.create(path, origin="test/time", clock=lambda: "2026-01-31T12:00:00Z")[0].close()
+    with SqliteStore.open(path, clock=lambda: value) as ledger:
         with pytest.raises(UsageError) as info:
             ledger.append("bundle.observed", {})
         assert info.value.code == "bad-time"
@@ -84,6 +84,6 @@ def test_a_library_clock_that_gives_no_string_is_refused_as_bad_time(
     as ``bad-time``, not a crash inside the time grammar."""
     path = tmp_path / "l.db"
     with pytest.raises(UsageError) as info:
-        Ledger.create(path, origin="test/time", clock=lambda: value)  # type: ignore[arg-type,return-value]
+        SqliteStore.create(path, origin="test/time", clock=lambda: value)  # type: ignore[arg-type,return-value]
     assert info.value.code == "bad-time"
     assert not path.exists()

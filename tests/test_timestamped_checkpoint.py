@@ -23,7 +23,7 @@ import rfc3161_client
 from helpers import AUDIT, ORIGIN, append_one, fixed_clock, run_cli
 from witness_helpers import Log, Witness
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.timestamp import check_timestamp, load_roots
 from tools.tsa import POLICY, LocalTsa
 
@@ -42,8 +42,8 @@ class Setup:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.db = root / "ledger.db"
-        Ledger.create(self.db, origin=ORIGIN, clock=fixed_clock)[0].close()
-        ledger = Ledger.open(self.db, clock=fixed_clock)
+        SqliteStore.create(self.db, origin=ORIGIN, clock=fixed_clock)[0].close()
+        ledger = SqliteStore.open(self.db, clock=fixed_clock)
         try:
             with ledger.writer() as w:
                 for i in range(4):
@@ -65,11 +65,11 @@ class Setup:
         return out.code, parsed, out.stderr if not as_json else out.stdout
 
     def size(self) -> int:
-        with Ledger.open_read_only(self.db) as ledger:
+        with SqliteStore.open_read_only(self.db) as ledger:
             return ledger.size()
 
     def witnessed(self) -> list[dict[str, object]]:
-        with Ledger.open_read_only(self.db) as ledger:
+        with SqliteStore.open_read_only(self.db) as ledger:
             return [e.payload for e in ledger.entries(kinds=("checkpoint.witnessed",))]
 
 
@@ -335,7 +335,7 @@ def test_more_tsas_than_the_limit_are_refused(setup: Setup) -> None:
     from ledger.transparency.witnessing import MAX_TSAS, witness_checkpoint
 
     urls = [f"http://127.0.0.1:1/{i}" for i in range(MAX_TSAS + 1)]
-    with Ledger.open(setup.db) as ledger, pytest.raises(UsageError) as refused:
+    with SqliteStore.open(setup.db) as ledger, pytest.raises(UsageError) as refused:
         witness_checkpoint(ledger, setup.skey, [], tsas=urls)
     assert refused.value.code == "usage-error" and str(MAX_TSAS) in refused.value.message
     assert setup.size() == 5
@@ -345,7 +345,7 @@ def test_more_tsas_than_the_limit_are_refused(setup: Setup) -> None:
 
 
 def _append(setup: Setup, payload: dict[str, object]) -> None:
-    ledger = Ledger.open(setup.db, clock=fixed_clock)
+    ledger = SqliteStore.open(setup.db, clock=fixed_clock)
     try:
         ledger.append("checkpoint.witnessed", payload, [])
     finally:
@@ -361,7 +361,7 @@ def _current(setup: Setup) -> dict[str, object]:
     from ledger.tlog.notes import sign_checkpoint
     from ledger.transparency.proofs import checkpoint
 
-    with Ledger.open_read_only(setup.db) as ledger:
+    with SqliteStore.open_read_only(setup.db) as ledger:
         cp = checkpoint(ledger)
     return {
         "tree_size": cp.size,
@@ -390,7 +390,7 @@ def test_an_entry_written_before_timestamps_reads_and_audits_intact(setup: Setup
     from ledger.transparency.proofs import checkpoint
 
     witness = Witness(setup.root / "w1", setup.log, name="w1.example/w")
-    with Ledger.open_read_only(setup.db) as ledger:
+    with SqliteStore.open_read_only(setup.db) as ledger:
         cp = checkpoint(ledger)
     signer = parse_cosigner_signer(witness.key.read_text("utf-8").strip())
     at = 1_769_860_860  # a minute after the entries' time (FIXED_TIME)
@@ -400,7 +400,7 @@ def test_an_entry_written_before_timestamps_reads_and_audits_intact(setup: Setup
         "cosignatures": [{"witness": witness.vkey, "cosignature": line, "timestamp": at}],
     }
     _append(setup, payload)
-    with Ledger.open_read_only(setup.db) as ledger:
+    with SqliteStore.open_read_only(setup.db) as ledger:
         entry = ledger.entry(5)
     decoded = decode_payload("checkpoint.witnessed", entry.payload)
     assert isinstance(decoded, CheckpointWitnessed) and decoded.cosignatures
@@ -441,7 +441,7 @@ def test_a_timestamp_over_another_checkpoint_is_flagged(
     setup: Setup, tsa: tuple[LocalTsa, str]
 ) -> None:
     earlier = _current(setup)  # the note of the tree of 5 entries
-    ledger = Ledger.open(setup.db, clock=fixed_clock)
+    ledger = SqliteStore.open(setup.db, clock=fixed_clock)
     try:
         with ledger.writer() as w:
             append_one(w, "b", 0)
@@ -681,7 +681,7 @@ def test_tsa_roots_without_a_tsa_are_refused_by_the_library(
     witness = Witness(setup.root / "w1", setup.log, name="w1.example/w")
     target = parse_witness_option(f"http://127.0.0.1:1={witness.vkey}")
     roots = load_roots(tsa[0].ca_pem.read_bytes())
-    with Ledger.open(setup.db) as ledger, pytest.raises(UsageError) as refused:
+    with SqliteStore.open(setup.db) as ledger, pytest.raises(UsageError) as refused:
         witness_checkpoint(ledger, setup.skey, [target], tsa_roots=roots)
     assert refused.value.code == "usage-error" and "--tsa-ca needs --tsa" in refused.value.message
     assert setup.size() == 5
@@ -749,7 +749,7 @@ def test_a_timestamp_older_than_the_entries_it_covers_is_not_recorded_and_is_fla
     TSA's timestamp made today over those entries contradicts them. `checkpoint --tsa` does
     not record it (`entry-time-after-anchor`; with nothing else, `checkpoint-not-anchored`,
     nothing written); recorded anyway by another writer, the audit reports it at the anchor."""
-    future = Ledger.open(setup.db, clock=lambda: "9999-12-31T23:59:59Z")
+    future = SqliteStore.open(setup.db, clock=lambda: "9999-12-31T23:59:59Z")
     try:
         with future.writer() as w:
             append_one(w, "future", 0)

@@ -34,7 +34,7 @@ from helpers import (
     run_cli_subprocess,
 )
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog import merkle
 from ledger.tlog.notes import (
     CheckpointError,
@@ -179,18 +179,18 @@ def grown(tmp_path_factory: pytest.TempPathFactory) -> Grown:
     """A ledger of SIZE entries, with `ledger checkpoint --out` notes kept at CHECKPOINT_SIZES."""
     folder = tmp_path_factory.mktemp("grown")
     db = folder / "ledger.db"
-    ledger, _ = Ledger.create(db, origin=ORIGIN, clock=fixed_clock)
+    ledger, _ = SqliteStore.create(db, origin=ORIGIN, clock=fixed_clock)
     ledger.close()
     saved: dict[int, Path] = {}
     for size in CHECKPOINT_SIZES:
-        with Ledger.open(db, clock=fixed_clock) as ledger:
+        with SqliteStore.open(db, clock=fixed_clock) as ledger:
             if size > ledger.size():
                 append_entries(ledger, size - ledger.size(), tag=f"to{size}", batch=50)
             assert ledger.size() == size
         note = folder / f"cp-{size}.txt"
         assert cli(db, "checkpoint", "--out", str(note)).code == 0
         saved[size] = note
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         bodies = [e.body_bytes for e in ledger.entries()]
     return Grown(db, saved, bodies)
 
@@ -571,7 +571,7 @@ def test_checkpoint_checked_with_another_key_is_refused(
 
 def test_checkpoint_of_another_ledger_is_refused(grown: Grown, tmp_path: Path) -> None:
     other = tmp_path / "other.db"
-    ledger, _ = Ledger.create(other, origin="other.example/ledger", clock=fixed_clock)
+    ledger, _ = SqliteStore.create(other, origin="other.example/ledger", clock=fixed_clock)
     ledger.close()
     foreign = tmp_path / "foreign.txt"
     assert cli(other, "checkpoint", "--out", str(foreign)).code == 0

@@ -21,7 +21,7 @@ from trust_helpers import BUNDLES, COHORT, ORIGIN, TASK, World, build_base
 from ledger.api import load_key
 from ledger.errors import LedgerError
 from ledger.format.trust import MAX_TRUST_BYTES, encode_trust, new_trust, parse_trust
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import generate_key, sign_checkpoint
 from ledger.tlog.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 from ledger.transparency.proofs import checkpoint
@@ -222,7 +222,7 @@ def _cosigned_history(world: World) -> Path:
     answer is its cosignature line), then a verification: `when` holds for whoever trusts W.
     Returns the cosigned note, as `checkpoint --witness` prints it."""
     assert world.freeze().code == 0
-    with Ledger.open(world.db) as ledger:
+    with SqliteStore.open(world.db) as ledger:
         cp = checkpoint(ledger)
         note = sign_checkpoint(cp, world.log_keys()[0])
         line = cosign(note.split("\n\n", 1)[0] + "\n", parse_cosigner_signer(W_SIGNER),
@@ -402,7 +402,7 @@ def test_a_proof_or_attestation_of_another_ledger_signed_by_a_shared_log_key_is_
     world: World,
 ) -> None:
     """One log key reused by two ledgers: the key checks the signature of either's checkpoint,
-    so only the trust file's origin tells them apart. Ledger A's trust file (its origin, the
+    so only the trust file's origin tells them apart. SqliteStore A's trust file (its origin, the
     shared key) must refuse what ledger B (this one) proves and attests, and name the origin
     where it accepts."""
     cosigned = _cosigned_history(world)
@@ -423,7 +423,7 @@ def test_a_proof_or_attestation_of_another_ledger_signed_by_a_shared_log_key_is_
         ["check-proof", str(cosigned), "--witness-key", W_KEY],
         ["check-attestation", str(attested)],
     ]
-    with Ledger.open_read_only(world.db) as ledger:
+    with SqliteStore.open_read_only(world.db) as ledger:
         (world.folder / "leaf.bin").write_bytes(ledger.entry(1).body_bytes)
     for args in cases:
         for json_flag in ([], ["--json"]):

@@ -33,7 +33,7 @@ from helpers import (
 
 from ledger import api
 from ledger.errors import LedgerError
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.canonical import blake3_address, canonical_bytes
 
 LEDGER_DIR = Path(__file__).resolve().parent.parent / "ledger"
@@ -148,12 +148,12 @@ def test_earlier_verification_note_of_verify_refuses_a_rewritten_verdict(
     """``verify`` of the same task reads the earlier verdict for its note: the rewritten one is
     refused, and nothing is recorded."""
     db = _forged(demo, tmp_path, recompute_hash=False)
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         size = ledger.size()
     result = cli(db, "verify", str(DEMO_THREE[1]))  # the bundle the reject judged
     assert (result.code, result.error_code()) == (2, "entry-corrupt"), result.stderr[-2000:]
     assert f"entry {demo.seq} does not hash to its entry_hash" in result.stderr
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         assert ledger.size() == size
 
 
@@ -167,7 +167,7 @@ def test_owner_rewriting_the_head_stops_every_write_naming_the_seq(tmp_path: Pat
         forged = body.replace(b'"green":true', b'"green":false')
         assert forged != body
         conn.execute("UPDATE entries SET body = ? WHERE seq = 3", (forged,))
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         with pytest.raises(LedgerError) as caught:
             with ledger.writer() as w:
                 w.append("calibration.recorded", {})

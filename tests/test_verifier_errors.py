@@ -17,7 +17,7 @@ from commit_helpers import make_cohort
 import verifiers
 from ledger import api
 from ledger.errors import LedgerError, UsageError
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.bundle import BundleRootError, ReadPolicy, SnapshotReplayError, read_bundle
 from verifiers.canonical import CanonicalFormError, canonical_bytes
 from verifiers.errors import VerifierError, VerifierInternalError
@@ -102,7 +102,7 @@ def test_value_without_canonical_form_is_refused_with_the_ledger_code_and_its_pa
 ) -> None:
     db = tmp_path / "l.db"
     api.init_ledger(db, origin="test/errors")
-    with Ledger.open(db) as ledger, ledger.writer() as w, pytest.raises(LedgerError) as info:
+    with SqliteStore.open(db) as ledger, ledger.writer() as w, pytest.raises(LedgerError) as info:
         w.append("bundle.observed", {"x": [float("inf")]})
     assert type(info.value) is UsageError and not isinstance(info.value, VerifierError)
     assert info.value.code == "entry-not-canonical"

@@ -14,7 +14,7 @@ import pytest
 from helpers import FIXED_TIME, CliResult, make_ledger, run_cli
 from output_schemas import validate_output
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import format_checkpoint, generate_key, sign_checkpoint
 from ledger.tlog.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 from ledger.transparency.check import check_proof
@@ -35,7 +35,7 @@ class Cosigned:
         self.db = root / "ledger.db"
         make_ledger(self.db, 6, origin=ORIGIN)
         skey, self.log_vkey = generate_key(ORIGIN)
-        with Ledger.open_read_only(self.db) as ledger:
+        with SqliteStore.open_read_only(self.db) as ledger:
             cp = checkpoint(ledger)
         self.size = cp.size
         note = sign_checkpoint(cp, skey)

@@ -27,7 +27,7 @@ from helpers import (
 from output_schemas import validate_output
 from witness_helpers import Log, Server, Witness
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import sign_checkpoint
 from ledger.tlog.witness import (
     cosign,
@@ -90,7 +90,7 @@ class World:
         return dict(json.loads(out.stdout))
 
     def size(self, db: Path | None = None) -> int:
-        with Ledger.open_read_only(db or self.db) as ledger:
+        with SqliteStore.open_read_only(db or self.db) as ledger:
             return ledger.size()
 
     def when(self, *extra: str, db: Path | None = None, trust: bool = True) -> CliResult:
@@ -233,10 +233,10 @@ def test_a_timestamp_over_another_checkpoint_fails_the_statement(
     world.freeze()
     world.checkpoint(tsa=tsa)
     (honest,) = _anchors(world.db)
-    with Ledger.open(world.db) as ledger:
+    with SqliteStore.open(world.db) as ledger:
         cp = checkpoint(ledger)
     later = sign_checkpoint(cp, world.log.skey)
-    with Ledger.open(world.db) as ledger:
+    with SqliteStore.open(world.db) as ledger:
         ledger.append(
             "checkpoint.witnessed",
             {
@@ -307,7 +307,7 @@ def test_a_verification_appended_before_the_anchor_entry_is_not_after_it(
     before the cosignatures were recorded: it may have existed before any witness saw the plan."""
     s1, _ = witnesses
     frozen = world.freeze()
-    with Ledger.open(world.db) as ledger:
+    with SqliteStore.open(world.db) as ledger:
         cp = checkpoint(ledger)
     verdict = world.verify(ATTEMPTS[0])
     assert cp.size == frozen + 1 == verdict - 1  # bundle.observed, then the verdict
@@ -357,7 +357,7 @@ def test_a_cosignature_from_an_unknown_key_anchors_nothing(
 def test_a_forged_cosignature_by_a_trusted_key_fails_the_statement(world: World) -> None:
     """A cosignature line naming w1 but signed by another key (a writer forging a witness)."""
     world.freeze()
-    with Ledger.open(world.db) as ledger:
+    with SqliteStore.open(world.db) as ledger:
         cp = checkpoint(ledger)
     note = sign_checkpoint(cp, world.log.skey)
     text = note.split("\n\n")[0] + "\n"
@@ -389,9 +389,9 @@ def test_a_cosigned_checkpoint_of_another_history_anchors_nothing_in_this_file(
     out = run_cli(["--db", str(other), "freeze", "cohorts/demo", "--root", str(REPO_DIR)],
                   env={"LEDGER_TIME": "2026-02-01T00:00:00Z"}, cwd=REPO_DIR)  # fmt: skip
     assert out.code == 0, out.stderr
-    with Ledger.open_read_only(world.db) as ledger:
+    with SqliteStore.open_read_only(world.db) as ledger:
         (honest,) = [e.payload for e in ledger.entries(kinds=("checkpoint.witnessed",))]
-    with Ledger.open(other) as ledger:
+    with SqliteStore.open(other) as ledger:
         ledger.append("checkpoint.witnessed", honest, [])
     out = world.when("--json", db=other)
     assert out.code == 1
@@ -500,7 +500,7 @@ def _append_anchor(
     for vkey, line in cosignatures:
         stamp = parse_cosignature(line).timestamp if timestamp is None else timestamp
         items.append({"witness": vkey, "cosignature": line, "timestamp": stamp})
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         ledger.append(
             "checkpoint.witnessed",
             {
@@ -514,7 +514,7 @@ def _append_anchor(
 
 
 def _anchors(db: Path) -> list[dict[str, Any]]:
-    with Ledger.open_read_only(db) as ledger:
+    with SqliteStore.open_read_only(db) as ledger:
         return [dict(e.payload) for e in ledger.entries(kinds=("checkpoint.witnessed",))]
 
 
@@ -524,7 +524,7 @@ def test_a_cosignature_whose_stated_time_is_not_its_own_fails_the_statement(
     """A writer recording a genuine cosignature with an earlier time than the witness gave."""
     s1, _ = witnesses
     world.freeze()
-    with Ledger.open_read_only(world.db) as ledger:
+    with SqliteStore.open_read_only(world.db) as ledger:
         note = sign_checkpoint(checkpoint(ledger), world.log.skey)
     status, _, answer = s1.post(format_add_checkpoint(0, [], note))
     assert status == 200, answer
@@ -542,7 +542,7 @@ def test_more_trusted_keys_than_the_limit_are_refused(world: World) -> None:
 
     world.freeze()
     keys = [generate_cosigner_key(f"w{i}.example/w", bytes([i]) * 32)[1] for i in range(101)]
-    with Ledger.open_read_only(world.db) as ledger:
+    with SqliteStore.open_read_only(world.db) as ledger:
         with pytest.raises(LedgerError) as refused:
             api.when(ledger, TASK, witness_keys=keys)
         assert refused.value.code == "usage-error"
@@ -599,7 +599,7 @@ def test_an_anchor_that_is_not_this_ledger_s_checkpoint_fails_the_statement(
     from ledger.tlog.notes import Checkpoint, format_checkpoint
 
     frozen = world.freeze()
-    with Ledger.open_read_only(world.db) as ledger:
+    with SqliteStore.open_read_only(world.db) as ledger:
         cp = checkpoint(ledger)
     if lie == "origin":
         cp = Checkpoint("elsewhere.example/log", cp.size, cp.root)
@@ -621,7 +621,7 @@ def test_an_anchor_that_is_not_this_ledger_s_checkpoint_fails_the_statement(
         payload["tree_size"] = cp.size - 1
     elif lie == "note":
         payload["note"] = "not a note\n"
-    with Ledger.open(world.db) as ledger:
+    with SqliteStore.open(world.db) as ledger:
         ledger.append("checkpoint.witnessed", payload, [])
     out = world.when("--json")
     assert out.code == 1
@@ -642,10 +642,10 @@ def test_an_anchor_older_than_the_entries_it_covers_fixes_nothing(world: World, 
     world.freeze()
     at = 978_307_200  # 2001-01-01T00:00:00Z
     if case == "entry-written-at-9999":
-        with Ledger.open(world.db, clock=lambda: "9999-12-31T23:59:59Z") as ledger:
+        with SqliteStore.open(world.db, clock=lambda: "9999-12-31T23:59:59Z") as ledger:
             ledger.append("bundle.observed", {})
         at = 1_769_860_860  # a minute after the freeze (FIXED_TIME)
-    with Ledger.open_read_only(world.db) as ledger:
+    with SqliteStore.open_read_only(world.db) as ledger:
         cp = checkpoint(ledger)
     note = sign_checkpoint(cp, world.log.skey)
     signer = parse_cosigner_signer(world.w1.key.read_text("utf-8").strip())

@@ -19,7 +19,7 @@ from verdict_ledger import build_verdict_ledger
 
 from ledger import api
 from ledger.errors import LedgerError
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import format_checkpoint, sign_checkpoint, signer_from_seed
 from ledger.tlog.witness import cosign, generate_cosigner_key, parse_cosigner_signer
 from ledger.transparency.export import export
@@ -50,7 +50,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
         ],
     )
     skey, vkey = generate_cosigner_key("witness.example/w", b"\x07" * 32)
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         cp = checkpoint(ledger)
         line = cosign(format_checkpoint(cp), parse_cosigner_signer(skey), 1_790_000_000)
         ledger.append(
@@ -66,7 +66,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
             [],
         )
     path = root / "export.jsonl"
-    with Ledger.open_read_only(db) as ledger, path.open("w", encoding="utf-8") as out:
+    with SqliteStore.open_read_only(db) as ledger, path.open("w", encoding="utf-8") as out:
         export(ledger, out)
     lines = [json.loads(text) for text in path.read_text("utf-8").splitlines()]
     return Exported(lines, vkey, root)

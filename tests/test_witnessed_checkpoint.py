@@ -14,7 +14,7 @@ import pytest
 from helpers import AUDIT, ORIGIN, append_one, fixed_clock, run_cli
 from witness_helpers import Log, Witness
 
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import checkpoint_of_note, format_checkpoint
 from ledger.tlog.witness import (
     cosign,
@@ -28,7 +28,7 @@ class Setup:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.db = root / "ledger.db"
-        Ledger.create(self.db, origin=ORIGIN, clock=fixed_clock)[0].close()
+        SqliteStore.create(self.db, origin=ORIGIN, clock=fixed_clock)[0].close()
         self.grow(4, "a")
         out = run_cli(["--db", str(self.db), "keygen", "--out", str(root / "log")])
         assert out.code == 0, out.stderr
@@ -38,7 +38,7 @@ class Setup:
         self.w2 = Witness(root / "w2", self.log, name="w2.example/w")
 
     def grow(self, count: int, tag: str, db: Path | None = None) -> None:
-        ledger = Ledger.open(db or self.db, clock=fixed_clock)
+        ledger = SqliteStore.open(db or self.db, clock=fixed_clock)
         try:
             with ledger.writer() as w:
                 for i in range(count):
@@ -58,7 +58,7 @@ class Setup:
         return out.code, json.loads(out.stdout)
 
     def size(self, db: Path | None = None) -> int:
-        ledger = Ledger.open_read_only(db or self.db)
+        ledger = SqliteStore.open_read_only(db or self.db)
         try:
             return ledger.size()
         finally:
@@ -77,7 +77,7 @@ def _free_port() -> int:
 
 
 def _entries(db: Path, kind: str) -> list[dict[str, object]]:
-    ledger = Ledger.open_read_only(db)
+    ledger = SqliteStore.open_read_only(db)
     try:
         return [e.payload for e in ledger.entries(kinds=(kind,))]
     finally:
@@ -215,7 +215,7 @@ def _append_witnessed(
     from ledger.tlog.notes import sign_checkpoint
     from ledger.transparency.proofs import checkpoint
 
-    ledger = Ledger.open(setup.db, clock=fixed_clock)
+    ledger = SqliteStore.open(setup.db, clock=fixed_clock)
     try:
         cp = checkpoint(ledger)
         note = sign_checkpoint(cp, setup.skey)
@@ -336,7 +336,7 @@ def test_the_audit_flags_a_witnessed_note_that_does_not_parse(setup: Setup) -> N
 def test_the_audit_flags_a_witnessed_checkpoint_of_another_origin(setup: Setup) -> None:
     from ledger.tlog.notes import Checkpoint, generate_key, sign_checkpoint
 
-    ledger = Ledger.open_read_only(setup.db)
+    ledger = SqliteStore.open_read_only(setup.db)
     try:
         from ledger.transparency.proofs import checkpoint
 
@@ -375,12 +375,12 @@ def test_asking_no_witness_is_refused_by_the_library_too(tmp_path: Path) -> None
     from ledger.tlog.notes import generate_key
     from ledger.transparency.witnessing import witness_checkpoint
 
-    ledger, _ = Ledger.create(tmp_path / "l.db", origin="test.example/none")
+    ledger, _ = SqliteStore.create(tmp_path / "l.db", origin="test.example/none")
     signer, _ = generate_key("test.example/none")
     with ledger, pytest.raises(UsageError) as refused:
         witness_checkpoint(ledger, signer, [])
     assert refused.value.code == "usage-error" and "--witness" in refused.value.message
-    with Ledger.open_read_only(tmp_path / "l.db") as reread:
+    with SqliteStore.open_read_only(tmp_path / "l.db") as reread:
         assert reread.size() == 1  # the genesis entry only
 
 
@@ -394,7 +394,7 @@ def test_asking_more_witnesses_than_the_limit_is_refused(tmp_path: Path) -> None
         witness_checkpoint,
     )
 
-    ledger, _ = Ledger.create(tmp_path / "l.db", origin="test.example/many")
+    ledger, _ = SqliteStore.create(tmp_path / "l.db", origin="test.example/many")
     signer, _ = generate_key("test.example/many")
     targets = [
         parse_witness_option(
@@ -417,7 +417,7 @@ CLOCK_OF_2001 = "2001-01-01T00:00:00Z"
 def _write_in_the_future(setup: Setup) -> None:
     """One write whose clock says 9999-12-31: it pins every later entry to that time (entry
     times never go back), as the next write, with an honest clock, shows."""
-    future = Ledger.open(setup.db, clock=lambda: FUTURE)
+    future = SqliteStore.open(setup.db, clock=lambda: FUTURE)
     try:
         with future.writer() as w:
             append_one(w, "future", 0)

@@ -16,7 +16,7 @@ from helpers import DEMO_BUNDLES_DIR, FIXED_TIME, REPO_DIR, CliResult, checkpoin
 from witness_helpers import Log, Witness
 
 from ledger.format.trust import TrustWitness, encode_trust, new_trust
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 ORIGIN = "trust.example/ledger"
 TASK = "demo/001-readme-marker"
@@ -71,7 +71,7 @@ class World:
         return run_cli(["--db", str(self.db), *args], env=full, cwd=REPO_DIR)
 
     def size(self) -> int:
-        with Ledger.open_read_only(self.db) as ledger:
+        with SqliteStore.open_read_only(self.db) as ledger:
             return ledger.size()
 
     def witness(self, name: str = "w1") -> Witness:

@@ -704,34 +704,27 @@ def show(
     attempt, outcome and every finding; --json gives the entry (and a verification's decoded
     result) or the object. A signed entry's writer is NAME+KEYID, marked unverified unless
     --signers lists the keys you trust."""
-    from ledger.state import Mentions
+    from ledger.state import Mentions, candidate_of
     from ledger.store.lookup import find_ref, verification_result
     from ledger.store.sqlite import StoredObject
 
     trusted = _trusted_signers(signers, as_json)
+    if as_json:
+        from ledger.api import show as run_show
+
+        with _open_ledger(read_only=True) as ledger:
+            _emit_json(msgspec_builtins(run_show(ledger, ref)))
+        return EXIT_OK
     with _open_ledger(read_only=True) as ledger, ledger.snapshot():
         found = find_ref(ledger, ref, lambda prefix, n: Mentions(ledger).digests(prefix, n))
         if isinstance(found, StoredObject):
-            return _show_object(found, as_json)
+            _show_object(found)
+            return EXIT_OK
         entry = found
         result = (
             verification_result(ledger, entry) if entry.kind == "verification.recorded" else None
         )
-        whose = _whose(ledger, entry)
-        if as_json:
-            doc: dict[str, Any] = {
-                "seq": entry.seq,
-                "kind": entry.kind,
-                "entry_hash": entry.entry_hash,
-                "body": _body(entry),
-            }
-            if entry.kind == "verification.recorded":
-                doc["result"] = result
-            if whose is not None:
-                doc["candidate"] = msgspec_builtins(whose[0])
-                doc["same_bytes_as"] = None if whose[1] is None else msgspec_builtins(whose[1])
-            _emit_json(doc)
-            return EXIT_OK
+        whose = candidate_of(ledger, entry)
         _say(f"seq {entry.seq}  {entry.kind}  {entry.entry_hash}")
         _say(f"time {entry.body.time}")
         mark = _signer_mark(entry, trusted)
@@ -763,26 +756,6 @@ def show(
             for line in lines:
                 _say(line)
     return EXIT_OK
-
-
-def _whose(ledger: Any, entry: Any) -> tuple[Any, Any] | None:
-    """For a bundle.observed entry, or a verification.recorded entry's bundle: (its
-    ``CandidateIdentity``, the first verification of the same bytes when it is an earlier one);
-    None for another kind, or a verification whose bundle entry is not one."""
-    from ledger.state import SameBytes
-    from ledger.store.lookup import bundle_identity
-
-    bundle = entry
-    if entry.kind == "verification.recorded":
-        seq = entry.payload.get("bundle_entry")
-        bundle = ledger.entry(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
-    if bundle is None or bundle.kind != "bundle.observed":
-        return None
-    observations = bundle.payload.get("observations")
-    first = (
-        SameBytes(ledger).of(bundle.seq, observations) if isinstance(observations, list) else None
-    )
-    return bundle_identity(ledger, bundle.payload), first
 
 
 def _entry_lines(entry: Any, result: dict[str, Any] | None) -> list[str] | None:
@@ -885,24 +858,24 @@ def status(
 ) -> int:
     """Per cohort: its stage (frozen, burned), its tasks, the verifications recorded for each
     and their outcomes. Reads only."""
-    from ledger.state import ledger_status as read_status
+    from ledger.api import status as read_status
 
     with _open_ledger(read_only=True) as ledger:
-        cohorts = read_status(ledger, cohort)
+        result = read_status(ledger, cohort)
     if as_json:
-        _emit_json({"cohorts": [_cohort_status_json(c) for c in cohorts]})
+        _emit_json(msgspec_builtins(result))
         return EXIT_OK
-    if not cohorts:
+    if not result.cohorts:
         _say("no frozen cohort in this ledger")
-    for c in cohorts:
+    for c in result.cohorts:
         since = (
-            f"frozen at seq {c.cohort.frozen_entry}"
-            if c.cohort.burned_entry is None
-            else f"burned at seq {c.cohort.burned_entry} (frozen at seq {c.cohort.frozen_entry})"
+            f"frozen at seq {c.frozen_entry}"
+            if c.burned_entry is None
+            else f"burned at seq {c.burned_entry} (frozen at seq {c.frozen_entry})"
         )
-        _say(f"{c.cohort.cohort}: {since}; {_count(len(c.tasks), 'task')}, {_judged(c)}")
+        _say(f"{c.cohort}: {since}; {_count(len(c.tasks), 'task')}, {_judged(c)}")
         for t in c.tasks:
-            _say(f"  {t.task.task}  {t.task.split}: {_judged(t)}")
+            _say(f"  {t.task}  {t.split}: {_judged(t)}")
     return EXIT_OK
 
 
@@ -928,73 +901,16 @@ def _outcomes(outcomes: dict[str, int]) -> str:
     return "" if not outcomes else " (" + ", ".join(f"{n} {o}" for o, n in outcomes.items()) + ")"
 
 
-def _cohort_status_json(c: Any) -> dict[str, Any]:
-    """One cohort of ``status --json`` (LEDGER.md section 7, "JSON shapes printed by the CLI")."""
-    return {
-        "cohort": c.cohort.cohort,
-        "stage": c.stage,
-        "frozen_entry": c.cohort.frozen_entry,
-        "burned_entry": c.cohort.burned_entry,
-        "definition_digest": c.cohort.definition_digest,
-        "verified": c.verified,
-        "outcomes": c.outcomes,
-        "candidates": c.candidates,
-        "candidate_outcomes": c.candidate_outcomes,
-        "tasks": [
-            {
-                "task": t.task.task,
-                "split": t.task.split,
-                "work_unit": {"id": t.task.work_unit_id, "version": t.task.work_unit_version},
-                "plan_id": t.task.plan_id,
-                "adapter_version": t.task.adapter_version,
-                "verified": t.verified,
-                "outcomes": t.outcomes,
-                "last_result_entry": t.last_result_entry,
-                "candidates": t.candidates,
-                "candidate_outcomes": t.candidate_outcomes,
-            }
-            for t in c.tasks
-        ],
-    }
-
-
-def _show_object(obj: Any, as_json: bool) -> int:
+def _show_object(obj: Any) -> None:
     text: str | None
     try:
         text = obj.body.decode("utf-8")
     except UnicodeDecodeError:
         text = None
-    if as_json:
-        doc: dict[str, Any] = {
-            "digest": obj.digest,
-            "sha256": obj.sha256,
-            "media_type": obj.media_type,
-            "size": obj.size,
-        }
-        document: Any = None
-        if obj.media_type == "application/json" and text is not None:
-            from verifiers.jsonread import read_json
-
-            # Strict and depth-bounded: a stored object is untrusted bytes (a deep one would
-            # crash json.loads); what does not read is shown as its bytes instead.
-            read = read_json(obj.body, max_bytes=len(obj.body), max_depth=256)
-            # Only an object is a document (LEDGER.md, `show --json`); a stored array or
-            # scalar is shown as its bytes, so a script never mistakes one for a document.
-            document = read.value if read.ok and isinstance(read.value, dict) else None
-        if document is not None:
-            doc["document"] = document
-        else:
-            doc["body_base64"] = base64.b64encode(obj.body).decode("ascii")
-        _emit_json(doc)
-    else:
-        _note(f"object {obj.digest}  {obj.sha256}  {obj.media_type}  {count(obj.size, 'byte')}")
-        # Shown, not copied: `show --json` gives the exact bytes (base64 or the document).
-        sys.stdout.write(
-            _visible(text, lines=True)
-            if text is not None
-            else base64.b64encode(obj.body).decode() + "\n"
-        )
-    return EXIT_OK
+    _note(f"object {obj.digest}  {obj.sha256}  {obj.media_type}  {count(obj.size, 'byte')}")
+    # Shown, not copied: `show --json` gives the exact bytes (base64 or the document).
+    shown = _visible(text, lines=True) if text is not None else None
+    sys.stdout.write(shown if shown is not None else base64.b64encode(obj.body).decode() + "\n")
 
 
 # -- freeze / verify / burn / calibrate -------------------------------------------------------
@@ -1061,20 +977,9 @@ def freeze(
     loaded = trust.resolve(trust_file, writing=True, settings=settings)
     policy = loaded.trust if loaded is not None and loaded.trust.anchor.required else None
     if sign is not None and (policy is None or unanchored):
-        # --sign asks for an anchor; taken silently as nothing, the user believes the freeze
-        # anchored. Nothing names the witnesses and TSAs to ask without a policy.
-        why = (
-            "--unanchored was given"
-            if policy is not None
-            else "there is no anchoring policy (no trust file, or one without `ledger trust"
-            " anchor`), so no witness or TSA to ask"
-        )
-        raise UsageError(
-            "usage-error",
-            f"--sign signs the checkpoint that anchors the freeze under the trust file's"
-            f" anchoring policy, and {why}: nothing would be signed. Set a policy (`ledger"
-            " trust anchor --witnesses K --timestamps T`) or freeze without --sign",
-        )
+        from ledger.transparency.anchoring import refuse_idle_signer
+
+        refuse_idle_signer(has_policy=policy is not None, unanchored=unanchored)
     if dry_run:  # lint + the ledger-state checks, read-only (ledger/cli/authoring.py)
         return authoring.freeze_dry_run(
             _db(),

@@ -1,11 +1,11 @@
 """``ledger copy SRC DST``: a ledger into a new store, SQLite or PostgreSQL, either direction
 (LEDGER.md section 2, "Copying a ledger"); registered on the app like ``authoring``."""
 
-import base64
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
+import msgspec
 import typer
 
 from ledger.cli.progress import progress_bar
@@ -60,19 +60,11 @@ def copy(
     finally:
         if bar is not None:
             bar.close()
-    root = base64.b64encode(result.root).decode()
     if as_json:
-        IO.emit_json(
-            {
-                "destination": result.destination,
-                "entries": result.entries,
-                "objects": result.objects,
-                "root_hash": root,
-            }
-        )
+        IO.emit_json(msgspec.to_builtins(result))
         return EXIT_OK
     IO.say(
         f"copied {count(result.entries, 'entry', 'entries')} and"
-        f" {count(result.objects, 'object')} to {result.destination} (root {root})"
+        f" {count(result.objects, 'object')} to {result.destination} (root {result.root_hash})"
     )
     return EXIT_OK

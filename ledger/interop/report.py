@@ -28,9 +28,10 @@ from ledger.interop.browse import browse_in_memory
 from ledger.store.base import Store as Ledger
 from ledger.store.lookup import CandidateIdentity
 from ledger.tlog.notes import Checkpoint, format_checkpoint
+from verifiers.contracts import OUTCOMES
 
-OUTCOMES: Final = ("support", "reject", "escalate", "insufficient_evidence")
-COLOURS: Final = {
+# The four outcome words in the contract's order (columns, legend), each with its colour.
+COLOURS: Final[dict[str, str]] = {
     "support": "#2e7d32",
     "reject": "#c62828",
     "escalate": "#ef6c00",

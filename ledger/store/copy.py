@@ -16,11 +16,14 @@ in the same transactions.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Annotated, Any, Final
+
+import msgspec
+from msgspec import Meta
 
 from ledger.errors import StoreError, UsageError
 from ledger.format.entries import GENESIS_KIND, GENESIS_PREV, Clock, system_clock
@@ -35,12 +38,16 @@ _ENTRIES_PER_WRITE: Final = 500
 _PROGRESS_EVERY: Final = 200
 
 
-@dataclass(frozen=True)
-class CopyResult:
+class CopyResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``copy_store`` made, and what ``ledger copy --json`` prints
+    (``schemas/output-copy-v1``): the new ledger (a path, or the URL with any password
+    masked), the entries and objects copied, and the copy's Merkle root in standard base64,
+    equal to the source's."""
+
     destination: str
-    entries: int
-    objects: int
-    root: bytes
+    entries: Annotated[int, Meta(ge=1)]
+    objects: Annotated[int, Meta(ge=0)]
+    root_hash: Annotated[str, Meta(pattern="^[A-Za-z0-9+/]{43}=$")]  # base64 of the root
 
 
 def _damaged(where: str, why: str) -> StoreError:
@@ -150,7 +157,8 @@ def copy_store(
                 progress(1, total)
             _copy_entries(src, target, total, on_writer, progress)
             # The copy's root, from the nodes it stored: the source's, as the checks imply.
-            return CopyResult(str(target.path), target.size(), objects, _root(target))
+            root = base64.b64encode(_root(target)).decode("ascii")
+            return CopyResult(str(target.path), target.size(), objects, root)
 
 
 def _copy_entries(

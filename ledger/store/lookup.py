@@ -249,7 +249,7 @@ PACK_EXTENSION: Final = "org.evidence-ledger.bundle-pack"  # bundle pack's base 
 _TEXT_CUT: Final = 80  # characters of a stated value a text line shows
 
 
-class CandidateIdentity(msgspec.Struct, frozen=True, kw_only=True):
+class CandidateIdentity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Whose a bundle is, as far as the ledger can say: ``folder``, the bundle folder's name
     the operator gave ``verify`` (recorded in ``bundle.observed``; a label); the rest as the
     candidate's own ResultManifest states it (its ``id``, ``attempt``, ``worker``, the
@@ -258,14 +258,14 @@ class CandidateIdentity(msgspec.Struct, frozen=True, kw_only=True):
     says whether the manifest holds, this only says what it claims. None: not stated, or the
     manifest was not read (absent, not JSON, not an object)."""
 
-    folder: str | None = None
-    manifest_id: str | None = None
-    attempt: int | None = None
-    worker: str | None = None
-    worker_type: str | None = None
-    model: str | None = None
-    source_revision: str | None = None
-    head: str | None = None
+    folder: str | None
+    manifest_id: str | None
+    attempt: int | None
+    worker: str | None
+    worker_type: str | None
+    model: str | None
+    source_revision: str | None
+    head: str | None  # the head commit `bundle pack` wrote in its manifest extension
 
     def words(self) -> str:
         """One line: ``folder F, attempt N by W (TYPE, MODEL), head H`` (what is known)."""

@@ -33,6 +33,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import NoReturn
 
 import msgspec
 
@@ -126,6 +127,24 @@ def anchor_checkpoint(
         tsas=[tsa.url for tsa in trust.tsas],
         tsa_roots=roots if trust.tsas else None,
         timestamps=trust.anchor.timestamps,
+    )
+
+
+def refuse_idle_signer(*, has_policy: bool, unanchored: bool) -> NoReturn:
+    """A signer key given with nothing to anchor by (no policy, or ``unanchored``) is
+    ``usage-error``, before anything is written: taken silently as nothing, the user believes
+    the freeze anchored. ``ledger freeze --sign`` and ``ledger.api.freeze(signer_key=)`` alike."""
+    why = (
+        "--unanchored was given"
+        if has_policy
+        else "there is no anchoring policy (no trust file, or one without `ledger trust"
+        " anchor`), so no witness or TSA to ask"
+    )
+    raise UsageError(
+        "usage-error",
+        f"--sign signs the checkpoint that anchors the freeze under the trust file's"
+        f" anchoring policy, and {why}: nothing would be signed. Set a policy (`ledger"
+        " trust anchor --witnesses K --timestamps T`) or freeze without --sign",
     )
 
 

@@ -31,7 +31,7 @@ from ledger.operations.burn import burn
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.operations.verify import verify
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from ledger.tlog.notes import Checkpoint
 from ledger.transparency.proofs import checkpoint
 
@@ -109,7 +109,7 @@ def build_realistic_ledger(workdir: Path, *, extra_rounds: int = 1) -> Realistic
     root = workdir / "root"
     root.mkdir(exist_ok=True)
     made = RealisticLedger(path=path, root=root)
-    ledger, _ = Ledger.create(path, origin=ORIGIN, clock=StepClock())
+    ledger, _ = SqliteStore.create(path, origin=ORIGIN, clock=StepClock())
     with ledger:
         calibrate(ledger)
         freeze(ledger, DEMO, root=REPO)
@@ -187,14 +187,14 @@ def full_audit(
     parallel: bool | None = None,
 ) -> AuditReport:
     """The library audit with the commitment rules observer (what `ledger audit` runs)."""
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         rules = CommitmentRules(ledger, replay=replay)
         return audit(ledger, observers=[rules], checkpoints=checkpoints, parallel=parallel)
 
 
 def pairs_are_whole(path: Path) -> None:
     """Every bundle.observed is immediately followed by its own verification.recorded."""
-    with Ledger.open(path) as ledger:
+    with SqliteStore.open(path) as ledger:
         entries = list(ledger.entries())
     for i, entry in enumerate(entries):
         if entry.kind == "bundle.observed":

@@ -36,7 +36,7 @@ from commit_helpers import make_bundle, make_cohort
 
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 WAVES = size(3, 40)
 PER_WAVE = 8 if WAVES == 3 else 12
@@ -50,7 +50,7 @@ FAMILIES = ("good", "wrong-marker", "forbidden-path", "forged-digest", "decoy")
 def _prepare(folder: Path) -> tuple[Path, Path]:
     db, root = folder / "ledger.db", folder / "root"
     root.mkdir(parents=True)
-    ledger, _ = Ledger.create(db, origin="test.example/concurrency")
+    ledger, _ = SqliteStore.create(db, origin="test.example/concurrency")
     with ledger:
         calibrate(ledger)
         freeze(ledger, REPO / "cohorts" / "demo", root=REPO)
@@ -86,7 +86,7 @@ conn.execute("ROLLBACK")
 @pytest.fixture(scope="module")
 def busy_probe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BusyProbe]:
     db, root = _prepare(tmp_path_factory.mktemp("busy"))
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         before = ledger.size()
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(db), str(HOLD_SECONDS)],
@@ -169,7 +169,7 @@ def test_concurrent_verify_and_freeze_processes_build_one_chain_and_lose_nothing
     """(Takes the busy probe so that its long wait overlaps this test.)"""
     with memory_folder("ledger-conc-", tmp_path_factory.mktemp("conc")) as folder:
         db, root = _prepare(folder)
-        with Ledger.open(db) as ledger:
+        with SqliteStore.open(db) as ledger:
             size_before = ledger.size()
         claimed: list[int] = []
         for wave in range(WAVES):
@@ -200,7 +200,7 @@ def test_concurrent_verify_and_freeze_processes_build_one_chain_and_lose_nothing
                     assert doc["result_entry"] == doc["bundle_entry"] + 1
                     claimed += [doc["bundle_entry"], doc["result_entry"]]
         assert len(claimed) == len(set(claimed)), "two commands reported the same seq"
-        with Ledger.open(db) as ledger:
+        with SqliteStore.open(db) as ledger:
             size_after = ledger.size()
             for seq in claimed:
                 assert ledger.entry(seq) is not None
@@ -237,6 +237,6 @@ def test_writer_waiting_longer_than_the_busy_timeout_is_refused_as_ledger_busy(
     assert busy_probe.holder.poll() is None, "the holder let go before the waiters gave up"
     busy_probe.holder.kill()
     busy_probe.holder.communicate(timeout=HANG_GUARD)
-    with Ledger.open(busy_probe.db) as ledger:
+    with SqliteStore.open(busy_probe.db) as ledger:
         assert ledger.size() == busy_probe.entries_before  # refused means nothing written
     assert full_audit(busy_probe.db, replay=False).ok

@@ -42,7 +42,7 @@ from commit_helpers import make_bundle, make_cohort
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
 from ledger.store.opening import open_store
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 SEED = 20260202
 KILLS = size(200, 3000)
@@ -78,7 +78,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
 def _workspace(folder: Path) -> Workspace:
     db, root = folder / "ledger.db", folder / "root"
     root.mkdir()
-    ledger, _ = Ledger.create(db, origin="test.example/crash")
+    ledger, _ = SqliteStore.create(db, origin="test.example/crash")
     with ledger:
         calibrate(ledger)
         freeze(ledger, REPO / "cohorts" / "demo", root=REPO)
@@ -191,7 +191,7 @@ def test_sigkilled_verify_and_freeze_leave_a_whole_ledger_with_every_reported_en
     check_claims(workspace.db, warm)
 
     kills = rounds = landed_unreported = completed = 0
-    with Ledger.open(workspace.db) as ledger:
+    with SqliteStore.open(workspace.db) as ledger:
         before = ledger.size()
     while kills < KILLS:
         rounds += 1

@@ -31,7 +31,7 @@ from ledger.documents.cohort_folder import load_cohort
 from ledger.errors import LedgerError
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 from verifiers.bundle import read_bundle
 
 SECRET = b"SECRET-outside-the-folder-7f3a"
@@ -55,7 +55,7 @@ def space(tmp_path_factory: pytest.TempPathFactory) -> Space:
     db, root, outside = top / "ledger.db", top / "root", top / "outside"
     root.mkdir()
     outside.mkdir()
-    ledger, _ = Ledger.create(db, origin="test.example/hostile")
+    ledger, _ = SqliteStore.create(db, origin="test.example/hostile")
     with ledger:
         calibrate(ledger)
         freeze(ledger, make_cohort(root, BASE), root=root)
@@ -339,7 +339,7 @@ def _run_all(
 
 
 def _no_secret_stored(db: Path) -> None:
-    with Ledger.open(db) as ledger, ledger.snapshot() as conn:
+    with SqliteStore.open(db) as ledger, ledger.snapshot() as conn:
         for (body,) in conn.execute("SELECT body FROM objects"):
             assert SECRET not in bytes(body), "a byte from outside the folder reached the ledger"
         for (body,) in conn.execute("SELECT body FROM entries"):
@@ -347,7 +347,7 @@ def _no_secret_stored(db: Path) -> None:
 
 
 def _observations(db: Path, seq: int) -> dict[str, str]:
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         entry = ledger.entry(seq)
         assert entry is not None and entry.kind == "bundle.observed"
         return {o["locator"]: o["status"] for o in entry.payload["observations"]}
@@ -524,7 +524,7 @@ COHORT_CASES: list[tuple[str, CohortBuild]] = [
 
 
 def test_hostile_cohort_folders_are_refused_and_write_nothing(space: Space) -> None:
-    with Ledger.open(space.db) as ledger:
+    with SqliteStore.open(space.db) as ledger:
         before = ledger.size()
     built = [build(space) for _, build in COHORT_CASES]
     results = _run_all([argv for argv, _ in built])
@@ -535,7 +535,7 @@ def test_hostile_cohort_folders_are_refused_and_write_nothing(space: Space) -> N
         if result.returncode != 2 or code in (None, "internal-error"):
             failures.append((name, result.returncode, result.stdout[-300:], result.stderr[-300:]))
     assert not failures, failures
-    with Ledger.open(space.db) as ledger:
+    with SqliteStore.open(space.db) as ledger:
         assert ledger.size() == before
     _no_secret_stored(space.db)
 

@@ -18,7 +18,7 @@ from commit_helpers import make_bundle, make_cohort
 
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import freeze
-from ledger.store.sqlite import Ledger
+from ledger.store.sqlite import SqliteStore
 
 RSS_LIMIT_KIB = 1 << 20  # 1 GiB
 HANG_GUARD = 120
@@ -31,7 +31,7 @@ def space(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     top = tmp_path_factory.mktemp("resources")
     db, root = top / "ledger.db", top / "root"
     root.mkdir()
-    ledger, _ = Ledger.create(db, origin="test.example/resources")
+    ledger, _ = SqliteStore.create(db, origin="test.example/resources")
     with ledger:
         calibrate(ledger)
         freeze(ledger, make_cohort(root, BASE), root=root)
@@ -52,7 +52,7 @@ def _verify(db: Path, bundle: Path) -> Measured:
 
 
 def _status(db: Path, doc: Any, locator: str) -> str:
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         entry = ledger.entry(doc["bundle_entry"])
         assert entry is not None
         return next(o["status"] for o in entry.payload["observations"] if o["locator"] == locator)
@@ -104,7 +104,7 @@ def test_manifest_with_thousands_of_logs_reads_at_most_the_locator_cap(
     _manifest_with_logs(bundle, 1_800)  # still under the 256 KiB manifest limit
     assert (bundle / "result-manifest.json").stat().st_size < 256 * 1024
     doc = _bounded(_verify(db, bundle), {1})
-    with Ledger.open(db) as ledger:
+    with SqliteStore.open(db) as ledger:
         entry = ledger.entry(doc["bundle_entry"])
         assert entry is not None
         assert len(entry.payload["observations"]) <= 1 + 256

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from ledger.api import InitResult
+from ledger.api import CopyResult, InitResult
 from ledger.cli.shapes.common import ErrorDetail, OutputShape
 from ledger.operations.batch import BatchRefused, BatchVerified
 from ledger.operations.burn import BurnPlan, BurnResult
@@ -162,17 +162,10 @@ class BundlePackOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     source_revision: SourceRevision | None  # null when the WorkUnit names none
 
 
-class CopyOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    destination: str
-    entries: Annotated[int, Meta(ge=1)]
-    objects: Annotated[int, Meta(ge=0)]
-    root_hash: Annotated[str, Meta(pattern="^[A-Za-z0-9+/]{43}=$")]  # base64 of the root
-
-
 SHAPES: tuple[OutputShape, ...] = (
     OutputShape(
         "copy",
-        CopyOutput,
+        CopyResult,
         "ledger copy SRC DST --json",
         "The new ledger (a path, or the database URL with any password masked), the entries "
         "and objects copied and the copy's Merkle root, equal to the source's.",

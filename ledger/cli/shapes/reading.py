@@ -7,17 +7,17 @@ description in the generated file."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from ledger.api import ShowEntry, ShowObject, ShowVerification
 from ledger.audit.report import AuditResult
 from ledger.cli.shapes.common import ErrorDetail, OutputShape
 from ledger.format.entries import EntryBody
-from ledger.state import EarlierVerification
+from ledger.state import StatusResult
 from verifiers.contracts import VerificationResult
-from verifiers.contracts.common import ContractStruct, refuse
 from verifiers.contracts.verification_result import Outcome
 from verifiers.diff import Kind as DiffKind
 
@@ -42,109 +42,6 @@ class LogOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     entries: list[LogEntry]
     # Only when a damaged row was met mid-stream (exit 2): the entries read before it, then this.
     error: ErrorDetail | UnsetType = UNSET
-
-
-class Candidate(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Whose a bundle is (``ledger.store.lookup.CandidateIdentity``): the folder label verify
-    recorded, and what the bundle's own ResultManifest states (never checked: the verdict says
-    whether the manifest holds); null when not stated or the manifest was not read."""
-
-    folder: str | None
-    manifest_id: str | None
-    attempt: int | None
-    worker: str | None
-    worker_type: str | None
-    model: str | None
-    source_revision: str | None
-    head: str | None  # the head commit `bundle pack` wrote in its manifest extension
-
-
-# ``show REF --json`` of an entry of any kind but verification.recorded (show-verification).
-class ShowEntryOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    seq: int
-    # Any kind as stored (an unknown one is the audit's to report) but the one shown with its
-    # result: a verification never prints this shape.
-    kind: Annotated[str, Meta(extra_json_schema={"not": {"const": "verification.recorded"}})]
-    entry_hash: str
-    body: EntryBody
-    # Only for a bundle.observed entry: whose it is, and the first verification of the same
-    # bytes when it is an earlier one (null: none found).
-    candidate: Candidate | UnsetType = UNSET
-    same_bytes_as: EarlierVerification | UnsetType | None = UNSET
-
-
-# ``show REF --json`` of a verification.recorded entry.
-class ShowVerificationOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    seq: int
-    kind: Literal["verification.recorded"]
-    entry_hash: str
-    body: EntryBody
-    # The stored result object decoded, or null when it is missing or does not read as a JSON
-    # object (the audit says why).
-    result: VerificationResult | None
-    # Whose bundle it judged (read from its bundle.observed entry), and the first verification
-    # of the same bytes when it is an earlier one (null: none found).
-    candidate: Candidate
-    same_bytes_as: EarlierVerification | None
-
-
-# ``show ADDRESS --json`` of a stored object: exactly one of document and body_base64.
-class ShowObjectOutput(ContractStruct, frozen=True, kw_only=True):
-    json_schema_extra: ClassVar[dict[str, Any]] = {
-        "oneOf": [{"required": ["document"]}, {"required": ["body_base64"]}]
-    }
-
-    digest: str  # blake3:<64 hex>, the object's address
-    sha256: str
-    media_type: str  # as stored (the ledger writes application/json or application/octet-stream)
-    size: int
-    # Any JSON value: a stored application/json object holds whatever document was committed
-    # (a WorkUnit, a plan, a result, a bundle's JSON file), so its content is genuinely open.
-    document: Any | UnsetType = UNSET
-    body_base64: str | UnsetType = UNSET  # the exact bytes, when they are not readable JSON
-
-    def check_rules(self) -> None:
-        if isinstance(self.document, UnsetType) == isinstance(self.body_base64, UnsetType):
-            raise refuse("", "exactly one of document and body_base64")
-
-
-# -- status ---------------------------------------------------------------------------------------
-
-
-class StatusWorkUnit(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    id: str
-    version: int
-
-
-class StatusTask(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    task: str
-    split: str
-    work_unit: StatusWorkUnit
-    plan_id: str
-    adapter_version: str
-    verified: Count  # every verification recorded (a bundle judged again counts again)
-    outcomes: dict[Outcome, int]
-    last_result_entry: int | None
-    # Distinct candidates: verifications of bytes this task had not judged before, and theirs.
-    candidates: Count
-    candidate_outcomes: dict[Outcome, int]
-
-
-class StatusCohort(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    cohort: str
-    stage: Literal["frozen", "burned"]
-    frozen_entry: int
-    burned_entry: int | None
-    definition_digest: str
-    verified: Count
-    outcomes: dict[Outcome, int]
-    candidates: Count  # the sum of its tasks' distinct candidates
-    candidate_outcomes: dict[Outcome, int]
-    tasks: list[StatusTask]
-
-
-class StatusOutput(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    cohorts: list[StatusCohort]
 
 
 # -- audit ----------------------------------------------------------------------------------------
@@ -267,27 +164,27 @@ SHAPES: tuple[OutputShape, ...] = (
     ),
     OutputShape(
         "show",
-        ShowEntryOutput,
+        ShowEntry,
         "ledger show --json (an entry)",
         "One entry of any kind but verification.recorded: seq, kind, entry hash, decoded body.",
     ),
     OutputShape(
         "show-verification",
-        ShowVerificationOutput,
+        ShowVerification,
         "ledger show --json (a verification.recorded entry)",
-        "The entry and its decoded VerificationResult (null when the object is missing or "
-        "unreadable: run ledger audit).",
+        "The entry and its decoded VerificationResult (null when the object is missing, "
+        "unreadable or not a VerificationResult: run ledger audit).",
     ),
     OutputShape(
         "show-object",
-        ShowObjectOutput,
+        ShowObject,
         "ledger show --json (a stored object)",
         "A stored object's address, SHA-256, media type and size, with the JSON document it "
         "holds or, when it is not readable JSON, its exact bytes in base64.",
     ),
     OutputShape(
         "status",
-        StatusOutput,
+        StatusResult,
         "ledger status --json",
         "Per frozen cohort: its stage, tasks, and the verifications and outcomes recorded.",
     ),
