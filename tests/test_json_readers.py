@@ -62,6 +62,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("ledger/transparency/export.py", "entry_json"): ENTRY_BODY + ", printed",
     ("ledger/cli/commands.py", "_log_codec"): ENTRY_BODY + ", printed by log",
     ("ledger/cli/commands.py", "_body"): ENTRY_BODY + ", printed by show",
+    ("ledger/api.py", "_shown"): ENTRY_BODY + ", the body show returns",
     ("ledger/audit/rules.py", "<module>"): (
         "the outcome check's view of a stored VerificationResult, decoded typed for speed (the"
         " audit's budget: LEDGER.md section 13); a result that repeats a key differs from its"

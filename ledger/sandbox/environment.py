@@ -17,7 +17,6 @@ the host's clock or its block device, which is outside what the sandbox defends 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 import subprocess
@@ -28,6 +27,7 @@ from typing import Final
 
 from ledger.errors import LedgerError
 from verifiers.canonical import CanonicalFormError, canonical_digest
+from verifiers.jsonread import read_json
 from verifiers.observations import Environment, Mount
 
 MAX_TREE_ENTRIES: Final = 20_000
@@ -37,6 +37,7 @@ RESERVED_TARGETS: Final = ("/harness", "/work", "/tmp", "/proc", "/dev")
 """Where the sandbox itself mounts: no environment mount may land on or under one."""
 
 _CHUNK: Final = 1 << 20
+_PROBE_MAX_BYTES: Final = 1 << 20  # the probe prints a few paths; far more is no answer
 
 
 class SandboxError(LedgerError):
@@ -277,12 +278,27 @@ def describe(interpreter: Path) -> Environment:
             check=True,
             env={},
         )
-        facts = json.loads(probe.stdout)
         loader = _elf_interpreter(interpreter)
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         raise SandboxError(
             "sandbox-unavailable", f"cannot describe the interpreter {interpreter}: {exc}"
         ) from None
+    # The probe's answer is read as every JSON the ledger is handed: bounded, strict, its shape
+    # checked (the interpreter is the operator's, but a wrong one is named, never a crash).
+    read = read_json(probe.stdout, max_bytes=_PROBE_MAX_BYTES, max_depth=3)
+    facts = read.value
+    if (
+        not read.ok
+        or not isinstance(facts, dict)
+        or not isinstance(facts.get("stdlib"), str)
+        or not isinstance(facts.get("version"), str)
+        or not isinstance(facts.get("maps"), list)
+    ):
+        raise SandboxError(
+            "sandbox-unavailable",
+            f"cannot describe the interpreter {interpreter}: its answer to the probe is not"
+            " the expected JSON object",
+        )
     stdlib = str(facts["stdlib"])
     paths = {str(p) for p in facts["maps"]} - {str(interpreter)}
     libraries = {p for p in paths if ".so" in Path(p).name and not p.startswith(stdlib + "/")}
