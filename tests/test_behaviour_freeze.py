@@ -18,10 +18,11 @@ import pytest
 from ledger.api import audit_ledger
 from ledger.documents.cohort_folder import load_cohort
 from ledger.errors import CommitError, LedgerError
+from ledger.operations.batch import _collect, _worker_judge
 from ledger.operations.behaviour import prepare_behaviour
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import _append_frozen, freeze
-from ledger.operations.verify import verify
+from ledger.operations.verify import Judged, record, verify
 from ledger.sandboxing import SandboxExecutor
 from ledger.store.sqlite import Ledger
 from tests.commit_helpers import cohort_doc, make_bundle, task_doc, write_json
@@ -47,6 +48,9 @@ class TreeJudge:
     def __init__(self, *, always: str | None = None) -> None:
         self.always = always
         self.runs = 0
+
+    def configuration(self) -> dict[str, object]:
+        return {"sandbox": "none: a test's executor, no process runs"}
 
     def run(
         self,
@@ -475,3 +479,28 @@ def test_a_verifier_test_missing_from_the_folder_never_freezes(
     error = _refused(tmp_path, ledger, folder, TreeJudge)
     assert error.code == "behaviour-source-mismatch"
     assert f"verifier_tests/{TEST_PATH}" in error.message
+
+
+def test_a_v05_judgement_from_a_batch_worker_recorded_after_the_clock_moved_keeps_its_runs(
+    tmp_path: Path,
+) -> None:
+    """A batch worker judges, another entry lands with a later time, and the parent records
+    the judgement at the entries' time: the result is rebuilt from the worker's runs (which
+    must travel back with its verdict), never from none."""
+    now = ["2026-01-31T12:00:00Z"]
+    store, _ = Ledger.create(tmp_path / "l.db", origin="test/behaviour", clock=lambda: now[0])
+    calibrate(store)
+    freeze(store, _cohort(tmp_path), root=tmp_path, executor=TreeJudge)
+    judge = TreeJudge()
+    bundle = make_bundle(tmp_path, "correct")
+    answer = _worker_judge(store, str(bundle), now[0], None, TASK, executor=judge)
+    now[0] = "2026-01-31T12:00:05Z"
+    verify(store, make_bundle(tmp_path, "good"), task="test/behaviour/task-000")
+    collected = _collect(store, {}, answer)
+    assert isinstance(collected, Judged)
+    done = record(store, bundle, collected, task=TASK)
+    extensions = done.verification_result.extensions
+    assert isinstance(extensions, dict)
+    assert (done.outcome, len(extensions[EXTENSION]["runs"]), judge.runs) == ("support", 2, 2)
+    assert done.verification_result.finished_at == now[0]
+    _audit_intact(store)

@@ -1364,7 +1364,17 @@ def _verify_batch(
     # handler only marks it (each step returns within one judgement's time).
     interrupted: list[int] = []
     previous = signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
-    results = verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task, anchors=anchors[0])
+    from ledger.sandboxing import sandbox_executor
+
+    results = verify_many(
+        ledger,
+        paths,
+        jobs=jobs,
+        cohort=cohort,
+        task=task,
+        anchors=anchors[0],
+        executor=sandbox_executor,  # a v0.5 plan's sandbox, opened on first use in each process
+    )
     try:
         for item in results:
             render(item)

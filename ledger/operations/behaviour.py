@@ -284,11 +284,8 @@ def observe_candidate(
             "sandbox-unavailable", "a v0.5 plan judges in the sandbox, and none was given"
         )
     observed = observe_runs(plan, tree, executor)
-    # The sandbox says how it was set up (its runner's digest among it); duck-typed, as the seam
-    # (verifiers/observations.py) names no such member yet.
-    configuration = getattr(executor, "configuration", None)
-    sandbox = dict(configuration) if isinstance(configuration, Mapping) else {}
-    return BehaviourInputs((), tuple(observed), sandbox)
+    # Asked after the runs: a sandbox opened on first use knows its set-up only then.
+    return BehaviourInputs((), tuple(observed), dict(executor.configuration()))
 
 
 __all__ = [
