@@ -26,7 +26,7 @@ from ledger.operations.verify import Judged, record, verify
 from ledger.sandboxing import SandboxExecutor
 from ledger.store.sqlite import Ledger
 from tests.commit_helpers import cohort_doc, make_bundle, task_doc, write_json
-from tests.helpers import attacker
+from tests.helpers import attacker, run_cli
 from verifiers.behaviour_result import EXTENSION
 from verifiers.calibration import BUNDLES, PLANS
 from verifiers.canonical import canonical_bytes, canonical_digest, sha256_hex_digest
@@ -504,3 +504,56 @@ def test_a_v05_judgement_from_a_batch_worker_recorded_after_the_clock_moved_keep
     assert (done.outcome, len(extensions[EXTENSION]["runs"]), judge.runs) == ("support", 2, 2)
     assert done.verification_result.finished_at == now[0]
     _audit_intact(store)
+
+
+# -- `ledger source`: the committed snapshot written out ----------------------------------------
+
+
+def _source(frozen: Ledger, *args: str) -> Any:
+    return run_cli(["--db", str(frozen.path), "source", *args])
+
+
+def test_source_writes_the_committed_snapshot_from_the_ledger_alone(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    # The cohort folder it was frozen from is gone: what is written comes from the ledger.
+    shutil.rmtree(tmp_path / "cohort")
+    size, out = frozen.size(), tmp_path / "out"
+    done = _source(frozen, TASK, "--out", str(out))
+    assert done.code == 0, done.stderr
+    assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*")} == {
+        "README.md": BASE_README
+    }
+    assert frozen.size() == size
+    assert f"to {out}: 1 files" in done.stdout
+
+
+def test_source_into_a_folder_that_is_not_empty_is_refused_and_writes_nothing(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_bytes(b"mine")
+    done = _source(frozen, TASK, "--out", str(out))
+    assert (done.code, done.stderr.split(":")[:2]) == (2, ["ledger", " file-exists"])
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+
+
+def test_source_of_a_static_task_is_refused(tmp_path: Path, frozen: Ledger) -> None:
+    done = _source(frozen, "test/behaviour/task-000", "--out", str(tmp_path / "out"))
+    assert (done.code, done.stderr.split(":")[:2]) == (2, ["ledger", " source-not-committed"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_source_whose_stored_body_was_replaced_is_refused_by_the_checked_read(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    entry = frozen.entry(frozen.size() - 1)
+    assert entry is not None
+    body = entry.body.payload["tasks"][4]["behaviour"]["files"][0]["object"]
+    with attacker(tmp_path / "l.db") as conn:
+        conn.execute("UPDATE objects SET body = ? WHERE digest = ?", (b"forged", body))
+    done = _source(frozen, TASK, "--out", str(tmp_path / "out"))
+    assert done.stderr.startswith("ledger: object-corrupt: "), done.stderr
+    assert done.code == 2 and not (tmp_path / "out").exists()

@@ -49,7 +49,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring, browse, copy, trust, when, witness
+from ledger.cli import authoring, behaviour, browse, copy, trust, when, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.render import builtins as msgspec_builtins
@@ -2604,6 +2604,7 @@ when.register(
     open_read_only=lambda: _open_ledger(read_only=True),
 )
 copy.register(app, say=_say, emit_json=_emit_json, settings=_settings)
+behaviour.register(app, say=_say, open_read_only=lambda: _open_ledger(read_only=True))
 trust.register(
     app,
     say=_say,
