@@ -319,7 +319,10 @@ def write_source(
             )
         found = [t for t in state.tasks_named(task) if cohort is None or t.cohort == cohort]
         if not found:
-            raise UsageError("task-unknown", f"no cohort.frozen entry of this ledger holds {task}")
+            where = "" if cohort is None else f" of cohort {cohort}"
+            raise UsageError(
+                "task-unknown", f"no cohort.frozen entry{where} in this ledger holds {task}"
+            )
         if len(found) > 1:
             names = ", ".join(t.cohort for t in found)
             raise UsageError(
