@@ -565,17 +565,21 @@ def verify_many(
     task: str | None = None,
     trust: LoadedTrust | None = None,
     unanchored: bool = False,
+    executor: Callable[[], Executor] | None = None,
 ) -> BatchRun:
     """What ``ledger verify B1 B2 ...`` runs: each bundle verified as ``verify`` would, judged
     in ``jobs`` worker processes and recorded here in order; iterate for each bundle's
     ``VerifyResult`` or its refusal (a ``LedgerError``, the batch goes on), in bundle order
     (``batch_line(item, bundle)`` gives the line ``--json`` prints). ``close()`` stops early;
-    every pair appended stays whole."""
+    every pair appended stays whole. ``executor``: what makes the sandbox a v0.5 plan's tests
+    run in, in this process and in each worker (``ledger.sandboxing.sandbox_executor``)."""
     if trust is not None:
         check_trust_origin(trust, ledger.origin())
     paths = [Path(b) for b in bundles]
     rule = _rule(trust, unanchored)
-    return _verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task, anchors=rule)
+    return _verify_many(
+        ledger, paths, jobs=jobs, cohort=cohort, task=task, anchors=rule, executor=executor
+    )
 
 
 def _rule(trust: LoadedTrust | None, unanchored: bool) -> AnchorRule:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ledger.errors import LedgerError
 from verifiers.observations import Environment, Executor, Limits, RunObservation
@@ -24,11 +23,9 @@ class SandboxExecutor:
         self.module = module
         self._opened: Executor | None = None
 
-    @property
-    def configuration(self) -> Mapping[str, Any]:
+    def configuration(self) -> Mapping[str, object]:
         """The opened sandbox's configuration (empty before the first run)."""
-        found = getattr(self._opened, "configuration", None)
-        return dict(found) if isinstance(found, Mapping) else {}
+        return {} if self._opened is None else self._opened.configuration()
 
     def run(
         self,

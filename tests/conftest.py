@@ -96,6 +96,7 @@ SLOW_MODULES = frozenset(
     {
         "test_settings.py",
         "test_sandbox_hostile.py",  # each hostile candidate runs to its limit (about 40 s)
+        "test_behaviour_end_to_end.py",  # the v0.5 example through the real sandbox (30 s)
         "test_diff_git_differential.py",
         "test_verifier_properties.py",
         "test_when_end_to_end.py",

@@ -18,14 +18,15 @@ import pytest
 from ledger.api import audit_ledger
 from ledger.documents.cohort_folder import load_cohort
 from ledger.errors import CommitError, LedgerError
+from ledger.operations.batch import _collect, _worker_judge
 from ledger.operations.behaviour import prepare_behaviour
 from ledger.operations.calibrate import calibrate
 from ledger.operations.freeze import _append_frozen, freeze
-from ledger.operations.verify import verify
+from ledger.operations.verify import Judged, record, verify
 from ledger.sandboxing import SandboxExecutor
 from ledger.store.sqlite import SqliteStore
 from tests.commit_helpers import cohort_doc, make_bundle, task_doc, write_json
-from tests.helpers import attacker
+from tests.helpers import attacker, run_cli
 from verifiers.behaviour_result import EXTENSION
 from verifiers.calibration import BUNDLES, PLANS
 from verifiers.canonical import canonical_bytes, canonical_digest, sha256_hex_digest
@@ -47,6 +48,9 @@ class TreeJudge:
     def __init__(self, *, always: str | None = None) -> None:
         self.always = always
         self.runs = 0
+
+    def configuration(self) -> dict[str, object]:
+        return {"sandbox": "none: a test's executor, no process runs"}
 
     def run(
         self,
@@ -479,3 +483,81 @@ def test_a_verifier_test_missing_from_the_folder_never_freezes(
     error = _refused(tmp_path, ledger, folder, TreeJudge)
     assert error.code == "behaviour-source-mismatch"
     assert f"verifier_tests/{TEST_PATH}" in error.message
+
+
+def test_a_v05_judgement_from_a_batch_worker_recorded_after_the_clock_moved_keeps_its_runs(
+    tmp_path: Path,
+) -> None:
+    """A batch worker judges, another entry lands with a later time, and the parent records
+    the judgement at the entries' time: the result is rebuilt from the worker's runs (which
+    must travel back with its verdict), never from none."""
+    now = ["2026-01-31T12:00:00Z"]
+    store, _ = Ledger.create(tmp_path / "l.db", origin="test/behaviour", clock=lambda: now[0])
+    calibrate(store)
+    freeze(store, _cohort(tmp_path), root=tmp_path, executor=TreeJudge)
+    judge = TreeJudge()
+    bundle = make_bundle(tmp_path, "correct")
+    answer = _worker_judge(store, str(bundle), now[0], None, TASK, executor=judge)
+    now[0] = "2026-01-31T12:00:05Z"
+    verify(store, make_bundle(tmp_path, "good"), task="test/behaviour/task-000")
+    collected = _collect(store, {}, answer)
+    assert isinstance(collected, Judged)
+    done = record(store, bundle, collected, task=TASK)
+    extensions = done.verification_result.extensions
+    assert isinstance(extensions, dict)
+    assert (done.outcome, len(extensions[EXTENSION]["runs"]), judge.runs) == ("support", 2, 2)
+    assert done.verification_result.finished_at == now[0]
+    _audit_intact(store)
+
+
+# -- `ledger source`: the committed snapshot written out ----------------------------------------
+
+
+def _source(frozen: Ledger, *args: str) -> Any:
+    return run_cli(["--db", str(frozen.path), "source", *args])
+
+
+def test_source_writes_the_committed_snapshot_from_the_ledger_alone(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    # The cohort folder it was frozen from is gone: what is written comes from the ledger.
+    shutil.rmtree(tmp_path / "cohort")
+    size, out = frozen.size(), tmp_path / "out"
+    done = _source(frozen, TASK, "--out", str(out))
+    assert done.code == 0, done.stderr
+    assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*")} == {
+        "README.md": BASE_README
+    }
+    assert frozen.size() == size
+    assert f"to {out}: 1 files" in done.stdout
+
+
+def test_source_into_a_folder_that_is_not_empty_is_refused_and_writes_nothing(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_bytes(b"mine")
+    done = _source(frozen, TASK, "--out", str(out))
+    assert (done.code, done.stderr.split(":")[:2]) == (2, ["ledger", " file-exists"])
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+
+
+def test_source_of_a_static_task_is_refused(tmp_path: Path, frozen: Ledger) -> None:
+    done = _source(frozen, "test/behaviour/task-000", "--out", str(tmp_path / "out"))
+    assert (done.code, done.stderr.split(":")[:2]) == (2, ["ledger", " source-not-committed"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_source_whose_stored_body_was_replaced_is_refused_by_the_checked_read(
+    tmp_path: Path, frozen: Ledger
+) -> None:
+    entry = frozen.entry(frozen.size() - 1)
+    assert entry is not None
+    body = entry.body.payload["tasks"][4]["behaviour"]["files"][0]["object"]
+    with attacker(tmp_path / "l.db") as conn:
+        conn.execute("UPDATE objects SET body = ? WHERE digest = ?", (b"forged", body))
+    done = _source(frozen, TASK, "--out", str(tmp_path / "out"))
+    assert done.stderr.startswith("ledger: object-corrupt: "), done.stderr
+    assert done.code == 2 and not (tmp_path / "out").exists()

@@ -102,6 +102,9 @@ class Recorder:
         self.paths: list[Path] = []
         self.calls: list[tuple[list[str], list[str], Limits, Environment]] = []
 
+    def configuration(self) -> dict[str, object]:
+        return {"sandbox": "none: a test's executor, no process runs"}
+
     def run(
         self,
         tree: Path,

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from helpers import REPO_DIR, cli_env, run_cli
 
+from tools.behaviour_example import OUTCOMES
+
 # What each example reject is, by construction of the fixtures (tools/examples.py).
 REASONS = {
     "fixtures/demo/bundles/pagination-test/attempt-2": "forbidden path changed: .github/",
@@ -24,6 +26,20 @@ REASONS = {
     "fixtures/demo/bundles/timeout-default/attempt-2": "do not match worker-declared digest",
     "fixtures/demo/bundles/yaml-safe-load/attempt-2": "Missing: 'yaml.load('",
     "fixtures/demo/bundles/api-docs-contract/attempt-2": "unexpected-text",
+}
+
+# What decides each v0.5 reject, by the candidate's construction (fixtures/behaviour/candidates).
+V05_CATEGORY = {
+    "wrong": "correctness",
+    "decoy": "correctness",
+    "hostile_exit_at_import": "security",
+    "hostile_fork_bomb": "performance",
+    "hostile_network": "correctness",
+    "hostile_printer": "performance",
+    "hostile_read_outside": "correctness",
+    "hostile_rewrite_output": "correctness",
+    "hostile_sleeper": "performance",
+    "hostile_write_outside": "correctness",
 }
 
 
@@ -51,8 +67,9 @@ def test_demo_says_why_each_reject_happened_and_keeps_its_ledger(tmp_path: Path)
     audit = run_cli(["--db", str(db), "audit", "--no-replay", "--json"])
     # 32 entries of the story and two checkpoint.witnessed entries its witness cosigned: the
     # trust file's policy anchors each cohort that takes verdicts as it is frozen (the burned
-    # pilot takes none).
-    assert audit.code == 0 and audit.json()["entries"] == 34, audit
+    # pilot takes none); then the v0.5 example: its freeze, its anchor and the 12 candidates'
+    # bundle and result entries.
+    assert audit.code == 0 and audit.json()["entries"] == 34 + 2 + 24, audit
     # The freeze anchored before any verify (a local witness process, stopped after), and the
     # statement for one task against the trust file: its plan was in the witnessed tree, and
     # its verdicts were appended after it; no verify warned that `when` could not hold.
@@ -97,6 +114,13 @@ def test_demo_says_why_each_reject_happened_and_keeps_its_ledger(tmp_path: Path)
         stored = run_cli(["--db", str(db), "show", result_ref, "--json"]).json()["document"]
         first = stored["findings"][0]
         assert reason.startswith(f"why: [{first['category']}] {first['summary']}"), reason
+    # The v0.5 example, judged in the sandbox: every candidate its expected outcome, and each
+    # reject with the finding that decided it (tools/demo.py, ``deciding``).
+    for name, want in OUTCOMES.items():
+        [row] = [i for i, line in enumerate(lines) if line.split()[:2] == ["v0.5", name]]
+        assert lines[row].split()[2:5] == [want, want, "yes"], lines[row]
+        if want == "reject":
+            assert lines[row + 1].strip().startswith(f"why: [{V05_CATEGORY[name]}] "), name
     for line in lines:  # supports carry no reason
         if re.match(r"  fixtures/\S+\s+support\s+support\s+yes$", line):
             assert not lines[lines.index(line) + 1].strip().startswith("why:")

@@ -318,6 +318,7 @@ PRINTS_ALLOWED = {
     "ledger.cli.progress",
     "ledger.cli.witness",
     "ledger.cli.when",
+    "ledger.cli.behaviour",
     "ledger.cli.trust",
     "ledger.audit.worker",
     # A program of its own, run inside the sandbox: its exit status is its answer to the harness.

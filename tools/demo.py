@@ -3,8 +3,10 @@
 Each step runs the real `ledger` command (printed before it runs), so what you see is what a user
 would type, in the README's order: a trust file (the log key, a witness, the anchoring policy)
 before the first freeze, so every freeze is anchored before its first verify and `ledger when`
-holds. Each reject is shown with the findings that decided it. The run ends with a summary
-table and an audit that replays every verification. The ledger and the checkpoint stay in
+holds. Each reject is shown with the findings that decided it. Then the v0.5 example
+(fixtures/behaviour/): its tests fail on the base and pass with the reference in the sandbox at
+freeze, and each candidate, hostile ones too, is judged by its runs there. The run ends with a
+summary table and an audit that replays every verification. The ledger and the checkpoint stay in
 `build/demo/` (or `--out DIR`), printed at the end, so you can go on with `ledger log`, `show`
 or `audit`; the next run replaces them and says so.
 Exit status: 0 when every outcome is the expected one and the audit is intact.
@@ -18,6 +20,7 @@ import io
 import json
 import os
 import selectors
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger.cli.main import main
+from tools import behaviour_example
 
 REPO = Path(__file__).resolve().parents[1]
 ORIGIN = "demo.evidence-ledger.example/ledger"
@@ -41,6 +45,9 @@ WITNESS_NAME = "demo-witness.example/w1"
 WITNESS_FILES = ("witness.key", "witness.pub", "witness-state.db", "witness-state.db.watermark")
 LOG_KEY_FILES = ("log.key", "log.pub")
 DEMO_TASK = "demo/001-readme-marker"
+# The v0.5 example's cohort and bundles, built in the demo's folder (its plan names this
+# machine's interpreter by digest, so it cannot be a checked-in file).
+BEHAVIOUR_FOLDER = "behaviour-example"
 WITNESS_START_TIMEOUT_S = 30.0
 
 
@@ -139,7 +146,41 @@ def fresh_folder(out: Path) -> Path:
         if old.is_file() and not old.is_symlink():
             old.unlink()
             print(f"(removed the previous demo's {old})")
+    old = out / BEHAVIOUR_FOLDER
+    if old.is_dir() and not old.is_symlink():
+        shutil.rmtree(old)
+        print(f"(removed the previous demo's {old})")
     return out
+
+
+def deciding(reasons: list[str]) -> list[str]:
+    """A v0.5 reject's findings, the one that decided it first: a limit the run hit, then a
+    report the harness did not get, then a planned test's outcome (the runs' exit statuses,
+    which the verdict never reads alone, last)."""
+    for mark in ("limit and was killed", "report channel", "The fail_to_pass test"):
+        found = [r for r in reasons if mark in r]
+        if found:
+            return found[:1] + [r for r in reasons if r != found[0]]
+    return reasons
+
+
+def verify_behaviour(db: Path, example: behaviour_example.Example) -> list[dict[str, Any]]:
+    """Each example candidate verified by the v0.5 task's plan (its WorkUnit has five tasks:
+    --task names it), each reject with the finding that decided it."""
+    rows = []
+    for name, bundle in example.bundles.items():
+        args = ("verify", _shown(bundle), "--task", behaviour_example.TASK, "--json")
+        proc = run(db, *args, show=False)
+        doc = json.loads(proc.stdout)
+        got = doc.get("outcome", doc.get("error", {}).get("code", "?"))
+        reasons = deciding(why(doc))
+        label = f"v0.5 {name}"
+        want = behaviour_example.OUTCOMES[name]
+        rows.append({"bundle": label, "expected": want, "got": got, "why": "".join(reasons[:1])})
+        print(f"  verify {label}: {got} (exit {proc.returncode})")
+        if reasons:
+            print(f"      why: {reasons[0]}")
+    return rows
 
 
 def demo(out: Path = DEFAULT_OUT) -> int:
@@ -177,6 +218,19 @@ def demo(out: Path = DEFAULT_OUT) -> int:
                         str(folder / "log.key"), *extra)  # fmt: skip
         witnessed &= successor.returncode == 0
         rows += verify_all(db, expected, "fixtures/demo/successor-bundles/")
+        print(
+            "\nEvaluatorPlan v0.5: tests committed before the outcome, run in the sandbox"
+            " (bubblewrap). The freeze runs them first: they must fail on the base and pass"
+            " with the reference solution, or nothing is frozen:"
+        )
+        example = behaviour_example.build(
+            folder / BEHAVIOUR_FOLDER, behaviour_example.interpreter()
+        )
+        behaviour = run(db, "freeze", _shown(example.cohort), "--root", _shown(example.root),
+                        "--sign", str(folder / "log.key"))  # fmt: skip
+        witnessed &= behaviour.returncode == 0
+        print("Each candidate's patch applied, the verifier's tests added, run twice:")
+        rows += verify_behaviour(db, example)
     print("(the witness was stopped)")
     trust = folder / TRUST_FILE
     checkpoint = folder / CHECKPOINT_FILE

@@ -105,3 +105,9 @@ class Executor(Protocol):
         limits: Limits,
         environment: Environment,
     ) -> RunObservation: ...
+
+    def configuration(self) -> Mapping[str, object]:
+        """How the sandbox is set up (its kind, its programs' digests, how each limit is
+        enforced): recorded beside the runs of each behavioural result as ``sandbox``, so a
+        reader sees which sandbox judged. Plain JSON values; the same for every run."""
+        ...

@@ -49,7 +49,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import authoring, browse, copy, trust, when, witness
+from ledger.cli import authoring, behaviour, browse, copy, trust, when, witness
 from ledger.cli.output import Interrupted, check_output, note_write, output_file, write_output
 from ledger.cli.progress import ProgressBar, progress_bar
 from ledger.cli.render import builtins as msgspec_builtins
@@ -1269,7 +1269,17 @@ def _verify_batch(
     # handler only marks it (each step returns within one judgement's time).
     interrupted: list[int] = []
     previous = signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
-    results = verify_many(ledger, paths, jobs=jobs, cohort=cohort, task=task, anchors=anchors[0])
+    from ledger.sandboxing import sandbox_executor
+
+    results = verify_many(
+        ledger,
+        paths,
+        jobs=jobs,
+        cohort=cohort,
+        task=task,
+        anchors=anchors[0],
+        executor=sandbox_executor,  # a v0.5 plan's sandbox, opened on first use in each process
+    )
     try:
         for item in results:
             render(item)
@@ -2499,6 +2509,7 @@ when.register(
     open_read_only=lambda: _open_ledger(read_only=True),
 )
 copy.register(app, say=_say, emit_json=_emit_json, settings=_settings)
+behaviour.register(app, say=_say, open_read_only=lambda: _open_ledger(read_only=True))
 trust.register(
     app,
     say=_say,

@@ -41,6 +41,7 @@ from ledger.operations.verify import (
 from ledger.settings import cpus, idle_cpus
 from ledger.store.base import Store as Ledger
 from ledger.store.opening import open_store
+from verifiers.observations import Executor
 
 MAX_LIST_BYTES: Final = 4 * 1024 * 1024  # a --from list: ~40,000 paths of 100 bytes
 IN_FLIGHT_PER_JOB: Final = 8  # bundles handed out ahead of the appends: bounds memory
@@ -122,8 +123,12 @@ def verify_many(
     cohort: str | None = None,
     task: str | None = None,
     anchors: AnchorRule | None = None,
+    executor: Callable[[], Executor] | None = None,
 ) -> BatchRun:
     """Verify each bundle as ``verify`` would, in order; yield its result or its refusal.
+
+    ``executor`` makes the sandbox a v0.5 plan's tests run in: one in this process and one in
+    each worker (a module-level function, so a worker process can be handed it by name).
 
     ``jobs``: worker processes judging in parallel (default: one per core from
     ``PARALLEL_MIN_BUNDLES`` bundles on when a core is idle (``idle_cpus``), else 1; 1 judges
@@ -142,7 +147,7 @@ def verify_many(
     if count < 1:
         raise UsageError("usage-error", f"--jobs must be at least 1, not {count}")
     rule = anchors or AnchorRule(recorded_anchor)  # one for the batch: an anchor found is kept
-    return BatchRun(ledger, paths, min(count, len(paths)), cohort, task, rule)
+    return BatchRun(ledger, paths, min(count, len(paths)), cohort, task, rule, executor)
 
 
 class BatchRun:
@@ -156,8 +161,11 @@ class BatchRun:
         cohort: str | None,
         task: str | None,
         anchors: AnchorRule,
+        executor: Callable[[], Executor] | None = None,
     ) -> None:
         self._ledger = ledger
+        self._make_executor = executor
+        self._executor = None if executor is None else executor()
         self._cohort = cohort
         self._task = task
         self._anchors = anchors
@@ -199,7 +207,9 @@ class BatchRun:
                 break
             refused: LedgerError | None = None
             try:
-                judged = judge(ledger, path, cohort=cohort, task=task, plans=kept)
+                judged = judge(
+                    ledger, path, cohort=cohort, task=task, plans=kept, executor=self._executor
+                )
             except LedgerError as exc:
                 judged, refused = None, exc
             if group and (
@@ -212,7 +222,9 @@ class BatchRun:
                 yield None
             elif judged is None:
                 with _interrupts_deferred():
-                    self._ready.append(_one(ledger, path, None, cohort, task, self._anchors))
+                    self._ready.append(
+                        _one(ledger, path, None, cohort, task, self._anchors, self._executor)
+                    )
                 yield None
             else:
                 group.append((path, judged))
@@ -224,11 +236,26 @@ class BatchRun:
         with _interrupts_deferred():
             if len(group) == 1:
                 self._ready.append(
-                    _one(ledger, group[0][0], group[0][1], cohort, task, self._anchors)
+                    _one(
+                        ledger,
+                        group[0][0],
+                        group[0][1],
+                        cohort,
+                        task,
+                        self._anchors,
+                        self._executor,
+                    )
                 )
             else:
                 self._ready.extend(
-                    record_group(ledger, group, cohort=cohort, task=task, anchors=self._anchors)
+                    record_group(
+                        ledger,
+                        group,
+                        cohort=cohort,
+                        task=task,
+                        anchors=self._anchors,
+                        executor=self._executor,
+                    )
                 )
         yield None
 
@@ -240,7 +267,7 @@ class BatchRun:
         pending = iter(paths)
         # The workers start in a thread (a forkserver importing the library: 0.3-1 s) while
         # this process judges and records the first bundles itself, in order (``_serial``).
-        starting = _Starting(workers, ledger.db_target, jobs)
+        starting = _Starting(workers, ledger.db_target, jobs, self._make_executor)
         try:
             yield from self._serial(pending, plans, until=lambda: not starting.running())
             starting.finish()
@@ -259,7 +286,15 @@ class BatchRun:
                 if not isinstance(collected, Judged):
                     with _interrupts_deferred():
                         self._ready.append(
-                            _one(ledger, path, collected, cohort, task, self._anchors)
+                            _one(
+                                ledger,
+                                path,
+                                collected,
+                                cohort,
+                                task,
+                                self._anchors,
+                                self._executor,
+                            )
                         )
                     yield None
                     continue
@@ -277,7 +312,14 @@ class BatchRun:
                     group.append((waiting.popleft()[0], peek))
                 with _interrupts_deferred():
                     self._ready.extend(
-                        record_group(ledger, group, cohort=cohort, task=task, anchors=self._anchors)
+                        record_group(
+                            ledger,
+                            group,
+                            cohort=cohort,
+                            task=task,
+                            anchors=self._anchors,
+                            executor=self._executor,
+                        )
                     )
                 yield None
         finally:
@@ -288,12 +330,18 @@ class BatchRun:
 class _Starting:
     """``_Workers.start`` run in a thread; ``finish`` waits for it and raises what it raised."""
 
-    def __init__(self, workers: _Workers, ledger_path: str, jobs: int) -> None:
+    def __init__(
+        self,
+        workers: _Workers,
+        ledger_path: str,
+        jobs: int,
+        executor: Callable[[], Executor] | None,
+    ) -> None:
         self._error: BaseException | None = None
 
         def start() -> None:
             try:
-                workers.start(ledger_path, jobs)
+                workers.start(ledger_path, jobs, executor)
             except BaseException as exc:  # handed to the main thread by ``finish``
                 self._error = exc
 
@@ -338,13 +386,16 @@ def _one(
     cohort: str | None,
     task: str | None,
     anchors: AnchorRule,
+    executor: Executor | None,
 ) -> VerifyResult | LedgerError:
     """One bundle on its own, as ``verify`` does it (``judged`` None: ``judge`` here first,
     or, from a worker, all of it under the lock)."""
     if isinstance(judged, LedgerError):
         return judged
     try:
-        return record(ledger, path, judged, cohort=cohort, task=task, anchors=anchors)
+        return record(
+            ledger, path, judged, cohort=cohort, task=task, anchors=anchors, executor=executor
+        )
     except LedgerError as exc:
         return exc
 
@@ -364,12 +415,14 @@ def _collect(ledger: Ledger, plans: PlanCache, answer: object) -> Judged | Ledge
         return None
     # The plan and WorkUnit do not travel (decoding them again costs more than judging a small
     # bundle): the parent decodes each task's once, from the same content-addressed objects.
-    chosen, snapshot, digests, time, verdict, claims = value
+    chosen, snapshot, digests, time, verdict, claims, behaviour = value
     try:
         plan, work_unit = cached_plan(ledger, chosen, plans)
     except LedgerError:
         return None
-    return Judged(chosen, plan, work_unit, snapshot, digests, time, Verdict(*verdict), claims)
+    return Judged(
+        chosen, plan, work_unit, snapshot, digests, time, Verdict(*verdict), claims, behaviour
+    )
 
 
 # -- the workers -------------------------------------------------------------------------------
@@ -402,7 +455,9 @@ class _Workers:
         self._asked: list[deque[_Ticket]] = []
         self._turn = 0
 
-    def start(self, ledger_path: str, jobs: int) -> None:
+    def start(
+        self, ledger_path: str, jobs: int, executor: Callable[[], Executor] | None = None
+    ) -> None:
         # forkserver (spawn where it is missing): a worker never inherits the parent's open
         # SQLite connection or locks, which a plain fork would copy.
         context: multiprocessing.context.BaseContext
@@ -417,7 +472,9 @@ class _Workers:
             ours, theirs = context.Pipe(duplex=True)
             # Each worker starts in the parent's current folder (multiprocessing's preparation
             # data), so relative bundle paths, and the messages naming them, are the parent's.
-            process = context.Process(target=_worker_main, args=(theirs, ledger_path), daemon=True)
+            process = context.Process(
+                target=_worker_main, args=(theirs, ledger_path, executor), daemon=True
+            )
             self._processes.append(process)
             self._pipes.append(ours)
             self._asked.append(deque())
@@ -506,10 +563,13 @@ class _Workers:
 _WORKER_PLANS: PlanCache = {}
 
 
-def _worker_main(pipe: Connection, ledger_path: str) -> None:
+def _worker_main(
+    pipe: Connection, ledger_path: str, make_executor: Callable[[], Executor] | None = None
+) -> None:
     # Ctrl-C reaches the whole process group: the parent alone handles it, and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     ledger = open_store(ledger_path)
+    executor = None if make_executor is None else make_executor()
     with pipe:
         while True:
             try:
@@ -517,7 +577,7 @@ def _worker_main(pipe: Connection, ledger_path: str) -> None:
             except (EOFError, OSError):
                 return  # the parent closed its end: the batch is over
             try:
-                answer = _worker_judge(ledger, *request)
+                answer = _worker_judge(ledger, *request, executor=executor)
             except Exception:
                 # A bug here must not lose the bundle, and running out of memory or stack here
                 # (MemoryError, RecursionError) must not become its verdict: either way this
@@ -531,10 +591,24 @@ def _worker_main(pipe: Connection, ledger_path: str) -> None:
 
 
 def _worker_judge(
-    ledger: Ledger, path: str, now: str, cohort: str | None, task: str | None
+    ledger: Ledger,
+    path: str,
+    now: str,
+    cohort: str | None,
+    task: str | None,
+    *,
+    executor: Executor | None = None,
 ) -> tuple[str, object]:
     try:
-        judged = judge(ledger, Path(path), cohort=cohort, task=task, now=now, plans=_WORKER_PLANS)
+        judged = judge(
+            ledger,
+            Path(path),
+            cohort=cohort,
+            task=task,
+            now=now,
+            plans=_WORKER_PLANS,
+            executor=executor,
+        )
     except LedgerError as exc:
         # Sent as its parts: an exception with keyword-only arguments does not unpickle.
         return "refused", (type(exc), exc.code, exc.message, exc.exit_code)
@@ -549,4 +623,7 @@ def _worker_judge(
         judged.time,
         verdict,
         judged.claims,
+        # A v0.5 judgement's runs travel too: re-judged at another time, the result is built
+        # from these observations, never from no runs at all.
+        judged.behaviour,
     )

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.documents.source_tree import REFUSED, materialize, read_source_folder
-from ledger.errors import CommitError
+from ledger.errors import CommitError, UsageError
+from ledger.state import StateIndex, committed_plan
 from ledger.store.base import Store as Ledger
 from verifiers.behaviour import calibration_problems, pre_run_findings, scope_findings
 from verifiers.behaviour_result import (
@@ -284,16 +285,80 @@ def observe_candidate(
             "sandbox-unavailable", "a v0.5 plan judges in the sandbox, and none was given"
         )
     observed = observe_runs(plan, tree, executor)
-    # The sandbox says how it was set up (its runner's digest among it); duck-typed, as the seam
-    # (verifiers/observations.py) names no such member yet.
-    configuration = getattr(executor, "configuration", None)
-    sandbox = dict(configuration) if isinstance(configuration, Mapping) else {}
-    return BehaviourInputs((), tuple(observed), sandbox)
+    # Asked after the runs: a sandbox opened on first use knows its set-up only then.
+    return BehaviourInputs((), tuple(observed), dict(executor.configuration()))
+
+
+# -- `ledger source`: the committed snapshot written out ----------------------------------------
+
+
+@dataclass(frozen=True)
+class WrittenSource:
+    """What ``write_source`` wrote: the task, the freeze it came from and its tree's digest."""
+
+    task: str
+    cohort: str
+    cohort_entry: int
+    source_snapshot: str
+    files: int
+
+
+def write_source(
+    ledger: Ledger, task: str, dest: Path, *, cohort: str | None = None
+) -> WrittenSource:
+    """Write the source snapshot a v0.5 task's freeze stored into ``dest`` (missing, or an
+    empty folder; else ``file-exists``), every object through the checked read
+    (``committed_source``). Written into a private sibling and renamed into place: the folder
+    appears whole or not at all. Changes nothing in the ledger."""
+    with ledger.snapshot():
+        state = StateIndex.current(ledger)
+        if state is None:
+            raise CommitError(
+                "state-index-damaged",
+                "the ledger's derived state is not folded through its head; run `ledger audit`",
+            )
+        found = [t for t in state.tasks_named(task) if cohort is None or t.cohort == cohort]
+        if not found:
+            where = "" if cohort is None else f" of cohort {cohort}"
+            raise UsageError(
+                "task-unknown", f"no cohort.frozen entry{where} in this ledger holds {task}"
+            )
+        if len(found) > 1:
+            names = ", ".join(t.cohort for t in found)
+            raise UsageError(
+                "cohort-ambiguous", f"task {task} is in cohorts {names}: name one with --cohort"
+            )
+        chosen = found[0]
+        plan, _ = committed_plan(ledger, chosen)
+        if not isinstance(plan, EvaluatorPlanV05):
+            raise UsageError(
+                "source-not-committed",
+                f"task {task} has a {plan.schema_version} plan: only a v0.5 task's freeze"
+                " stores its source",
+            )
+        tree, _ = committed_source(ledger, chosen.cohort_entry, chosen.task)
+    if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
+        raise UsageError("file-exists", f"{dest} is not an empty folder: nothing was written")
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    except OSError as exc:
+        raise UsageError("file-unwritable", f"{dest.parent}: {exc.strerror}") from None
+    try:
+        materialize(tree, scratch)
+        os.chmod(scratch, 0o755)  # mkdtemp's 0700 was for while it was being written
+        os.rename(scratch, dest)  # onto a missing or empty folder only: whole or not at all
+    except OSError as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise UsageError("file-unwritable", f"{dest}: {exc.strerror}") from None
+    return WrittenSource(
+        chosen.task, chosen.cohort, chosen.cohort_entry, plan.behaviour.source_snapshot, len(tree)
+    )
 
 
 __all__ = [
     "BEHAVIOUR_FOLDER",
     "PreparedBehaviour",
+    "WrittenSource",
     "committed_source",
     "observe_candidate",
     "observe_runs",
@@ -301,4 +366,5 @@ __all__ = [
     "plan_limits",
     "prepare_behaviour",
     "prepared_tree",
+    "write_source",
 ]

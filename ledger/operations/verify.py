@@ -446,6 +446,7 @@ def record_group(
     cohort: str | None = None,
     task: str | None = None,
     anchors: AnchorRule | None = None,
+    executor: Executor | None = None,
 ) -> list[VerifyResult | LedgerError]:
     """``record`` for consecutive bundles judged with the same time, in one write transaction
     (a batch's group commit): each re-checked under the lock as ``record`` re-checks it, in
@@ -461,7 +462,7 @@ def record_group(
         for bundle_dir, judged in group:
             try:
                 chosen, snapshot, outcome = _decide(
-                    ledger, w, state, bundle_dir, judged, cohort, task
+                    ledger, w, state, bundle_dir, judged, cohort, task, executor
                 )
                 anchored_by = rule.anchor(ledger, chosen)
             except LedgerError as exc:

@@ -156,6 +156,24 @@ class UnifiedDiffBackendV04(_DiffBackend, frozen=True, kw_only=True):
     required_removed_substrings: RequiredStrs
 
 
+GateStrs = Annotated[list[NonEmptyStr], Meta(extra_json_schema={"uniqueItems": True})]
+
+
+class StaticGateV05(_DiffBackend, frozen=True, kw_only=True):
+    """A v0.5 plan's static gate: the v0.4 backend, judged by the v0.4 code, whose wording
+    rules may be empty, since the tests, not the wording, tell a fix from a decoy (a gate that
+    demanded removed text would reject every fix that only adds lines)."""
+
+    unique_fields: ClassVar[tuple[str, ...]] = (
+        "required_log_types",
+        "required_added_substrings",
+        "required_removed_substrings",
+    )
+
+    required_added_substrings: GateStrs
+    required_removed_substrings: GateStrs
+
+
 class _PlanBase(ContractStruct, frozen=True, kw_only=True, tag_field="schema_version"):
     unique_fields: ClassVar[tuple[str, ...]] = ("required_validator_ids",)
     SCHEMA_VERSION: ClassVar[str]
@@ -229,7 +247,10 @@ MAX_TEST_IDS: Final = 1024
 MAX_TEST_FILES: Final = 64
 MAX_FORBIDDEN_NAMES: Final = 64
 MAX_COMMAND_ARGS: Final = 32
-MAX_MOUNTS: Final = 16
+MAX_MOUNTS: Final = 64
+"""Room for what ``ledger.sandbox.environment.describe`` names for one interpreter: its loader,
+the libraries its standard extension modules load, each with the names that link to it (31 for
+Debian's python3.11), and its standard library folder."""
 MAX_RUNS: Final = 16
 
 TestId = Annotated[str, Meta(max_length=512, pattern=TEST_ID_PATTERN)]
@@ -336,7 +357,7 @@ class EvaluatorPlanV05(_PlanBase, frozen=True, kw_only=True, tag="0.5"):
 
     execution_mode: Literal["sandboxed_tests"]  # type: ignore[assignment]
     verifier: PlanVerifierV05
-    static_gate: UnifiedDiffBackendV04
+    static_gate: StaticGateV05
     behaviour: Behaviour
 
 
@@ -385,6 +406,7 @@ __all__ = [
     "PlanVerifierV03",
     "PlanVerifierV04",
     "PlanVerifierV05",
+    "StaticGateV05",
     "UnifiedDiffBackendV02",
     "UnifiedDiffBackendV03",
     "UnifiedDiffBackendV04",
