@@ -535,7 +535,7 @@ def test_a_small_batch_in_auto_mode_starts_no_worker(
 
     started: list[int] = []
 
-    def start(self: object, ledger_path: str, jobs: int) -> None:
+    def start(self: object, ledger_path: str, jobs: int, executor: object = None) -> None:
         started.append(jobs)
         raise RuntimeError("no worker may start here")
 
@@ -576,10 +576,10 @@ def test_a_batch_judges_its_first_bundles_while_its_workers_start(
     recorded = threading.Event()
     real_start, real_one = batch._Workers.start, batch._one
 
-    def start(self: batch._Workers, ledger_path: str, jobs: int) -> None:
+    def start(self: batch._Workers, ledger_path: str, jobs: int, executor: object = None) -> None:
         if not recorded.wait(timeout=20):
             raise RuntimeError("the parent judged nothing while its workers started")
-        real_start(self, ledger_path, jobs)
+        real_start(self, ledger_path, jobs, executor)
 
     def one(*args: object, **kwargs: object) -> object:
         result = real_one(*args, **kwargs)  # type: ignore[arg-type]

@@ -492,7 +492,7 @@ def test_a_v05_judgement_from_a_batch_worker_recorded_after_the_clock_moved_keep
     the judgement at the entries' time: the result is rebuilt from the worker's runs (which
     must travel back with its verdict), never from none."""
     now = ["2026-01-31T12:00:00Z"]
-    store, _ = Ledger.create(tmp_path / "l.db", origin="test/behaviour", clock=lambda: now[0])
+    store, _ = SqliteStore.create(tmp_path / "l.db", origin="test/behaviour", clock=lambda: now[0])
     calibrate(store)
     freeze(store, _cohort(tmp_path), root=tmp_path, executor=TreeJudge)
     judge = TreeJudge()
@@ -513,12 +513,12 @@ def test_a_v05_judgement_from_a_batch_worker_recorded_after_the_clock_moved_keep
 # -- `ledger source`: the committed snapshot written out ----------------------------------------
 
 
-def _source(frozen: Ledger, *args: str) -> Any:
+def _source(frozen: SqliteStore, *args: str) -> Any:
     return run_cli(["--db", str(frozen.path), "source", *args])
 
 
 def test_source_writes_the_committed_snapshot_from_the_ledger_alone(
-    tmp_path: Path, frozen: Ledger
+    tmp_path: Path, frozen: SqliteStore
 ) -> None:
     # The cohort folder it was frozen from is gone: what is written comes from the ledger.
     shutil.rmtree(tmp_path / "cohort")
@@ -533,7 +533,7 @@ def test_source_writes_the_committed_snapshot_from_the_ledger_alone(
 
 
 def test_source_into_a_folder_that_is_not_empty_is_refused_and_writes_nothing(
-    tmp_path: Path, frozen: Ledger
+    tmp_path: Path, frozen: SqliteStore
 ) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -544,14 +544,14 @@ def test_source_into_a_folder_that_is_not_empty_is_refused_and_writes_nothing(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
 
 
-def test_source_of_a_static_task_is_refused(tmp_path: Path, frozen: Ledger) -> None:
+def test_source_of_a_static_task_is_refused(tmp_path: Path, frozen: SqliteStore) -> None:
     done = _source(frozen, "test/behaviour/task-000", "--out", str(tmp_path / "out"))
     assert (done.code, done.stderr.split(":")[:2]) == (2, ["ledger", " source-not-committed"])
     assert not (tmp_path / "out").exists()
 
 
 def test_source_whose_stored_body_was_replaced_is_refused_by_the_checked_read(
-    tmp_path: Path, frozen: Ledger
+    tmp_path: Path, frozen: SqliteStore
 ) -> None:
     entry = frozen.entry(frozen.size() - 1)
     assert entry is not None
