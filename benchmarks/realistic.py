@@ -4,15 +4,16 @@
     python benchmarks/realistic.py --scale 0.05        # 50 tasks, 1,000 bundles (develop with it)
     python benchmarks/realistic.py --store sqlite      # one store only
 
-A generated benchmark (fixed seed): cohorts of tasks under plans 0.2-0.4 (some hidden, limits of
-64 KiB and 1 MiB), candidate bundles from a few hundred bytes to near their plan's limit, about
-four in ten judged support, several attempts per task; one cohort is burned halfway through and
-a successor freezes its unobserved WorkUnits again. Every stage runs as a user runs it (the
-installed ``ledger`` in a child process, started by a small launcher that reports the child's
-wall time, CPU time and peak RSS from ``os.wait4``), and each has a baseline run the same way on
-the same data (what it is, and why, is in ``BASELINES``). Every stage checks its answer before
-its time is reported; a wrong answer ends the run with exit 1. What the table means:
-benchmarks/README.md, section "A realistic run".
+A generated benchmark (fixed seed): cohorts of tasks under plans 0.2-0.4 (some hidden, limits of 64
+KiB and 1 MiB), candidate bundles from a few hundred bytes to near their plan's limit, about four
+in ten judged support, several attempts per task; one cohort is burned halfway through and a
+successor freezes its unobserved WorkUnits again (an attempt handing it bytes the first batch
+already showed is refused by rule 9, and the generator expects exactly those refusals). Every stage
+runs as a user runs it (the installed ``ledger`` in a child process, started by a small launcher
+that reports the child's wall time, CPU time and peak RSS from ``os.wait4``), and each has a
+baseline run the same way on the same data (what it is, and why, is in ``BASELINES``). Every stage
+checks its answer before its time is reported; a wrong answer ends the run with exit 1. What the
+table means: benchmarks/README.md, section "A realistic run".
 """
 
 from __future__ import annotations
