@@ -4,15 +4,16 @@
     python benchmarks/realistic.py --scale 0.05        # 50 tasks, 1,000 bundles (develop with it)
     python benchmarks/realistic.py --store sqlite      # one store only
 
-A generated benchmark (fixed seed): cohorts of tasks under plans 0.2-0.4 (some hidden, limits of
-64 KiB and 1 MiB), candidate bundles from a few hundred bytes to near their plan's limit, about
-four in ten judged support, several attempts per task; one cohort is burned halfway through and
-a successor freezes its unobserved WorkUnits again. Every stage runs as a user runs it (the
-installed ``ledger`` in a child process, started by a small launcher that reports the child's
-wall time, CPU time and peak RSS from ``os.wait4``), and each has a baseline run the same way on
-the same data (what it is, and why, is in ``BASELINES``). Every stage checks its answer before
-its time is reported; a wrong answer ends the run with exit 1. What the table means:
-benchmarks/README.md, section "A realistic run".
+A generated benchmark (fixed seed): cohorts of tasks under plans 0.2-0.4 (some hidden, limits of 64
+KiB and 1 MiB), candidate bundles from a few hundred bytes to near their plan's limit, about four
+in ten judged support, several attempts per task; one cohort is burned halfway through and a
+successor freezes its unobserved WorkUnits again (an attempt handing it bytes the first batch
+already showed is refused by rule 9, and the generator expects exactly those refusals). Every stage
+runs as a user runs it (the installed ``ledger`` in a child process, started by a small launcher
+that reports the child's wall time, CPU time and peak RSS from ``os.wait4``), and each has a
+baseline run the same way on the same data (what it is, and why, is in ``BASELINES``). Every stage
+checks its answer before its time is reported; a wrong answer ends the run with exit 1. What the
+table means: benchmarks/README.md, section "A realistic run".
 """
 
 from __future__ import annotations
@@ -181,9 +182,23 @@ class Task:
 class Bundle:
     path: Path
     task: Task
-    outcome: str  # what the verifier must say
+    outcome: str  # what the verifier must say, or REFUSED (rule 9: nothing is recorded)
     why: str  # support, missing, scope, forged, too-large
     size: int
+
+
+# R5.9, outcome before plan: a bundle whose manifest or candidate bytes the ledger observed before
+# its cohort was frozen is refused, not judged. Only the successor is frozen after bundles were
+# observed, and an exact-JSON WorkUnit's candidates repeat byte for byte (its one answer and a
+# few near misses), so at full scale a few of its attempts after the burn are ones seen before it.
+REFUSED = "refused"
+SEEN_BEFORE_PLAN = "outcome-before-plan"
+MANIFEST = "result-manifest.json"
+
+
+def _candidate_file(task: Task) -> str:
+    """The file a bundle of ``task`` names as its candidate (``_write_*bundle``)."""
+    return "candidate.json" if task.spec.plan_version == "0.1" else "changes.patch"
 
 
 @dataclass
@@ -579,6 +594,7 @@ def generate(work: Path, tasks: int, bundles: int, seed: int = 30) -> Generated:
     # cohort's unobserved WorkUnits are then judged by the successor's plans.
     successor_of = {t.spec.work_unit_id: t for t in successor_tasks}
     attempts: Counter[str] = Counter()
+    seen: set[bytes] = set()  # the SHA-256 of every file the first batch has the ledger observe
     out = work / "bundles"
     phase1: list[Bundle] = []
     phase2: list[Bundle] = []
@@ -598,7 +614,16 @@ def generate(work: Path, tasks: int, bundles: int, seed: int = 30) -> Generated:
         else:
             patch = _patch(rng, task, _pick(rng, _SIZES), why)
             _write_bundle(folder, task, attempt, patch, why)
-        b = Bundle(folder, task, "support" if why == "support" else "reject", why, len(patch))
+        outcome = "support" if why == "support" else "reject"
+        digests = {f.name: hashlib.sha256(f.read_bytes()).digest() for f in folder.iterdir()}
+        if i < split:
+            # Over its plan's limit, the candidate is not read whole: not observed (status ok).
+            seen.update(d for name, d in digests.items() if why != "too-large" or name == MANIFEST)
+        elif task.cohort == successor_name and (
+            digests[MANIFEST] in seen or digests[_candidate_file(task)] in seen
+        ):
+            outcome = REFUSED
+        b = Bundle(folder, task, outcome, why, len(patch))
         (phase1 if i < split else phase2).append(b)
     plans = {}
 
@@ -679,10 +704,16 @@ def baseline(name: str, args: dict[str, Any]) -> None:
             hashlib.sha256(canonical_bytes(json.loads(data))).hexdigest()
     elif name == "verify":
         from ledger.api import open_ledger
+        from ledger.errors import LedgerError
         from ledger.operations.verify import verify
 
         ledger = open_ledger(args["db"])
-        outcomes = [verify(ledger, Path(b)).outcome for b in args["bundles"]]
+        outcomes = []
+        for b in args["bundles"]:
+            try:
+                outcomes.append(verify(ledger, Path(b)).outcome)
+            except LedgerError as exc:  # as the command reports it, in the bundle's place
+                outcomes.append(f"{REFUSED} {exc.code}")
         ledger.close()
         print(json.dumps(outcomes))
     elif name == "audit":
@@ -811,6 +842,16 @@ def _copy_store(ctx: Ctx, server: Any, name: str) -> str:
         return str(dst)
     database = server.new_database(name, template=ctx.db.rsplit("/", 1)[1])
     return str(server.url(database))
+
+
+def _expected(b: Bundle) -> str:
+    return f"{REFUSED} {SEEN_BEFORE_PLAN}" if b.outcome == REFUSED else b.outcome
+
+
+def _said(line: dict[str, Any]) -> str:
+    """A batch line's outcome, or ``refused CODE`` for a refusal."""
+    error = line.get("error")
+    return f"{REFUSED} {error.get('code')}" if isinstance(error, dict) else str(line.get("outcome"))
 
 
 def _verify_lines(m: Measure) -> list[dict[str, Any]]:
@@ -954,21 +995,24 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
         listing.write_text("".join(f"{b.path}\n" for b in bundles))
         copy = _copy_store(ctx, server, f"libcopy{phase}")
         note(f"{store}: verify batch {phase}: {len(bundles)} bundles")
-        m = ledger_cmd(ctx, "verify", "--from", str(listing), "--json", codes=(0, 1))
+        refused = any(b.outcome == REFUSED for b in bundles)
+        m = ledger_cmd(ctx, "verify", "--from", str(listing), "--json", codes=(0, 1, 2))
+        check(m.code == 2 or not refused, f"verify exit {m.code} with bundles to refuse")
         lines = _verify_lines(m)
         check(len(lines) == len(bundles), f"verify printed {len(lines)} lines for {len(bundles)}")
         for line, b in zip(lines, bundles, strict=True):
             check(
-                line.get("outcome") == b.outcome,
-                f"{b.path} ({b.why}, {b.size} bytes) judged {line.get('outcome')}:"
+                _said(line) == _expected(b),
+                f"{b.path} ({b.why}, {b.size} bytes) judged {_said(line)}:"
                 f" {json.dumps(line)[-1500:]}",
             )
         verified = verified.add(m)
         note(f"{store}: the same verifications as library calls")
         base = baseline_cmd(ctx, "verify", db=copy, bundles=[str(b.path) for b in bundles])
-        check(json.loads(base.out) == [b.outcome for b in bundles], "the library loop disagrees")
+        check(json.loads(base.out) == [_expected(b) for b in bundles], "the library loop disagrees")
         library = library.add(base)
-    expected = Counter(b.outcome for b in g.bundles)
+    recorded = [b for b in g.bundles if b.outcome != REFUSED]
+    expected = Counter(b.outcome for b in recorded)
     n = len(g.bundles)
     rows.append(
         StageRow(
@@ -983,7 +1027,8 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
         StageRow(
             store,
             "verify",
-            f"{n:,} bundles in 2 batches ({expected['support']:,} support)",
+            f"{n:,} bundles in 2 batches ({expected['support']:,} support,"
+            f" {n - len(recorded)} refused by rule 9)",
             verified,
             library,
         )
@@ -997,7 +1042,7 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
     check(json.loads(audited.out).get("ok") is True, f"audit: {audited.out[:400]}")
     plans = ctx.work / "plans.json"
     plans.write_text(json.dumps({k: (p.decode(), w.decode()) for k, (p, w) in g.plans.items()}))
-    judged = [(str(b.path), b.task.spec.task_id) for b in g.bundles]
+    judged = [(str(b.path), b.task.spec.task_id) for b in recorded]
     rows.append(
         StageRow(
             store,
@@ -1074,7 +1119,7 @@ def _stages(ctx: Ctx, g: Generated, server: Any, store: str, anchors: list[str])
     )
     attested = Measure()
     files = []
-    per_cohort = Counter(b.task.cohort for b in g.bundles)
+    per_cohort = Counter(b.task.cohort for b in recorded)
     for name in [c for c, _ in g.cohorts] + [g.successor[0]]:
         out = f"attest-{name.replace('/', '-')}.jsonl"
         m = ledger_cmd(ctx, "attest", "--cohort", name, "--sign", "log.key", "--out", out)
@@ -1151,7 +1196,8 @@ def realistic_run(
     note(
         f"generated in {time.perf_counter() - t0:.0f} s: patch sizes {sizes[0]}..{sizes[-1]}"
         f" bytes, median {sizes[len(sizes) // 2]}; outcomes"
-        f" {dict(Counter(b.why for b in g.bundles))}"
+        f" {dict(Counter(b.why for b in g.bundles))}; to be refused by rule 9:"
+        f" {sum(b.outcome == REFUSED for b in g.bundles)}"
     )
     rows: list[StageRow] = []
     for store in stores:

@@ -170,6 +170,29 @@ def test_candidate_patch_seen_before_the_freeze_is_refused_in_a_new_manifest(
     assert entries(db) == before
 
 
+def test_candidate_seen_before_the_freeze_refusal_names_the_file_and_where_it_was_seen(
+    workspace: tuple[Path, Path],
+) -> None:
+    """The realistic run's second batch (issue 30): an agent hands in, as a new attempt, the
+    candidate a burned cohort's attempt already showed, and a successor frozen since refuses
+    it. Among thousands of lines the refusal says which file it was and where it was seen, not
+    only a digest."""
+    root, db = workspace
+    bundle = _observe_then_freeze_supporting_plan(root, db)
+    manifest_path = bundle / "result-manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["attempt"] = manifest.get("attempt", 1) + 1
+    write_json(manifest_path, manifest)
+    seen_at = next(e["seq"] for e in entries(db) if e["kind"] == "bundle.observed")
+    refused = cli(root, db, "verify", str(bundle), "--task", "test/b/task-000")
+    assert refused.code == 2
+    line = refused.stderr.strip()
+    assert line.startswith("ledger: outcome-before-plan: the bundle's changes.patch (sha256:")
+    assert f"was observed at seq {seen_at}" in line
+    assert f"only a cohort frozen before seq {seen_at} can judge these bytes" in line
+    assert f"`ledger show {seen_at}`" in line
+
+
 def test_reverifying_after_the_freeze_stays_allowed(workspace: tuple[Path, Path]) -> None:
     root, db = workspace
     assert cli(root, db, "freeze", str(custom_cohort(root, "test/b"))).code == 0

@@ -502,7 +502,7 @@ def _decide(
         if chosen != judged.chosen:
             judged = None
     if judged is not None:
-        _check_digests(state, chosen, judged.digests)
+        _check_digests(state, chosen, judged.digests, judged.snapshot)
         outcome = judged.outcome
         if w.time != judged.time:
             # Another writer's entry came later than this judgement's clock reading, and
@@ -597,19 +597,28 @@ def _check_outcome_before_plan(
 ) -> tuple[str, ...]:
     """Rule 9: bytes this ledger saw before the plan was frozen cannot be judged by it."""
     digests = outcome_digests(plan, snapshot.manifest, snapshot_observations(snapshot))
-    _check_digests(state, chosen, digests)
+    _check_digests(state, chosen, digests, snapshot)
     return digests
 
 
-def _check_digests(state: StateIndex, chosen: CommittedTask, digests: tuple[str, ...]) -> None:
+def _check_digests(
+    state: StateIndex, chosen: CommittedTask, digests: tuple[str, ...], snapshot: BundleSnapshot
+) -> None:
     seen = state.observed_before(digests, chosen.cohort_entry)
     if seen is not None:
         digest, seq = seen
+        # Which file, and where to look: in a batch of thousands (an agent handing in the same
+        # candidate again after a successor's freeze) a bare digest names nothing.
+        named = next(
+            (o["locator"] for o in snapshot_observations(snapshot) if o["sha256"] == digest),
+            "file",
+        )
         raise CommitError(
             "outcome-before-plan",
-            f"the bundle's {digest} was observed at seq {seq}, before cohort {chosen.cohort} was"
-            f" frozen at seq {chosen.cohort_entry}: a plan frozen after its outcome was seen"
-            " cannot judge it",
+            f"the bundle's {named} ({digest}) was observed at seq {seq}, before cohort"
+            f" {chosen.cohort} was frozen at seq {chosen.cohort_entry}: a plan frozen after its"
+            f" outcome was seen cannot judge it; only a cohort frozen before seq {seq} can judge"
+            f" these bytes (`ledger show {seq}` shows the bundle they were seen in)",
         )
 
 
